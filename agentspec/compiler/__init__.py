@@ -1,0 +1,1 @@
+"""The compiler: load → parse → check → (lower → emit). One stage per module."""

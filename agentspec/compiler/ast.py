@@ -1,0 +1,112 @@
+"""The AST of expressions and effect statements.
+
+Frozen nodes; each carries `start`/`end`, character offsets into the
+expression's text. The checker maps those to file positions through the
+scalar's locator, so an error inside a YAML block scalar points at the file's
+own line and column.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Node:
+    start: int
+    end: int
+
+
+@dataclass(frozen=True)
+class Literal(Node):
+    value: Any  # str | int | float | bool | None
+
+
+@dataclass(frozen=True)
+class ListExpr(Node):
+    items: tuple[Node, ...]
+
+
+@dataclass(frozen=True)
+class DictExpr(Node):
+    pairs: tuple[tuple[Node, Node], ...]
+
+
+@dataclass(frozen=True)
+class Name(Node):
+    """A bare name: a scope root (`state`) or, in a call, a function."""
+
+    id: str
+
+
+@dataclass(frozen=True)
+class Attr(Node):
+    """`scope.name`; attribute access exists only on scope roots."""
+
+    obj: Node
+    attr: str
+    attr_start: int
+
+
+@dataclass(frozen=True)
+class Index(Node):
+    obj: Node
+    index: Node
+
+
+@dataclass(frozen=True)
+class Call(Node):
+    func: str
+    func_end: int
+    args: tuple[Node, ...]
+
+
+@dataclass(frozen=True)
+class BinOp(Node):
+    """Arithmetic (`+ - * / // %`), comparison (`== != < <= > >=`), `in`, `not in`."""
+
+    op: str
+    left: Node
+    right: Node
+
+
+@dataclass(frozen=True)
+class BoolOp(Node):
+    op: str  # "and" | "or"
+    left: Node
+    right: Node
+
+
+@dataclass(frozen=True)
+class UnaryOp(Node):
+    op: str  # "not" | "-" | "+"
+    operand: Node
+
+
+@dataclass(frozen=True)
+class IfExp(Node):
+    body: Node
+    cond: Node
+    orelse: Node
+
+
+@dataclass(frozen=True)
+class Assign(Node):
+    """`target = value`, `target += value`, `target -= value`, maybe guarded."""
+
+    target: Node
+    op: str
+    value: Node
+    cond: Node | None
+
+
+@dataclass(frozen=True)
+class CallStatement(Node):
+    """`done()` or `fail(message)`, maybe guarded."""
+
+    call: Call
+    cond: Node | None
+
+
+Statement = Assign | CallStatement

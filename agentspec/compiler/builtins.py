@@ -1,0 +1,120 @@
+"""Signatures of the functions every spec may call without declaring them.
+
+The checker uses these for arity and argument types; the code generator
+binds each name to its implementation in `agentspec.stdlib`. `doc` is the
+one-line description shown in the language reference.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from agentspec.compiler.types import (
+    ANY,
+    BOOL,
+    DICT,
+    FLOAT,
+    INT,
+    STR,
+    ListOf,
+    Optional,
+    Type,
+    join,
+    strip_optional,
+)
+
+ReturnRule = Type | Callable[[Sequence[Type]], Type]
+
+
+@dataclass(frozen=True)
+class Signature:
+    """Parameters (the last `optional` of them may be omitted), an optional
+    variadic tail, and the return type (fixed, or computed from the argument
+    types)."""
+
+    params: tuple[Type, ...]
+    returns: ReturnRule
+    doc: str
+    optional: int = 0
+    variadic: Type | None = None
+
+    @property
+    def min_args(self) -> int:
+        return len(self.params) - self.optional
+
+    @property
+    def max_args(self) -> int | None:
+        return None if self.variadic is not None else len(self.params)
+
+    def return_type(self, args: Sequence[Type]) -> Type:
+        return self.returns(args) if callable(self.returns) else self.returns
+
+    def spelled(self, name: str) -> str:
+        parts = [str(p) for p in self.params[: self.min_args]]
+        parts += [f"{p} = …" for p in self.params[self.min_args :]]
+        if self.variadic is not None:
+            parts.append(f"*{self.variadic}")
+        ret = self.returns if isinstance(self.returns, Type) else "(depends on arguments)"
+        return f"{name}({', '.join(parts)}) -> {ret}"
+
+
+NUMBER = FLOAT  # parameters typed FLOAT accept int and bool too (see types.assignable)
+
+
+def _numeric_join(args: Sequence[Type]) -> Type:
+    result: Type | None = None
+    for arg in args:
+        arg = strip_optional(arg)
+        if isinstance(arg, ListOf):
+            arg = arg.item
+        result = arg if result is None else join(result, arg)
+    return result if result in (INT, FLOAT) else (ANY if result == ANY else FLOAT)
+
+
+def _same_as_first(args: Sequence[Type]) -> Type:
+    return strip_optional(args[0]) if args else ANY
+
+
+BUILTINS: dict[str, Signature] = {
+    "len": Signature((ANY,), INT, "Length of a string, list or dict."),
+    "str": Signature((ANY,), STR, "Text of a value."),
+    "int": Signature((ANY,), INT, "Integer value of a number or numeric string."),
+    "float": Signature((ANY,), FLOAT, "Float value of a number or numeric string."),
+    "bool": Signature((ANY,), BOOL, "Truth value."),
+    "lower": Signature((STR,), STR, "Lower-cased text."),
+    "upper": Signature((STR,), STR, "Upper-cased text."),
+    "strip": Signature((STR,), STR, "Text without surrounding whitespace."),
+    "contains": Signature((ANY, ANY), BOOL, "Whether a string contains a substring, or a list an item."),
+    "startswith": Signature((STR, STR), BOOL, "Whether the text starts with a prefix."),
+    "endswith": Signature((STR, STR), BOOL, "Whether the text ends with a suffix."),
+    "replace": Signature((STR, STR, STR), STR, "Text with every occurrence of `old` replaced by `new`."),
+    "split": Signature((STR, STR), ListOf(STR), "Text split on a separator (whitespace by default).", optional=1),
+    "join": Signature((ListOf(ANY), STR), STR, "Items joined with a separator ('' by default).", optional=1),
+    "regex_match": Signature((STR, STR), BOOL, "Whether the regular expression matches anywhere in the text."),
+    "extract": Signature(
+        (STR, STR), Optional(STR), "First capture group (or whole match) of a regex in the text, else none."
+    ),
+    "extract_all": Signature((STR, STR), ListOf(STR), "Every match of a regex in the text."),
+    "number": Signature(
+        (ANY,), Optional(FLOAT), "The number in a text ('1,234', '$5', '#### 42'), else none."
+    ),
+    "normalize_answer": Signature((STR,), STR, "SQuAD answer normalisation: lower, no punctuation or articles."),
+    "exact_match": Signature((ANY, ANY), FLOAT, "1.0 if two answers are equal after normalisation, else 0.0."),
+    "f1": Signature((ANY, ANY), FLOAT, "Token F1 of two answers after normalisation."),
+    "min": Signature((ANY,), _numeric_join, "Smallest of the arguments, or of one list.", variadic=ANY),
+    "max": Signature((ANY,), _numeric_join, "Largest of the arguments, or of one list.", variadic=ANY),
+    "sum": Signature((ListOf(FLOAT),), _numeric_join, "Sum of a list of numbers."),
+    "abs": Signature((NUMBER,), _same_as_first, "Absolute value."),
+    "round": Signature((NUMBER, INT), FLOAT, "Number rounded to n digits (0 by default).", optional=1),
+    "clip": Signature((NUMBER, NUMBER, NUMBER), FLOAT, "Value clipped to [low, high]."),
+    "calc": Signature((STR,), STR, "Exact value of an arithmetic expression, or an error message."),
+    "keys": Signature((DICT,), ListOf(STR), "Keys of a dict."),
+    "get": Signature((ANY, ANY, ANY), ANY, "Item of a dict or list, or a default.", optional=1),
+}
+
+# Calls that are statements, not values: they end the episode.
+EFFECT_CALLS: dict[str, Signature] = {
+    "done": Signature((), ANY, "End the episode (normally)."),
+    "fail": Signature((STR,), ANY, "End the tool call with an error message the model sees.", optional=1),
+}

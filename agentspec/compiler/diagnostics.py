@@ -1,0 +1,180 @@
+"""Diagnostics: every problem the front end finds, pointing at the user's file.
+
+One `Diagnostic` type, one exception (`SpecError`) that carries all of a file's
+diagnostics, and renderers for humans (source line + caret), JSON and GitHub
+Actions annotations. Codes are stable: they are documented in docs/errors.md
+and the tests assert on them.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass
+from enum import Enum
+
+from agentspec.spec.source import SourceFile, Span
+
+# Stable codes. The first digit names the stage that reports them.
+CODES: dict[str, str] = {
+    # 1xx: reading the file and YAML syntax
+    "E101": "YAML syntax error",
+    "E102": "duplicate key",
+    "E103": "cannot read file",
+    "E104": "the document is not a mapping",
+    # 2xx: the spec's schema
+    "E201": "unknown key",
+    "E202": "missing required key",
+    "E203": "wrong type of value",
+    "E204": "invalid value",
+    "E205": "unsupported language version",
+    # 3xx: expression and effect syntax
+    "E301": "expression syntax error",
+    "E302": "unclosed parenthesis or bracket",
+    "E303": "missing operand",
+    "E304": "'=' in an expression",
+    "E305": "unterminated string",
+    "E306": "invalid effect statement",
+    "E307": "unmatched closing parenthesis or bracket",
+    # 4xx: names and scopes
+    "E401": "unknown name",
+    "E402": "unknown state variable",
+    "E403": "unknown tool argument",
+    "E404": "unknown sample field",
+    "E405": "unknown function",
+    "E406": "unknown reward component",
+    "E407": "name not available here",
+    "E408": "write to a read-only scope",
+    "E409": "unknown tool",
+    "E410": "forbidden name",
+    "E411": "unknown attribute",
+    "E412": "name clash",
+    # 5xx: types and arity
+    "E501": "operator not supported for these types",
+    "E502": "wrong argument type",
+    "E503": "wrong number of arguments",
+    "E504": "assigned value has the wrong type",
+    "E505": "condition is not a boolean",
+    "E506": "reward value is not a number",
+    "E507": "invalid type",
+    "E508": "initial value does not match the declared type",
+    "E509": "value cannot be indexed",
+    # 6xx: Jinja2 templates
+    "E601": "template syntax error",
+    "E602": "undefined template variable",
+    # 7xx: tool parameter schemas
+    "E701": "invalid JSON Schema for a tool parameter",
+    # 8xx: warnings
+    "W801": "state variable is read but never written",
+    "W802": "state variable is never used",
+}
+
+
+class Severity(str, Enum):
+    ERROR = "error"
+    WARNING = "warning"
+
+
+@dataclass(frozen=True)
+class Diagnostic:
+    """One problem in a spec: what, where, and how to fix it."""
+
+    code: str
+    message: str
+    span: Span | None
+    hint: str | None = None
+
+    @property
+    def severity(self) -> Severity:
+        return Severity.WARNING if self.code.startswith("W") else Severity.ERROR
+
+    @property
+    def is_error(self) -> bool:
+        return self.severity is Severity.ERROR
+
+    def sort_key(self) -> tuple[str, int, int, str]:
+        if self.span is None:
+            return ("", 0, 0, self.code)
+        return (self.span.file, self.span.line, self.span.column, self.code)
+
+
+class SpecError(Exception):
+    """Raised once per file, carrying every diagnostic found in it."""
+
+    def __init__(self, diagnostics: Sequence[Diagnostic], sources: dict[str, SourceFile]):
+        self.diagnostics = sorted(diagnostics, key=Diagnostic.sort_key)
+        self.sources = sources
+        errors = [d for d in self.diagnostics if d.is_error]
+        first = errors[0] if errors else self.diagnostics[0]
+        more = f" … and {len(errors) - 1} more" if len(errors) > 1 else ""
+        super().__init__(f"{_location(first)}: {first.code}: {first.message}{more}")
+
+
+def _location(diagnostic: Diagnostic) -> str:
+    span = diagnostic.span
+    if span is None:
+        return "<spec>"
+    return f"{span.file}:{span.line}:{span.column}"
+
+
+def render_text(diagnostic: Diagnostic, sources: dict[str, SourceFile]) -> str:
+    """Render like a compiler: location, code, message, source line, caret, hint."""
+    head = f"{_location(diagnostic)}: {diagnostic.severity.value}[{diagnostic.code}]: {diagnostic.message}"
+    lines = [head]
+    span = diagnostic.span
+    source = sources.get(span.file) if span is not None else None
+    if span is not None and source is not None:
+        text = source.line_text(span.line)
+        if text is not None:
+            gutter = f"{span.line:>4} | "
+            lines.append(gutter + text)
+            if span.end_line == span.line and span.end_column > span.column:
+                width = span.end_column - span.column
+            else:
+                width = 1
+            width = max(1, min(width, len(text) - span.column + 2))
+            lines.append(" " * (len(gutter) + span.column - 1) + "^" * width)
+    if diagnostic.hint:
+        lines.append(f"  hint: {diagnostic.hint}")
+    return "\n".join(lines)
+
+
+def to_json(diagnostic: Diagnostic) -> dict[str, object]:
+    record: dict[str, object] = {
+        "code": diagnostic.code,
+        "severity": diagnostic.severity.value,
+        "message": diagnostic.message,
+        "hint": diagnostic.hint,
+    }
+    record.update(asdict(diagnostic.span) if diagnostic.span else {"file": None})
+    return record
+
+
+def render_json(diagnostics: Iterable[Diagnostic]) -> str:
+    return json.dumps([to_json(d) for d in diagnostics], indent=2, ensure_ascii=False)
+
+
+def _escape_github(text: str, *, property_value: bool = False) -> str:
+    # The escaping GitHub's workflow-command parser expects.
+    text = text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    if property_value:
+        text = text.replace(":", "%3A").replace(",", "%2C")
+    return text
+
+
+def render_github(diagnostic: Diagnostic) -> str:
+    """One GitHub Actions workflow command (`::error file=…,line=…::message`)."""
+    kind = "warning" if diagnostic.severity is Severity.WARNING else "error"
+    props = []
+    if diagnostic.span is not None:
+        s = diagnostic.span
+        props += [
+            f"file={_escape_github(s.file, property_value=True)}",
+            f"line={s.line}",
+            f"col={s.column}",
+            f"endLine={s.end_line}",
+            f"endColumn={s.end_column}",
+        ]
+    props.append(f"title={_escape_github(diagnostic.code, property_value=True)}")
+    message = diagnostic.message + (f" (hint: {diagnostic.hint})" if diagnostic.hint else "")
+    return f"::{kind} {','.join(props)}::{_escape_github(message)}"

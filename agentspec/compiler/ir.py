@@ -1,0 +1,41 @@
+"""The checked representation of a spec: what code generation consumes.
+
+Every expression and statement is parsed and typed; every name it uses is
+known to exist. Paths are the YAML paths of the source values, so later stages
+can still point diagnostics at the user's file.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from agentspec.compiler import ast
+from agentspec.compiler.diagnostics import Diagnostic
+from agentspec.compiler.types import Type
+from agentspec.spec.load import LoadedSpec
+from agentspec.spec.model import TaskSpec
+from agentspec.spec.yaml_loader import Path
+
+
+@dataclass(frozen=True)
+class TypedExpr:
+    node: ast.Node
+    type: Type
+
+
+@dataclass
+class CheckedSpec:
+    """A spec that passed every check, with its typed expressions."""
+
+    loaded: LoadedSpec
+    state_types: dict[str, Type]
+    sample_types: dict[str, Type]
+    arg_types: dict[str, dict[str, Type]]  # tool → argument → type
+    result_types: dict[str, Type]  # tool → type of `result`
+    expressions: dict[Path, TypedExpr] = field(default_factory=dict)
+    statements: dict[Path, ast.Statement] = field(default_factory=dict)
+    warnings: list[Diagnostic] = field(default_factory=list)
+
+    @property
+    def spec(self) -> TaskSpec:
+        return self.loaded.spec

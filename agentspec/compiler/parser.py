@@ -1,0 +1,305 @@
+"""Parse expression and statement text into the AST (`agentspec.compiler.ast`).
+
+One Lark LALR grammar (`grammar.lark`) with positions on every node. Syntax
+errors are classified into named mistakes — unclosed parenthesis, missing
+operand, `=` where `==` was meant, unterminated string — each with the offset
+to put the caret under.
+"""
+
+from __future__ import annotations
+
+import ast as pyast
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from typing import Any
+
+from lark import Lark, Token, Transformer, v_args
+from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken, VisitError
+
+from agentspec.compiler import ast
+
+_CONSTANTS = {"True": True, "true": True, "False": False, "false": False, "None": None, "null": None}
+_OPENERS = {"(": ")", "[": "]", "{": "}"}
+_CLOSERS = {v: k for k, v in _OPENERS.items()}
+_OPERAND_TERMINALS = {"NAME", "NUMBER", "STRING", "LPAR", "LSQB", "LBRACE"}
+
+
+@dataclass(frozen=True)
+class ExprSyntaxError(Exception):
+    """A syntax error at `start:end` (offsets into the text), with a stable code."""
+
+    code: str
+    message: str
+    start: int
+    end: int
+    hint: str | None = None
+
+
+@cache
+def _parser() -> Lark:
+    grammar = resources.files("agentspec.compiler").joinpath("grammar.lark").read_text()
+    return Lark(
+        grammar,
+        parser="lalr",
+        start=["expression", "statement"],
+        propagate_positions=True,
+        maybe_placeholders=False,
+        cache=True,
+    )
+
+
+def parse_expression(text: str) -> ast.Node:
+    """Parse one expression. Raises `ExprSyntaxError`."""
+    result = _parse(text, "expression")
+    assert isinstance(result, ast.Node)
+    return result
+
+
+def parse_statement(text: str) -> ast.Statement:
+    """Parse one effect statement. Raises `ExprSyntaxError`."""
+    result = _parse(text, "statement")
+    assert isinstance(result, (ast.Assign, ast.CallStatement))
+    return result
+
+
+def _parse(text: str, start: str) -> Any:
+    _check_brackets(text)
+    if not text.strip():
+        raise ExprSyntaxError("E301", f"empty {start}", 0, max(1, len(text)))
+    try:
+        tree = _parser().parse(text, start=start)
+        return _ToAst().transform(tree)
+    except UnexpectedInput as exc:
+        raise _classify(exc, text, start) from None
+    except VisitError as exc:
+        if isinstance(exc.orig_exc, ExprSyntaxError):
+            raise exc.orig_exc from None
+        raise
+
+
+def _check_brackets(text: str) -> None:
+    """Find unbalanced brackets before parsing, to point at the opener."""
+    stack: list[tuple[str, int]] = []
+    quote: str | None = None
+    i = 0
+    while i < len(text):
+        ch = text[i]
+        if quote:
+            if ch == "\\":
+                i += 1
+            elif ch == quote:
+                quote = None
+            elif ch == "\n":
+                raise ExprSyntaxError(
+                    "E305", "unterminated string", _string_start(text, i), i,
+                    hint=f"close the string with {quote}",
+                )
+        elif ch in "'\"":
+            quote = ch
+            quote_start = i
+        elif ch in _OPENERS:
+            stack.append((ch, i))
+        elif ch in _CLOSERS:
+            if not stack:
+                raise ExprSyntaxError(
+                    "E307", f"unmatched '{ch}'", i, i + 1, hint=f"remove it or add a '{_CLOSERS[ch]}' before it"
+                )
+            opener, pos = stack.pop()
+            if _OPENERS[opener] != ch:
+                raise ExprSyntaxError(
+                    "E302",
+                    f"'{opener}' is closed by '{ch}'",
+                    pos,
+                    pos + 1,
+                    hint=f"close it with '{_OPENERS[opener]}'",
+                )
+        i += 1
+    if quote:
+        raise ExprSyntaxError(
+            "E305", "unterminated string", quote_start, len(text), hint=f"close the string with {quote}"
+        )
+    if stack:
+        opener, pos = stack[-1]
+        kind = {"(": "parenthesis", "[": "bracket", "{": "brace"}[opener]
+        raise ExprSyntaxError(
+            "E302", f"unclosed {kind} '{opener}'", pos, pos + 1, hint=f"add a matching '{_OPENERS[opener]}'"
+        )
+
+
+def _string_start(text: str, newline: int) -> int:
+    """Start of the string literal that runs into `newline`."""
+    for i in range(newline - 1, -1, -1):
+        if text[i] in "'\"":
+            return i
+    return newline
+
+
+def _classify(exc: UnexpectedInput, text: str, start: str) -> ExprSyntaxError:
+    if isinstance(exc, UnexpectedCharacters):
+        pos = exc.pos_in_stream
+        ch = text[pos] if pos is not None and pos < len(text) else ""
+        pos = pos or 0
+        if ch == "=":
+            return _single_equals(pos)
+        if ch in "'\"":
+            return ExprSyntaxError("E305", "unterminated string", pos, len(text))
+        if ch == "!":
+            return ExprSyntaxError("E301", "'!' is not an operator", pos, pos + 1, hint="write `not x`, or `!=` for inequality")
+        if ch == "&" or ch == "|":
+            word = "and" if ch == "&" else "or"
+            return ExprSyntaxError("E301", f"'{ch}' is not an operator", pos, pos + 1, hint=f"write `{word}`")
+        return ExprSyntaxError("E301", f"unexpected character {ch!r}", pos, pos + 1)
+    assert isinstance(exc, UnexpectedToken)
+    token: Token = exc.token
+    expected = set(exc.expected)
+    at_end = token.type == "$END"
+    pos = len(text.rstrip()) if at_end else (token.start_pos or 0)
+    end = pos + 1 if at_end else (token.end_pos or pos + 1)
+    if token.type == "ASSIGN" and (start == "expression" or token.value == "="):
+        return _single_equals(pos)
+    if token.type == "ASSIGN":
+        return ExprSyntaxError("E306", f"'{token.value}' cannot appear here", pos, end)
+    if start == "statement" and (
+        (at_end and "ASSIGN" in expected) or (token.type == "COMP_OP" and "ASSIGN" in expected)
+    ):
+        hint = (
+            "to assign, write `=`; to end the episode conditionally, write `done() if cond`"
+            if token.value == "=="
+            else "e.g. `state.page = \"item\"`, `done() if args.option == \"buy\"`"
+        )
+        return ExprSyntaxError(
+            "E306",
+            "an effect must be an assignment to state, done() or fail(message)",
+            0 if at_end else pos,
+            len(text) if at_end else end,
+            hint=hint,
+        )
+    if token.type in ("NAME", "NUMBER", "STRING"):
+        return ExprSyntaxError(
+            "E301",
+            f"unexpected {token.value!r}: two values with no operator between them",
+            pos,
+            end,
+            hint="join them with an operator, or a comma inside a call or list",
+        )
+    if expected & _OPERAND_TERMINALS:
+        before = text[:pos].rstrip()
+        after = f" after '{before.split()[-1]}'" if before.split() else ""
+        found = "the end of the expression" if at_end else f"'{token.value}'"
+        return ExprSyntaxError(
+            "E303",
+            f"missing operand{after}: found {found}",
+            max(0, pos - 1) if at_end else pos,
+            end,
+            hint="an operator needs a value on both sides",
+        )
+    if at_end:
+        return ExprSyntaxError("E301", "the expression ends too early", max(0, pos - 1), pos)
+    return ExprSyntaxError("E301", f"unexpected {token.value!r}", pos, end)
+
+
+def _single_equals(pos: int) -> ExprSyntaxError:
+    return ExprSyntaxError(
+        "E304", "'=' in an expression", pos, pos + 1, hint="did you mean '=='?"
+    )
+
+
+def _span(meta: Any) -> tuple[int, int]:
+    return meta.start_pos, meta.end_pos
+
+
+@v_args(meta=True)
+class _ToAst(Transformer[Token, Any]):
+    """Lark tree → frozen AST nodes; one method per grammar rule."""
+
+    def expression(self, meta: Any, children: list[Any]) -> ast.Node:
+        node: ast.Node = children[0]
+        return node
+
+    def name(self, meta: Any, children: list[Token]) -> ast.Node:
+        token = children[0]
+        start, end = token.start_pos or 0, token.end_pos or 0
+        if token.value in _CONSTANTS:
+            return ast.Literal(start, end, _CONSTANTS[token.value])
+        return ast.Name(start, end, token.value)
+
+    def number(self, meta: Any, children: list[Token]) -> ast.Literal:
+        text = children[0].value
+        value: int | float = int(text) if text.isdigit() else float(text)
+        return ast.Literal(*_span(meta), value)
+
+    def string(self, meta: Any, children: list[Token]) -> ast.Literal:
+        try:
+            value = pyast.literal_eval(children[0].value)
+        except (ValueError, SyntaxError) as exc:  # e.g. a bad \N{...} escape
+            raise ExprSyntaxError("E301", f"invalid string literal: {exc}", *_span(meta)) from None
+        return ast.Literal(*_span(meta), value)
+
+    def list(self, meta: Any, children: list[ast.Node]) -> ast.ListExpr:
+        return ast.ListExpr(*_span(meta), tuple(children))
+
+    def dict(self, meta: Any, children: list[tuple[ast.Node, ast.Node]]) -> ast.DictExpr:
+        return ast.DictExpr(*_span(meta), tuple(children))
+
+    def pair(self, meta: Any, children: list[ast.Node]) -> tuple[ast.Node, ast.Node]:
+        return children[0], children[1]
+
+    def attr(self, meta: Any, children: list[Any]) -> ast.Attr:
+        obj, name = children
+        return ast.Attr(*_span(meta), obj, name.value, name.start_pos)
+
+    def index(self, meta: Any, children: list[ast.Node]) -> ast.Index:
+        return ast.Index(*_span(meta), children[0], children[1])
+
+    def call(self, meta: Any, children: list[Any]) -> ast.Call:
+        name, *args = children
+        return ast.Call(*_span(meta), name.value, name.end_pos, tuple(args))
+
+    def binop(self, meta: Any, children: list[Any]) -> ast.BinOp:
+        left, op, right = children
+        return ast.BinOp(*_span(meta), op.value, left, right)
+
+    compare = binop
+
+    def in_(self, meta: Any, children: list[ast.Node]) -> ast.BinOp:
+        return ast.BinOp(*_span(meta), "in", children[0], children[1])
+
+    def not_in(self, meta: Any, children: list[ast.Node]) -> ast.BinOp:
+        return ast.BinOp(*_span(meta), "not in", children[0], children[1])
+
+    def and_(self, meta: Any, children: list[ast.Node]) -> ast.BoolOp:
+        return ast.BoolOp(*_span(meta), "and", children[0], children[1])
+
+    def or_(self, meta: Any, children: list[ast.Node]) -> ast.BoolOp:
+        return ast.BoolOp(*_span(meta), "or", children[0], children[1])
+
+    def not_(self, meta: Any, children: list[ast.Node]) -> ast.UnaryOp:
+        return ast.UnaryOp(*_span(meta), "not", children[0])
+
+    def neg(self, meta: Any, children: list[ast.Node]) -> ast.Node:
+        operand = children[0]
+        if isinstance(operand, ast.Literal) and type(operand.value) in (int, float):
+            return ast.Literal(*_span(meta), -operand.value)
+        return ast.UnaryOp(*_span(meta), "-", operand)
+
+    def pos(self, meta: Any, children: list[ast.Node]) -> ast.UnaryOp:
+        return ast.UnaryOp(*_span(meta), "+", children[0])
+
+    def ifexp(self, meta: Any, children: list[ast.Node]) -> ast.IfExp:
+        body, cond, orelse = children
+        return ast.IfExp(*_span(meta), body, cond, orelse)
+
+    def assign(self, meta: Any, children: list[Any]) -> ast.Assign:
+        target, op, value = children
+        return ast.Assign(*_span(meta), target, op.value, value, None)
+
+    def guarded_assign(self, meta: Any, children: list[Any]) -> ast.Assign:
+        target, op, value, cond = children
+        return ast.Assign(*_span(meta), target, op.value, value, cond)
+
+    def call_stmt(self, meta: Any, children: list[ast.Call]) -> ast.CallStatement:
+        return ast.CallStatement(*_span(meta), children[0], None)
+
+    def guarded_call(self, meta: Any, children: list[Any]) -> ast.CallStatement:
+        return ast.CallStatement(*_span(meta), children[0], children[1])

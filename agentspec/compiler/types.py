@@ -1,0 +1,175 @@
+"""The language's types: str, int, float, bool, list[T], dict, any, optional T?.
+
+Types are small frozen values. `parse_type` reads the spelling users write in
+YAML (`"list[str]"`, `"int?"`); `assignable` and `join` are the two relations
+the checker needs.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Type:
+    """Base of all types."""
+
+    def __str__(self) -> str:  # pragma: no cover - every subclass overrides
+        raise NotImplementedError
+
+
+@dataclass(frozen=True)
+class Prim(Type):
+    name: str  # "str" | "int" | "float" | "bool" | "none" | "any" | "dict"
+
+    def __str__(self) -> str:
+        return self.name
+
+
+@dataclass(frozen=True)
+class ListOf(Type):
+    item: Type
+
+    def __str__(self) -> str:
+        return f"list[{self.item}]"
+
+
+@dataclass(frozen=True)
+class Optional(Type):
+    inner: Type
+
+    def __str__(self) -> str:
+        return f"{self.inner}?"
+
+
+STR = Prim("str")
+INT = Prim("int")
+FLOAT = Prim("float")
+BOOL = Prim("bool")
+NONE = Prim("none")
+ANY = Prim("any")
+DICT = Prim("dict")
+
+_NAMED = {"str": STR, "int": INT, "float": FLOAT, "bool": BOOL, "any": ANY, "dict": DICT}
+_ALIASES = {"string": "str", "integer": "int", "number": "float", "boolean": "bool", "list": "list[any]"}
+_LIST = re.compile(r"^list\[(.*)\]$")
+
+
+class TypeSyntaxError(ValueError):
+    """A type spelling that is not part of the language."""
+
+
+def parse_type(text: str) -> Type:
+    """Parse `str`, `int`, `float`, `bool`, `dict`, `any`, `list[T]`, `T?`."""
+    spelled = text.strip()
+    if spelled.endswith("?"):
+        inner = parse_type(spelled[:-1])
+        return inner if isinstance(inner, Optional) or inner == ANY else Optional(inner)
+    spelled = _ALIASES.get(spelled, spelled)
+    if spelled in _NAMED:
+        return _NAMED[spelled]
+    match = _LIST.match(spelled)
+    if match:
+        return ListOf(parse_type(match.group(1)))
+    raise TypeSyntaxError(
+        f"unknown type {text!r}; the types are str, int, float, bool, dict, any, list[T] and T?"
+    )
+
+
+def strip_optional(t: Type) -> Type:
+    return t.inner if isinstance(t, Optional) else t
+
+
+def is_numeric(t: Type) -> bool:
+    return strip_optional(t) in (INT, FLOAT, BOOL, ANY)
+
+
+def assignable(value: Type, target: Type) -> bool:
+    """Can a value of type `value` be stored where `target` is expected?
+
+    `any` goes both ways; int widens to float; none fits an optional; an
+    optional value fits its inner type (optionality is a promise about
+    initial values, not enforced on every read).
+    """
+    value, target_inner = strip_optional(value), strip_optional(target)
+    if ANY in (value, target_inner):
+        return True
+    if value == NONE:
+        return isinstance(target, Optional)
+    if value == target_inner:
+        return True
+    if target_inner == FLOAT and value in (INT, BOOL):
+        return True
+    if target_inner == INT and value == BOOL:
+        return True
+    if isinstance(value, ListOf) and isinstance(target_inner, ListOf):
+        return assignable(value.item, target_inner.item)
+    return False
+
+
+def join(a: Type, b: Type) -> Type:
+    """The least type both fit (for `x if c else y`, list literals, …)."""
+    if a == b:
+        return a
+    if a == NONE:
+        return b if isinstance(b, Optional) or b == ANY else Optional(b)
+    if b == NONE:
+        return join(b, a)
+    if isinstance(a, Optional) or isinstance(b, Optional):
+        inner = join(strip_optional(a), strip_optional(b))
+        return inner if inner == ANY else Optional(inner)
+    if {a, b} <= {INT, FLOAT, BOOL}:
+        return FLOAT if FLOAT in (a, b) else INT
+    if isinstance(a, ListOf) and isinstance(b, ListOf):
+        return ListOf(join(a.item, b.item))
+    return ANY
+
+
+def python_value_type(value: object) -> Type:
+    """The language type of a YAML/JSON value (for literals and initial values)."""
+    if value is None:
+        return NONE
+    if isinstance(value, bool):
+        return BOOL
+    if isinstance(value, int):
+        return INT
+    if isinstance(value, float):
+        return FLOAT
+    if isinstance(value, str):
+        return STR
+    if isinstance(value, list):
+        item: Type | None = None
+        for element in value:
+            t = python_value_type(element)
+            item = t if item is None else join(item, t)
+        return ListOf(item or ANY)
+    if isinstance(value, dict):
+        return DICT
+    return ANY
+
+
+def json_schema_type(schema: object) -> Type:
+    """The type of `args.x` for a tool parameter declared with JSON Schema."""
+    if not isinstance(schema, dict):
+        return ANY
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        kinds = [k for k in kind if k != "null"]
+        base = json_schema_type({**schema, "type": kinds[0]}) if len(kinds) == 1 else ANY
+        return Optional(base) if "null" in kind and base != ANY else base
+    if kind == "string":
+        return STR
+    if kind == "integer":
+        return INT
+    if kind == "number":
+        return FLOAT
+    if kind == "boolean":
+        return BOOL
+    if kind == "object":
+        return DICT
+    if kind == "array":
+        return ListOf(json_schema_type(schema.get("items", {})))
+    if "enum" in schema and isinstance(schema["enum"], list) and schema["enum"]:
+        return python_value_type(schema["enum"][0])
+    return ANY

@@ -1,0 +1,354 @@
+"""Context policies: what the model sees at each step.
+
+A context policy turns the episode so far (:class:`ContextView`) into the next
+prompt's token ids. It only ever concatenates ids that already exist — the first
+prompt's ids, the policy's own response ids, and each observation's ids — or, for
+``state_summary`` / ``custom``, renders fresh text for the prompt. A response is
+never decoded and re-encoded.
+
+Layout of the step-wise policies (``full_history``, ``sliding_window``,
+``token_budget``)::
+
+    prompt_t = initial_ids + Σ_{i in kept steps < t} (response_ids_i + observation_ids_i)
+
+where ``initial_ids`` encodes the chat-rendered first messages ending with the
+assistant generation prompt, and ``observation_ids_i`` encodes
+:meth:`ChatTemplate.continuation` of the observation: the end-of-turn token if the
+response did not end with it, the observation's message, and the next generation
+prompt. ``full_history`` keeps every step, so ``prompt_{t+1} = prompt_t +
+response_t + observation_t`` (append-only); ``sliding_window`` keeps the last k;
+``token_budget`` keeps as many of the latest as fit ``max_prompt_tokens``.
+
+Overflow (a prompt longer than ``max_prompt_tokens``) is explicit, per
+:class:`Overflow`: ``truncate`` drops the oldest steps (step-wise policies; the
+last step is always kept) and flags the step ``context_truncated``; when that is
+not enough, or for ``state_summary`` / ``custom``, it ends the episode like
+``end``, which ends it with reason ``context_overflow``; ``error`` raises
+:class:`ContextOverflowError`.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+from agentspec.runtime.tokenizer import ChatTemplate, Message, Tokenizer
+from agentspec.runtime.trajectory import Step
+
+__all__ = [
+    "ContextOverflowError",
+    "ContextPolicy",
+    "ContextView",
+    "CustomContext",
+    "FullHistory",
+    "Overflow",
+    "Prompt",
+    "SlidingWindow",
+    "StateSummary",
+    "TokenBudget",
+    "available_context_policies",
+    "make_context_policy",
+    "register_context_policy",
+]
+
+
+class Overflow(str, Enum):
+    """What happens when the next prompt exceeds ``max_prompt_tokens``."""
+
+    TRUNCATE = "truncate"
+    END = "end"
+    ERROR = "error"
+
+
+class ContextOverflowError(RuntimeError):
+    """The prompt does not fit and the overflow mode is ``error``."""
+
+
+@dataclass
+class ContextView:
+    """The episode so far, as a context policy reads it."""
+
+    tokenizer: Tokenizer
+    chat: ChatTemplate
+    initial_messages: list[dict[str, str]]
+    steps: list[Step] = field(default_factory=list)
+    env: Any = None
+    sample: Mapping[str, Any] = field(default_factory=dict)
+    _initial_ids: list[int] | None = None
+
+    @property
+    def initial_ids(self) -> list[int]:
+        """The first prompt: ``chat.render(initial_messages)`` encoded (cached)."""
+        if self._initial_ids is None:
+            text = self.chat.render(self.initial_messages)
+            self._initial_ids = self.tokenizer.encode(text, add_special_tokens=False)
+        return self._initial_ids
+
+    @property
+    def step_index(self) -> int:
+        """Index of the step whose prompt is being built."""
+        return len(self.steps)
+
+    def encode_messages(self, messages: Sequence[Message]) -> list[int]:
+        return self.tokenizer.encode(self.chat.render(messages), add_special_tokens=False)
+
+
+@dataclass
+class Prompt:
+    """A built prompt: its ids, whether earlier context was dropped, whether it overflowed."""
+
+    ids: list[int]
+    truncated: bool = False
+    overflow: bool = False
+    dropped_steps: int = 0
+
+
+def end_of_turn_id(tokenizer: Tokenizer, chat: ChatTemplate) -> int | None:
+    ids = tokenizer.encode(chat.end_of_turn, add_special_tokens=False)
+    return ids[0] if len(ids) == 1 else None
+
+
+def observation_ids(
+    tokenizer: Tokenizer, chat: ChatTemplate, response_ids: Sequence[int], text: str, role: str
+) -> list[int]:
+    """Tokens that follow ``response_ids`` to append an observation and reopen the assistant turn."""
+    eot = end_of_turn_id(tokenizer, chat)
+    ended = bool(response_ids) and eot is not None and response_ids[-1] == eot
+    continuation = chat.continuation([{"role": role, "content": text}], response_ended_turn=ended)
+    return tokenizer.encode(continuation, add_special_tokens=False)
+
+
+_POLICIES: dict[str, type[ContextPolicy]] = {}
+
+
+def register_context_policy(name: str) -> Callable[[type[ContextPolicy]], type[ContextPolicy]]:
+    def deco(cls: type[ContextPolicy]) -> type[ContextPolicy]:
+        if name in _POLICIES:
+            raise ValueError(f"context policy {name!r} is already registered")
+        cls.name = name
+        _POLICIES[name] = cls
+        return cls
+
+    return deco
+
+
+def available_context_policies() -> list[str]:
+    return sorted(_POLICIES)
+
+
+def make_context_policy(name: str, **kwargs: Any) -> ContextPolicy:
+    """A context policy by name; an unknown name lists the valid ones."""
+    try:
+        cls = _POLICIES[name]
+    except KeyError:
+        raise ValueError(
+            f"unknown context policy {name!r}; expected one of {', '.join(available_context_policies())}"
+        ) from None
+    return cls(**kwargs)
+
+
+class ContextPolicy(ABC):
+    """Builds each step's prompt ids; subclasses implement :meth:`build`.
+
+    Args:
+        max_prompt_tokens: the longest prompt allowed (``None``: no limit).
+        overflow: ``truncate``, ``end`` or ``error`` (see the module docstring).
+    """
+
+    name: str = ""
+
+    def __init__(self, max_prompt_tokens: int | None = None, overflow: str | Overflow = "end") -> None:
+        self.max_prompt_tokens = max_prompt_tokens
+        self.overflow = Overflow(overflow)
+
+    @property
+    def append_only(self) -> bool:
+        """Whether consecutive prompts extend each other (rows can be packed)."""
+        return False
+
+    @abstractmethod
+    def build(self, view: ContextView) -> list[int]:
+        """The untruncated prompt for the next step."""
+
+    def shrink(self, view: ContextView, limit: int) -> Prompt | None:
+        """A prompt within ``limit`` tokens that keeps less context, or ``None`` if impossible."""
+        return None
+
+    def observation_ids(self, view: ContextView, step: Step, text: str, role: str) -> list[int]:
+        return observation_ids(view.tokenizer, view.chat, step.response_ids, text, role)
+
+    def prompt(self, view: ContextView) -> Prompt:
+        """Build the next prompt and apply the overflow mode."""
+        ids = self.build(view)
+        limit = self.max_prompt_tokens
+        if limit is None or len(ids) <= limit:
+            return Prompt(ids)
+        if self.overflow is Overflow.ERROR:
+            raise ContextOverflowError(
+                f"step {view.step_index}: prompt of {len(ids)} tokens exceeds "
+                f"max_prompt_tokens={limit} ({self.name})"
+            )
+        if self.overflow is Overflow.TRUNCATE:
+            shrunk = self.shrink(view, limit)
+            if shrunk is not None:
+                return shrunk
+        return Prompt(ids, overflow=True)
+
+
+class _StepWindow(ContextPolicy):
+    """initial_ids + (response + observation) of the last ``keep`` steps."""
+
+    def _keep(self, view: ContextView) -> int:
+        return len(view.steps)
+
+    def _assemble(self, view: ContextView, keep: int) -> list[int]:
+        ids = list(view.initial_ids)
+        for step in view.steps[len(view.steps) - keep :] if keep else []:
+            ids += step.response_ids
+            ids += step.observation_ids
+        return ids
+
+    def build(self, view: ContextView) -> list[int]:
+        return self._assemble(view, self._keep(view))
+
+    def shrink(self, view: ContextView, limit: int) -> Prompt | None:
+        keep = self._keep(view)
+        for k in range(keep - 1, 0, -1):
+            ids = self._assemble(view, k)
+            if len(ids) <= limit:
+                return Prompt(ids, truncated=True, dropped_steps=len(view.steps) - k)
+        return None
+
+
+@register_context_policy("full_history")
+class FullHistory(_StepWindow):
+    """Append-only: ``prompt_{t+1} = prompt_t + response_t + observation_t``."""
+
+    @property
+    def append_only(self) -> bool:
+        return True
+
+
+@register_context_policy("sliding_window")
+class SlidingWindow(_StepWindow):
+    """The first messages (system + task) and the last ``k`` steps."""
+
+    def __init__(
+        self, k: int = 4, max_prompt_tokens: int | None = None, overflow: str | Overflow = "end"
+    ) -> None:
+        super().__init__(max_prompt_tokens, overflow)
+        if k < 1:
+            raise ValueError("sliding_window needs k >= 1")
+        self.k = k
+
+    def _keep(self, view: ContextView) -> int:
+        return min(self.k, len(view.steps))
+
+    def prompt(self, view: ContextView) -> Prompt:
+        out = super().prompt(view)
+        if len(view.steps) > self.k and not out.truncated:
+            out.truncated = True
+            out.dropped_steps = len(view.steps) - self.k
+        return out
+
+
+@register_context_policy("token_budget")
+class TokenBudget(_StepWindow):
+    """Drop the oldest steps until the prompt fits ``max_prompt_tokens`` (always kept: the last step).
+
+    Dropping is this policy's normal behaviour; ``overflow`` applies only when the
+    first messages plus the last step do not fit.
+    """
+
+    def __init__(self, max_prompt_tokens: int, overflow: str | Overflow = "end") -> None:
+        super().__init__(max_prompt_tokens, overflow)
+
+    def prompt(self, view: ContextView) -> Prompt:
+        ids = self.build(view)
+        assert self.max_prompt_tokens is not None
+        if len(ids) <= self.max_prompt_tokens:
+            return Prompt(ids)
+        shrunk = self.shrink(view, self.max_prompt_tokens)
+        if shrunk is not None:
+            return shrunk
+        if self.overflow is Overflow.ERROR:
+            raise ContextOverflowError(
+                f"step {view.step_index}: even the first messages and the last step "
+                f"({len(self._assemble(view, min(1, len(view.steps))))} tokens) exceed "
+                f"max_prompt_tokens={self.max_prompt_tokens} (token_budget)"
+            )
+        return Prompt(ids, overflow=True)
+
+
+@register_context_policy("state_summary")
+class StateSummary(ContextPolicy):
+    """Re-render the prompt from the environment's state at every step.
+
+    The prompt is the initial system message (if any) and one user message from
+    ``template``: a Jinja2 string (sandboxed) or a callable of the view. Template
+    variables: ``state`` (``env.state``), ``sample``, ``step`` (index),
+    ``last_observation`` (text or ``""``), ``steps`` (the steps so far) and
+    ``task`` (the first user message).
+    """
+
+    def __init__(
+        self,
+        template: str | Callable[[ContextView], str],
+        max_prompt_tokens: int | None = None,
+        overflow: str | Overflow = "end",
+    ) -> None:
+        super().__init__(max_prompt_tokens, overflow)
+        if isinstance(template, str):
+            from jinja2 import StrictUndefined
+            from jinja2.sandbox import SandboxedEnvironment
+
+            compiled = SandboxedEnvironment(undefined=StrictUndefined).from_string(template)
+            self._render: Callable[[ContextView], str] = lambda view: compiled.render(
+                **self.variables(view)
+            )
+        else:
+            self._render = template
+
+    @staticmethod
+    def variables(view: ContextView) -> dict[str, Any]:
+        last = view.steps[-1].observation if view.steps else None
+        task = next((m["content"] for m in view.initial_messages if m["role"] == "user"), "")
+        return {
+            "state": getattr(view.env, "state", None),
+            "sample": view.sample,
+            "step": view.step_index,
+            "last_observation": last or "",
+            "steps": view.steps,
+            "task": task,
+        }
+
+    def build(self, view: ContextView) -> list[int]:
+        messages = [m for m in view.initial_messages if m["role"] == "system"][:1]
+        messages.append({"role": "user", "content": self._render(view)})
+        return view.encode_messages(messages)
+
+
+@register_context_policy("custom")
+class CustomContext(ContextPolicy):
+    """A user callable ``fn(view) -> token ids | messages`` builds each prompt.
+
+    Returned messages are chat-rendered and encoded; returned ids are used as they are.
+    """
+
+    def __init__(
+        self,
+        fn: Callable[[ContextView], Sequence[int] | Sequence[Message]],
+        max_prompt_tokens: int | None = None,
+        overflow: str | Overflow = "end",
+    ) -> None:
+        super().__init__(max_prompt_tokens, overflow)
+        self.fn = fn
+
+    def build(self, view: ContextView) -> list[int]:
+        out = list(self.fn(view))
+        if out and not isinstance(out[0], int):
+            return view.encode_messages(out)  # type: ignore[arg-type]
+        return [int(i) for i in out]  # type: ignore[arg-type]

@@ -1,0 +1,247 @@
+"""Running episodes: :class:`AgentEnvLoop` (the generic loop) and :class:`AgentFlowBase`.
+
+The loop, per step: build the prompt with the context policy → generate →
+``env.step`` → record the :class:`Step` (events, reward components from
+:meth:`AgentEnv.rewards`, anchor) → until the environment is done or a limit
+ends the episode. Every ending has a :class:`TerminationReason`; a limit that
+cuts the episode short adds a ``truncated`` event to its last step.
+
+:func:`run_episodes` runs many episodes as asyncio tasks on one event loop; the
+policy batches their generations and one semaphore bounds the tool calls in
+flight across all of them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from agentspec.runtime.context import ContextPolicy, ContextView, FullHistory
+from agentspec.runtime.envs import AgentEnv, StepResult
+from agentspec.runtime.policies.base import Generation, Policy, SamplingParams
+from agentspec.runtime.tokenizer import ChatTemplate, Tokenizer
+from agentspec.runtime.trajectory import (
+    Action,
+    Event,
+    EventKind,
+    Step,
+    TerminationReason,
+    Trajectory,
+)
+
+__all__ = ["AgentEnvLoop", "AgentFlowBase", "LoopConfig", "run_episodes"]
+
+
+@dataclass(frozen=True)
+class LoopConfig:
+    """Limits and what each one does.
+
+    Attributes:
+        max_steps: policy calls per episode (then ``max_steps``).
+        sampling: sampling settings of every policy call.
+        end_on_response_truncated: a response that hits ``max_new_tokens`` ends the
+            episode (``response_truncated``); otherwise the environment sees it as is.
+        max_parse_errors: end after this many ``parse_error`` steps (``None``: never).
+        max_tool_errors: end after this many ``tool_error`` events (``None``: never).
+        end_on_tool_timeout: a tool timeout ends the episode (``tool_timeout``).
+        max_concurrent_tool_calls: tool calls in flight across all episodes.
+    """
+
+    max_steps: int = 8
+    sampling: SamplingParams = SamplingParams()
+    end_on_response_truncated: bool = True
+    max_parse_errors: int | None = None
+    max_tool_errors: int | None = None
+    end_on_tool_timeout: bool = False
+    max_concurrent_tool_calls: int = 32
+
+
+class AgentFlowBase(ABC):
+    """Full control over one episode: implement :meth:`run` (one sample → one Trajectory).
+
+    The helpers :meth:`generate` and :meth:`decode` give access to the policy; the
+    shared ``tool_semaphore`` bounds tool calls across concurrent episodes.
+    """
+
+    def __init__(
+        self,
+        policy: Policy,
+        tokenizer: Tokenizer,
+        config: LoopConfig | None = None,
+        chat: ChatTemplate | None = None,
+    ) -> None:
+        self.policy = policy
+        self.tokenizer = tokenizer
+        self.config = config or LoopConfig()
+        self.chat = chat or ChatTemplate()
+        self._semaphores: dict[int, asyncio.Semaphore] = {}
+
+    @property
+    def tool_semaphore(self) -> asyncio.Semaphore:
+        """One semaphore per event loop (``max_concurrent_tool_calls`` permits)."""
+        key = id(asyncio.get_running_loop())
+        if key not in self._semaphores:
+            self._semaphores = {key: asyncio.Semaphore(self.config.max_concurrent_tool_calls)}
+        return self._semaphores[key]
+
+    async def generate(self, prompt_ids: Sequence[int]) -> Generation:
+        (out,) = await self.policy.generate([list(prompt_ids)], self.config.sampling)
+        if len(out.logprobs) != len(out.token_ids):
+            raise ValueError("policy returned a different number of log-probs and token ids")
+        return out
+
+    def decode(self, token_ids: Sequence[int]) -> str:
+        return self.tokenizer.decode(list(token_ids), skip_special_tokens=True)
+
+    @abstractmethod
+    async def run(self, sample: Mapping[str, Any], sample_id: str = "", group_id: str = "") -> Trajectory:
+        """Play one episode on ``sample``."""
+
+
+class AgentEnvLoop(AgentFlowBase):
+    """The generic loop over an :class:`AgentEnv`.
+
+    Args:
+        env_factory: makes a fresh environment per episode.
+        policy: generates the responses.
+        tokenizer: the policy's tokenizer.
+        context: the context policy (default ``full_history`` without a limit).
+        config: limits; chat: the chat framing.
+    """
+
+    def __init__(
+        self,
+        env_factory: Callable[[], AgentEnv],
+        policy: Policy,
+        tokenizer: Tokenizer,
+        context: ContextPolicy | None = None,
+        config: LoopConfig | None = None,
+        chat: ChatTemplate | None = None,
+    ) -> None:
+        super().__init__(policy, tokenizer, config, chat)
+        self.env_factory = env_factory
+        self.context = context or FullHistory()
+
+    async def run(self, sample: Mapping[str, Any], sample_id: str = "", group_id: str = "") -> Trajectory:
+        env = self.env_factory()
+        env.tool_semaphore = self.tool_semaphore
+        try:
+            return await self._run(env, sample, sample_id, group_id)
+        finally:
+            await env.close()
+
+    def _limit_reached(self, steps: list[Step], step: Step, result: StepResult) -> TerminationReason | None:
+        cfg = self.config
+        if result.done:
+            return result.termination or TerminationReason.DONE
+        if cfg.end_on_response_truncated and step.response_truncated:
+            return TerminationReason.RESPONSE_TRUNCATED
+        if cfg.end_on_tool_timeout and any(
+            e.kind == EventKind.TOOL_ERROR and e.code == "timeout" for e in step.events
+        ):
+            return TerminationReason.TOOL_TIMEOUT
+        all_steps = [*steps, step]
+        if cfg.max_parse_errors is not None:
+            n = sum(1 for s in all_steps if any(e.kind == EventKind.PARSE_ERROR for e in s.events))
+            if n >= cfg.max_parse_errors:
+                return TerminationReason.PARSE_ERROR_LIMIT
+        if cfg.max_tool_errors is not None:
+            n = sum(1 for s in all_steps for e in s.events if e.kind == EventKind.TOOL_ERROR)
+            if n >= cfg.max_tool_errors:
+                return TerminationReason.TOOL_ERROR_LIMIT
+        if step.index + 1 >= cfg.max_steps:
+            return TerminationReason.MAX_STEPS
+        return None
+
+    async def _run(
+        self, env: AgentEnv, sample: Mapping[str, Any], sample_id: str, group_id: str
+    ) -> Trajectory:
+        first = await env.reset(sample)
+        view = ContextView(
+            tokenizer=self.tokenizer,
+            chat=self.chat,
+            initial_messages=first.as_messages(),
+            env=env,
+            sample=sample,
+        )
+        traj = Trajectory(sample_id=sample_id, group_id=group_id)
+        results: list[StepResult] = []
+        prompt = self.context.prompt(view)
+        if prompt.overflow:
+            traj.termination = TerminationReason.CONTEXT_OVERFLOW
+            traj.info["overflow_tokens"] = len(prompt.ids)
+            return traj
+        for index in itertools.count():
+            anchor = env.anchor()
+            gen = await self.generate(prompt.ids)
+            action = Action(self.decode(gen.token_ids), list(gen.token_ids), gen.finish_reason)
+            result = await env.step(action)
+            results.append(result)
+            events = [Event(EventKind.STEP), *result.events]
+            if action.truncated:
+                events.append(Event(EventKind.RESPONSE_TRUNCATED))
+            step = Step(
+                index=index,
+                prompt_ids=list(prompt.ids),
+                response_ids=list(gen.token_ids),
+                response_logprobs=list(gen.logprobs),
+                action_text=action.text,
+                finish_reason=gen.finish_reason,
+                tool_calls=list(result.tool_calls),
+                events=events,
+                anchor=anchor,
+                context_truncated=prompt.truncated,
+                info=dict(result.info),
+            )
+            if result.observation is not None:
+                step.observation = result.observation.text
+                step.observation_ids = self.context.observation_ids(
+                    view, step, result.observation.text, result.observation.role
+                )
+            termination = self._limit_reached(view.steps, step, result)
+            view.steps.append(step)
+            if termination is None:
+                prompt = self.context.prompt(view)
+                if prompt.overflow:
+                    termination = TerminationReason.CONTEXT_OVERFLOW
+                    traj.info["overflow_tokens"] = len(prompt.ids)
+            if termination is not None and termination is not TerminationReason.DONE:
+                step.events.append(Event(EventKind.TRUNCATED, message=termination.value))
+            step.done = termination is not None
+            step.rewards = {**result.rewards, **env.rewards(step)}
+            traj.steps.append(step)
+            if termination is not None:
+                traj.termination = termination
+                break
+        traj.success = env.success(traj.steps, results)
+        return traj
+
+
+async def run_episodes(
+    flow: AgentFlowBase,
+    samples: Sequence[Mapping[str, Any]],
+    group_size: int = 1,
+    max_concurrent_episodes: int | None = None,
+    sample_ids: Sequence[str] | None = None,
+) -> list[Trajectory]:
+    """Play ``group_size`` episodes per sample concurrently; results in sample-major order.
+
+    Trajectories of the same sample share ``group_id`` (the sample's id).
+    """
+    ids = list(sample_ids) if sample_ids is not None else [str(i) for i in range(len(samples))]
+    if len(ids) != len(samples):
+        raise ValueError("sample_ids and samples differ in length")
+    limit = asyncio.Semaphore(max_concurrent_episodes) if max_concurrent_episodes else None
+
+    async def one(sample: Mapping[str, Any], sid: str) -> Trajectory:
+        if limit is None:
+            return await flow.run(sample, sample_id=sid, group_id=sid)
+        async with limit:
+            return await flow.run(sample, sample_id=sid, group_id=sid)
+
+    tasks = [one(s, sid) for s, sid in zip(samples, ids) for _ in range(group_size)]
+    return list(await asyncio.gather(*tasks))

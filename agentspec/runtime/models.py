@@ -1,0 +1,160 @@
+"""Build a tiny causal language model and its tokenizer on this machine.
+
+No model hub is needed: a byte-level BPE is trained with ``tokenizers`` on the
+task's own text, wrapped in ``PreTrainedTokenizerFast`` with a ChatML chat
+template, and a small random-initialised Qwen2 (or Llama) model is built for its
+vocabulary. The same seed and texts give the same tokenizer and weights. This is
+the default model of the local trainer and of the tests.
+
+Imports torch and transformers (lazily, inside the functions): keep it out of
+``agentspec.runtime``'s import path.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from agentspec.runtime.tokenizer import ChatTemplate
+
+__all__ = [
+    "SPECIAL_TOKENS",
+    "TinyModelConfig",
+    "build_tiny",
+    "build_tiny_model",
+    "build_tiny_tokenizer",
+    "load_tiny",
+]
+
+SPECIAL_TOKENS = ("<|endoftext|>", "<|im_start|>", "<|im_end|>")
+"""Special tokens of the tiny tokenizer: padding, and ChatML turn start/end (end = EOS)."""
+
+
+@dataclass(frozen=True)
+class TinyModelConfig:
+    """Shape of the tiny model.
+
+    Attributes:
+        arch: ``"qwen2"`` or ``"llama"``.
+        hidden_size: model width.
+        num_layers: transformer blocks.
+        num_heads: attention heads.
+        num_kv_heads: key/value heads (grouped-query attention).
+        intermediate_size: MLP width.
+        max_position_embeddings: longest sequence (prompt + response).
+        tie_word_embeddings: share input and output embeddings.
+    """
+
+    arch: str = "qwen2"
+    hidden_size: int = 64
+    num_layers: int = 2
+    num_heads: int = 4
+    num_kv_heads: int = 2
+    intermediate_size: int = 256
+    max_position_embeddings: int = 4096
+    tie_word_embeddings: bool = True
+
+
+def build_tiny_tokenizer(
+    texts: Iterable[str],
+    vocab_size: int = 2048,
+    chat_template: ChatTemplate | None = None,
+) -> Any:
+    """Train a byte-level BPE on ``texts`` and wrap it as a ``PreTrainedTokenizerFast``.
+
+    The special tokens are :data:`SPECIAL_TOKENS`; ``<|im_end|>`` is EOS and
+    ``<|endoftext|>`` pads. Deterministic for the same texts.
+    """
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    chat = chat_template or ChatTemplate()
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        special_tokens=list(SPECIAL_TOKENS),
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
+    tok.train_from_iterator(list(texts), trainer=trainer)
+    fast = PreTrainedTokenizerFast(
+        tokenizer_object=tok,
+        bos_token=None,
+        eos_token="<|im_end|>",
+        pad_token="<|endoftext|>",
+        unk_token=None,
+    )
+    fast.chat_template = chat.jinja()
+    return fast
+
+
+def build_tiny_model(tokenizer: Any, config: TinyModelConfig | None = None, seed: int = 0) -> Any:
+    """A random-initialised causal LM sized for ``tokenizer``'s vocabulary (fp32, eval mode)."""
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM, Qwen2Config, Qwen2ForCausalLM
+
+    cfg = config or TinyModelConfig()
+    common: dict[str, Any] = {
+        "vocab_size": len(tokenizer),
+        "hidden_size": cfg.hidden_size,
+        "num_hidden_layers": cfg.num_layers,
+        "num_attention_heads": cfg.num_heads,
+        "num_key_value_heads": cfg.num_kv_heads,
+        "intermediate_size": cfg.intermediate_size,
+        "max_position_embeddings": cfg.max_position_embeddings,
+        "tie_word_embeddings": cfg.tie_word_embeddings,
+        "eos_token_id": tokenizer.eos_token_id,
+        "pad_token_id": tokenizer.pad_token_id,
+        "bos_token_id": None,
+    }
+    model_cls: Any
+    if cfg.arch == "qwen2":
+        hf_config: Any = Qwen2Config(**common)
+        model_cls = Qwen2ForCausalLM
+    elif cfg.arch == "llama":
+        hf_config = LlamaConfig(**common)
+        model_cls = LlamaForCausalLM
+    else:
+        raise ValueError(f"unknown arch {cfg.arch!r}; expected 'qwen2' or 'llama'")
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        model = model_cls(hf_config)
+    model.generation_config.eos_token_id = tokenizer.eos_token_id
+    model.generation_config.pad_token_id = tokenizer.pad_token_id
+    return model.float().eval()
+
+
+def build_tiny(
+    texts: Iterable[str],
+    directory: str | os.PathLike[str] | None = None,
+    *,
+    vocab_size: int = 2048,
+    config: TinyModelConfig | None = None,
+    seed: int = 0,
+) -> tuple[Any, Any]:
+    """Build (model, tokenizer); if ``directory`` is given, save both there (``load_tiny`` reads it)."""
+    tokenizer = build_tiny_tokenizer(texts, vocab_size=vocab_size)
+    model = build_tiny_model(tokenizer, config, seed=seed)
+    if directory is not None:
+        path = Path(directory)
+        path.mkdir(parents=True, exist_ok=True)
+        model.save_pretrained(path)
+        tokenizer.save_pretrained(path)
+        (path / "agentspec_tiny.json").write_text(
+            __import__("json").dumps(asdict(config or TinyModelConfig()), indent=2)
+        )
+    return model, tokenizer
+
+
+def load_tiny(directory: str | os.PathLike[str]) -> tuple[Any, Any]:
+    """Load a model + tokenizer saved by :func:`build_tiny` (or any local HF checkpoint)."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(str(directory))
+    model = AutoModelForCausalLM.from_pretrained(str(directory), dtype="float32")
+    return model.eval(), tokenizer

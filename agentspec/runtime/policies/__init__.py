@@ -1,0 +1,14 @@
+"""Policies: what generates actions. ``HFPolicy`` (torch) lives in ``policies.hf``."""
+
+from agentspec.runtime.policies.base import BatchingPolicy, Generation, Policy, SamplingParams
+from agentspec.runtime.policies.openai import OpenAIPolicy
+from agentspec.runtime.policies.scripted import ScriptedPolicy
+
+__all__ = [
+    "BatchingPolicy",
+    "Generation",
+    "OpenAIPolicy",
+    "Policy",
+    "SamplingParams",
+    "ScriptedPolicy",
+]

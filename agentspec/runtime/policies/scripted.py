@@ -1,0 +1,65 @@
+"""A policy that answers with given texts (for tests and oracles); no torch."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from agentspec.runtime.policies.base import Generation, SamplingParams
+from agentspec.runtime.tokenizer import Tokenizer
+
+__all__ = ["ScriptedPolicy"]
+
+
+class ScriptedPolicy:
+    """Responds with scripted text, tokenised by the task tokenizer.
+
+    Args:
+        script: a list of texts returned in order (cycling), or a function of the
+            decoded prompt (special tokens kept) returning the text.
+        tokenizer: the task tokenizer.
+        append_eos: end each response with the EOS token, as a model would.
+        logprob: the log-prob recorded for every token.
+
+    ``max_new_tokens`` and stop strings apply as for a real model: a response cut
+    at the limit ends with ``finish_reason="length"`` and no EOS.
+    """
+
+    def __init__(
+        self,
+        script: Sequence[str] | Callable[[str], str],
+        tokenizer: Tokenizer,
+        append_eos: bool = True,
+        logprob: float = 0.0,
+    ) -> None:
+        self.script = script
+        self.tokenizer = tokenizer
+        self.append_eos = append_eos
+        self.logprob = logprob
+        self.calls = 0
+
+    def _text(self, prompt: Sequence[int]) -> str:
+        if callable(self.script):
+            return self.script(self.tokenizer.decode(list(prompt), skip_special_tokens=False))
+        if not self.script:
+            raise ValueError("ScriptedPolicy has an empty script")
+        return self.script[(self.calls - 1) % len(self.script)]
+
+    def respond(self, prompt: Sequence[int], params: SamplingParams) -> Generation:
+        self.calls += 1
+        text = self._text(prompt)
+        finish = "stop"
+        cut = [i + len(s) for s in params.stop if (i := text.find(s)) != -1]
+        if cut:
+            text = text[: min(cut)]
+        ids = self.tokenizer.encode(text, add_special_tokens=False)
+        if self.append_eos and not cut and self.tokenizer.eos_token_id is not None:
+            ids.append(self.tokenizer.eos_token_id)
+        if len(ids) > params.max_new_tokens:
+            ids = ids[: params.max_new_tokens]
+            finish = "length"
+        return Generation(ids, [self.logprob] * len(ids), finish)
+
+    async def generate(
+        self, prompts: Sequence[Sequence[int]], params: SamplingParams
+    ) -> list[Generation]:
+        return [self.respond(p, params) for p in prompts]

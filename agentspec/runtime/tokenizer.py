@@ -1,0 +1,161 @@
+"""Tokenizers and chat framing, without torch.
+
+The runtime needs three things from a tokenizer: ``encode`` text to ids (special
+tokens written in the text, such as ``<|im_start|>``, become their ids), ``decode``
+ids to text, and the ids of the end-of-sequence and padding tokens. Hugging Face
+tokenizers already have that shape; :class:`BPETokenizer` gives it to a bare
+``tokenizers.Tokenizer`` so that context policies, formats and the scripted
+policy run without importing torch or transformers.
+
+:class:`ChatTemplate` is the chat framing the runtime renders itself, so that it
+can append exactly the tokens of one new turn to an existing prompt (token in,
+token out) instead of re-rendering and re-encoding the whole conversation.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+__all__ = ["BPETokenizer", "ChatTemplate", "Message", "Tokenizer", "load_tokenizer"]
+
+Message = Mapping[str, str]
+"""A chat message: ``{"role": ..., "content": ...}``."""
+
+
+@runtime_checkable
+class Tokenizer(Protocol):
+    """What the runtime needs from a tokenizer (Hugging Face tokenizers qualify)."""
+
+    eos_token_id: int | None
+    pad_token_id: int | None
+
+    def encode(self, text: str, add_special_tokens: bool = ...) -> list[int]: ...
+
+    def decode(self, token_ids: Sequence[int], skip_special_tokens: bool = ...) -> str: ...
+
+    def convert_tokens_to_ids(self, tokens: Any) -> Any: ...
+
+
+class BPETokenizer:
+    """A ``tokenizers.Tokenizer`` with the :class:`Tokenizer` interface (no torch).
+
+    Args:
+        tokenizer: the Rust tokenizer (e.g. ``tokenizers.Tokenizer.from_file``).
+        eos_token: the token that ends a turn / a generation.
+        pad_token: the padding token (defaults to ``eos_token``).
+    """
+
+    def __init__(self, tokenizer: Any, eos_token: str, pad_token: str | None = None) -> None:
+        self._tok = tokenizer
+        self.eos_token = eos_token
+        self.pad_token = pad_token or eos_token
+        eos = tokenizer.token_to_id(eos_token)
+        pad = tokenizer.token_to_id(self.pad_token)
+        if eos is None or pad is None:
+            raise ValueError(f"tokenizer has no token {eos_token!r} or {self.pad_token!r}")
+        self.eos_token_id: int | None = int(eos)
+        self.pad_token_id: int | None = int(pad)
+
+    @property
+    def vocab_size(self) -> int:
+        return int(self._tok.get_vocab_size())
+
+    def __len__(self) -> int:
+        return self.vocab_size
+
+    def encode(self, text: str, add_special_tokens: bool = False) -> list[int]:
+        return list(self._tok.encode(text, add_special_tokens=add_special_tokens).ids)
+
+    def decode(self, token_ids: Sequence[int], skip_special_tokens: bool = False) -> str:
+        return str(self._tok.decode(list(token_ids), skip_special_tokens=skip_special_tokens))
+
+    def convert_tokens_to_ids(self, tokens: Any) -> Any:
+        if isinstance(tokens, str):
+            return self._tok.token_to_id(tokens)
+        return [self._tok.token_to_id(t) for t in tokens]
+
+
+def load_tokenizer(directory: str | os.PathLike[str]) -> BPETokenizer:
+    """Load ``tokenizer.json`` (+ ``tokenizer_config.json``) from a directory, without torch."""
+    import json
+
+    from tokenizers import Tokenizer as RustTokenizer
+
+    path = Path(directory)
+    rust = RustTokenizer.from_file(str(path / "tokenizer.json"))
+    config: dict[str, Any] = {}
+    if (path / "tokenizer_config.json").exists():
+        config = json.loads((path / "tokenizer_config.json").read_text())
+
+    def _name(value: Any) -> str | None:
+        if isinstance(value, dict):
+            return str(value.get("content"))
+        return None if value is None else str(value)
+
+    eos = _name(config.get("eos_token")) or "<|im_end|>"
+    pad = _name(config.get("pad_token"))
+    return BPETokenizer(rust, eos_token=eos, pad_token=pad)
+
+
+@dataclass(frozen=True)
+class ChatTemplate:
+    """Chat framing as plain strings, rendered by the runtime.
+
+    A conversation renders as ``message.format(role=..., content=...)`` per message,
+    then ``generation_prompt`` to open the assistant's turn. The model ends its turn
+    with ``end_of_turn`` (which should be the tokenizer's EOS token). The default is
+    ChatML (Qwen, SmolLM2 and the built-in tiny model)::
+
+        <|im_start|>system\\n{system}<|im_end|>\\n<|im_start|>user\\n{task}<|im_end|>\\n
+        <|im_start|>assistant\\n
+
+    Appending a turn after a response (:meth:`continuation`) yields the text whose
+    tokens follow the response's ids in an append-only context::
+
+        [<|im_end|> if the response did not end with it] + after_end_of_turn
+        + message(role, observation) + generation_prompt
+    """
+
+    message: str = "<|im_start|>{role}\n{content}<|im_end|>\n"
+    generation_prompt: str = "<|im_start|>assistant\n"
+    end_of_turn: str = "<|im_end|>"
+    after_end_of_turn: str = "\n"
+
+    def render(self, messages: Sequence[Message], add_generation_prompt: bool = True) -> str:
+        """The text of a whole conversation (used for the first prompt)."""
+        text = "".join(
+            self.message.format(role=m["role"], content=m["content"]) for m in messages
+        )
+        return text + (self.generation_prompt if add_generation_prompt else "")
+
+    def continuation(self, messages: Sequence[Message], response_ended_turn: bool) -> str:
+        """The text that follows a response to append ``messages`` and reopen the assistant turn."""
+        head = "" if response_ended_turn else self.end_of_turn
+        return head + self.after_end_of_turn + self.render(messages, add_generation_prompt=True)
+
+    def jinja(self) -> str:
+        """The same framing as a Hugging Face ``chat_template`` (Jinja)."""
+        pre, _, rest = self.message.partition("{role}")
+        mid, _, post = rest.partition("{content}")
+        return (
+            "{% for message in messages %}"
+            + _jinja_literal(pre)
+            + "{{ message['role'] }}"
+            + _jinja_literal(mid)
+            + "{{ message['content'] }}"
+            + _jinja_literal(post)
+            + "{% endfor %}"
+            + "{% if add_generation_prompt %}"
+            + _jinja_literal(self.generation_prompt)
+            + "{% endif %}"
+        )
+
+
+def _jinja_literal(text: str) -> str:
+    import json
+
+    return "{{ " + json.dumps(text) + " }}" if text else ""

@@ -1,0 +1,152 @@
+"""Tools: a name, a description, JSON-Schema parameters and an async ``execute``.
+
+:meth:`BaseTool.run` is what environments call. It never raises on bad input:
+arguments that fail the schema, a failed guard, an exception inside ``execute``
+and a timeout all come back as a :class:`ToolResult` with ``ok=False``, an error
+``code`` and a message meant for the model.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import jsonschema
+
+__all__ = ["BaseTool", "ToolContext", "ToolOutput", "ToolResult", "schema_errors"]
+
+
+@dataclass
+class ToolContext:
+    """What a tool may read besides its arguments."""
+
+    env: Any = None
+    """The environment running the tool (``env.state``, ``env.sample``)."""
+    step_index: int = 0
+
+
+@dataclass
+class ToolOutput:
+    """A tool's answer when it is more than text.
+
+    Attributes:
+        text: what the model sees.
+        done: end the episode after this step (a terminal tool).
+        success: the episode's outcome, if this tool decides it.
+        info: anything to keep in the step's ``info``.
+    """
+
+    text: str
+    done: bool = False
+    success: bool | None = None
+    info: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class ToolResult:
+    """The outcome of one call, as the environment records it."""
+
+    name: str
+    text: str
+    ok: bool
+    code: str = ""
+    """Empty when ok; else ``unknown_tool``, ``invalid_arguments``, ``guard``, ``exception`` or ``timeout``."""
+    done: bool = False
+    success: bool | None = None
+    info: dict[str, Any] = field(default_factory=dict)
+
+
+def schema_errors(schema: Mapping[str, Any], args: Any) -> list[str]:
+    """Every way ``args`` fails ``schema``, as ``path: message`` lines (empty if valid)."""
+    validator_cls = jsonschema.validators.validator_for(schema)
+    validator = validator_cls(schema)
+    errors = sorted(validator.iter_errors(args), key=lambda e: list(e.absolute_path))
+    out = []
+    for err in errors:
+        path = ".".join(str(p) for p in err.absolute_path)
+        out.append(f"{path}: {err.message}" if path else err.message)
+    return out
+
+
+class BaseTool:
+    """Base class of every tool; generated tools subclass it.
+
+    Set the class attributes and implement :meth:`execute`; override :meth:`guard`
+    for a precondition on the environment's state (a spec's ``when``).
+
+    Attributes:
+        name: the name the model calls.
+        description: one or two sentences for the model.
+        parameters: JSON Schema of the arguments (an ``object`` schema).
+        timeout: seconds before a call is abandoned (``None``: no limit).
+    """
+
+    name: ClassVar[str] = ""
+    description: ClassVar[str] = ""
+    parameters: ClassVar[dict[str, Any]] = {"type": "object", "properties": {}}
+    timeout: ClassVar[float | None] = 30.0
+
+    def __init__(self) -> None:
+        if not self.name:
+            raise TypeError(f"{type(self).__name__} must set the class attribute 'name'")
+        jsonschema.validators.validator_for(self.parameters).check_schema(self.parameters)
+
+    async def execute(self, args: dict[str, Any], context: ToolContext) -> str | ToolOutput:
+        """Run the tool on validated ``args``; return the text the model sees."""
+        raise NotImplementedError
+
+    def guard(self, args: dict[str, Any], context: ToolContext) -> str | None:
+        """``None`` if the call may run now, else the reason it may not (shown to the model)."""
+        return None
+
+    def schema(self) -> dict[str, Any]:
+        """The OpenAI-style function schema (for prompts and chat templates)."""
+        return {
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": self.parameters,
+            },
+        }
+
+    @property
+    def parameter_names(self) -> list[str]:
+        return list(self.parameters.get("properties", {}))
+
+    def validate(self, args: Any) -> list[str]:
+        """Schema errors of ``args`` (empty if valid)."""
+        return schema_errors(self.parameters, args)
+
+    async def run(self, args: dict[str, Any], context: ToolContext | None = None) -> ToolResult:
+        """Validate, check the guard, execute with the timeout; never raises on bad input."""
+        ctx = context or ToolContext()
+        problems = self.validate(args)
+        if problems:
+            return ToolResult(
+                self.name,
+                f"invalid arguments for {self.name}: " + "; ".join(problems),
+                ok=False,
+                code="invalid_arguments",
+            )
+        refusal = self.guard(args, ctx)
+        if refusal is not None:
+            return ToolResult(self.name, f"{self.name} cannot be used now: {refusal}", False, "guard")
+        try:
+            if self.timeout is None:
+                out = await self.execute(args, ctx)
+            else:
+                out = await asyncio.wait_for(self.execute(args, ctx), self.timeout)
+        except asyncio.TimeoutError:
+            return ToolResult(
+                self.name, f"{self.name} timed out after {self.timeout:g} s", False, "timeout"
+            )
+        except Exception as exc:  # a tool's failure is an observation, not a crash
+            return ToolResult(
+                self.name, f"{self.name} failed: {type(exc).__name__}: {exc}", False, "exception"
+            )
+        if isinstance(out, ToolOutput):
+            return ToolResult(self.name, out.text, True, "", out.done, out.success, dict(out.info))
+        return ToolResult(self.name, str(out), True)

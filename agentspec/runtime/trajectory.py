@@ -1,0 +1,391 @@
+"""Observations, actions, steps and trajectories: what a rollout records.
+
+A :class:`Trajectory` is one episode: its ordered :class:`Step` s, which sample it
+came from, its group (the samples of one prompt, for group baselines), why it
+ended and whether it succeeded. Each step keeps the exact token ids the policy
+saw (``prompt_ids``) and produced (``response_ids`` with the sampler's
+``response_logprobs``), the parsed tool calls, the observation the environment
+returned (as text and as the tokens appended after the response), the named
+reward components, the events that happened and the anchor (the state key that
+groups steps for GiGPO-style baselines).
+
+Trajectories serialise to versioned JSON Lines, one trajectory per line
+(:func:`write_jsonl` / :func:`read_jsonl`).
+
+Token layout (token in, token out). With an append-only context such as
+``full_history`` consecutive steps chain::
+
+    steps[t + 1].prompt_ids == steps[t].prompt_ids + steps[t].response_ids
+                               + steps[t].observation_ids
+
+so :func:`training_rows` packs the chained steps into one row::
+
+    input_ids     = prompt_0 | response_0 | obs_0 | response_1 | obs_1 | ... | response_T
+    response_mask =    0...0 |     1...1  | 0..0  |     1...1  | 0..0  | ... |     1...1
+    token_steps   =   -1..-1 |     0...0  |-1..-1 |     1...1  |-1..-1 | ... |     T...T
+
+Any other context policy (or a step whose context was truncated) breaks the
+chain; those steps become one row each (``prompt_t | response_t``, mask 1 on the
+response only). Response ids are never decoded and re-encoded into a row.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import asdict, dataclass, field
+from enum import Enum
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "FORMAT_NAME",
+    "FORMAT_VERSION",
+    "Action",
+    "Event",
+    "EventKind",
+    "Observation",
+    "Step",
+    "TerminationReason",
+    "ToolCall",
+    "TrainingRow",
+    "Trajectory",
+    "read_jsonl",
+    "training_rows",
+    "write_jsonl",
+]
+
+FORMAT_NAME = "agentspec.trajectory"
+FORMAT_VERSION = 1
+
+
+class TerminationReason(str, Enum):
+    """Why an episode ended."""
+
+    DONE = "done"
+    """The environment said so (a final answer, a terminal tool, a goal state)."""
+    MAX_STEPS = "max_steps"
+    CONTEXT_OVERFLOW = "context_overflow"
+    """The next prompt did not fit ``max_prompt_tokens`` (overflow mode ``end``)."""
+    RESPONSE_TRUNCATED = "response_truncated"
+    """A response hit ``max_new_tokens`` and the loop is set to end on that."""
+    PARSE_ERROR_LIMIT = "parse_error_limit"
+    TOOL_TIMEOUT = "tool_timeout"
+    """A tool timed out and the loop is set to end on that."""
+    TOOL_ERROR_LIMIT = "tool_error_limit"
+
+
+class EventKind:
+    """Names of the events a step can carry; reward components are attached per event.
+
+    ``tool:NAME`` events are written with :meth:`Event.tool_ok`.
+    """
+
+    STEP = "step"
+    """Every step."""
+    FINAL = "final"
+    """The model gave a final answer (or the environment ended the episode on this step)."""
+    TOOL = "tool"
+    """A tool call ran successfully; its key is ``tool:NAME``."""
+    TOOL_ERROR = "tool_error"
+    """Unknown tool, arguments that fail the schema or guard, tool exception, timeout."""
+    PARSE_ERROR = "parse_error"
+    """The response could not be parsed in the tool-call format."""
+    TRUNCATED = "truncated"
+    """The episode was cut short on this step (max steps, overflow, limits)."""
+    RESPONSE_TRUNCATED = "response_truncated"
+    """The response hit ``max_new_tokens``."""
+
+
+@dataclass(frozen=True)
+class Event:
+    """Something that happened during a step.
+
+    Attributes:
+        kind: one of :class:`EventKind`.
+        tool: the tool's name for ``tool`` / ``tool_error`` events.
+        message: detail (for errors: the text shown to the model).
+        code: a short machine-readable reason, e.g. ``invalid_json``, ``unknown_tool``,
+            ``invalid_arguments``, ``guard``, ``exception``, ``timeout``.
+        call_index: 0-based position of the call in the response, if any.
+    """
+
+    kind: str
+    tool: str | None = None
+    message: str = ""
+    code: str = ""
+    call_index: int | None = None
+
+    @property
+    def key(self) -> str:
+        """The name rewards attach to: ``tool:NAME`` for a tool event, else the kind."""
+        return f"tool:{self.tool}" if self.kind == EventKind.TOOL else self.kind
+
+    @classmethod
+    def tool_ok(cls, name: str, call_index: int | None = None) -> Event:
+        return cls(EventKind.TOOL, tool=name, call_index=call_index)
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """One parsed tool call: the tool's name and its arguments (not yet validated)."""
+
+    name: str
+    arguments: dict[str, Any]
+    raw: str = ""
+    """The span of the response the call was parsed from."""
+
+
+@dataclass
+class Observation:
+    """What the environment shows the model.
+
+    ``reset`` returns the initial conversation in ``messages`` (system, user, ...);
+    ``step`` returns the new turn's ``text``, sent with ``role``.
+    """
+
+    text: str = ""
+    role: str = "user"
+    messages: list[dict[str, str]] | None = None
+
+    def as_messages(self) -> list[dict[str, str]]:
+        if self.messages is not None:
+            return [dict(m) for m in self.messages]
+        return [{"role": self.role, "content": self.text}]
+
+
+@dataclass
+class Action:
+    """What the policy produced for one step."""
+
+    text: str
+    """The response decoded (special tokens skipped): for parsing and reading only."""
+    token_ids: list[int]
+    finish_reason: str = "stop"
+    """``stop`` (EOS or a stop string) or ``length`` (hit ``max_new_tokens``)."""
+
+    @property
+    def truncated(self) -> bool:
+        return self.finish_reason == "length"
+
+
+@dataclass
+class Step:
+    """One policy call and the environment's answer to it."""
+
+    index: int
+    prompt_ids: list[int]
+    response_ids: list[int]
+    response_logprobs: list[float]
+    action_text: str = ""
+    finish_reason: str = "stop"
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    observation: str | None = None
+    """Text of the observation produced by this step (``None`` if the episode ended)."""
+    observation_ids: list[int] = field(default_factory=list)
+    """Tokens appended after ``response_ids`` to continue the chat (framing included)."""
+    rewards: dict[str, float] = field(default_factory=dict)
+    events: list[Event] = field(default_factory=list)
+    anchor: str | None = None
+    done: bool = False
+    """The episode ended after this step (for any reason)."""
+    context_truncated: bool = False
+    """The prompt of this step dropped or cut earlier context (breaks the token chain)."""
+    info: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def reward(self) -> float:
+        """The sum of the reward components."""
+        return float(sum(self.rewards.values()))
+
+    @property
+    def response_truncated(self) -> bool:
+        return self.finish_reason == "length"
+
+    def has_event(self, key: str) -> bool:
+        return any(e.key == key or e.kind == key for e in self.events)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["events"] = [asdict(e) for e in self.events]
+        d["tool_calls"] = [asdict(c) for c in self.tool_calls]
+        return d
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Step:
+        data = dict(d)
+        data["events"] = [Event(**e) for e in data.get("events", [])]
+        data["tool_calls"] = [ToolCall(**c) for c in data.get("tool_calls", [])]
+        return cls(**data)
+
+
+@dataclass
+class Trajectory:
+    """One episode."""
+
+    steps: list[Step] = field(default_factory=list)
+    sample_id: str = ""
+    group_id: str = ""
+    termination: TerminationReason = TerminationReason.DONE
+    success: bool | None = None
+    trajectory_id: str = field(default_factory=lambda: uuid.uuid4().hex)
+    info: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def total_reward(self) -> float:
+        return float(sum(s.reward for s in self.steps))
+
+    def reward_components(self) -> dict[str, float]:
+        """Each named component summed over the steps."""
+        out: dict[str, float] = {}
+        for step in self.steps:
+            for name, value in step.rewards.items():
+                out[name] = out.get(name, 0.0) + value
+        return out
+
+    def count(self, key: str) -> int:
+        """How many events with this key (``parse_error``, ``tool:NAME``, ...) occurred."""
+        return sum(1 for s in self.steps for e in s.events if e.key == key or e.kind == key)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "format": FORMAT_NAME,
+            "version": FORMAT_VERSION,
+            "trajectory_id": self.trajectory_id,
+            "sample_id": self.sample_id,
+            "group_id": self.group_id,
+            "termination": self.termination.value,
+            "success": self.success,
+            "info": self.info,
+            "steps": [s.to_dict() for s in self.steps],
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Trajectory:
+        if d.get("format") != FORMAT_NAME:
+            raise ValueError(f"not a trajectory record (format={d.get('format')!r})")
+        if d.get("version") != FORMAT_VERSION:
+            raise ValueError(
+                f"trajectory format version {d.get('version')!r} is not supported "
+                f"(this agentspec reads version {FORMAT_VERSION})"
+            )
+        return cls(
+            steps=[Step.from_dict(s) for s in d["steps"]],
+            sample_id=d["sample_id"],
+            group_id=d["group_id"],
+            termination=TerminationReason(d["termination"]),
+            success=d["success"],
+            trajectory_id=d["trajectory_id"],
+            info=dict(d.get("info", {})),
+        )
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), ensure_ascii=False, separators=(",", ":"))
+
+    @classmethod
+    def from_json(cls, line: str) -> Trajectory:
+        return cls.from_dict(json.loads(line))
+
+
+def write_jsonl(path: str | os.PathLike[str], trajectories: Iterable[Trajectory]) -> int:
+    """Write one trajectory per line; returns how many were written."""
+    n = 0
+    with Path(path).open("w", encoding="utf-8") as f:
+        for traj in trajectories:
+            f.write(traj.to_json())
+            f.write("\n")
+            n += 1
+    return n
+
+
+def read_jsonl(path: str | os.PathLike[str]) -> Iterator[Trajectory]:
+    """Read trajectories written by :func:`write_jsonl`; a bad line names its number."""
+    with Path(path).open(encoding="utf-8") as f:
+        for lineno, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                yield Trajectory.from_json(line)
+            except (ValueError, KeyError, TypeError) as exc:
+                raise ValueError(f"{path}:{lineno}: {exc}") from exc
+
+
+@dataclass
+class TrainingRow:
+    """One training sequence built from one or more chained steps (see the module docstring).
+
+    All lists have the length of ``input_ids``. ``logprobs`` holds the sampler's
+    log-probs on response tokens and 0.0 elsewhere; ``token_steps`` holds the
+    step index of each response token and -1 elsewhere.
+    """
+
+    input_ids: list[int]
+    response_mask: list[int]
+    logprobs: list[float]
+    token_steps: list[int]
+    step_indices: list[int]
+    prompt_length: int
+    """Tokens before the first response token."""
+    trajectory_id: str = ""
+    sample_id: str = ""
+    group_id: str = ""
+
+
+def _chains(prev: Step, nxt: Step) -> bool:
+    if nxt.context_truncated:
+        return False
+    head = prev.prompt_ids + prev.response_ids + prev.observation_ids
+    return nxt.prompt_ids == head
+
+
+def training_rows(traj: Trajectory, pack: bool = True) -> list[TrainingRow]:
+    """Turn a trajectory into training rows.
+
+    With ``pack=True`` maximal runs of chained steps (``steps[t+1].prompt_ids``
+    extends ``steps[t]``'s prompt + response + observation) share one row;
+    otherwise, and where the chain breaks, each step is its own row.
+    """
+    runs: list[list[Step]] = []
+    for step in traj.steps:
+        if pack and runs and _chains(runs[-1][-1], step):
+            runs[-1].append(step)
+        else:
+            runs.append([step])
+    rows: list[TrainingRow] = []
+    for run in runs:
+        first = run[0]
+        ids = list(first.prompt_ids)
+        mask = [0] * len(ids)
+        logprobs = [0.0] * len(ids)
+        token_steps = [-1] * len(ids)
+        for i, step in enumerate(run):
+            if len(step.response_logprobs) != len(step.response_ids):
+                raise ValueError(
+                    f"step {step.index}: {len(step.response_ids)} response ids but "
+                    f"{len(step.response_logprobs)} log-probs"
+                )
+            ids += step.response_ids
+            mask += [1] * len(step.response_ids)
+            logprobs += list(step.response_logprobs)
+            token_steps += [step.index] * len(step.response_ids)
+            if i + 1 < len(run):
+                ids += step.observation_ids
+                mask += [0] * len(step.observation_ids)
+                logprobs += [0.0] * len(step.observation_ids)
+                token_steps += [-1] * len(step.observation_ids)
+        rows.append(
+            TrainingRow(
+                input_ids=ids,
+                response_mask=mask,
+                logprobs=logprobs,
+                token_steps=token_steps,
+                step_indices=[s.index for s in run],
+                prompt_length=len(first.prompt_ids),
+                trajectory_id=traj.trajectory_id,
+                sample_id=traj.sample_id,
+                group_id=traj.group_id,
+            )
+        )
+    return rows

@@ -1,0 +1,303 @@
+"""Read a spec file into a `TaskSpec`, mapping every problem to a position.
+
+This is the first stage of the pipeline: text → YAML values with a source map
+→ pydantic models. Schema errors from pydantic arrive with a `loc` such as
+``('tools', 'search', 'parameters')``; we map it to the node's span and turn
+the error into a `Diagnostic` with a stable code and a hint.
+"""
+
+from __future__ import annotations
+
+import difflib
+import types
+import typing
+from dataclasses import dataclass
+from pathlib import Path as FsPath
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from agentspec.compiler.diagnostics import Diagnostic
+from agentspec.spec.model import LANGUAGE_VERSION, TaskSpec
+from agentspec.spec.source import SourceFile
+from agentspec.spec.yaml_loader import Path, SourceMap, load_yaml
+
+# Keys people put in the wrong section (often following older examples).
+_RELOCATED = {
+    ("success",): "episode.success",
+    ("max_steps",): "episode.max_steps",
+    ("tool_format",): "episode.tool_format",
+    ("done_when",): "episode.done_when",
+    ("anchor",): "episode.anchor",
+    ("algorithm",): "training.algorithm",
+    ("model",): "training.model",
+    ("system",): "prompt.system",
+    ("user",): "prompt.user",
+}
+
+
+@dataclass
+class LoadedSpec:
+    """A schema-valid spec and where each of its parts is in the file."""
+
+    spec: TaskSpec
+    source_map: SourceMap
+
+    @property
+    def source(self) -> SourceFile:
+        return self.source_map.source
+
+
+def read_source(path: str | FsPath) -> SourceFile | Diagnostic:
+    """Read a file as UTF-8, or say why not."""
+    name = str(path)
+    try:
+        text = FsPath(path).read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        return Diagnostic("E103", f"{name} is not UTF-8 text: {exc.reason}", None)
+    except OSError as exc:
+        return Diagnostic("E103", f"cannot read {name}: {exc.strerror or exc}", None)
+    return SourceFile(name, text)
+
+
+def load_spec(source: SourceFile) -> tuple[LoadedSpec | None, list[Diagnostic]]:
+    """YAML + schema stage. Returns the spec (None if invalid) and diagnostics."""
+    data, source_map, diagnostics = load_yaml(source)
+    if data is None and not diagnostics:
+        diagnostics.append(
+            Diagnostic(
+                "E104",
+                "the file is empty",
+                None,
+                hint="a spec starts with `agentspec: 1`, `name:` and `prompt:`",
+            )
+        )
+    if any(d.is_error for d in diagnostics):
+        return None, diagnostics
+    if not isinstance(data, dict):
+        diagnostics.append(
+            Diagnostic(
+                "E104",
+                f"a spec must be a mapping of sections, not {_describe(data)}",
+                source_map.value_span(()),
+                hint="start the file with `agentspec: 1`",
+            )
+        )
+        return None, diagnostics
+    try:
+        spec = TaskSpec.model_validate(data)
+    except ValidationError as exc:
+        diagnostics.extend(_schema_diagnostics(exc, data, source_map))
+        return None, diagnostics
+    return LoadedSpec(spec, source_map), diagnostics
+
+
+def _schema_diagnostics(
+    exc: ValidationError, data: dict[str, Any], source_map: SourceMap
+) -> list[Diagnostic]:
+    located = [(_data_path(error["loc"], data), error) for error in exc.errors()]
+    # A union tries each branch; when one branch got inside the value, its
+    # errors are the useful ones and the others' "wrong type" errors are noise.
+    paths = {path for path, _ in located}
+    result: list[Diagnostic] = []
+    seen: set[tuple[Path, str]] = set()
+    for path, error in located:
+        kind = error["type"]
+        deeper = any(p[: len(path)] == path and len(p) > len(path) for p in paths)
+        if deeper and kind not in ("missing", "extra_forbidden", "value_error"):
+            continue
+        diagnostic = _one_diagnostic(path, error, data, source_map)
+        key = (path, diagnostic.code)
+        if key in seen:
+            continue
+        seen.add(key)
+        result.append(diagnostic)
+    return result
+
+
+def _one_diagnostic(
+    path: Path, error: Any, data: dict[str, Any], source_map: SourceMap
+) -> Diagnostic:
+    kind: str = error["type"]
+    where = _dotted(path)
+    value = _get(data, path)
+    if kind == "extra_forbidden":
+        key = str(path[-1])
+        allowed = _allowed_keys(path[:-1])
+        hint = None
+        if path in _RELOCATED:
+            hint = f"this key belongs in a section: write it as `{_RELOCATED[path]}`"
+        else:
+            close = difflib.get_close_matches(key, allowed, n=1, cutoff=0.6)
+            if close:
+                hint = f"did you mean '{close[0]}'?"
+            elif allowed:
+                hint = "allowed keys here: " + ", ".join(allowed)
+        section = _dotted(path[:-1]) or "the top level"
+        return Diagnostic("E201", f"unknown key '{key}' in {section}", source_map.key_span(path), hint)
+    if kind == "missing":
+        parent = path[:-1]
+        section = _dotted(parent) or "the spec"
+        span = source_map.key_span(parent) if parent else source_map.value_span(())
+        field = str(path[-1])
+        return Diagnostic(
+            "E202",
+            f"missing required key '{field}' in {section}",
+            span,
+            hint=f"add `{field}:`" + (f" under `{section}`" if parent else " at the top level"),
+        )
+    span = source_map.value_span(path)
+    if path == ("agentspec",):
+        return Diagnostic(
+            "E205",
+            f"unsupported language version {value!r}",
+            span,
+            hint=f"this agentspec reads version {LANGUAGE_VERSION}: write `agentspec: {LANGUAGE_VERSION}`",
+        )
+    if kind.endswith("_type") or kind.endswith("_parsing") or kind == "model_attributes_type":
+        expected = _expected(kind)
+        return Diagnostic(
+            "E203",
+            f"{where or 'the spec'}: expected {expected}, got {_describe(value)}",
+            span,
+        )
+    if kind == "literal_error":
+        expected = error.get("ctx", {}).get("expected", "")
+        close = None
+        if isinstance(value, str):
+            options = [o.strip().strip("'") for o in expected.replace(" or ", ", ").split(",")]
+            matches = difflib.get_close_matches(value, options, n=1, cutoff=0.5)
+            close = f"did you mean '{matches[0]}'?" if matches else None
+        return Diagnostic(
+            "E204",
+            f"{where}: {value!r} is not one of {expected}",
+            span,
+            hint=close,
+        )
+    if kind == "string_pattern_mismatch":
+        description = _field_description(path)
+        return Diagnostic(
+            "E204",
+            f"{where}: {value!r} is not valid here",
+            span,
+            hint=description,
+        )
+    message = str(error["msg"]).removeprefix("Value error, ")
+    return Diagnostic("E204", f"{where or 'the spec'}: {message}" if where else message, span)
+
+
+def _expected(kind: str) -> str:
+    base = kind.removesuffix("_type").removesuffix("_parsing")
+    return {
+        "string": "a string",
+        "int": "an integer",
+        "float": "a number",
+        "bool": "true or false",
+        "dict": "a mapping",
+        "list": "a list",
+        "model": "a mapping",
+        "model_attributes": "a mapping",
+    }.get(base, base)
+
+
+def _describe(value: Any) -> str:
+    if value is None:
+        return "nothing (null)"
+    if isinstance(value, bool):
+        return f"the boolean {value}"
+    if isinstance(value, (int, float)):
+        return f"the number {value}"
+    if isinstance(value, str):
+        return f"the string {value!r}" if len(value) < 40 else "a string"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, dict):
+        return "a mapping"
+    return type(value).__name__
+
+
+def _data_path(loc: tuple[Any, ...], data: Any) -> Path:
+    """Drop the parts of a pydantic `loc` that name union branches, not data."""
+    path: list[str | int] = []
+    current = data
+    for part in loc:
+        if isinstance(current, dict) and part in current:
+            path.append(part)
+            current = current[part]
+        elif isinstance(current, list) and isinstance(part, int) and 0 <= part < len(current):
+            path.append(part)
+            current = current[part]
+        elif isinstance(current, dict) and isinstance(part, str) and not _is_branch_tag(part):
+            path.append(part)  # a missing or extra key: not in the data (yet)
+            current = None
+    return tuple(path)
+
+
+def _is_branch_tag(part: str) -> bool:
+    # pydantic names union branches after their types: 'str', 'list[str]',
+    # 'OracleHook', 'function-after[...]'.
+    return part[:1].isupper() or "[" in part or part in {"str", "int", "float", "bool", "none"}
+
+
+def _get(data: Any, path: Path) -> Any:
+    for part in path:
+        if isinstance(data, dict) and part in data:
+            data = data[part]
+        elif isinstance(data, list) and isinstance(part, int) and part < len(data):
+            data = data[part]
+        else:
+            return None
+    return data
+
+
+def _dotted(path: Path) -> str:
+    text = ""
+    for part in path:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
+    return text
+
+
+def _candidate_types(annotation: Any) -> list[Any]:
+    origin = typing.get_origin(annotation)
+    if origin is typing.Annotated:
+        return _candidate_types(typing.get_args(annotation)[0])
+    if origin in (typing.Union, types.UnionType):
+        return [t for arg in typing.get_args(annotation) for t in _candidate_types(arg)]
+    return [annotation]
+
+
+def _types_at(path: Path) -> list[Any]:
+    """The annotation(s) the schema expects at `path`, following dicts, lists and unions."""
+    candidates: list[Any] = [TaskSpec]
+    for part in path:
+        following: list[Any] = []
+        for candidate in candidates:
+            if isinstance(candidate, type) and issubclass(candidate, BaseModel):
+                field = candidate.model_fields.get(str(part))
+                if field is not None:
+                    following += _candidate_types(field.annotation)
+            elif typing.get_origin(candidate) in (dict, list):
+                following += _candidate_types(typing.get_args(candidate)[-1])
+        candidates = following
+    return candidates
+
+
+def _allowed_keys(path: Path) -> list[str]:
+    """Field names of the model at `path` (for "did you mean" hints)."""
+    for candidate in _types_at(path):
+        if isinstance(candidate, type) and issubclass(candidate, BaseModel):
+            return list(candidate.model_fields)
+    return []
+
+
+def _field_description(path: Path) -> str | None:
+    if not path:
+        return None
+    for candidate in _types_at(path[:-1]):
+        if isinstance(candidate, type) and issubclass(candidate, BaseModel):
+            field = candidate.model_fields.get(str(path[-1]))
+            if field is not None and field.description:
+                return f"expected {field.description[0].lower()}{field.description[1:]}"
+        if typing.get_origin(candidate) is dict:
+            return "names must be identifiers: letters, digits and '_', not starting with a digit"
+    return None

@@ -1,0 +1,316 @@
+"""The data model of the spec language (version 1).
+
+One pydantic model per section of DESIGN.md §2. Models are strict: unknown
+keys are errors, so a typo never silently turns into a default. Every field
+has a description: they become the JSON Schema's documentation (`agentspec
+schema`) and the language reference.
+
+Expressions, effect statements and templates are plain strings here; the
+compiler parses and checks them with positions from the source map.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+LANGUAGE_VERSION = 1
+
+Expression = Annotated[
+    str,
+    Field(
+        description="An expression of the agentspec language (Python-like).",
+        json_schema_extra={"x-agentspec": "expression"},
+    ),
+]
+Statement = Annotated[
+    str,
+    Field(
+        description="An effect statement: `state.x = expr`, `state.x += expr`, `done()` or `fail(msg)`, optionally followed by `if cond`.",
+        json_schema_extra={"x-agentspec": "statement"},
+    ),
+]
+Template = Annotated[
+    str,
+    Field(
+        description="A Jinja2 template, rendered in a sandbox.",
+        json_schema_extra={"x-agentspec": "template"},
+    ),
+]
+TypeName = Annotated[
+    str,
+    Field(
+        description="A type: str, int, float, bool, dict, any, list[T], or T? for optional.",
+        json_schema_extra={"x-agentspec": "type"},
+    ),
+]
+Identifier = Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")]
+ImportPath = Annotated[
+    str,
+    Field(
+        pattern=r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$",
+        description="A Python object as `module.path:attribute`.",
+    ),
+]
+
+ToolFormat = Literal["hermes", "json", "react", "bracket"]
+ContextPolicyName = Literal["full_history", "sliding_window", "token_budget", "state_summary", "custom"]
+Algorithm = Literal["ppo", "steppo", "grpo", "rloo", "gigpo", "token_gae", "reinforce", "opd"]
+
+
+class Section(BaseModel):
+    """Base of every section: unknown keys are errors, values are immutable."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class DataSpec(Section):
+    """Where samples come from and what fields each sample has."""
+
+    source: str = Field(
+        description="`jsonl:PATH`, `parquet:PATH`, `hf:DATASET_ID[/CONFIG]`, or `generator:NAME` for a procedural source.",
+        pattern=r"^(jsonl|parquet|hf|generator):\S+$",
+    )
+    split: str = Field("train", description="Split to train on (for `hf:` sources and generators).")
+    eval_split: str | None = Field(None, description="Split held out for evaluation, if any.")
+    params: dict[str, Any] = Field(
+        default_factory=dict, description="Parameters passed to a generator or loader."
+    )
+    fields: dict[Identifier, TypeName] = Field(
+        default_factory=dict,
+        description="The typed fields of one sample, readable as `sample.NAME`.",
+    )
+    derived: dict[Identifier, Expression] = Field(
+        default_factory=dict,
+        description="Fields computed from each sample by an expression over `sample`.",
+    )
+    limit: int | None = Field(None, ge=1, description="Use at most this many samples.")
+
+
+class PromptSpec(Section):
+    """The first prompt of an episode, rendered from the sample."""
+
+    system: Template = Field("", description="System message template over `sample`.")
+    user: Template = Field(description="First user message template over `sample`.")
+
+
+class StateVar(Section):
+    """One typed variable of the episode state."""
+
+    type: TypeName = Field(description="Type of the variable.")
+    initial: Any = Field(
+        None,
+        description="Initial value at the start of each episode; defaults to the type's empty value ('' , 0, 0.0, false, [], {}), or null for optional types.",
+    )
+    description: str = Field("", description="What the variable means.")
+
+
+class FunctionSpec(Section):
+    """A Python function the expressions may call, declared with its signature."""
+
+    impl: str = Field(
+        description="`module.path:attribute` of the user's code, or `stdlib:NAME` for agentspec's library.",
+        pattern=r"^([A-Za-z_][\w.]*:[A-Za-z_][\w.]*|stdlib:[A-Za-z_]\w*)$",
+    )
+    params: list[TypeName] | None = Field(
+        None, description="Parameter types, in order; omit to accept any arguments."
+    )
+    returns: TypeName = Field("any", description="Return type.")
+    config: dict[str, Any] = Field(
+        default_factory=dict, description="Keyword arguments bound once when the function is built."
+    )
+    description: str = Field("", description="What the function does.")
+
+
+class ToolSpec(Section):
+    """A tool the agent may call."""
+
+    description: str = Field(description="What the tool does, shown to the model.")
+    parameters: dict[Identifier, dict[str, Any]] = Field(
+        default_factory=dict,
+        description="JSON Schema of each argument (the `properties` of an object schema); readable as `args.NAME`.",
+    )
+    required: list[Identifier] | None = Field(
+        None, description="Required arguments; by default every parameter is required."
+    )
+    when: Expression | bool | None = Field(
+        None,
+        description="Guard: the tool is available only when this is true; calling it otherwise is a tool error.",
+    )
+    returns: Expression | None = Field(
+        None, description="Expression whose value is the tool's result (`result`)."
+    )
+    effect: list[Statement] = Field(
+        default_factory=list,
+        description="Statements run in order after `returns`, updating `state`.",
+    )
+    observe: Template | None = Field(
+        None,
+        description="Template of what the model sees after the call (over `args`, `state`, `result`, `sample`); defaults to the result.",
+    )
+    terminal: bool = Field(False, description="Calling this tool ends the episode.")
+    timeout: float = Field(30.0, gt=0, description="Seconds before the call is abandoned.")
+
+
+class EnvironmentSpec(Section):
+    """An external environment adapter, instead of or beside tools."""
+
+    adapter: str = Field(
+        description="`textworld`, `alfworld`, `gymnasium:ENV_ID`, `http:URL`, or `module.path:attribute`.",
+        pattern=r"^(textworld|alfworld|gymnasium:\S+|http:\S+|[A-Za-z_][\w.]*:[A-Za-z_][\w.]*)$",
+    )
+    config: dict[str, Any] = Field(default_factory=dict, description="Adapter configuration.")
+    admissible_commands: bool = Field(
+        False, description="Show the environment's admissible commands in each observation."
+    )
+
+
+class EpisodeSpec(Section):
+    """How an episode runs and ends."""
+
+    max_steps: int = Field(8, ge=1, le=1000, description="Agent turns before the episode is cut off.")
+    tool_format: ToolFormat = Field("hermes", description="How the model writes tool calls.")
+    done_when: Expression | bool | None = Field(
+        None, description="The episode ends when this becomes true (checked after each step)."
+    )
+    success: Expression | bool | None = Field(
+        None,
+        description="Whether a finished episode succeeded (over `state`, `sample`, `reward`, `action`); used for metrics and evaluation.",
+    )
+    anchor: Expression | None = Field(
+        None,
+        description="Key of the environment state before each step; steps with equal anchors in one prompt group form GiGPO's step groups.",
+    )
+    max_response_tokens: int = Field(256, ge=1, description="Token limit of one model turn.")
+    max_parse_errors: int | None = Field(
+        None, ge=1, description="End the episode after this many malformed turns."
+    )
+    final_answer: Literal["end", "continue"] = Field(
+        "end",
+        description="What a turn without a tool call does: `end` the episode (it is the final answer) or `continue`.",
+    )
+
+
+class ContextSpec(Section):
+    """The context policy: what the model sees at each step."""
+
+    policy: ContextPolicyName = Field("full_history", description="How the prompt is built each step.")
+    window: int | None = Field(
+        None, ge=1, description="`sliding_window`: number of most recent steps kept."
+    )
+    max_prompt_tokens: int = Field(2048, ge=16, description="Token budget of one prompt.")
+    overflow: Literal["truncate", "end", "error"] = Field(
+        "end",
+        description="When the prompt exceeds the budget: `truncate` the oldest steps, `end` the episode (reason context_overflow), or raise an `error`.",
+    )
+    summary: Template | None = Field(
+        None,
+        description="`state_summary`: template over `state`, `sample` and `step` rendered as the prompt each step.",
+    )
+    custom: ImportPath | None = Field(None, description="`custom`: a ContextPolicy implementation.")
+
+    @model_validator(mode="after")
+    def _policy_settings(self) -> ContextSpec:
+        needs = {"sliding_window": "window", "state_summary": "summary", "custom": "custom"}
+        key = needs.get(self.policy)
+        if key is not None and getattr(self, key) is None:
+            raise ValueError(f"context policy '{self.policy}' needs `{key}`")
+        return self
+
+
+RewardEvent = Annotated[
+    str,
+    Field(
+        pattern=r"^(step|final|parse_error|tool_error|truncated|tool:[A-Za-z_][A-Za-z0-9_]*)$",
+        description="When the component is evaluated: `step`, `final`, `tool:NAME`, `parse_error`, `tool_error` or `truncated`.",
+    ),
+]
+
+
+class RewardSpec(Section):
+    """One named reward component; each is logged on its own."""
+
+    on: RewardEvent = Field(description="The event that triggers it.")
+    value: Expression | float = Field(description="A number or an expression giving one.")
+    weight: float = Field(1.0, description="Multiplier in the total reward.")
+    when: Expression | None = Field(None, description="Only counts when this is true.")
+
+
+class OracleHook(Section):
+    """An expert implemented in Python, or the environment's walkthrough."""
+
+    hook: ImportPath | None = Field(None, description="A callable `(sample, observation) -> action text`.")
+    walkthrough: bool = Field(False, description="Replay the environment adapter's walkthrough.")
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> OracleHook:
+        if (self.hook is None) == (not self.walkthrough):
+            raise ValueError("an oracle needs exactly one of `hook` or `walkthrough: true`")
+        return self
+
+
+class TrainingSpec(Section):
+    """How to train; every key can be overridden from the CLI."""
+
+    backend: Literal["local", "verl"] = Field("local", description="Where training runs.")
+    algorithm: Algorithm = Field("steppo", description="Training algorithm.")
+    model: str = Field(
+        "builtin:tiny",
+        description="`builtin:tiny` (built on the machine) or a local Hugging Face checkpoint directory.",
+    )
+    teacher: str | None = Field(None, description="Teacher checkpoint for `opd`.")
+    seed: int = Field(0, description="Random seed.")
+    iterations: int = Field(100, ge=1, description="Rollout + update iterations.")
+    prompts_per_iteration: int = Field(8, ge=1, description="Distinct samples per iteration.")
+    group_size: int = Field(4, ge=1, description="Episodes per sample (GRPO/RLOO/GiGPO groups).")
+    epochs: int = Field(2, ge=1, description="Passes over each batch of rollouts.")
+    minibatch_size: int = Field(16, ge=1, description="Rows per gradient step.")
+    learning_rate: float = Field(1e-3, gt=0, description="AdamW learning rate.")
+    gamma: float = Field(1.0, ge=0, le=1, description="Discount between steps.")
+    lam: float = Field(0.95, ge=0, le=1, description="GAE λ.")
+    clip_ratio: float = Field(0.2, gt=0, description="PPO / StepPO clip range ε.")
+    kl_coef: float = Field(0.0, ge=0, description="Weight of the KL penalty to the reference policy.")
+    entropy_coef: float = Field(0.0, ge=0, description="Entropy bonus.")
+    temperature: float = Field(1.0, gt=0, description="Sampling temperature during rollouts.")
+    warm_start: int = Field(0, ge=0, description="Behaviour-cloning steps on oracle trajectories before RL.")
+    eval_every: int = Field(10, ge=1, description="Iterations between greedy evaluations.")
+    eval_samples: int = Field(64, ge=1, description="Held-out samples per evaluation.")
+
+
+class TaskSpec(Section):
+    """An agent task: tools, state, context policy, rewards and training."""
+
+    agentspec: Literal[1] = Field(description="Version of the spec language.")
+    name: str = Field(
+        description="Identifier of the task.", pattern=r"^[A-Za-z][A-Za-z0-9_-]*$"
+    )
+    description: str = Field("", description="What the task is.")
+    data: DataSpec | None = Field(None, description="Where samples come from.")
+    prompt: PromptSpec = Field(description="The first prompt.")
+    state: dict[Identifier, StateVar] = Field(
+        default_factory=dict, description="Typed episode state, readable as `state.NAME`."
+    )
+    functions: dict[Identifier, FunctionSpec] = Field(
+        default_factory=dict, description="Python functions the expressions may call."
+    )
+    tools: dict[Identifier, ToolSpec] = Field(default_factory=dict, description="The agent's tools.")
+    environment: EnvironmentSpec | None = Field(None, description="External environment adapter.")
+    episode: EpisodeSpec = Field(default_factory=EpisodeSpec, description="Episode rules.")
+    context: ContextSpec = Field(default_factory=ContextSpec, description="The context policy.")
+    rewards: dict[Identifier, RewardSpec] = Field(
+        default_factory=dict, description="Named reward components."
+    )
+    oracle: list[Template] | OracleHook | None = Field(
+        None,
+        description="An expert: a list of action templates over `sample` (one per step), a Python hook, or the environment's walkthrough.",
+    )
+    training: TrainingSpec = Field(default_factory=TrainingSpec, description="Training settings.")
+
+    @model_validator(mode="after")
+    def _has_something_to_do(self) -> TaskSpec:
+        if not self.tools and self.environment is None and self.rewards == {}:
+            raise ValueError(
+                "a spec needs at least one of `tools`, `environment` or `rewards`"
+            )
+        return self

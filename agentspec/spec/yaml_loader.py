@@ -1,0 +1,240 @@
+"""Load YAML keeping the position of every key and value.
+
+PyYAML's composer gives a node graph with start/end marks; we build plain
+Python values from it ourselves, so that we can (a) reject duplicate keys,
+which plain YAML loaders silently overwrite, and (b) record, for every path
+such as ``("tools", "search", "when")``, where its key and value are in the
+file. A scalar also keeps a `ScalarLocator`, which maps a character offset
+inside the string value (say, the column of a typo in an expression written
+in a ``|`` block) back to the file's own line and column.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Hashable
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+from yaml.constructor import SafeConstructor
+
+from agentspec.compiler.diagnostics import Diagnostic
+from agentspec.spec.source import SourceFile, Span
+
+Path = tuple[str | int, ...]
+
+_MERGE_TAG = "tag:yaml.org,2002:merge"
+_BOOL_TAG = "tag:yaml.org,2002:bool"
+
+
+class _Loader(yaml.SafeLoader):
+    """SafeLoader with YAML 1.2 booleans: only true/false, so that a key
+    named `on` (as in `on: final`) or a value `no` stays a string."""
+
+
+_Loader.yaml_implicit_resolvers = {
+    first: [(tag, regexp) for tag, regexp in resolvers if tag != _BOOL_TAG]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+_Loader.add_implicit_resolver(
+    _BOOL_TAG, re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF")
+)
+
+
+@dataclass
+class ScalarLocator:
+    """Maps offsets inside a scalar's value to offsets in the file.
+
+    The value of a quoted or block scalar differs from its source text by
+    quotes, indentation, line folding and escapes. We align the two greedily,
+    character by character, treating any whitespace as matching any
+    whitespace; this is exact for plain, quoted and literal (`|`) scalars and
+    for folded (`>`) ones, and degrades gracefully for escape sequences.
+    """
+
+    source: SourceFile
+    value: str
+    start: int  # offset of the node's first character in the file
+    end: int
+    style: str | None
+
+    @property
+    def _offsets(self) -> list[int]:
+        cached: list[int] | None = getattr(self, "_cache", None)
+        if cached is None:
+            cached = self._align()
+            self._cache = cached
+        return cached
+
+    def _align(self) -> list[int]:
+        raw = self.source.text[self.start : self.end]
+        pos = 0
+        if self.style in ("|", ">"):
+            newline = raw.find("\n")
+            pos = newline + 1 if newline != -1 else len(raw)
+        elif self.style in ("'", '"'):
+            pos = 1
+        offsets = []
+        for ch in self.value:
+            probe = pos
+            while probe < len(raw) and not _same(raw[probe], ch):
+                probe += 1
+            if probe < len(raw):
+                pos = probe
+            offsets.append(self.start + pos)
+            pos = min(pos + 1, len(raw))
+        offsets.append(self.start + pos)  # one past the end
+        return offsets
+
+    def offset(self, index: int) -> int:
+        """File offset of character `index` of the value (clamped)."""
+        offsets = self._offsets
+        return offsets[max(0, min(index, len(offsets) - 1))]
+
+    def span(self, start: int, end: int) -> Span:
+        """File span of value[start:end]."""
+        first = self.offset(start)
+        last = self.offset(max(start, end - 1)) + 1
+        return self.source.span(first, last)
+
+
+def _same(raw: str, ch: str) -> bool:
+    return raw == ch or (raw.isspace() and ch.isspace())
+
+
+@dataclass
+class NodeInfo:
+    """Where one path's key and value are."""
+
+    value: Span
+    key: Span | None = None
+    locator: ScalarLocator | None = None
+
+
+@dataclass
+class SourceMap:
+    """Positions of every path of one loaded document."""
+
+    source: SourceFile
+    nodes: dict[Path, NodeInfo] = field(default_factory=dict)
+
+    def value_span(self, path: Path) -> Span:
+        """Span of the value at `path`, or of its nearest existing ancestor."""
+        return self._nearest(path).value
+
+    def key_span(self, path: Path) -> Span:
+        info = self._nearest(path)
+        return info.key or info.value
+
+    def locator(self, path: Path) -> ScalarLocator | None:
+        info = self.nodes.get(path)
+        return info.locator if info else None
+
+    def has(self, path: Path) -> bool:
+        return path in self.nodes
+
+    def _nearest(self, path: Path) -> NodeInfo:
+        for cut in range(len(path), -1, -1):
+            info = self.nodes.get(path[:cut])
+            if info is not None:
+                return info
+        return NodeInfo(Span.point(self.source.path, 1, 1))
+
+
+class _Builder:
+    def __init__(self, source: SourceFile):
+        self.source = source
+        self.map = SourceMap(source)
+        self.diagnostics: list[Diagnostic] = []
+        self._scalars = SafeConstructor()
+
+    def span(self, node: yaml.Node) -> Span:
+        return self.source.span(node.start_mark.index, node.end_mark.index)
+
+    def build(self, node: yaml.Node, path: Path, key: Span | None = None) -> Any:
+        locator = None
+        if isinstance(node, yaml.ScalarNode):
+            value = self._scalars.construct_object(node, deep=True)
+            if isinstance(value, str):
+                locator = ScalarLocator(
+                    self.source, value, node.start_mark.index, node.end_mark.index, node.style
+                )
+        elif isinstance(node, yaml.SequenceNode):
+            value = [self.build(item, (*path, i)) for i, item in enumerate(node.value)]
+        else:
+            value = self.mapping(node, path)
+        self.map.nodes[path] = NodeInfo(self.span(node), key, locator)
+        return value
+
+    def mapping(self, node: yaml.MappingNode, path: Path) -> dict[Any, Any]:
+        result: dict[Any, Any] = {}
+        first_seen: dict[Any, Span] = {}
+        for key_node, value_node in node.value:
+            if key_node.tag == _MERGE_TAG:
+                merged = self.build(value_node, (*path, "<<"))
+                for part in merged if isinstance(merged, list) else [merged]:
+                    if isinstance(part, dict):
+                        for k, v in part.items():
+                            result.setdefault(k, v)
+                continue
+            key = self._scalars.construct_object(key_node, deep=True)
+            if not isinstance(key, Hashable) or isinstance(key, (list, dict)):
+                key = str(key)
+            key_span = self.span(key_node)
+            if key in first_seen:
+                line = first_seen[key].line
+                self.diagnostics.append(
+                    Diagnostic(
+                        "E102",
+                        f"duplicate key {key!r}",
+                        key_span,
+                        hint=f"the first {key!r} is on line {line}; YAML keeps only one of them, so remove or rename one",
+                    )
+                )
+                continue
+            first_seen[key] = key_span
+            result[key] = self.build(value_node, (*path, key), key_span)
+        return result
+
+
+def load_yaml(source: SourceFile) -> tuple[Any, SourceMap, list[Diagnostic]]:
+    """Parse one YAML document into plain values plus its `SourceMap`.
+
+    Returns diagnostics instead of raising; on a syntax error the value is None.
+    """
+    try:
+        root = yaml.compose(source.text, Loader=_Loader)
+    except yaml.MarkedYAMLError as exc:
+        return None, SourceMap(source), [_syntax_diagnostic(source, exc)]
+    except yaml.YAMLError as exc:  # e.g. a reader error on control characters
+        mark = getattr(exc, "position", 0)
+        span = source.span(mark, mark + 1) if isinstance(mark, int) else None
+        return None, SourceMap(source), [Diagnostic("E101", str(exc), span)]
+    if root is None:
+        return None, SourceMap(source), []
+    builder = _Builder(source)
+    try:
+        value = builder.build(root, ())
+    except yaml.MarkedYAMLError as exc:  # a bad scalar, e.g. an invalid timestamp
+        return None, builder.map, [_syntax_diagnostic(source, exc)]
+    return value, builder.map, builder.diagnostics
+
+
+def _syntax_diagnostic(source: SourceFile, exc: yaml.MarkedYAMLError) -> Diagnostic:
+    mark = exc.problem_mark or exc.context_mark
+    span = source.span(mark.index, mark.index + 1) if mark is not None else None
+    problem = exc.problem or "invalid YAML"
+    message = f"YAML syntax error: {problem}"
+    if exc.context:
+        message += f" ({exc.context})"
+    hint = None
+    if "found character '\\t'" in problem:
+        hint = "YAML does not allow tabs for indentation; use spaces"
+    elif "mapping values are not allowed" in problem:
+        hint = "a value containing ': ' must be quoted, e.g. \"a: b\""
+    elif "could not find expected ':'" in problem or "expected <block end>" in problem:
+        hint = "check the indentation of this line against the lines above it"
+    elif "found undefined alias" in problem:
+        hint = "define the anchor (&name) before using the alias (*name)"
+    return Diagnostic("E101", message, span, hint)
