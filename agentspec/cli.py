@@ -41,7 +41,9 @@ def _expand(paths: list[str]) -> list[Path]:
         for match in matches:
             path = Path(match)
             if path.is_dir():
-                found += sorted(p for p in path.rglob("*") if p.suffix in SPEC_SUFFIXES and p.is_file())
+                found += sorted(
+                    p for p in path.rglob("*") if p.suffix in SPEC_SUFFIXES and p.is_file()
+                )
             elif path.is_file():
                 found.append(path)
             else:
@@ -53,7 +55,8 @@ def _expand(paths: list[str]) -> list[Path]:
 def validate(
     paths: Annotated[list[str], typer.Argument(help="Spec files, directories or globs.")],
     output_format: Annotated[
-        OutputFormat, typer.Option("--format", "-f", help="text, json, or github (Actions annotations).")
+        OutputFormat,
+        typer.Option("--format", "-f", help="text, json, or github (Actions annotations)."),
     ] = OutputFormat.text,
     strict: Annotated[bool, typer.Option(help="Treat warnings as errors.")] = False,
 ) -> None:
@@ -90,7 +93,9 @@ def validate(
 
 @app.command()
 def schema(
-    output: Annotated[Path | None, typer.Option("--output", "-o", help="Write to this file.")] = None,
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="Write to this file.")
+    ] = None,
 ) -> None:
     """Print the JSON Schema (draft 2020-12) of the spec language."""
     from agentspec.spec.schema import schema_json

@@ -85,28 +85,50 @@ BUILTINS: dict[str, Signature] = {
     "lower": Signature((STR,), STR, "Lower-cased text."),
     "upper": Signature((STR,), STR, "Upper-cased text."),
     "strip": Signature((STR,), STR, "Text without surrounding whitespace."),
-    "contains": Signature((ANY, ANY), BOOL, "Whether a string contains a substring, or a list an item."),
+    "contains": Signature(
+        (ANY, ANY), BOOL, "Whether a string contains a substring, or a list an item."
+    ),
     "startswith": Signature((STR, STR), BOOL, "Whether the text starts with a prefix."),
     "endswith": Signature((STR, STR), BOOL, "Whether the text ends with a suffix."),
-    "replace": Signature((STR, STR, STR), STR, "Text with every occurrence of `old` replaced by `new`."),
-    "split": Signature((STR, STR), ListOf(STR), "Text split on a separator (whitespace by default).", optional=1),
-    "join": Signature((ListOf(ANY), STR), STR, "Items joined with a separator ('' by default).", optional=1),
-    "regex_match": Signature((STR, STR), BOOL, "Whether the regular expression matches anywhere in the text."),
+    "replace": Signature(
+        (STR, STR, STR), STR, "Text with every occurrence of `old` replaced by `new`."
+    ),
+    "split": Signature(
+        (STR, STR), ListOf(STR), "Text split on a separator (whitespace by default).", optional=1
+    ),
+    "join": Signature(
+        (ListOf(ANY), STR), STR, "Items joined with a separator ('' by default).", optional=1
+    ),
+    "regex_match": Signature(
+        (STR, STR), BOOL, "Whether the regular expression matches anywhere in the text."
+    ),
     "extract": Signature(
-        (STR, STR), Optional(STR), "First capture group (or whole match) of a regex in the text, else none."
+        (STR, STR),
+        Optional(STR),
+        "First capture group (or whole match) of a regex in the text, else none.",
     ),
     "extract_all": Signature((STR, STR), ListOf(STR), "Every match of a regex in the text."),
     "number": Signature(
         (ANY,), Optional(FLOAT), "The number in a text ('1,234', '$5', '#### 42'), else none."
     ),
-    "normalize_answer": Signature((STR,), STR, "SQuAD answer normalisation: lower, no punctuation or articles."),
-    "exact_match": Signature((ANY, ANY), FLOAT, "1.0 if two answers are equal after normalisation, else 0.0."),
+    "normalize_answer": Signature(
+        (STR,), STR, "SQuAD answer normalisation: lower, no punctuation or articles."
+    ),
+    "exact_match": Signature(
+        (ANY, ANY), FLOAT, "1.0 if two answers are equal after normalisation, else 0.0."
+    ),
     "f1": Signature((ANY, ANY), FLOAT, "Token F1 of two answers after normalisation."),
-    "min": Signature((ANY,), _numeric_join, "Smallest of the arguments, or of one list.", variadic=ANY),
-    "max": Signature((ANY,), _numeric_join, "Largest of the arguments, or of one list.", variadic=ANY),
+    "min": Signature(
+        (ANY,), _numeric_join, "Smallest of the arguments, or of one list.", variadic=ANY
+    ),
+    "max": Signature(
+        (ANY,), _numeric_join, "Largest of the arguments, or of one list.", variadic=ANY
+    ),
     "sum": Signature((ListOf(FLOAT),), _numeric_join, "Sum of a list of numbers."),
     "abs": Signature((NUMBER,), _same_as_first, "Absolute value."),
-    "round": Signature((NUMBER, INT), FLOAT, "Number rounded to n digits (0 by default).", optional=1),
+    "round": Signature(
+        (NUMBER, INT), FLOAT, "Number rounded to n digits (0 by default).", optional=1
+    ),
     "clip": Signature((NUMBER, NUMBER, NUMBER), FLOAT, "Value clipped to [low, high]."),
     "calc": Signature((STR,), STR, "Exact value of an arithmetic expression, or an error message."),
     "keys": Signature((DICT,), ListOf(STR), "Keys of a dict."),
@@ -116,5 +138,7 @@ BUILTINS: dict[str, Signature] = {
 # Calls that are statements, not values: they end the episode.
 EFFECT_CALLS: dict[str, Signature] = {
     "done": Signature((), ANY, "End the episode (normally)."),
-    "fail": Signature((STR,), ANY, "End the tool call with an error message the model sees.", optional=1),
+    "fail": Signature(
+        (STR,), ANY, "End the tool call with an error message the model sees.", optional=1
+    ),
 }

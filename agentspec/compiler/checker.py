@@ -65,6 +65,8 @@ _WHERE = {
     "sample": "everywhere",
 }
 
+_JSON_TYPES = ["string", "integer", "number", "boolean", "array", "object", "null"]
+
 _ENV_FIELDS: dict[str, Type] = {}  # open record: adapters expose their own fields
 
 
@@ -139,8 +141,15 @@ class Checker:
         try:
             return parse_type(spelled)
         except TypeSyntaxError as exc:
-            close = difflib.get_close_matches(spelled, ["str", "int", "float", "bool", "dict", "any"], n=1)
-            self.error("E507", str(exc), self.map.value_span(path), f"did you mean '{close[0]}'?" if close else None)
+            close = difflib.get_close_matches(
+                spelled, ["str", "int", "float", "bool", "dict", "any"], n=1
+            )
+            self.error(
+                "E507",
+                str(exc),
+                self.map.value_span(path),
+                f"did you mean '{close[0]}'?" if close else None,
+            )
             return ANY
 
     def _declarations(self) -> None:
@@ -184,7 +193,9 @@ class Checker:
             )
             returns = self._type_at((*path, "returns"), function.returns)
             variadic = ANY if function.params is None else None
-            self.functions[name] = Signature(params, returns, function.description, variadic=variadic)
+            self.functions[name] = Signature(
+                params, returns, function.description, variadic=variadic
+            )
         for tool_name, tool in spec.tools.items():
             self.arg_types[tool_name] = {
                 arg: json_schema_type(schema) for arg, schema in tool.parameters.items()
@@ -199,11 +210,21 @@ class Checker:
             for arg, schema in tool.parameters.items():
                 for problem in meta.iter_errors(schema):
                     where = (*base, arg, *problem.absolute_path)
+                    message = problem.message
+                    hint = "parameters are JSON Schema, e.g. {type: string, description: …}"
+                    if where[-1] == "type" and isinstance(problem.instance, str):
+                        message = f"{problem.instance!r} is not a JSON Schema type"
+                        close = difflib.get_close_matches(problem.instance, _JSON_TYPES, n=1)
+                        hint = (
+                            f"did you mean '{close[0]}'?"
+                            if close
+                            else "types: " + ", ".join(_JSON_TYPES)
+                        )
                     self.error(
                         "E701",
-                        f"parameter '{arg}' of tool '{tool_name}': {problem.message}",
+                        f"parameter '{arg}' of tool '{tool_name}': {message}",
                         self.map.value_span(where),
-                        hint="parameters are JSON Schema, e.g. {type: string, description: …}",
+                        hint=hint,
                     )
             for i, required in enumerate(tool.required or []):
                 if required not in tool.parameters:
@@ -267,39 +288,53 @@ class Checker:
         for tool_name, tool in spec.tools.items():
             base: Path = ("tools", tool_name)
             if isinstance(tool.when, str):
-                yield _Site((*base, "when"), "condition", self._scope("state", "sample", "step", "env"))
+                yield _Site(
+                    (*base, "when"), "condition", self._scope("state", "sample", "step", "env")
+                )
             if tool.returns is not None:
                 yield _Site(
-                    (*base, "returns"), "expression",
-                    self._scope("state", "args", "sample", "step", "env", tool=tool_name), tool_name,
+                    (*base, "returns"),
+                    "expression",
+                    self._scope("state", "args", "sample", "step", "env", tool=tool_name),
+                    tool_name,
                 )
             after = ("state", "args", "sample", "step", "env", "result")
             for i in range(len(tool.effect)):
                 yield _Site(
-                    (*base, "effect", i), "statement",
-                    self._scope(*after, tool=tool_name, writable=["state"]), tool_name,
+                    (*base, "effect", i),
+                    "statement",
+                    self._scope(*after, tool=tool_name, writable=["state"]),
+                    tool_name,
                 )
             if tool.observe is not None:
-                yield _Site((*base, "observe"), "template", self._scope(*after, tool=tool_name), tool_name)
+                yield _Site(
+                    (*base, "observe"), "template", self._scope(*after, tool=tool_name), tool_name
+                )
         episode_roots = ("state", "sample", "step", "env")
         if isinstance(spec.episode.done_when, str):
-            yield _Site(("episode", "done_when"), "condition", self._scope(*episode_roots, "action"))
+            yield _Site(
+                ("episode", "done_when"), "condition", self._scope(*episode_roots, "action")
+            )
         if spec.episode.anchor is not None:
             yield _Site(("episode", "anchor"), "expression", self._scope(*episode_roots))
         for name, reward in spec.rewards.items():
-            tool = reward.on.removeprefix("tool:") if reward.on.startswith("tool:") else None
-            roots = (*episode_roots, "action") + (("args", "result") if tool else ())
-            scope = self._scope(*roots, tool=tool)
+            on_tool = reward.on.removeprefix("tool:") if reward.on.startswith("tool:") else None
+            roots = (*episode_roots, "action") + (("args", "result") if on_tool else ())
+            scope = self._scope(*roots, tool=on_tool)
             if isinstance(reward.value, str):
-                yield _Site(("rewards", name, "value"), "number", scope, tool, label=f"reward '{name}'")
+                yield _Site(
+                    ("rewards", name, "value"), "number", scope, on_tool, label=f"reward '{name}'"
+                )
             if reward.when is not None:
-                yield _Site(("rewards", name, "when"), "condition", scope, tool)
+                yield _Site(("rewards", name, "when"), "condition", scope, on_tool)
         if isinstance(spec.episode.success, str):
             yield _Site(
                 ("episode", "success"), "condition", self._scope(*episode_roots, "action", "reward")
             )
         if spec.context.summary is not None:
-            yield _Site(("context", "summary"), "template", self._scope("state", "sample", "step"))
+            yield _Site(
+                ("context", "summary"), "template", self._scope("state", "sample", "step", "env")
+            )
         if isinstance(spec.oracle, list):
             for i in range(len(spec.oracle)):
                 yield _Site(("oracle", i), "template", self._scope("sample", "state", "step"))
@@ -333,6 +368,8 @@ class Checker:
                 self.node_span(node),
                 hint="e.g. `1.0 if … else 0.0`, or convert with number(…)",
             )
+        if site.path[:2] == ("data", "derived"):
+            self.sample_types[str(site.path[2])] = typ
         if site.path[-1] == "returns" and site.tool is not None:
             self.result_types[site.tool] = typ
 
@@ -361,11 +398,17 @@ class Checker:
                 "E505",
                 f"a condition must be true or false, but this is {typ}",
                 self.node_span(node),
-                hint="compare it, e.g. `len(x) > 0` or `x != \"\"`",
+                hint='compare it, e.g. `len(x) > 0` or `x != ""`',
             )
 
     def _unknown(
-        self, code: str, message: str, span: Span, name: str, candidates: Iterable[str], prefix: str = ""
+        self,
+        code: str,
+        message: str,
+        span: Span,
+        name: str,
+        candidates: Iterable[str],
+        prefix: str = "",
     ) -> None:
         close = difflib.get_close_matches(name, list(candidates), n=1, cutoff=0.6)
         hint = f"did you mean '{prefix}{close[0]}'?" if close else None
@@ -387,8 +430,13 @@ class Checker:
             env.compile(tree)  # unknown filters and tests are reported here
         except TemplateSyntaxError as exc:
             offset = _line_offset(text, exc.lineno or 1)
+            named = re.search(r"named '(\w+)'", exc.message or "")
+            if named and named.group(1) in text:
+                offset = _word_offset(text, named.group(1))
             self.error(
-                "E601", f"template syntax error: {exc.message}", self.span(offset, offset + 1),
+                "E601",
+                f"template syntax error: {exc.message}",
+                self.span(offset, offset + 1),
                 hint="Jinja2 syntax: {{ sample.x }}, {% if … %}…{% endif %}",
             )
             return
@@ -398,20 +446,31 @@ class Checker:
                 continue
             offset = _word_offset(text, name)
             if name in ROOTS:
-                self.error(
-                    "E407",
-                    f"'{name}' is not available in this template",
-                    self.span(offset, offset + len(name)),
-                    hint=f"'{name}' is available {_WHERE.get(name, 'elsewhere')}",
-                )
+                self._unavailable(name, self.span(offset, offset + len(name)))
             else:
-                self._unknown(
-                    "E602",
-                    f"undefined template variable '{name}'",
-                    self.span(offset, offset + len(name)),
-                    name,
-                    [*allowed, *(f"state.{s}" for s in self.state_types)],
-                )
+                fields = [
+                    f"{root}.{f}"
+                    for root, rec in allowed.items()
+                    if isinstance(rec, dict)
+                    for f in rec
+                ]
+                exact = [f for f in fields if f.split(".", 1)[1] == name]
+                span = self.span(offset, offset + len(name))
+                if exact:
+                    self.error(
+                        "E602",
+                        f"undefined template variable '{name}'",
+                        span,
+                        f"did you mean '{exact[0]}'?",
+                    )
+                else:
+                    self._unknown(
+                        "E602",
+                        f"undefined template variable '{name}'",
+                        span,
+                        name,
+                        [*allowed, *fields],
+                    )
         for getattr_node in tree.find_all(nodes.Getattr):
             target = getattr_node.node
             if isinstance(target, nodes.Name) and target.name in allowed:
@@ -419,7 +478,12 @@ class Checker:
                 if isinstance(record, dict) and target.name not in site.scope.open_roots:
                     if getattr_node.attr not in record:
                         offset = _word_offset(text, getattr_node.attr, after=f"{target.name}.")
-                        self._missing_field(target.name, getattr_node.attr, self.span(offset, offset + len(getattr_node.attr)), record)
+                        self._missing_field(
+                            target.name,
+                            getattr_node.attr,
+                            self.span(offset, offset + len(getattr_node.attr)),
+                            record,
+                        )
                     elif target.name == "state":
                         self.usage.reads.setdefault(getattr_node.attr, self.span(0, 1))
 
@@ -432,7 +496,11 @@ class Checker:
             call = statement.call
             signature = EFFECT_CALLS.get(call.func)
             if signature is None:
-                what = "built-in function" if call.func in BUILTINS or call.func in self.functions else "name"
+                what = (
+                    "built-in function"
+                    if call.func in BUILTINS or call.func in self.functions
+                    else "name"
+                )
                 self.error(
                     "E306",
                     f"calling {what} '{call.func}' as a statement has no effect",
@@ -456,7 +524,9 @@ class Checker:
             )
             return
         if var not in self.state_types:
-            self._missing_field("state", var, self.span(target.end - len(var), target.end), self.state_types)
+            self._missing_field(
+                "state", var, self.span(target.end - len(var), target.end), self.state_types
+            )
             return
         self.usage.writes.add(var)
         var_type = self.state_types[var]
@@ -531,12 +601,21 @@ class Checker:
         elif name in BUILTINS or name in self.functions or name in EFFECT_CALLS:
             self.error("E401", f"function '{name}' must be called", span, hint=f"write `{name}(…)`")
         else:
-            candidates = [f"{root}.{f}" for root, rec in scope.roots.items() if isinstance(rec, dict) for f in rec]
+            candidates = [
+                f"{root}.{f}"
+                for root, rec in scope.roots.items()
+                if isinstance(rec, dict)
+                for f in rec
+            ]
             exact = [c for c in candidates if c.split(".", 1)[1] == name]
             if exact:
-                self.error("E401", f"unknown name '{name}'", span, hint=f"did you mean '{exact[0]}'?")
+                self.error(
+                    "E401", f"unknown name '{name}'", span, hint=f"did you mean '{exact[0]}'?"
+                )
             else:
-                self._unknown("E401", f"unknown name '{name}'", span, name, [*scope.roots, *candidates])
+                self._unknown(
+                    "E401", f"unknown name '{name}'", span, name, [*scope.roots, *candidates]
+                )
         return ANY
 
     def visit_Attr(self, node: ast.Attr) -> Type:
@@ -544,13 +623,30 @@ class Checker:
         if node.attr.startswith("__"):
             self.error("E410", f"names starting with '__' are not allowed: '{node.attr}'", span)
             return ANY
-        if not (isinstance(node.obj, ast.Name) and node.obj.id in ROOTS):
+        if isinstance(node.obj, ast.Name) and node.obj.id not in ROOTS:
+            name = node.obj.id
+            if name.startswith("__"):
+                self.error(
+                    "E410",
+                    f"names starting with '__' are not allowed: '{name}'",
+                    self.node_span(node.obj),
+                )
+            else:
+                self._unknown(
+                    "E401",
+                    f"unknown name '{name}'",
+                    self.node_span(node.obj),
+                    name,
+                    list(self._scope_now().roots),
+                )
+            return ANY
+        if not isinstance(node.obj, ast.Name):
             self.infer(node.obj)
             self.error(
                 "E411",
                 f"attribute access '.{node.attr}' is only allowed on scopes (state, args, sample, …)",
                 span,
-                hint=f"index dicts instead: [\"{node.attr}\"]",
+                hint=f'index dicts instead: ["{node.attr}"]',
             )
             return ANY
         root = node.obj.id
@@ -563,8 +659,12 @@ class Checker:
             return ANY
         if isinstance(record, Type):
             self.error(
-                "E411", f"'{root}' is a value of type {record}; it has no attribute '{node.attr}'", span,
-                hint=f"index it instead: {root}[\"{node.attr}\"]" if strip_optional(record) in (DICT, ANY) else None,
+                "E411",
+                f"'{root}' is a value of type {record}; it has no attribute '{node.attr}'",
+                span,
+                hint=f'index it instead: {root}["{node.attr}"]'
+                if strip_optional(record) in (DICT, ANY)
+                else None,
             )
             return ANY
         if node.attr not in record:
@@ -581,9 +681,15 @@ class Checker:
             return ANY
         if isinstance(container, ListOf) or container == STR:
             if not assignable(index, INT):
-                self.error("E502", f"a {container} index must be an int, not {index}", self.node_span(node.index))
+                self.error(
+                    "E502",
+                    f"a {container} index must be an int, not {index}",
+                    self.node_span(node.index),
+                )
             return container.item if isinstance(container, ListOf) else STR
-        self.error("E509", f"a value of type {container} cannot be indexed", self.node_span(node.obj))
+        self.error(
+            "E509", f"a value of type {container} cannot be indexed", self.node_span(node.obj)
+        )
         return ANY
 
     def visit_Call(self, node: ast.Call) -> Type:
@@ -603,14 +709,19 @@ class Checker:
                 )
             else:
                 self._unknown(
-                    "E405", f"unknown function '{node.func}'", span, node.func, [*BUILTINS, *self.functions]
+                    "E405",
+                    f"unknown function '{node.func}'",
+                    span,
+                    node.func,
+                    [*BUILTINS, *self.functions],
                 )
                 if node.func not in BUILTINS and not self.functions:
                     self.diagnostics[-1] = Diagnostic(
                         "E405",
                         f"unknown function '{node.func}'",
                         span,
-                        self.diagnostics[-1].hint or "declare it under `functions:` with `impl: module:attr`",
+                        self.diagnostics[-1].hint
+                        or "declare it under `functions:` with `impl: module:attr`",
                     )
             return ANY
         self._check_call_args(node, signature, arg_types)
@@ -641,7 +752,8 @@ class Checker:
                     "E502",
                     f"argument {i + 1} of {node.func}() must be {wanted}, not {actual}",
                     self.node_span(arg),
-                    hint=_conversion_hint(actual, wanted) or f"signature: {signature.spelled(node.func)}",
+                    hint=_conversion_hint(actual, wanted)
+                    or f"signature: {signature.spelled(node.func)}",
                 )
 
     def visit_BinOp(self, node: ast.BinOp) -> Type:
@@ -687,7 +799,9 @@ class Checker:
         if node.op == "not":
             return BOOL
         if not is_numeric(operand):
-            self.error("E501", f"unary '{node.op}' needs a number, not {operand}", self.node_span(node))
+            self.error(
+                "E501", f"unary '{node.op}' needs a number, not {operand}", self.node_span(node)
+            )
             return ANY
         return INT if strip_optional(operand) in (INT, BOOL) else strip_optional(operand)
 
@@ -703,7 +817,7 @@ class Checker:
 
     def _unavailable(self, root: str, span: Span) -> None:
         site = self._site
-        where = ".".join(str(p) for p in site.path) if site else "here"
+        where = _dotted(site.path) if site else "here"
         hint = f"'{root}' is available {_WHERE[root]}"
         if root == "args" and site is not None and site.path[-1] == "when":
             hint = "a `when` guard decides whether the tool can be called at all; check arguments in `effect` with `fail(…) if …`"
@@ -712,7 +826,9 @@ class Checker:
         self.error("E407", f"'{root}' is not available in {where}", span, hint)
 
     def _missing_field(self, root: str, name: str, span: Span, record: dict[str, Type]) -> None:
-        code = {"state": "E402", "args": "E403", "sample": "E404", "reward": "E406"}.get(root, "E411")
+        code = {"state": "E402", "args": "E403", "sample": "E404", "reward": "E406"}.get(
+            root, "E411"
+        )
         noun = {
             "state": "state variable",
             "args": "tool argument",
@@ -737,9 +853,15 @@ class Checker:
                 )
             elif name not in self.usage.reads and name not in self.usage.writes:
                 self.error(
-                    "W802", f"state.{name} is never used", self.map.key_span(path),
+                    "W802",
+                    f"state.{name} is never used",
+                    self.map.key_span(path),
                     hint="remove it, or read it in a guard, reward or observation",
                 )
+
+
+def _dotted(path: Path) -> str:
+    return "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path).lstrip(".")
 
 
 def _conversion_hint(actual: Type, wanted: Type) -> str | None:

@@ -56,9 +56,13 @@ def check_file(path: str | Path) -> FrontendResult:
     return check_source(source)
 
 
-def load_checked(path: str | Path) -> CheckedSpec:
+def require_ok(result: FrontendResult) -> CheckedSpec:
     """The checked spec, or a `SpecError` listing every problem."""
-    result = check_file(path)
     if not result.ok or result.checked is None:
         raise SpecError(result.diagnostics, result.sources)
     return result.checked
+
+
+def load_checked(path: str | Path) -> CheckedSpec:
+    """Check a spec file; raise one `SpecError` listing every problem."""
+    return require_ok(check_file(path))

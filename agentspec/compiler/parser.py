@@ -8,7 +8,7 @@ to put the caret under.
 
 from __future__ import annotations
 
-import ast as pyast
+import re
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
@@ -19,7 +19,14 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedTok
 
 from agentspec.compiler import ast
 
-_CONSTANTS = {"True": True, "true": True, "False": False, "false": False, "None": None, "null": None}
+_CONSTANTS = {
+    "True": True,
+    "true": True,
+    "False": False,
+    "false": False,
+    "None": None,
+    "null": None,
+}
 _OPENERS = {"(": ")", "[": "]", "{": "}"}
 _CLOSERS = {v: k for k, v in _OPENERS.items()}
 _OPERAND_TERMINALS = {"NAME", "NUMBER", "STRING", "LPAR", "LSQB", "LBRACE"}
@@ -92,7 +99,10 @@ def _check_brackets(text: str) -> None:
                 quote = None
             elif ch == "\n":
                 raise ExprSyntaxError(
-                    "E305", "unterminated string", _string_start(text, i), i,
+                    "E305",
+                    "unterminated string",
+                    _string_start(text, i),
+                    i,
                     hint=f"close the string with {quote}",
                 )
         elif ch in "'\"":
@@ -103,7 +113,11 @@ def _check_brackets(text: str) -> None:
         elif ch in _CLOSERS:
             if not stack:
                 raise ExprSyntaxError(
-                    "E307", f"unmatched '{ch}'", i, i + 1, hint=f"remove it or add a '{_CLOSERS[ch]}' before it"
+                    "E307",
+                    f"unmatched '{ch}'",
+                    i,
+                    i + 1,
+                    hint=f"remove it or add a '{_CLOSERS[ch]}' before it",
                 )
             opener, pos = stack.pop()
             if _OPENERS[opener] != ch:
@@ -117,13 +131,21 @@ def _check_brackets(text: str) -> None:
         i += 1
     if quote:
         raise ExprSyntaxError(
-            "E305", "unterminated string", quote_start, len(text), hint=f"close the string with {quote}"
+            "E305",
+            "unterminated string",
+            quote_start,
+            len(text),
+            hint=f"close the string with {quote}",
         )
     if stack:
         opener, pos = stack[-1]
         kind = {"(": "parenthesis", "[": "bracket", "{": "brace"}[opener]
         raise ExprSyntaxError(
-            "E302", f"unclosed {kind} '{opener}'", pos, pos + 1, hint=f"add a matching '{_OPENERS[opener]}'"
+            "E302",
+            f"unclosed {kind} '{opener}'",
+            pos,
+            pos + 1,
+            hint=f"add a matching '{_OPENERS[opener]}'",
         )
 
 
@@ -145,10 +167,18 @@ def _classify(exc: UnexpectedInput, text: str, start: str) -> ExprSyntaxError:
         if ch in "'\"":
             return ExprSyntaxError("E305", "unterminated string", pos, len(text))
         if ch == "!":
-            return ExprSyntaxError("E301", "'!' is not an operator", pos, pos + 1, hint="write `not x`, or `!=` for inequality")
+            return ExprSyntaxError(
+                "E301",
+                "'!' is not an operator",
+                pos,
+                pos + 1,
+                hint="write `not x`, or `!=` for inequality",
+            )
         if ch == "&" or ch == "|":
             word = "and" if ch == "&" else "or"
-            return ExprSyntaxError("E301", f"'{ch}' is not an operator", pos, pos + 1, hint=f"write `{word}`")
+            return ExprSyntaxError(
+                "E301", f"'{ch}' is not an operator", pos, pos + 1, hint=f"write `{word}`"
+            )
         return ExprSyntaxError("E301", f"unexpected character {ch!r}", pos, pos + 1)
     assert isinstance(exc, UnexpectedToken)
     token: Token = exc.token
@@ -166,7 +196,7 @@ def _classify(exc: UnexpectedInput, text: str, start: str) -> ExprSyntaxError:
         hint = (
             "to assign, write `=`; to end the episode conditionally, write `done() if cond`"
             if token.value == "=="
-            else "e.g. `state.page = \"item\"`, `done() if args.option == \"buy\"`"
+            else 'e.g. `state.page = "item"`, `done() if args.option == "buy"`'
         )
         return ExprSyntaxError(
             "E306",
@@ -200,9 +230,24 @@ def _classify(exc: UnexpectedInput, text: str, start: str) -> ExprSyntaxError:
 
 
 def _single_equals(pos: int) -> ExprSyntaxError:
-    return ExprSyntaxError(
-        "E304", "'=' in an expression", pos, pos + 1, hint="did you mean '=='?"
-    )
+    return ExprSyntaxError("E304", "'=' in an expression", pos, pos + 1, hint="did you mean '=='?")
+
+
+_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "\\": "\\", "'": "'", '"': '"', "0": "\0"}
+_ESCAPE = re.compile(r"\\(u[0-9a-fA-F]{4}|.)", re.DOTALL)
+
+
+def _unescape(body: str) -> str:
+    """Decode a string literal's body. Unknown escapes such as `\\s` stay as
+    written, so regular expressions need no doubled backslashes."""
+
+    def decode(match: re.Match[str]) -> str:
+        code = match.group(1)
+        if code.startswith("u") and len(code) == 5:
+            return chr(int(code[1:], 16))
+        return _ESCAPES.get(code, match.group(0))
+
+    return _ESCAPE.sub(decode, body)
 
 
 def _span(meta: Any) -> tuple[int, int]:
@@ -230,16 +275,12 @@ class _ToAst(Transformer[Token, Any]):
         return ast.Literal(*_span(meta), value)
 
     def string(self, meta: Any, children: list[Token]) -> ast.Literal:
-        try:
-            value = pyast.literal_eval(children[0].value)
-        except (ValueError, SyntaxError) as exc:  # e.g. a bad \N{...} escape
-            raise ExprSyntaxError("E301", f"invalid string literal: {exc}", *_span(meta)) from None
-        return ast.Literal(*_span(meta), value)
+        return ast.Literal(*_span(meta), _unescape(children[0].value[1:-1]))
 
-    def list(self, meta: Any, children: list[ast.Node]) -> ast.ListExpr:
+    def list_expr(self, meta: Any, children: list[ast.Node]) -> ast.ListExpr:
         return ast.ListExpr(*_span(meta), tuple(children))
 
-    def dict(self, meta: Any, children: list[tuple[ast.Node, ast.Node]]) -> ast.DictExpr:
+    def dict_expr(self, meta: Any, children: list[tuple[ast.Node, ast.Node]]) -> ast.DictExpr:
         return ast.DictExpr(*_span(meta), tuple(children))
 
     def pair(self, meta: Any, children: list[ast.Node]) -> tuple[ast.Node, ast.Node]:

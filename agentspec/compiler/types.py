@@ -52,7 +52,13 @@ ANY = Prim("any")
 DICT = Prim("dict")
 
 _NAMED = {"str": STR, "int": INT, "float": FLOAT, "bool": BOOL, "any": ANY, "dict": DICT}
-_ALIASES = {"string": "str", "integer": "int", "number": "float", "boolean": "bool", "list": "list[any]"}
+_ALIASES = {
+    "string": "str",
+    "integer": "int",
+    "number": "float",
+    "boolean": "bool",
+    "list": "list[any]",
+}
 _LIST = re.compile(r"^list\[(.*)\]$")
 
 

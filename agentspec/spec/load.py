@@ -134,7 +134,9 @@ def _one_diagnostic(
             elif allowed:
                 hint = "allowed keys here: " + ", ".join(allowed)
         section = _dotted(path[:-1]) or "the top level"
-        return Diagnostic("E201", f"unknown key '{key}' in {section}", source_map.key_span(path), hint)
+        return Diagnostic(
+            "E201", f"unknown key '{key}' in {section}", source_map.key_span(path), hint
+        )
     if kind == "missing":
         parent = path[:-1]
         section = _dotted(parent) or "the spec"
@@ -146,6 +148,14 @@ def _one_diagnostic(
             span,
             hint=f"add `{field}:`" + (f" under `{section}`" if parent else " at the top level"),
         )
+    if error["loc"] and error["loc"][-1] == "[key]":
+        section = _dotted(path[:-1]) or "the top level"
+        return Diagnostic(
+            "E204",
+            f"{path[-1]!r} is not a valid name in {section}",
+            source_map.key_span(path),
+            hint="names must be identifiers: letters, digits and '_', not starting with a digit",
+        )
     span = source_map.value_span(path)
     if path == ("agentspec",):
         return Diagnostic(
@@ -156,23 +166,27 @@ def _one_diagnostic(
         )
     if kind.endswith("_type") or kind.endswith("_parsing") or kind == "model_attributes_type":
         expected = _expected(kind)
+        hint = None
+        if kind == "string_type" and isinstance(value, dict) and len(value) == 1:
+            hint = "YAML read this as a mapping because it contains ': '; quote the whole value"
         return Diagnostic(
             "E203",
             f"{where or 'the spec'}: expected {expected}, got {_describe(value)}",
             span,
+            hint,
         )
     if kind == "literal_error":
-        expected = error.get("ctx", {}).get("expected", "")
-        close = None
+        expected = str(error.get("ctx", {}).get("expected", ""))
+        suggestion: str | None = None
         if isinstance(value, str):
             options = [o.strip().strip("'") for o in expected.replace(" or ", ", ").split(",")]
             matches = difflib.get_close_matches(value, options, n=1, cutoff=0.5)
-            close = f"did you mean '{matches[0]}'?" if matches else None
+            suggestion = f"did you mean '{matches[0]}'?" if matches else None
         return Diagnostic(
             "E204",
             f"{where}: {value!r} is not one of {expected}",
             span,
-            hint=close,
+            hint=suggestion,
         )
     if kind == "string_pattern_mismatch":
         description = _field_description(path)
@@ -182,7 +196,16 @@ def _one_diagnostic(
             span,
             hint=description,
         )
-    message = str(error["msg"]).removeprefix("Value error, ")
+    message = str(error["msg"]).removeprefix("Value error, ").removeprefix("Input ")
+    if kind in (
+        "greater_than",
+        "greater_than_equal",
+        "less_than",
+        "less_than_equal",
+        "too_short",
+        "too_long",
+    ):
+        message = f"{message}, got {_describe(value)}"
     return Diagnostic("E204", f"{where or 'the spec'}: {message}" if where else message, span)
 
 
@@ -221,10 +244,9 @@ def _data_path(loc: tuple[Any, ...], data: Any) -> Path:
     path: list[str | int] = []
     current = data
     for part in loc:
-        if isinstance(current, dict) and part in current:
-            path.append(part)
-            current = current[part]
-        elif isinstance(current, list) and isinstance(part, int) and 0 <= part < len(current):
+        if (isinstance(current, dict) and part in current) or (
+            isinstance(current, list) and isinstance(part, int) and 0 <= part < len(current)
+        ):
             path.append(part)
             current = current[part]
         elif isinstance(current, dict) and isinstance(part, str) and not _is_branch_tag(part):

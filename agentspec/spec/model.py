@@ -55,7 +55,9 @@ ImportPath = Annotated[
 ]
 
 ToolFormat = Literal["hermes", "json", "react", "bracket"]
-ContextPolicyName = Literal["full_history", "sliding_window", "token_budget", "state_summary", "custom"]
+ContextPolicyName = Literal[
+    "full_history", "sliding_window", "token_budget", "state_summary", "custom"
+]
 Algorithm = Literal["ppo", "steppo", "grpo", "rloo", "gigpo", "token_gae", "reinforce", "opd"]
 
 
@@ -169,7 +171,9 @@ class EnvironmentSpec(Section):
 class EpisodeSpec(Section):
     """How an episode runs and ends."""
 
-    max_steps: int = Field(8, ge=1, le=1000, description="Agent turns before the episode is cut off.")
+    max_steps: int = Field(
+        8, ge=1, le=1000, description="Agent turns before the episode is cut off."
+    )
     tool_format: ToolFormat = Field("hermes", description="How the model writes tool calls.")
     done_when: Expression | bool | None = Field(
         None, description="The episode ends when this becomes true (checked after each step)."
@@ -195,7 +199,9 @@ class EpisodeSpec(Section):
 class ContextSpec(Section):
     """The context policy: what the model sees at each step."""
 
-    policy: ContextPolicyName = Field("full_history", description="How the prompt is built each step.")
+    policy: ContextPolicyName = Field(
+        "full_history", description="How the prompt is built each step."
+    )
     window: int | None = Field(
         None, ge=1, description="`sliding_window`: number of most recent steps kept."
     )
@@ -231,7 +237,9 @@ RewardEvent = Annotated[
 class RewardSpec(Section):
     """One named reward component; each is logged on its own."""
 
-    on: RewardEvent = Field(description="The event that triggers it.")
+    on: RewardEvent = Field(
+        description="When the component is evaluated: `step`, `final`, `tool:NAME`, `parse_error`, `tool_error` or `truncated`."
+    )
     value: Expression | float = Field(description="A number or an expression giving one.")
     weight: float = Field(1.0, description="Multiplier in the total reward.")
     when: Expression | None = Field(None, description="Only counts when this is true.")
@@ -240,7 +248,9 @@ class RewardSpec(Section):
 class OracleHook(Section):
     """An expert implemented in Python, or the environment's walkthrough."""
 
-    hook: ImportPath | None = Field(None, description="A callable `(sample, observation) -> action text`.")
+    hook: ImportPath | None = Field(
+        None, description="A callable `(sample, observation) -> action text`."
+    )
     walkthrough: bool = Field(False, description="Replay the environment adapter's walkthrough.")
 
     @model_validator(mode="after")
@@ -270,10 +280,14 @@ class TrainingSpec(Section):
     gamma: float = Field(1.0, ge=0, le=1, description="Discount between steps.")
     lam: float = Field(0.95, ge=0, le=1, description="GAE λ.")
     clip_ratio: float = Field(0.2, gt=0, description="PPO / StepPO clip range ε.")
-    kl_coef: float = Field(0.0, ge=0, description="Weight of the KL penalty to the reference policy.")
+    kl_coef: float = Field(
+        0.0, ge=0, description="Weight of the KL penalty to the reference policy."
+    )
     entropy_coef: float = Field(0.0, ge=0, description="Entropy bonus.")
     temperature: float = Field(1.0, gt=0, description="Sampling temperature during rollouts.")
-    warm_start: int = Field(0, ge=0, description="Behaviour-cloning steps on oracle trajectories before RL.")
+    warm_start: int = Field(
+        0, ge=0, description="Behaviour-cloning steps on oracle trajectories before RL."
+    )
     eval_every: int = Field(10, ge=1, description="Iterations between greedy evaluations.")
     eval_samples: int = Field(64, ge=1, description="Held-out samples per evaluation.")
 
@@ -282,9 +296,7 @@ class TaskSpec(Section):
     """An agent task: tools, state, context policy, rewards and training."""
 
     agentspec: Literal[1] = Field(description="Version of the spec language.")
-    name: str = Field(
-        description="Identifier of the task.", pattern=r"^[A-Za-z][A-Za-z0-9_-]*$"
-    )
+    name: str = Field(description="Identifier of the task.", pattern=r"^[A-Za-z][A-Za-z0-9_-]*$")
     description: str = Field("", description="What the task is.")
     data: DataSpec | None = Field(None, description="Where samples come from.")
     prompt: PromptSpec = Field(description="The first prompt.")
@@ -294,10 +306,16 @@ class TaskSpec(Section):
     functions: dict[Identifier, FunctionSpec] = Field(
         default_factory=dict, description="Python functions the expressions may call."
     )
-    tools: dict[Identifier, ToolSpec] = Field(default_factory=dict, description="The agent's tools.")
+    tools: dict[Identifier, ToolSpec] = Field(
+        default_factory=dict, description="The agent's tools."
+    )
     environment: EnvironmentSpec | None = Field(None, description="External environment adapter.")
-    episode: EpisodeSpec = Field(default_factory=EpisodeSpec, description="Episode rules.")
-    context: ContextSpec = Field(default_factory=ContextSpec, description="The context policy.")
+    episode: EpisodeSpec = Field(
+        default_factory=EpisodeSpec, description="Episode rules."
+    )
+    context: ContextSpec = Field(
+        default_factory=ContextSpec, description="The context policy."
+    )
     rewards: dict[Identifier, RewardSpec] = Field(
         default_factory=dict, description="Named reward components."
     )
@@ -305,12 +323,12 @@ class TaskSpec(Section):
         None,
         description="An expert: a list of action templates over `sample` (one per step), a Python hook, or the environment's walkthrough.",
     )
-    training: TrainingSpec = Field(default_factory=TrainingSpec, description="Training settings.")
+    training: TrainingSpec = Field(
+        default_factory=TrainingSpec, description="Training settings."
+    )
 
     @model_validator(mode="after")
     def _has_something_to_do(self) -> TaskSpec:
         if not self.tools and self.environment is None and self.rewards == {}:
-            raise ValueError(
-                "a spec needs at least one of `tools`, `environment` or `rewards`"
-            )
+            raise ValueError("a spec needs at least one of `tools`, `environment` or `rewards`")
         return self

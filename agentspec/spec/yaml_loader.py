@@ -163,6 +163,7 @@ class _Builder:
         elif isinstance(node, yaml.SequenceNode):
             value = [self.build(item, (*path, i)) for i, item in enumerate(node.value)]
         else:
+            assert isinstance(node, yaml.MappingNode)
             value = self.mapping(node, path)
         self.map.nodes[path] = NodeInfo(self.span(node), key, locator)
         return value
@@ -223,8 +224,32 @@ def load_yaml(source: SourceFile) -> tuple[Any, SourceMap, list[Diagnostic]]:
 
 def _syntax_diagnostic(source: SourceFile, exc: yaml.MarkedYAMLError) -> Diagnostic:
     mark = exc.problem_mark or exc.context_mark
-    span = source.span(mark.index, mark.index + 1) if mark is not None else None
     problem = exc.problem or "invalid YAML"
+    unclosed = _unclosed_quote(source, mark.line if mark is not None else 0)
+    if unclosed is not None:
+        return Diagnostic(
+            "E101",
+            "YAML syntax error: a quoted string is not closed on its line",
+            source.span(unclosed, unclosed + 1),
+            hint="close the quote on the same line; YAML read on until the next quote and failed there",
+        )
+    flow = exc.context_mark
+    if (
+        exc.context
+        and "flow" in exc.context
+        and flow is not None
+        and mark is not None
+        and flow.line < mark.line
+    ):
+        opener = source.text[flow.index : flow.index + 1]
+        closer = {"{": "}", "[": "]"}.get(opener, "")
+        return Diagnostic(
+            "E101",
+            f"YAML syntax error: '{opener}' is not closed",
+            source.span(flow.index, flow.index + 1),
+            hint=f"add the matching '{closer}' (YAML failed later: {problem})",
+        )
+    span = source.span(mark.index, mark.index + 1) if mark is not None else None
     message = f"YAML syntax error: {problem}"
     if exc.context:
         message += f" ({exc.context})"
@@ -234,7 +259,37 @@ def _syntax_diagnostic(source: SourceFile, exc: yaml.MarkedYAMLError) -> Diagnos
     elif "mapping values are not allowed" in problem:
         hint = "a value containing ': ' must be quoted, e.g. \"a: b\""
     elif "could not find expected ':'" in problem or "expected <block end>" in problem:
-        hint = "check the indentation of this line against the lines above it"
+        hint = (
+            "check the indentation of this line against the lines above it, and quote any"
+            " value above that contains ': '"
+        )
+    elif "but got '?'" in problem:
+        hint = 'quote an optional type inside {…}: type: "str?"'
     elif "found undefined alias" in problem:
         hint = "define the anchor (&name) before using the alias (*name)"
     return Diagnostic("E101", message, span, hint)
+
+
+def _unclosed_quote(source: SourceFile, error_line: int) -> int | None:
+    """Offset of a double quote left open on a line before the error, if any.
+
+    An unclosed quote makes YAML read on to the next quote, lines later, and
+    fail there; pointing at the opener is what the user needs.
+    """
+    offset = 0
+    for number, line in enumerate(source.text.split("\n")):
+        if number >= error_line:
+            break
+        stripped = line.split(" #", 1)[0] if not line.lstrip().startswith("#") else ""
+        quotes = [
+            i for i, ch in enumerate(stripped) if ch == '"' and (i == 0 or stripped[i - 1] != "\\")
+        ]
+        in_single = (
+            "'" in stripped
+            and stripped.count("'") % 2 == 0
+            and stripped.find("'") < (quotes[0] if quotes else 0)
+        )
+        if len(quotes) % 2 == 1 and not in_single:
+            return offset + quotes[-1]
+        offset += len(line) + 1
+    return None

@@ -1,0 +1,121 @@
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from agentspec.cli import app
+from agentspec.spec.schema import schema_json
+
+ROOT = Path(__file__).resolve().parents[2]
+INVALID = ROOT / "tests" / "specs" / "invalid"
+runner = CliRunner()
+
+GITHUB = re.compile(
+    r"^::(error|warning) file=[^,]+,line=\d+,col=\d+,endLine=\d+,endColumn=\d+,title=[EW]\d{3}::.+$"
+)
+
+
+def test_shipped_and_valid_specs_pass() -> None:
+    result = runner.invoke(app, ["validate", str(ROOT / "specs"), str(ROOT / "tests/specs/valid")])
+    assert result.exit_code == 0, result.output
+    assert "0 invalid" in result.output
+
+
+def test_invalid_spec_exits_1_and_prints_every_problem() -> None:
+    path = INVALID / "schema_training_two_errors.yaml"
+    result = runner.invoke(app, ["validate", str(path)])
+    assert result.exit_code == 1
+    assert result.output.count("error[E204]") == 2
+    assert "^" in result.output and "hint: did you mean 'ppo'?" in result.output
+
+
+def test_globs_and_directories() -> None:
+    result = runner.invoke(app, ["validate", str(INVALID / "yaml_*.yaml")])
+    assert result.exit_code == 1
+    files = {line.split(":")[0] for line in result.output.splitlines() if "error[E" in line}
+    assert len(files) == len(list(INVALID.glob("yaml_*.yaml")))
+
+
+def test_usage_errors_exit_2() -> None:
+    assert runner.invoke(app, ["validate", "does/not/exist.yaml"]).exit_code == 2
+    assert runner.invoke(app, ["validate", "nothing-matches-*.yaml"]).exit_code == 2
+    assert runner.invoke(app, ["validate"]).exit_code == 2
+    assert runner.invoke(app, ["validate", "--format", "xml", "specs"]).exit_code == 2
+
+
+def test_github_format() -> None:
+    result = runner.invoke(app, ["validate", "--format", "github", str(INVALID)])
+    assert result.exit_code == 1
+    lines = [line for line in result.output.splitlines() if line]
+    assert len(lines) >= 40
+    for line in lines:
+        assert GITHUB.match(line), line
+
+
+def test_json_format() -> None:
+    result = runner.invoke(
+        app, ["validate", "--format", "json", str(INVALID / "name_unknown_state.yaml")]
+    )
+    assert result.exit_code == 1
+    records = json.loads(result.output)
+    assert records[0]["code"] == "E402"
+    assert records[0]["line"] == 17 and records[0]["column"] == 17
+    assert records[0]["hint"] == "did you mean 'page'?"
+
+
+def test_strict_turns_warnings_into_failures(tmp_path: Path) -> None:
+    spec = (ROOT / "specs" / "calculator.yaml").read_text()
+    spec = spec.replace("tools:\n", "state:\n  unused: {type: int}\ntools:\n")
+    path = tmp_path / "warn.yaml"
+    path.write_text(spec)
+    assert runner.invoke(app, ["validate", str(path)]).exit_code == 0
+    assert runner.invoke(app, ["validate", "--strict", str(path)]).exit_code == 1
+
+
+def test_schema_command_and_committed_copy_in_sync(tmp_path: Path) -> None:
+    result = runner.invoke(app, ["schema"])
+    assert result.exit_code == 0
+    schema = json.loads(result.output)
+    assert schema["$schema"] == "https://json-schema.org/draft/2020-12/schema"
+    assert schema["$id"].startswith("https://")
+    committed = ROOT / "schema" / "agentspec-1.schema.json"
+    assert committed.read_text() == schema_json(), (
+        "run `agentspec schema -o schema/agentspec-1.schema.json`"
+    )
+    out = tmp_path / "s.json"
+    assert runner.invoke(app, ["schema", "-o", str(out)]).exit_code == 0
+    assert out.read_text() == schema_json()
+
+
+def test_schema_accepts_the_shipped_specs() -> None:
+    import jsonschema
+
+    from agentspec.spec.source import SourceFile
+    from agentspec.spec.yaml_loader import load_yaml
+
+    schema = json.loads(schema_json())
+    for path in sorted((ROOT / "specs").glob("*.yaml")) + sorted(
+        (ROOT / "tests/specs/valid").glob("*.yaml")
+    ):
+        data, _, _ = load_yaml(SourceFile(str(path), path.read_text()))
+        jsonschema.validate(data, schema)
+
+
+def test_validate_does_not_import_torch() -> None:
+    code = (
+        "import sys\n"
+        "from agentspec.cli import app\n"
+        "try:\n"
+        f"    app(['validate', {str(ROOT / 'specs')!r}, {str(ROOT / 'tests/specs/valid')!r}, {str(INVALID)!r}])\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "app_modules = [m for m in ('torch', 'transformers', 'verl', 'numpy') if m in sys.modules]\n"
+        "print('HEAVY', app_modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert "HEAVY []" in out.stdout, out.stdout + out.stderr
