@@ -50,9 +50,10 @@ def check_source(source: SourceFile) -> FrontendResult:
 
 
 def check_file(path: str | Path) -> FrontendResult:
-    source = read_source(path)
-    if isinstance(source, Diagnostic):
-        return FrontendResult(str(path), None, [source])
+    source, problem = read_source(path)
+    if source is None or problem is not None:
+        sources = {source.path: source} if source is not None else {}
+        return FrontendResult(str(path), None, [problem] if problem else [], sources)
     return check_source(source)
 
 

@@ -48,16 +48,28 @@ class LoadedSpec:
         return self.source_map.source
 
 
-def read_source(path: str | FsPath) -> SourceFile | Diagnostic:
-    """Read a file as UTF-8, or say why not."""
+def read_source(path: str | FsPath) -> tuple[SourceFile | None, Diagnostic | None]:
+    """Read a file as UTF-8: (source, None), or what went wrong.
+
+    Undecodable bytes are an error pointing at the first bad byte; the source
+    returned then has them replaced, so the line can still be shown.
+    """
     name = str(path)
     try:
-        text = FsPath(path).read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        return Diagnostic("E103", f"{name} is not UTF-8 text: {exc.reason}", None)
+        raw = FsPath(path).read_bytes()
     except OSError as exc:
-        return Diagnostic("E103", f"cannot read {name}: {exc.strerror or exc}", None)
-    return SourceFile(name, text)
+        return None, Diagnostic("E103", f"cannot read {name}: {exc.strerror or exc}", None)
+    try:
+        return SourceFile(name, raw.decode("utf-8")), None
+    except UnicodeDecodeError as exc:
+        source = SourceFile(name, raw.decode("utf-8", errors="replace"))
+        offset = len(raw[: exc.start].decode("utf-8", errors="replace"))
+        return source, Diagnostic(
+            "E103",
+            f"the file is not UTF-8 text (byte 0x{raw[exc.start]:02x})",
+            source.span(offset, offset + 1),
+            hint="save the file as UTF-8",
+        )
 
 
 def load_spec(source: SourceFile) -> tuple[LoadedSpec | None, list[Diagnostic]]:

@@ -59,3 +59,18 @@ def test_every_category_is_covered() -> None:
     codes = {entry.split()[0] for entries in expected.values() for entry in entries}
     for stage in "1234567":
         assert any(code[1] == stage for code in codes), f"no E{stage}xx case in the corpus"
+
+
+def test_error_catalogue_is_current() -> None:
+    import importlib.util
+
+    root = INVALID.parents[2]
+    spec = importlib.util.spec_from_file_location("gen_errors", root / "docs" / "gen_errors.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    page = (root / "docs" / "errors.md").read_text()
+    assert page == module.render(), "run `python docs/gen_errors.py`"
+    for code in CODES:
+        assert f"### {code}:" in page
+        assert f"[{code}]" in page, f"{code} has no example in tests/specs/invalid/"
