@@ -71,7 +71,7 @@ class DataSpec(Section):
     """Where samples come from and what fields each sample has."""
 
     source: str = Field(
-        description="`jsonl:PATH`, `parquet:PATH`, `hf:DATASET_ID[/CONFIG]`, or `generator:NAME` for a procedural source.",
+        description="`jsonl:PATH`, `parquet:PATH`, `hf:DATASET_ID` (a config goes in `params: {name: …}`), or `generator:NAME` for a procedural source. Paths may use `${AGENTSPEC_DATA}`.",
         pattern=r"^(jsonl|parquet|hf|generator):\S+$",
     )
     split: str = Field("train", description="Split to train on (for `hf:` sources and generators).")

@@ -1,0 +1,178 @@
+"""Where samples come from: `jsonl:`, `parquet:`, `hf:` and `generator:` sources.
+
+`load_samples` is what generated code calls for a spec's `data` section.
+Paths may use `${AGENTSPEC_DATA}` (default `../shared/data`) and other
+environment variables; relative paths resolve against the spec's folder.
+Procedural sources register with `@register_generator`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import random
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from agentspec.stdlib.calculator import evaluate
+
+DATA_ENV = "AGENTSPEC_DATA"
+DEFAULT_DATA_ROOT = "../shared/data"
+
+Sample = dict[str, Any]
+Generator = Callable[..., Iterator[Sample]]
+_GENERATORS: dict[str, Generator] = {}
+
+
+class DataError(ValueError):
+    """A data source that cannot be read, with what to do about it."""
+
+
+def data_root() -> Path:
+    return Path(os.environ.get(DATA_ENV, DEFAULT_DATA_ROOT))
+
+
+def register_generator(name: str) -> Callable[[Generator], Generator]:
+    def decorate(fn: Generator) -> Generator:
+        if name in _GENERATORS:
+            raise ValueError(f"generator {name!r} is already registered")
+        _GENERATORS[name] = fn
+        return fn
+
+    return decorate
+
+
+def available_generators() -> list[str]:
+    return sorted(_GENERATORS)
+
+
+def resolve_path(raw: str, base_dir: Path | None = None) -> Path:
+    """Expand `${AGENTSPEC_DATA}` (with its default) and other variables; resolve
+    a relative path against `base_dir` (the spec's folder)."""
+    root = str(data_root())
+    expanded = raw.replace(f"${{{DATA_ENV}}}", root).replace(f"${DATA_ENV}", root)
+    path = Path(os.path.expandvars(expanded)).expanduser()
+    if not path.is_absolute() and base_dir is not None and not raw.startswith("$"):
+        path = base_dir / path
+    return path
+
+
+def load_samples(
+    source: str,
+    *,
+    split: str = "train",
+    params: dict[str, Any] | None = None,
+    fields: dict[str, str] | None = None,
+    limit: int | None = None,
+    base_dir: Path | None = None,
+) -> list[Sample]:
+    """Read every sample of a source (at most `limit`), checking declared fields."""
+    kind, _, location = source.partition(":")
+    params = dict(params or {})
+    if kind == "generator":
+        if location not in _GENERATORS:
+            known = ", ".join(available_generators())
+            raise DataError(f"unknown generator {location!r}; known generators: {known}")
+        rows: Iterator[Sample] = _GENERATORS[location](split=split, **params)
+    elif kind == "jsonl":
+        rows = _jsonl(resolve_path(location, base_dir))
+    elif kind == "parquet":
+        rows = _parquet(resolve_path(location, base_dir))
+    elif kind == "hf":
+        rows = _huggingface(location, split, params)
+    else:
+        raise DataError(
+            f"unknown data source kind {kind!r}: use jsonl:, parquet:, hf: or generator:"
+        )
+    samples = []
+    for index, row in enumerate(rows):
+        if limit is not None and index >= limit:
+            break
+        missing = [name for name in (fields or {}) if name not in row]
+        if missing:
+            raise DataError(
+                f"sample {index} of {source} has no field {missing[0]!r}; it has {sorted(row)}"
+            )
+        samples.append(row)
+    return samples
+
+
+def _jsonl(path: Path) -> Iterator[Sample]:
+    if not path.is_file():
+        raise DataError(f"{path} does not exist (set ${DATA_ENV} to the data folder?)")
+    with path.open(encoding="utf-8") as handle:
+        for number, line in enumerate(handle, 1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise DataError(f"{path}:{number}: not JSON: {exc.msg}") from None
+            if not isinstance(row, dict):
+                raise DataError(f"{path}:{number}: a sample must be a JSON object")
+            yield row
+
+
+def _parquet(path: Path) -> Iterator[Sample]:
+    if not path.is_file():
+        raise DataError(f"{path} does not exist")
+    try:
+        import pyarrow.parquet as pq
+    except ImportError:  # pragma: no cover - pyarrow comes with the train extra
+        raise DataError("reading parquet needs pyarrow: pip install pyarrow") from None
+    yield from pq.read_table(path).to_pylist()
+
+
+def _huggingface(location: str, split: str, params: dict[str, Any]) -> Iterator[Sample]:
+    try:
+        import datasets
+    except ImportError:  # pragma: no cover - datasets comes with the verl extra
+        raise DataError("hf: sources need the `datasets` package") from None
+    try:
+        # A dataset config goes in params, e.g. {name: main} for openai/gsm8k.
+        dataset = datasets.load_dataset(location, split=split, **params)
+    except Exception as exc:  # offline, unknown id, …: say which and why
+        raise DataError(f"cannot load hf:{location} ({type(exc).__name__}: {exc})") from None
+    yield from dataset
+
+
+def split_seed(split: str, seed: int) -> int:
+    """A seed per split, so train and test never share generated samples."""
+    digest = hashlib.sha256(f"{split}:{seed}".encode()).digest()
+    return int.from_bytes(digest[:8], "little")
+
+
+@register_generator("arithmetic")
+def arithmetic(
+    *,
+    split: str = "train",
+    seed: int = 0,
+    count: int = 100_000,
+    min_ops: int = 1,
+    max_ops: int = 2,
+    max_value: int = 50,
+) -> Iterator[Sample]:
+    """Arithmetic questions with integer answers: `What is 12 + 7 * 3?`.
+
+    Operators are +, - and *; precedence is the usual one, so the answer is
+    what the calculator tool computes for `expression`.
+    """
+    if not 1 <= min_ops <= max_ops:
+        raise DataError("arithmetic: need 1 <= min_ops <= max_ops")
+    rng = random.Random(split_seed(split, seed))
+    phrasings = ["What is {e}?", "Compute {e}.", "Calculate {e}.", "How much is {e}?"]
+    for index in range(count):
+        ops = rng.randint(min_ops, max_ops)
+        terms = [str(rng.randint(1, max_value))]
+        for _ in range(ops):
+            terms += [rng.choice("+-*"), str(rng.randint(1, max_value))]
+        expression = " ".join(terms)
+        answer = evaluate(expression)
+        yield {
+            "id": f"{split}-{index}",
+            "question": rng.choice(phrasings).format(e=expression),
+            "expression": expression,
+            "answer": int(answer),
+        }

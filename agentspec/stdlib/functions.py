@@ -1,0 +1,85 @@
+"""Implementations of the expression language's built-in functions.
+
+`BUILTIN_FUNCTIONS` maps each name of `agentspec.compiler.builtins.BUILTINS`
+to its Python implementation; generated code imports them from here. A test
+keeps the two tables in step.
+"""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Callable
+from typing import Any
+
+from agentspec.stdlib.calculator import calc
+from agentspec.stdlib.metrics import exact_match, f1, normalize_answer
+from agentspec.stdlib.text import contains, extract, extract_all, join, number, regex_match, split
+
+
+def _to_int(value: Any) -> int:
+    if isinstance(value, str):
+        return int(float(value.replace(",", "").strip()))
+    return int(value)
+
+
+def _to_float(value: Any) -> float:
+    if isinstance(value, str):
+        return float(value.replace(",", "").strip())
+    return float(value)
+
+
+def _min(*values: Any) -> Any:
+    return builtins.min(values[0]) if len(values) == 1 else builtins.min(values)
+
+
+def _max(*values: Any) -> Any:
+    return builtins.max(values[0]) if len(values) == 1 else builtins.max(values)
+
+
+def _round(value: float, digits: int = 0) -> float:
+    return float(builtins.round(value, digits))
+
+
+def _clip(value: float, low: float, high: float) -> float:
+    return float(builtins.min(builtins.max(value, low), high))
+
+
+def _get(container: Any, key: Any, default: Any = None) -> Any:
+    try:
+        return container[key]
+    except (KeyError, IndexError, TypeError):
+        return default
+
+
+BUILTIN_FUNCTIONS: dict[str, Callable[..., Any]] = {
+    "len": len,
+    "str": str,
+    "int": _to_int,
+    "float": _to_float,
+    "bool": bool,
+    "lower": str.lower,
+    "upper": str.upper,
+    "strip": str.strip,
+    "contains": contains,
+    "startswith": str.startswith,
+    "endswith": str.endswith,
+    "replace": str.replace,
+    "split": split,
+    "join": join,
+    "regex_match": regex_match,
+    "extract": extract,
+    "extract_all": extract_all,
+    "number": number,
+    "normalize_answer": normalize_answer,
+    "exact_match": exact_match,
+    "f1": f1,
+    "min": _min,
+    "max": _max,
+    "sum": sum,
+    "abs": abs,
+    "round": _round,
+    "clip": _clip,
+    "calc": calc,
+    "keys": lambda d: list(d),
+    "get": _get,
+}

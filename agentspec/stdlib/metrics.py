@@ -1,0 +1,57 @@
+"""Answer metrics with the SQuAD / HotpotQA normalisation.
+
+`normalize_answer` follows the official SQuAD v1.1 evaluation script: lower
+case, drop punctuation, drop the articles a/an/the, collapse whitespace.
+"""
+
+from __future__ import annotations
+
+import re
+import string
+from collections import Counter
+from collections.abc import Iterable
+from typing import Any
+
+_ARTICLES = re.compile(r"\b(a|an|the)\b")
+_PUNCTUATION = set(string.punctuation)
+
+
+def normalize_answer(text: Any) -> str:
+    text = "" if text is None else str(text).lower()
+    text = "".join(ch for ch in text if ch not in _PUNCTUATION)
+    text = _ARTICLES.sub(" ", text)
+    return " ".join(text.split())
+
+
+def exact_match(prediction: Any, truth: Any) -> float:
+    """1.0 when the normalised answers are equal, else 0.0."""
+    return float(normalize_answer(prediction) == normalize_answer(truth))
+
+
+def f1(prediction: Any, truth: Any) -> float:
+    """Token-level F1 of the normalised answers (SQuAD).
+
+    As in the HotpotQA script, yes/no/noanswer must match exactly.
+    """
+    pred, gold = normalize_answer(prediction), normalize_answer(truth)
+    special = {"yes", "no", "noanswer"}
+    if (pred in special or gold in special) and pred != gold:
+        return 0.0
+    pred_tokens, gold_tokens = pred.split(), gold.split()
+    common = Counter(pred_tokens) & Counter(gold_tokens)
+    same = sum(common.values())
+    if same == 0:
+        return 0.0
+    precision = same / len(pred_tokens)
+    recall = same / len(gold_tokens)
+    return 2 * precision * recall / (precision + recall)
+
+
+def f1_at_all(retrieved: Iterable[Any], relevant: Iterable[Any]) -> float:
+    """F1 between a retrieved set and the relevant set (set-level precision/recall)."""
+    got, want = set(retrieved), set(relevant)
+    hits = len(got & want)
+    if hits == 0:
+        return 0.0
+    precision, recall = hits / len(got), hits / len(want)
+    return 2 * precision * recall / (precision + recall)

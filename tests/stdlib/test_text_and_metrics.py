@@ -1,0 +1,59 @@
+from __future__ import annotations
+
+import pytest
+
+from agentspec.compiler.builtins import BUILTINS
+from agentspec.stdlib.functions import BUILTIN_FUNCTIONS
+from agentspec.stdlib.metrics import exact_match, f1, f1_at_all, normalize_answer
+from agentspec.stdlib.text import extract, extract_all, number, regex_match
+
+
+def test_every_builtin_has_an_implementation() -> None:
+    assert set(BUILTIN_FUNCTIONS) == set(BUILTINS)
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ("42", 42.0),
+        ("1,234", 1234.0),
+        ("$5", 5.0),
+        ("42.", 42.0),
+        ("Janet sells 9 eggs.\n#### 18", 18.0),
+        ("I think it is 3, no, 5", 5.0),
+        ("-2.5", -2.5),
+        ("no digits", None),
+        (None, None),
+        (7, 7.0),
+        (True, 1.0),
+    ],
+)
+def test_number(value: object, expected: float | None) -> None:
+    assert number(value) == expected
+
+
+def test_extract_and_regex() -> None:
+    text = "think... <answer> 12 </answer> more <answer>13</answer>"
+    assert extract(text, r"<answer>(.*?)</answer>") == " 12 "
+    assert extract(text, r"\d+") == "12"
+    assert extract("nothing", r"<answer>(.*?)</answer>") is None
+    assert extract_all(text, r"<answer>\s*(\d+)\s*</answer>") == ["12", "13"]
+    assert regex_match("Final Answer: x", r"Final Answer:\s*\w")
+
+
+def test_squad_normalisation_and_scores() -> None:
+    assert normalize_answer("The  Eiffel Tower!") == "eiffel tower"
+    assert exact_match("the eiffel tower", "Eiffel Tower.") == 1.0
+    assert exact_match("Paris", "London") == 0.0
+    # precision 2/3, recall 2/2 → F1 = 2·(2/3)·1 / (2/3 + 1) = 0.8
+    assert f1("eiffel tower paris", "the Eiffel Tower") == pytest.approx(0.8)
+    assert f1("yes", "no") == 0.0 and f1("yes", "Yes.") == 1.0
+    # retrieved {a, b, c}, relevant {b, c, d, e}: P = 2/3, R = 2/4 → F1 = 4/7
+    assert f1_at_all(["a", "b", "c"], ["b", "c", "d", "e"]) == pytest.approx(4 / 7)
+
+
+def test_min_max_accept_a_list_or_arguments() -> None:
+    assert BUILTIN_FUNCTIONS["min"]([3, 1, 2]) == 1
+    assert BUILTIN_FUNCTIONS["max"](3, 1, 2) == 3
+    assert BUILTIN_FUNCTIONS["get"]({"a": 1}, "b", 0) == 0
+    assert BUILTIN_FUNCTIONS["int"]("1,200") == 1200
