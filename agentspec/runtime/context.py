@@ -160,7 +160,9 @@ class ContextPolicy(ABC):
 
     name: str = ""
 
-    def __init__(self, max_prompt_tokens: int | None = None, overflow: str | Overflow = "end") -> None:
+    def __init__(
+        self, max_prompt_tokens: int | None = None, overflow: str | Overflow = "end"
+    ) -> None:
         self.max_prompt_tokens = max_prompt_tokens
         self.overflow = Overflow(overflow)
 
@@ -348,7 +350,7 @@ class CustomContext(ContextPolicy):
         self.fn = fn
 
     def build(self, view: ContextView) -> list[int]:
-        out = list(self.fn(view))
+        out: list[Any] = list(self.fn(view))
         if out and not isinstance(out[0], int):
-            return view.encode_messages(out)  # type: ignore[arg-type]
-        return [int(i) for i in out]  # type: ignore[arg-type]
+            return view.encode_messages(out)
+        return [int(i) for i in out]

@@ -103,6 +103,7 @@ class AgentEnv(ABC):
 
     async def close(self) -> None:
         """Release resources (called once per episode, even after an error)."""
+        return None
 
 
 class ToolEnv(AgentEnv):
@@ -180,7 +181,9 @@ class ToolEnv(AgentEnv):
         if tool is None:
             known = ", ".join(sorted(self.tools)) or "none"
             return ToolResult(
-                call.name, f"unknown tool {call.name!r}; available tools: {known}", False,
+                call.name,
+                f"unknown tool {call.name!r}; available tools: {known}",
+                False,
                 "unknown_tool",
             )
         ctx = ToolContext(env=self, step_index=self.step_index)
@@ -202,9 +205,16 @@ class ToolEnv(AgentEnv):
             )
         if parsed.errors:
             return StepResult(
-                observation=Observation(self.format.render_errors(parsed.errors), self.observation_role),
+                observation=Observation(
+                    self.format.render_errors(parsed.errors), self.observation_role
+                ),
                 events=[
-                    Event(EventKind.PARSE_ERROR, message=e.message, code=e.code, call_index=e.call_index)
+                    Event(
+                        EventKind.PARSE_ERROR,
+                        message=e.message,
+                        code=e.code,
+                        call_index=e.call_index,
+                    )
                     for e in parsed.errors
                 ],
             )

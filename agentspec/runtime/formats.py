@@ -25,6 +25,7 @@ with any error runs none of its calls.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 from abc import ABC, abstractmethod
@@ -146,7 +147,9 @@ class ToolCallFormat(ABC):
         return f"You can call these tools:\n{specs}\n{self.usage()}"
 
 
-def _parse_call_object(obj: Any, index: int, raw: str) -> tuple[ToolCall | None, FormatError | None]:
+def _parse_call_object(
+    obj: Any, index: int, raw: str
+) -> tuple[ToolCall | None, FormatError | None]:
     """Check ``{"name": str, "arguments": object}`` (``arguments`` may be a JSON string)."""
     where = f"call {index + 1}"
     if not isinstance(obj, dict):
@@ -356,7 +359,9 @@ class JsonFormat(ToolCallFormat):
             return ParsedResponse(errors=[FormatError(err.message, err.code, 0)])
         items = value if isinstance(value, list) else [value]
         if not items:
-            return ParsedResponse(errors=[FormatError("response: empty list of calls", "empty_call")])
+            return ParsedResponse(
+                errors=[FormatError("response: empty list of calls", "empty_call")]
+            )
         calls: list[ToolCall] = []
         errors: list[FormatError] = []
         for i, item in enumerate(items):
@@ -370,7 +375,9 @@ class JsonFormat(ToolCallFormat):
         return ParsedResponse(calls=calls)
 
 
-_REACT_LINE = re.compile(r"^[ \t]*(Action Input|Action|Final Answer|Observation)[ \t]*:[ \t]?", re.M)
+_REACT_LINE = re.compile(
+    r"^[ \t]*(Action Input|Action|Final Answer|Observation)[ \t]*:[ \t]?", re.M
+)
 
 
 @register_format("react")
@@ -409,11 +416,7 @@ class ReactFormat(ToolCallFormat):
         kinds = [k for k, _, _ in marks]
         if not marks:
             return ParsedResponse(
-                errors=[
-                    FormatError(
-                        "no 'Action:' or 'Final Answer:' found", "no_action", None
-                    )
-                ],
+                errors=[FormatError("no 'Action:' or 'Final Answer:' found", "no_action", None)],
                 content=content,
             )
         n_actions = kinds.count("Action")
@@ -446,18 +449,24 @@ class ReactFormat(ToolCallFormat):
             )
         if n_actions == 0:
             return ParsedResponse(
-                errors=[FormatError("call 1: 'Action Input:' without 'Action:'", "missing_action", 0)],
+                errors=[
+                    FormatError("call 1: 'Action Input:' without 'Action:'", "missing_action", 0)
+                ],
                 content=content,
             )
         if "Action Input" not in kinds:
             return ParsedResponse(
-                errors=[FormatError("call 1: 'Action:' without 'Action Input:'", "missing_input", 0)],
+                errors=[
+                    FormatError("call 1: 'Action:' without 'Action Input:'", "missing_input", 0)
+                ],
                 content=content,
             )
         if kinds.index("Action Input") < kinds.index("Action"):
             return ParsedResponse(
                 errors=[
-                    FormatError("call 1: 'Action Input:' comes before 'Action:'", "missing_action", 0)
+                    FormatError(
+                        "call 1: 'Action Input:' comes before 'Action:'", "missing_action", 0
+                    )
                 ],
                 content=content,
             )
@@ -470,11 +479,18 @@ class ReactFormat(ToolCallFormat):
         raw_input = value(kinds.index("Action Input"))
         raw = text[marks[kinds.index("Action")][1] :].strip()
         tool = (tools or {}).get(name)
-        if not raw_input.startswith(("{", "[")) and tool is not None and len(tool.parameter_names) == 1:
-            # A bare string fills the tool's only parameter.
-            return ParsedResponse(
-                calls=[ToolCall(name, {tool.parameter_names[0]: raw_input}, raw)], content=content
-            )
+        if (
+            not raw_input.startswith(("{", "["))
+            and tool is not None
+            and len(tool.parameter_names) == 1
+        ):
+            # A bare value fills the tool's only parameter (JSON-decoded unless it is a string).
+            param = tool.parameter_names[0]
+            arg: Any = raw_input
+            if tool.parameters["properties"][param].get("type") != "string":
+                with contextlib.suppress(json.JSONDecodeError):
+                    arg = json.loads(raw_input)
+            return ParsedResponse(calls=[ToolCall(name, {param: arg}, raw)], content=content)
         parsed, err = _decode_one(raw_input, "call 1: Action Input", 0)
         if err is not None:
             return ParsedResponse(errors=[err], content=content)
@@ -538,9 +554,7 @@ class BracketFormat(ToolCallFormat):
             if any(_BRACKET.match(ln.strip()) for ln in lines[:-1]):
                 return ParsedResponse(
                     errors=[
-                        FormatError(
-                            "call 1: the action must be on the last line", "extra_text", 0
-                        )
+                        FormatError("call 1: the action must be on the last line", "extra_text", 0)
                     ],
                     content=content,
                 )

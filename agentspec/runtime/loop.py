@@ -17,7 +17,7 @@ import asyncio
 import itertools
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from agentspec.runtime.context import ContextPolicy, ContextView, FullHistory
@@ -52,7 +52,7 @@ class LoopConfig:
     """
 
     max_steps: int = 8
-    sampling: SamplingParams = SamplingParams()
+    sampling: SamplingParams = field(default_factory=SamplingParams)
     end_on_response_truncated: bool = True
     max_parse_errors: int | None = None
     max_tool_errors: int | None = None
@@ -98,7 +98,9 @@ class AgentFlowBase(ABC):
         return self.tokenizer.decode(list(token_ids), skip_special_tokens=True)
 
     @abstractmethod
-    async def run(self, sample: Mapping[str, Any], sample_id: str = "", group_id: str = "") -> Trajectory:
+    async def run(
+        self, sample: Mapping[str, Any], sample_id: str = "", group_id: str = ""
+    ) -> Trajectory:
         """Play one episode on ``sample``."""
 
 
@@ -126,7 +128,9 @@ class AgentEnvLoop(AgentFlowBase):
         self.env_factory = env_factory
         self.context = context or FullHistory()
 
-    async def run(self, sample: Mapping[str, Any], sample_id: str = "", group_id: str = "") -> Trajectory:
+    async def run(
+        self, sample: Mapping[str, Any], sample_id: str = "", group_id: str = ""
+    ) -> Trajectory:
         env = self.env_factory()
         env.tool_semaphore = self.tool_semaphore
         try:
@@ -134,7 +138,9 @@ class AgentEnvLoop(AgentFlowBase):
         finally:
             await env.close()
 
-    def _limit_reached(self, steps: list[Step], step: Step, result: StepResult) -> TerminationReason | None:
+    def _limit_reached(
+        self, steps: list[Step], step: Step, result: StepResult
+    ) -> TerminationReason | None:
         cfg = self.config
         if result.done:
             return result.termination or TerminationReason.DONE
@@ -243,5 +249,5 @@ async def run_episodes(
         async with limit:
             return await flow.run(sample, sample_id=sid, group_id=sid)
 
-    tasks = [one(s, sid) for s, sid in zip(samples, ids) for _ in range(group_size)]
+    tasks = [one(s, sid) for s, sid in zip(samples, ids, strict=True) for _ in range(group_size)]
     return list(await asyncio.gather(*tasks))

@@ -153,8 +153,13 @@ def build_tiny(
 
 def load_tiny(directory: str | os.PathLike[str]) -> tuple[Any, Any]:
     """Load a model + tokenizer saved by :func:`build_tiny` (or any local HF checkpoint)."""
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedTokenizerFast
 
-    tokenizer = AutoTokenizer.from_pretrained(str(directory))
+    if (Path(directory) / "agentspec_tiny.json").exists():
+        # AutoTokenizer would rebuild a Qwen2/Llama tokenizer from config.json's model
+        # type (other pre-tokenizer, other ids); load the trained tokenizer.json as is.
+        tokenizer = PreTrainedTokenizerFast.from_pretrained(str(directory))
+    else:
+        tokenizer = AutoTokenizer.from_pretrained(str(directory))
     model = AutoModelForCausalLM.from_pretrained(str(directory), dtype="float32")
     return model.eval(), tokenizer

@@ -127,9 +127,7 @@ class ChatTemplate:
 
     def render(self, messages: Sequence[Message], add_generation_prompt: bool = True) -> str:
         """The text of a whole conversation (used for the first prompt)."""
-        text = "".join(
-            self.message.format(role=m["role"], content=m["content"]) for m in messages
-        )
+        text = "".join(self.message.format(role=m["role"], content=m["content"]) for m in messages)
         return text + (self.generation_prompt if add_generation_prompt else "")
 
     def continuation(self, messages: Sequence[Message], response_ended_turn: bool) -> str:

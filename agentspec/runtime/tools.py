@@ -133,7 +133,9 @@ class BaseTool:
             )
         refusal = self.guard(args, ctx)
         if refusal is not None:
-            return ToolResult(self.name, f"{self.name} cannot be used now: {refusal}", False, "guard")
+            return ToolResult(
+                self.name, f"{self.name} cannot be used now: {refusal}", False, "guard"
+            )
         try:
             if self.timeout is None:
                 out = await self.execute(args, ctx)

@@ -44,8 +44,10 @@ def evaluate(expression: str) -> Fraction:
 
 
 def _value(node: ast.expr) -> Fraction:
-    if isinstance(node, ast.Constant) and type(node.value) in (int, float):
-        return Fraction(str(node.value)) if isinstance(node.value, float) else Fraction(node.value)
+    if isinstance(node, ast.Constant) and type(node.value) is int:
+        return Fraction(node.value)
+    if isinstance(node, ast.Constant) and type(node.value) is float:
+        return Fraction(str(node.value))  # the decimal the user wrote, not its binary float
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.UAdd, ast.USub)):
         operand = _value(node.operand)
         return -operand if isinstance(node.op, ast.USub) else operand

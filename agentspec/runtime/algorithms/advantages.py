@@ -130,7 +130,9 @@ def compute_advantages(name: str, batch: StepBatch, config: AdvantageConfig) -> 
     est = ESTIMATORS.get(name)
     missing = [f for f in est.requires if getattr(batch, f) is None]
     if missing:
-        raise ValueError(f"advantage estimator {name!r} needs StepBatch fields {missing}, which are None")
+        raise ValueError(
+            f"advantage estimator {name!r} needs StepBatch fields {missing}, which are None"
+        )
     with torch.no_grad():
         return est.fn(batch, config)
 
@@ -168,7 +170,11 @@ def _group_mean_std_count(x: Tensor, keys: Tensor, valid: Tensor) -> tuple[Tenso
     Returns:
         three ``(m,)`` tensors: mean, std (0 for groups of one), count (float).
     """
-    inv = torch.unique(keys, dim=0, return_inverse=True)[1] if keys.dim() == 2 else torch.unique(keys, return_inverse=True)[1]
+    inv = (
+        torch.unique(keys, dim=0, return_inverse=True)[1]
+        if keys.dim() == 2
+        else torch.unique(keys, return_inverse=True)[1]
+    )
     g = int(inv.max().item()) + 1 if inv.numel() else 0
     w = valid.to(x.dtype)
     count = x.new_zeros(g).index_add_(0, inv, w)
@@ -213,7 +219,9 @@ def _discounted_returns(batch: StepBatch, gamma: float) -> Tensor:
 
 def _episode_returns(batch: StepBatch) -> Tensor:
     """Undiscounted episode return ``R(τ) = Σ_t r_t`` of every trajectory, ``(N,)``."""
-    return batch.rewards.new_zeros(batch.num_trajectories).index_add_(0, batch.traj_index, batch.rewards)
+    return batch.rewards.new_zeros(batch.num_trajectories).index_add_(
+        0, batch.traj_index, batch.rewards
+    )
 
 
 def _metrics(advantages: Tensor, mask: Tensor, returns: Tensor | None = None) -> dict[str, float]:
@@ -328,9 +336,8 @@ def token_gae(batch: StepBatch, config: AdvantageConfig) -> AdvantageOutput:
 
     adv = torch.zeros_like(values)
     adv[rows, cols] = adv_seq[traj, pos]
-    fmask = mask.to(values.dtype)
-    returns = (adv + values) * fmask
-    advantages = whiten(adv, mask) if config.whiten else adv * fmask
+    returns = torch.where(mask, adv + values, torch.zeros_like(adv))  # padding may hold NaN
+    advantages = whiten(adv, mask) if config.whiten else adv
     return AdvantageOutput(advantages, returns, _metrics(advantages, mask, returns))
 
 

@@ -88,13 +88,17 @@ class StepBatch:
             if t is None:
                 continue
             if t.shape != (n,) or t.dtype != torch.int64:
-                raise ValueError(f"{name} must be an int64 tensor of shape ({n},), got {t.dtype} {tuple(t.shape)}")
+                raise ValueError(
+                    f"{name} must be an int64 tensor of shape ({n},), got {t.dtype} {tuple(t.shape)}"
+                )
         for name in ("rewards", "values"):
             t = getattr(self, name)
             if t is None:
                 continue
             if t.shape != (n,) or not t.is_floating_point():
-                raise ValueError(f"{name} must be a float tensor of shape ({n},), got {t.dtype} {tuple(t.shape)}")
+                raise ValueError(
+                    f"{name} must be a float tensor of shape ({n},), got {t.dtype} {tuple(t.shape)}"
+                )
         for name in _TOKEN_FIELDS:
             t = getattr(self, name)
             if t is None:
@@ -157,7 +161,9 @@ class StepBatch:
     @cached_property
     def valid_trajectories(self) -> Tensor:
         """``(N,)`` bool: the trajectory has at least one valid step."""
-        out = torch.zeros(self.num_trajectories, dtype=torch.int64, device=self.response_mask.device)
+        out = torch.zeros(
+            self.num_trajectories, dtype=torch.int64, device=self.response_mask.device
+        )
         out = out.scatter_reduce(0, self.traj_index, self.valid_steps.long(), reduce="amax")
         return out > 0
 
@@ -234,7 +240,11 @@ class StepRow:
         if len(lengths) != 1:
             raise ValueError(
                 f"step {self.step_index} of trajectory {self.traj_id!r}: "
-                + ("inconsistent response lengths " + str(sorted(lengths)) if lengths else "no response_length")
+                + (
+                    "inconsistent response lengths " + str(sorted(lengths))
+                    if lengths
+                    else "no response_length"
+                )
             )
         (n,) = lengths
         if n < 0:

@@ -83,9 +83,7 @@ class BatchingPolicy:
         self.model_seconds = 0.0
         """Wall time spent inside :meth:`agenerate_batch` (for overhead measurements)."""
 
-    def generate_batch(
-        self, prompts: list[list[int]], params: SamplingParams
-    ) -> list[Generation]:
+    def generate_batch(self, prompts: list[list[int]], params: SamplingParams) -> list[Generation]:
         raise NotImplementedError
 
     async def agenerate_batch(
@@ -137,6 +135,6 @@ class BatchingPolicy:
                     continue
                 finally:
                     self.model_seconds += asyncio.get_running_loop().time() - start
-                for r, out in zip(live, outs):
+                for r, out in zip(live, outs, strict=True):
                     if not r.future.done():
                         r.future.set_result(out)

@@ -50,7 +50,9 @@ class HFPolicy(BatchingPolicy):
         self.device = next(self.model.parameters()).device
         self.tokenizer = tokenizer
         eos = tokenizer.eos_token_id
-        self.stop_ids = {int(i) for i in stop_token_ids} | ({int(eos)} if eos is not None else set())
+        self.stop_ids = {int(i) for i in stop_token_ids} | (
+            {int(eos)} if eos is not None else set()
+        )
         pad = tokenizer.pad_token_id
         self.pad_id = int(pad if pad is not None else (eos or 0))
 
@@ -119,7 +121,7 @@ class HFPolicy(BatchingPolicy):
             )
             past = out.past_key_values
             logits = out.logits[:, -1, :].float()
-        return [Generation(t, lp, f) for t, lp, f in zip(tokens, logps, finish)]
+        return [Generation(t, lp, f) for t, lp, f in zip(tokens, logps, finish, strict=True)]
 
     @staticmethod
     def _sample(
