@@ -51,7 +51,7 @@ class AdvantageConfig:
             valid steps (``step_gae``) or over response tokens (``token_gae``).
         norm_by_std: GRPO / GiGPO divide by the group's standard deviation
             (+ ``epsilon``). False gives Dr.GRPO's unnormalised advantage
-            (Liu et al. 2025, "Understanding R1-Zero-Like Training", §3.2), and
+            (Liu et al. 2025, "Understanding R1-Zero-Like Training", arXiv:2503.20783), and
             GiGPO's ``mean_norm`` mode.
         epsilon: added to a standard deviation before dividing.
         omega: GiGPO's weight ω of the step-level (anchor-group) advantage.
@@ -152,11 +152,13 @@ def whiten(x: Tensor, valid: Tensor, eps: float = 1e-8) -> Tensor:
         x: any shape.
         valid: bool, same shape as ``x``.
     """
-    w = valid.to(x.dtype)
-    n = w.sum()
-    mean = (x * w).sum() / n.clamp(min=1)
-    var = (((x - mean) * w) ** 2).sum() / (n - 1).clamp(min=1)
-    return (x - mean) * torch.rsqrt(var + eps) * w
+    zero = x.new_zeros(())
+    x = torch.where(valid, x, zero)  # invalid entries may hold anything, even NaN
+    n = valid.sum()
+    mean = x.sum() / n.clamp(min=1)
+    centered = torch.where(valid, x - mean, zero)
+    var = centered.square().sum() / (n - 1).clamp(min=1)
+    return centered * torch.rsqrt(var + eps)
 
 
 def _group_mean_std_count(x: Tensor, keys: Tensor, valid: Tensor) -> tuple[Tensor, Tensor, Tensor]:
@@ -170,11 +172,7 @@ def _group_mean_std_count(x: Tensor, keys: Tensor, valid: Tensor) -> tuple[Tenso
     Returns:
         three ``(m,)`` tensors: mean, std (0 for groups of one), count (float).
     """
-    inv = (
-        torch.unique(keys, dim=0, return_inverse=True)[1]
-        if keys.dim() == 2
-        else torch.unique(keys, return_inverse=True)[1]
-    )
+    inv = torch.unique(keys, dim=0, return_inverse=True)[1]
     g = int(inv.max().item()) + 1 if inv.numel() else 0
     w = valid.to(x.dtype)
     count = x.new_zeros(g).index_add_(0, inv, w)
@@ -233,7 +231,7 @@ def _metrics(advantages: Tensor, mask: Tensor, returns: Tensor | None = None) ->
         out["adv/max"] = float(vals.max())
         out["adv/min"] = float(vals.min())
     if returns is not None:
-        rv = returns[mask] if returns.dim() == 2 else returns
+        rv = returns[mask] if returns.dim() == 2 else returns[mask.any(dim=1)]
         if rv.numel():
             out["returns/mean"] = float(rv.mean())
     return out
@@ -250,7 +248,7 @@ def step_gae(batch: StepBatch, config: AdvantageConfig) -> AdvantageOutput:
 
     With V_t = ``batch.values`` (critic value of the state before step t) and
     V = 0 after the last step (Schulman et al. 2016, "High-Dimensional
-    Continuous Control Using GAE", eqs. 11-16; applied per step as in StepPO,
+    Continuous Control Using GAE", arXiv:1506.02438, §3; applied per step as in StepPO,
     Wang et al. 2026, arXiv:2604.18401)::
 
         δ_t = r_t + γ V_{t+1} − V_t
@@ -290,7 +288,7 @@ def token_gae(batch: StepBatch, config: AdvantageConfig) -> AdvantageOutput:
     advantage nor break the recursion; the value after the last step's last
     token is 0). Step t's reward r_t is placed on its last response token (on
     the last token before it if the step has none). Then, per token j, with
-    V_j = ``token_values`` (Schulman et al. 2016, eq. 16)::
+    V_j = ``token_values`` (Schulman et al. 2016, arXiv:1506.02438, §3)::
 
         δ_j = r_j + γ V_{j+1} − V_j,   A_j = δ_j + γλ A_{j+1},   returns_j = A_j + V_j
 
@@ -345,8 +343,8 @@ def token_gae(batch: StepBatch, config: AdvantageConfig) -> AdvantageOutput:
 def grpo(batch: StepBatch, config: AdvantageConfig) -> AdvantageOutput:
     """GRPO: episode return relative to the trajectory's prompt group.
 
-    Per trajectory (Shao et al. 2024, "DeepSeekMath", §4.1.2, outcome
-    supervision)::
+    Per trajectory (Shao et al. 2024, "DeepSeekMath", arXiv:2402.03300, §4.1,
+    outcome supervision)::
 
         R(τ) = Σ_t r_t
         A(τ) = (R(τ) − mean_G R) / (std_G R + ε)     (norm_by_std)
@@ -354,7 +352,8 @@ def grpo(batch: StepBatch, config: AdvantageConfig) -> AdvantageOutput:
 
     over the group G of valid trajectories with the same group id (one value
     per trajectory however many steps it has; unbiased std, as torch.std).
-    Broadcast to every response token of every step. A group of one gets 0.
+    Broadcast to every response token of every step. A group of one gets 0
+    (verl uses mean 0 and std 1 there, i.e. A = R).
 
     Shapes: ``advantages (n, T)``; no returns.
     """
@@ -375,7 +374,8 @@ def rloo(batch: StepBatch, config: AdvantageConfig) -> AdvantageOutput:
     """RLOO: episode return minus the mean return of the group's other trajectories.
 
     Ahmadian et al. 2024, "Back to Basics: Revisiting REINFORCE Style
-    Optimization for Learning from Human Feedback in LLMs", eq. 6 (k samples)::
+    Optimization for Learning from Human Feedback in LLMs", arXiv:2402.14740
+    (k samples per prompt)::
 
         A(τ_i) = R(τ_i) − 1/(k−1) Σ_{j≠i} R(τ_j) = k/(k−1) (R(τ_i) − mean_G R)
 
@@ -395,7 +395,8 @@ def rloo(batch: StepBatch, config: AdvantageConfig) -> AdvantageOutput:
 def reinforce(batch: StepBatch, config: AdvantageConfig) -> AdvantageOutput:
     """REINFORCE with the discounted return-to-go of each step.
 
-    Williams 1992 with reward-to-go (Sutton & Barto 2018, §13.3)::
+    Williams 1992, "Simple Statistical Gradient-Following Algorithms", with the
+    reward-to-go (Sutton & Barto 2018, "Reinforcement Learning", ch. 13)::
 
         A_t = G_t = Σ_{k≥t} γ^{k−t} r_k
         A_t = G_t − mean(G)          (batch_baseline; mean over valid steps)
@@ -417,7 +418,7 @@ def gigpo(batch: StepBatch, config: AdvantageConfig) -> AdvantageOutput:
     """GiGPO: episode-level group advantage plus ω × anchor-state step advantage.
 
     Feng et al. 2025, "Group-in-Group Policy Optimization for LLM Agent
-    Training", eqs. 4-7. With F = std + ε (``norm_by_std``) or 1::
+    Training", arXiv:2505.10978, §4. With F = std + ε (``norm_by_std``) or 1::
 
         A^E(τ)  = (R(τ) − mean_G R) / F                       prompt group G
         R_t     = Σ_{k≥t} γ^{k−t} r_k                          step return
