@@ -109,6 +109,128 @@ def schema(
         typer.echo(f"wrote {output}", err=True)
 
 
+def _fail(message: str, code: int = 1) -> typer.Exit:
+    typer.echo(f"error: {message}", err=True)
+    return typer.Exit(code)
+
+
+def _report_spec_error(exc: Exception) -> typer.Exit:
+    from agentspec.compiler.diagnostics import SpecError, render_text
+
+    assert isinstance(exc, SpecError)
+    for d in exc.diagnostics:
+        typer.echo(render_text(d, exc.sources), err=True)
+        typer.echo("", err=True)
+    return typer.Exit(1)
+
+
+@app.command(name="compile")
+def compile_command(
+    spec: Annotated[Path, typer.Argument(help="The spec to compile.", exists=True, dir_okay=False)],
+    output: Annotated[Path, typer.Option("--output", "-o", help="Output directory.")] = Path(
+        "build"
+    ),
+) -> None:
+    """Generate the Python module (ToolEnv/AgentEnv, tools, flow, rewards) and manifest of a spec."""
+    from agentspec.compiler.codegen import compile_spec, write_compiled
+    from agentspec.compiler.diagnostics import SpecError
+
+    try:
+        compiled = compile_spec(spec)
+    except SpecError as exc:
+        raise _report_spec_error(exc) from None
+    for path in write_compiled(compiled, output):
+        typer.echo(f"wrote {path}")
+
+
+@app.command()
+def run(
+    spec: Annotated[
+        Path, typer.Argument(help="The spec to roll out.", exists=True, dir_okay=False)
+    ],
+    policy: Annotated[
+        str, typer.Option(help="oracle, random, scripted:FILE, hf:PATH or openai:URL.")
+    ] = "oracle",
+    episodes: Annotated[int, typer.Option("-n", "--episodes", min=1, help="Episodes to run.")] = 10,
+    seed: Annotated[int, typer.Option(help="Seed of the sampler and of sample order.")] = 0,
+    split: Annotated[str | None, typer.Option(help="Data split (default: the spec's).")] = None,
+    temperature: Annotated[float, typer.Option(min=0.0, help="Sampling temperature.")] = 1.0,
+    out: Annotated[Path | None, typer.Option(help="Directory for trajectories.jsonl.")] = None,
+    tokenizer: Annotated[
+        str | None, typer.Option(help="Tokenizer directory (for openai:URL policies).")
+    ] = None,
+    served_model: Annotated[str, typer.Option(help="Model name for openai:URL.")] = "default",
+) -> None:
+    """Roll out N episodes of a spec with a policy; print a summary and write the trajectories."""
+    import asyncio
+    import random
+
+    from rich.console import Console
+    from rich.progress import Progress
+    from rich.table import Table
+
+    from agentspec.compiler.codegen import import_spec
+    from agentspec.compiler.diagnostics import SpecError
+    from agentspec.runtime.spec_run import PolicyError, rollout
+    from agentspec.runtime.summary import summarize
+    from agentspec.runtime.trajectory import write_jsonl
+    from agentspec.stdlib.data import DataError
+
+    console = Console(stderr=True)
+    try:
+        module = import_spec(spec)
+        samples = module.load_samples(split=split)
+    except SpecError as exc:
+        raise _report_spec_error(exc) from None
+    except DataError as exc:
+        raise _fail(str(exc)) from None
+    if not samples:
+        raise _fail("the spec's data source yielded no samples")
+    rng = random.Random(seed)
+    chosen = (
+        [samples[rng.randrange(len(samples))] for _ in range(episodes)]
+        if len(samples) < episodes
+        else rng.sample(samples, episodes)
+    )
+    task_tokenizer = None
+    if policy == "oracle" or policy.split(":")[0] in ("random", "scripted"):
+        from agentspec.compiler.codegen import cache_dir, spec_sha256
+        from agentspec.runtime.task_text import task_tokenizer as build_task_tokenizer
+
+        directory = cache_dir() / spec_sha256(spec)[:16] / "tokenizer"
+        task_tokenizer = build_task_tokenizer(module, samples[:2000], directory)
+    with Progress(console=console, transient=True) as progress:
+        task = progress.add_task(f"{module.SPEC_NAME}: {policy}", total=len(chosen))
+        try:
+            trajectories = asyncio.run(
+                rollout(
+                    module,
+                    chosen,
+                    policy,
+                    seed=seed,
+                    temperature=temperature,
+                    on_episode=lambda _: progress.advance(task),
+                    tokenizer_dir=tokenizer,
+                    served_model=served_model,
+                    task_tokenizer=task_tokenizer,
+                )
+            )
+        except PolicyError as exc:
+            raise _fail(str(exc), code=2) from None
+    names = [c.name for c in module.ENV_CLASS.reward_components]
+    summary = summarize(trajectories, names)
+    table = Table(title=f"{module.SPEC_NAME} · policy {policy} · {len(trajectories)} episodes")
+    table.add_column("metric")
+    table.add_column("value", justify="right")
+    for name, value in summary.rows():
+        table.add_row(name, value)
+    Console().print(table)
+    out_dir = out or Path("runs") / f"{module.SPEC_NAME}-{policy.split(':')[0]}"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    write_jsonl(out_dir / "trajectories.jsonl", trajectories)
+    typer.echo(f"trajectories: {out_dir / 'trajectories.jsonl'}")
+
+
 def main() -> None:
     try:
         app()

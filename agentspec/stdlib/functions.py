@@ -1,14 +1,16 @@
 """Implementations of the expression language's built-in functions.
 
 `BUILTIN_FUNCTIONS` maps each name of `agentspec.compiler.builtins.BUILTINS`
-to its Python implementation; generated code imports them from here. A test
-keeps the two tables in step.
+to its Python implementation; generated code calls them through the
+namespace `fn` (`fn.calc(...)`, `fn.number(...)`). A test keeps the two
+tables in step.
 """
 
 from __future__ import annotations
 
 import builtins
 from collections.abc import Callable
+from types import SimpleNamespace
 from typing import Any
 
 from agentspec.stdlib.calculator import calc
@@ -83,3 +85,6 @@ BUILTIN_FUNCTIONS: dict[str, Callable[..., Any]] = {
     "keys": lambda d: list(d),
     "get": _get,
 }
+
+fn = SimpleNamespace(**BUILTIN_FUNCTIONS)
+"""The built-ins as attributes, for generated code: `fn.extract(text, pattern)`."""

@@ -1,0 +1,80 @@
+"""`compile_spec`: a spec file → generated module + manifest, on disk or in memory."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+
+from agentspec import __version__
+from agentspec.compiler.emit import render_manifest, render_module
+from agentspec.compiler.frontend import load_checked
+from agentspec.compiler.lower import lower
+
+
+@dataclass(frozen=True)
+class CompiledSpec:
+    name: str
+    sha256: str
+    module_name: str
+    source: str
+    manifest: str
+
+
+def spec_sha256(path: str | Path) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def compile_spec(path: str | Path) -> CompiledSpec:
+    """Check and compile one spec. Raises `SpecError` for an invalid spec."""
+    checked = load_checked(path)
+    digest = spec_sha256(path)
+    model = lower(checked, spec_path=Path(path).as_posix(), spec_sha256=digest, version=__version__)
+    module_name = f"{checked.spec.name.replace('-', '_')}_spec"
+    source = render_module(model)
+    return CompiledSpec(
+        checked.spec.name, digest, module_name, source, render_manifest(model, f"{module_name}.py")
+    )
+
+
+def write_compiled(compiled: CompiledSpec, out_dir: str | Path) -> list[Path]:
+    """Write the module and `manifest.json` into `out_dir`; returns the paths."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    module_path = out / f"{compiled.module_name}.py"
+    manifest_path = out / "manifest.json"
+    for path, text in ((module_path, compiled.source), (manifest_path, compiled.manifest)):
+        tmp = path.with_suffix(path.suffix + ".tmp")
+        tmp.write_text(text, encoding="utf-8")
+        tmp.replace(path)
+    return [module_path, manifest_path]
+
+
+def cache_dir() -> Path:
+    import os
+
+    return Path(os.environ.get("AGENTSPEC_CACHE", Path.home() / ".cache" / "agentspec"))
+
+
+def import_spec(path: str | Path) -> ModuleType:
+    """Compile into the cache (keyed by the spec's hash) and import the module."""
+    digest = spec_sha256(path)
+    compiled = None
+    target = cache_dir() / digest[:16]
+    modules = list(target.glob("*_spec.py")) if target.is_dir() else []
+    if not modules:
+        compiled = compile_spec(path)
+        modules = [write_compiled(compiled, target)[0]]
+    module_path = modules[0]
+    name = f"agentspec_generated_{digest[:16]}"
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, module_path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module

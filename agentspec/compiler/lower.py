@@ -1,0 +1,419 @@
+"""Lowering: the checked IR → the pieces of Python the templates emit.
+
+Expressions become Python source over one scope object `s` (see
+`agentspec.runtime.spec_env.Scope`); statements become lines. User strings
+reach the output only through `repr`, and every identifier that comes from
+the spec is validated or renamed, so no spec can inject code.
+"""
+
+from __future__ import annotations
+
+import keyword
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from agentspec.compiler import ast
+from agentspec.compiler.ir import CheckedSpec
+from agentspec.compiler.types import ListOf, Optional, Prim, Type
+from agentspec.spec.model import ToolSpec
+
+# Binding strength, as in Python's grammar (higher binds tighter).
+_PRECEDENCE = {
+    "if": 1, "or": 2, "and": 3, "not": 4,
+    "==": 5, "!=": 5, "<": 5, "<=": 5, ">": 5, ">=": 5, "in": 5, "not in": 5,
+    "+": 6, "-": 6, "*": 7, "/": 7, "//": 7, "%": 7, "unary": 8, "atom": 9,
+}  # fmt: skip
+
+
+def python_name(name: str) -> str:
+    """A spec identifier as a Python identifier (keywords get a trailing `_`)."""
+    return f"{name}_" if keyword.iskeyword(name) or keyword.issoftkeyword(name) else name
+
+
+def class_name(name: str, suffix: str) -> str:
+    """`web_shop` + `Env` → `WebShopEnv`."""
+    words = [w for w in re.split(r"[^A-Za-z0-9]+", name) if w]
+    camel = "".join(w[:1].upper() + w[1:] for w in words) or "Spec"
+    if camel[0].isdigit():
+        camel = f"Spec{camel}"
+    return camel + suffix
+
+
+def python_type(t: Type) -> str:
+    """The annotation for a state variable of type `t`."""
+    if isinstance(t, Optional):
+        return f"{python_type(t.inner)} | None"
+    if isinstance(t, ListOf):
+        return f"list[{python_type(t.item)}]"
+    assert isinstance(t, Prim)
+    return {
+        "str": "str",
+        "int": "int",
+        "float": "float",
+        "bool": "bool",
+        "dict": "dict[str, Any]",
+    }.get(t.name, "Any")
+
+
+def empty_value(t: Type) -> Any:
+    """The default initial value of a state variable of type `t`."""
+    if isinstance(t, Optional):
+        return None
+    if isinstance(t, ListOf):
+        return []
+    return {"str": "", "int": 0, "float": 0.0, "bool": False, "dict": {}}.get(
+        getattr(t, "name", "")
+    )
+
+
+class ExpressionWriter:
+    """AST → Python source over the scope `s`; one `visit_<Node>` per node."""
+
+    def __init__(self, optional_args: frozenset[str] = frozenset()):
+        self.optional_args = optional_args
+
+    def write(self, node: ast.Node) -> str:
+        return self._visit(node)[0]
+
+    def _visit(self, node: ast.Node) -> tuple[str, int]:
+        method = getattr(self, f"visit_{type(node).__name__}")
+        result: tuple[str, int] = method(node)
+        return result
+
+    def _operand(self, node: ast.Node, minimum: int) -> str:
+        code, strength = self._visit(node)
+        return code if strength >= minimum else f"({code})"
+
+    def visit_Literal(self, node: ast.Literal) -> tuple[str, int]:
+        code = repr(node.value)
+        negative = isinstance(node.value, (int, float)) and node.value < 0
+        return code, _PRECEDENCE["unary"] if negative else _PRECEDENCE["atom"]
+
+    def visit_ListExpr(self, node: ast.ListExpr) -> tuple[str, int]:
+        return "[" + ", ".join(self.write(i) for i in node.items) + "]", _PRECEDENCE["atom"]
+
+    def visit_DictExpr(self, node: ast.DictExpr) -> tuple[str, int]:
+        pairs = ", ".join(f"{self.write(k)}: {self.write(v)}" for k, v in node.pairs)
+        return "{" + pairs + "}", _PRECEDENCE["atom"]
+
+    def visit_Name(self, node: ast.Name) -> tuple[str, int]:
+        assert node.id == "result", f"unexpected bare name {node.id!r} after checking"
+        return "s.result", _PRECEDENCE["atom"]
+
+    def visit_Attr(self, node: ast.Attr) -> tuple[str, int]:
+        assert isinstance(node.obj, ast.Name)
+        root, attr = node.obj.id, node.attr
+        if root == "state":
+            code = f"s.state.{python_name(attr)}"
+        elif root == "args":
+            code = f"s.args.get({attr!r})" if attr in self.optional_args else f"s.args[{attr!r}]"
+        elif root in ("sample", "reward"):
+            code = f"s.{root}[{attr!r}]"
+        elif root == "env":
+            code = f"s.env.get({attr!r})"
+        else:  # action, step: fixed records with identifier fields
+            code = f"s.{root}.{attr}"
+        return code, _PRECEDENCE["atom"]
+
+    def visit_Index(self, node: ast.Index) -> tuple[str, int]:
+        return (
+            f"{self._operand(node.obj, _PRECEDENCE['atom'])}[{self.write(node.index)}]",
+            _PRECEDENCE["atom"],
+        )
+
+    def visit_Call(self, node: ast.Call) -> tuple[str, int]:
+        args = ", ".join(self.write(a) for a in node.args)
+        return f"{self.callee(node.func)}({args})", _PRECEDENCE["atom"]
+
+    def callee(self, name: str) -> str:
+        from agentspec.compiler.builtins import BUILTINS
+
+        return f"fn.{name}" if name in BUILTINS else f"user.{python_name(name)}"
+
+    def visit_BinOp(self, node: ast.BinOp) -> tuple[str, int]:
+        strength = _PRECEDENCE[node.op]
+        # Left-associative: the right operand needs parentheses at equal strength,
+        # and comparisons never chain (a < b < c means something else in Python).
+        left_min = strength + 1 if strength == _PRECEDENCE["=="] else strength
+        left = self._operand(node.left, left_min)
+        right = self._operand(node.right, strength + 1)
+        return f"{left} {node.op} {right}", strength
+
+    def visit_BoolOp(self, node: ast.BoolOp) -> tuple[str, int]:
+        strength = _PRECEDENCE[node.op]
+        return (
+            f"{self._operand(node.left, strength)} {node.op} {self._operand(node.right, strength + 1)}",
+            strength,
+        )
+
+    def visit_UnaryOp(self, node: ast.UnaryOp) -> tuple[str, int]:
+        if node.op == "not":
+            return f"not {self._operand(node.operand, _PRECEDENCE['not'])}", _PRECEDENCE["not"]
+        return f"{node.op}{self._operand(node.operand, _PRECEDENCE['unary'])}", _PRECEDENCE["unary"]
+
+    def visit_IfExp(self, node: ast.IfExp) -> tuple[str, int]:
+        body = self._operand(node.body, _PRECEDENCE["or"])
+        cond = self._operand(node.cond, _PRECEDENCE["or"])
+        orelse = self._operand(node.orelse, _PRECEDENCE["if"])
+        return f"{body} if {cond} else {orelse}", _PRECEDENCE["if"]
+
+    def statement(self, statement: ast.Statement) -> list[str]:
+        """Python lines of one effect statement (guarded ones become an `if`)."""
+        if isinstance(statement, ast.CallStatement):
+            args = ", ".join(self.write(a) for a in statement.call.args)
+            line = f"s.{statement.call.func}({args})"
+        else:
+            line = f"{self.write(statement.target)} {statement.op} {self.write(statement.value)}"
+        if statement.cond is None:
+            return [line]
+        return [f"if {self.write(statement.cond)}:", f"    {line}"]
+
+
+# ---------------------------------------------------------------- the model
+
+
+@dataclass
+class StateField:
+    name: str  # Python name
+    spec_name: str
+    annotation: str
+    default: Any
+
+    @property
+    def mutable(self) -> bool:
+        return isinstance(self.default, (list, dict))
+
+    @property
+    def factory(self) -> str:
+        """`default_factory` for a list or dict default: `list`, `dict`, or a lambda."""
+        if not self.default:
+            return type(self.default).__name__
+        return f"lambda: {self.default!r}"
+
+
+@dataclass
+class ToolModel:
+    spec_name: str
+    class_name: str
+    description: str
+    parameters: dict[str, Any]
+    timeout: float
+    terminal: bool
+    guard: str | None = None
+    guard_text: str = ""
+    returns: str | None = None
+    effects: list[str] = field(default_factory=list)
+    observe: str | None = None
+
+
+@dataclass
+class RewardModel:
+    name: str
+    on: str
+    weight: float
+    value: str
+    when: str | None
+    source: str
+
+
+@dataclass
+class FunctionModel:
+    name: str
+    impl: str
+    config: dict[str, Any]
+
+
+@dataclass
+class ModuleModel:
+    """Everything the module template needs, already in Python spelling."""
+
+    spec_name: str
+    spec_path: str
+    spec_sha256: str
+    description: str
+    version: str
+    env_class: str
+    flow_class: str
+    env_base: str  # SpecToolEnv | SpecAdapterEnv
+    layout: str  # packed | per_step
+    state_fields: list[StateField]
+    tools: list[ToolModel]
+    rewards: list[RewardModel]
+    functions: list[FunctionModel]
+    system_prompt: str
+    user_prompt: str
+    tool_format: str
+    final_answer: str
+    max_steps: int
+    max_response_tokens: int
+    max_parse_errors: int | None
+    context_policy: str
+    context_args: dict[str, Any]
+    success: str | None
+    done_when: str | None
+    anchor: str | None
+    data_source: str | None
+    data_split: str
+    data_eval_split: str | None
+    data_params: dict[str, Any]
+    data_fields: dict[str, str]
+    data_limit: int | None
+    derived: list[tuple[str, str]]
+    oracle: list[str] | None
+    oracle_hook: str | None
+    oracle_walkthrough: bool
+    adapter: str | None
+    adapter_config: dict[str, Any]
+    training: dict[str, Any]
+
+
+def _condition_or_constant(
+    checked: CheckedSpec, path: tuple[Any, ...], value: Any, writer: ExpressionWriter
+) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return writer.write(checked.expressions[path].node)
+    return repr(value)
+
+
+def _unique(names: list[str]) -> list[str]:
+    seen: dict[str, int] = {}
+    out = []
+    for name in names:
+        count = seen.get(name, 0)
+        seen[name] = count + 1
+        out.append(name if count == 0 else f"{name}{count + 1}")
+    return out
+
+
+def lower(checked: CheckedSpec, *, spec_path: str, spec_sha256: str, version: str) -> ModuleModel:
+    """The checked spec as a `ModuleModel` for the emitter."""
+    spec = checked.spec
+    plain = ExpressionWriter()
+
+    state_fields = []
+    for name, var in spec.state.items():
+        t = checked.state_types[name]
+        default = var.initial if var.initial is not None else empty_value(t)
+        state_fields.append(StateField(python_name(name), name, python_type(t), default))
+
+    tools = []
+    class_names = _unique([class_name(n, "Tool") for n in spec.tools])
+    for (name, tool), cls in zip(spec.tools.items(), class_names, strict=True):
+        tools.append(_tool_model(checked, name, tool, cls))
+
+    rewards = []
+    for name, reward in spec.rewards.items():
+        optional: frozenset[str] = frozenset()
+        if reward.on.startswith("tool:"):
+            optional = _optional_args(spec.tools[reward.on.removeprefix("tool:")])
+        writer = ExpressionWriter(optional)
+        base = ("rewards", name)
+        value = (
+            writer.write(checked.expressions[(*base, "value")].node)
+            if isinstance(reward.value, str)
+            else repr(float(reward.value))
+        )
+        when = writer.write(checked.expressions[(*base, "when")].node) if reward.when else None
+        source = reward.value if isinstance(reward.value, str) else repr(reward.value)
+        rewards.append(RewardModel(name, reward.on, reward.weight, value, when, source))
+
+    context = spec.context
+    context_args: dict[str, Any] = {
+        "max_prompt_tokens": context.max_prompt_tokens,
+        "overflow": context.overflow,
+    }
+    if context.policy == "sliding_window":
+        context_args["k"] = context.window
+    if context.policy == "state_summary":
+        context_args["template"] = context.summary
+    if context.policy == "token_budget":
+        context_args = {
+            "max_prompt_tokens": context.max_prompt_tokens,
+            "overflow": context.overflow,
+        }
+
+    data = spec.data
+    derived = []
+    if data is not None:
+        for name in data.derived:
+            derived.append((name, plain.write(checked.expressions[("data", "derived", name)].node)))
+
+    oracle = spec.oracle
+    return ModuleModel(
+        spec_name=spec.name,
+        spec_path=spec_path,
+        spec_sha256=spec_sha256,
+        description=spec.description,
+        version=version,
+        env_class=class_name(spec.name, "Env"),
+        flow_class=class_name(spec.name, "Flow"),
+        env_base="SpecAdapterEnv" if spec.environment is not None else "SpecToolEnv",
+        layout="packed" if context.policy == "full_history" else "per_step",
+        state_fields=state_fields,
+        tools=tools,
+        rewards=rewards,
+        functions=[
+            FunctionModel(python_name(n), f.impl, f.config) for n, f in spec.functions.items()
+        ],
+        system_prompt=spec.prompt.system,
+        user_prompt=spec.prompt.user,
+        tool_format=spec.episode.tool_format,
+        final_answer=spec.episode.final_answer,
+        max_steps=spec.episode.max_steps,
+        max_response_tokens=spec.episode.max_response_tokens,
+        max_parse_errors=spec.episode.max_parse_errors,
+        context_policy=context.policy,
+        context_args=context_args,
+        success=_condition_or_constant(
+            checked, ("episode", "success"), spec.episode.success, plain
+        ),
+        done_when=_condition_or_constant(
+            checked, ("episode", "done_when"), spec.episode.done_when, plain
+        ),
+        anchor=_condition_or_constant(checked, ("episode", "anchor"), spec.episode.anchor, plain),
+        data_source=data.source if data else None,
+        data_split=data.split if data else "train",
+        data_eval_split=data.eval_split if data else None,
+        data_params=dict(data.params) if data else {},
+        data_fields=dict(data.fields) if data else {},
+        data_limit=data.limit if data else None,
+        derived=derived,
+        oracle=list(oracle) if isinstance(oracle, list) else None,
+        oracle_hook=oracle.hook if oracle is not None and not isinstance(oracle, list) else None,
+        oracle_walkthrough=bool(
+            oracle is not None and not isinstance(oracle, list) and oracle.walkthrough
+        ),
+        adapter=spec.environment.adapter if spec.environment else None,
+        adapter_config=dict(spec.environment.config) if spec.environment else {},
+        training=spec.training.model_dump(),
+    )
+
+
+def _optional_args(tool: ToolSpec) -> frozenset[str]:
+    required = set(tool.required) if tool.required is not None else set(tool.parameters)
+    return frozenset(set(tool.parameters) - required)
+
+
+def _tool_model(checked: CheckedSpec, name: str, tool: ToolSpec, cls: str) -> ToolModel:
+    writer = ExpressionWriter(_optional_args(tool))
+    base = ("tools", name)
+    required = list(tool.required) if tool.required is not None else list(tool.parameters)
+    parameters: dict[str, Any] = {"type": "object", "properties": dict(tool.parameters)}
+    if required:
+        parameters["required"] = required
+    parameters["additionalProperties"] = False
+    model = ToolModel(name, cls, tool.description, parameters, tool.timeout, tool.terminal)
+    if isinstance(tool.when, str):
+        model.guard = writer.write(checked.expressions[(*base, "when")].node)
+        model.guard_text = " ".join(tool.when.split())
+    elif tool.when is False:
+        model.guard, model.guard_text = "False", "false"
+    if tool.returns is not None:
+        model.returns = writer.write(checked.expressions[(*base, "returns")].node)
+    for i in range(len(tool.effect)):
+        model.effects += writer.statement(checked.statements[(*base, "effect", i)])
+    model.observe = tool.observe
+    return model

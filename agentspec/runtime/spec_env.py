@@ -1,0 +1,408 @@
+"""What code generated from a spec stands on: scopes, spec tools, spec environments.
+
+A generated module declares *what* (a `State` dataclass, tools with guards,
+effects and observations, reward components, termination rules) as small
+methods over a :class:`Scope`; the classes here do the *how* — running a tool
+call's `returns` → effects → observation, dispatching reward components on
+step events, `done_when`, success and anchors — once, for every spec.
+
+Expressions are compiled to Python over one `Scope` object `s`:
+`state.page` → `s.state.page`, `args.query` → `s.args["query"]`,
+`sample.answer` → `s.sample["answer"]`, `reward.correct` → `s.reward["correct"]`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cache
+from typing import Any, ClassVar
+
+from agentspec.runtime.envs import AgentEnv, StepResult, ToolEnv
+from agentspec.runtime.tools import BaseTool, ToolContext, ToolOutput
+from agentspec.runtime.trajectory import Action, Event, EventKind, Observation, Step
+
+__all__ = [
+    "ActionView",
+    "EnvironmentAdapter",
+    "RewardComponent",
+    "Scope",
+    "SpecAdapterEnv",
+    "SpecTool",
+    "SpecToolEnv",
+    "StepView",
+    "ToolFailure",
+    "template",
+]
+
+log = logging.getLogger(__name__)
+
+
+class ToolFailure(Exception):
+    """Raised by a spec's `fail(message)` effect: the call fails with `message`."""
+
+
+@dataclass(frozen=True)
+class ActionView:
+    """`action` in expressions: the model's turn."""
+
+    text: str = ""
+    tool: str | None = None  # the first tool called, if any
+    answer: str | None = None  # the final answer, when the turn called no tool
+
+    @staticmethod
+    def of(step: Step) -> ActionView:
+        tool = step.tool_calls[0].name if step.tool_calls else None
+        finals = [
+            e.message for e in step.events if e.kind == EventKind.FINAL and not step.tool_calls
+        ]
+        return ActionView(step.action_text, tool, finals[0] if finals else None)
+
+
+@dataclass(frozen=True)
+class StepView:
+    """`step` in expressions."""
+
+    index: int = 0
+    max_steps: int = 0
+
+
+@dataclass
+class Scope:
+    """Everything an expression may read; effects also write `state`."""
+
+    state: Any = None
+    sample: Mapping[str, Any] = field(default_factory=dict)
+    args: Mapping[str, Any] = field(default_factory=dict)
+    result: Any = None
+    action: ActionView = field(default_factory=ActionView)
+    step: StepView = field(default_factory=StepView)
+    reward: Mapping[str, float] = field(default_factory=dict)
+    env: Mapping[str, Any] = field(default_factory=dict)
+    ended: bool = False
+
+    def done(self) -> None:
+        """The `done()` effect: end the episode after this step."""
+        self.ended = True
+
+    def fail(self, message: str = "the call failed") -> None:
+        """The `fail(message)` effect: stop the call; the model sees `message`."""
+        raise ToolFailure(message)
+
+
+@cache
+def _sandbox() -> Any:
+    from jinja2 import StrictUndefined
+    from jinja2.sandbox import SandboxedEnvironment
+
+    return SandboxedEnvironment(undefined=StrictUndefined, keep_trailing_newline=True)
+
+
+def template(source: str) -> Any:
+    """A spec template (prompt, observation, oracle action), sandboxed and strict."""
+    return _sandbox().from_string(source)
+
+
+@dataclass(frozen=True)
+class RewardComponent:
+    """One named reward: evaluated when `on` is among the step's event keys."""
+
+    name: str
+    on: str
+    weight: float
+    value: str  # name of the method computing it
+    when: str | None = None  # name of the method guarding it
+
+
+class SpecTool(BaseTool):
+    """A tool declared in a spec: guard → `returns` → effects → observation.
+
+    Generated subclasses set `name`, `description`, `parameters`, `timeout`,
+    `terminal`, and override `available`, `returns`, `effects`, `observe`.
+    """
+
+    terminal: ClassVar[bool] = False
+    guard_text: ClassVar[str] = ""
+    observation: ClassVar[Any] = None  # a template over args, state, result, sample, step
+
+    def available(self, s: Scope) -> bool:
+        return True
+
+    def returns(self, s: Scope) -> Any:
+        return None
+
+    def effects(self, s: Scope) -> None:
+        return None
+
+    def guard(self, args: dict[str, Any], context: ToolContext) -> str | None:
+        env: SpecToolEnv = context.env
+        if self.available(env.scope(args=args)):
+            return None
+        return f"it requires {self.guard_text}"
+
+    async def execute(self, args: dict[str, Any], context: ToolContext) -> str | ToolOutput:
+        env: SpecToolEnv = context.env
+        s = env.scope(args=args)
+        s.result = self.returns(s)
+        self.effects(s)
+        env.on_tool_success(self.name, s)
+        text = self.render(s)
+        return ToolOutput(text, done=s.ended or self.terminal)
+
+    def render(self, s: Scope) -> str:
+        if self.observation is None:
+            return "" if s.result is None else str(s.result)
+        return str(
+            self.observation.render(
+                args=s.args,
+                state=state_fields(s.state),
+                result=s.result,
+                sample=s.sample,
+                step=s.step,
+            )
+        )
+
+
+class SpecEnvMixin:
+    """Reward dispatch, success and expression-error capture shared by spec envs."""
+
+    reward_components: ClassVar[tuple[RewardComponent, ...]] = ()
+    max_steps: ClassVar[int] = 8
+    state_class: ClassVar[type | None] = None
+
+    sample: Mapping[str, Any]
+    state: Any
+
+    def _init_spec(self) -> None:
+        self.pending: dict[str, float] = {}
+        self.action = ActionView()
+        self.expression_errors: list[str] = []
+
+    def new_state(self) -> Any:
+        return self.state_class() if self.state_class is not None else None
+
+    def step_view(self) -> StepView:
+        return StepView(index=getattr(self, "step_index", 0), max_steps=self.max_steps)
+
+    def scope(self, **extra: Any) -> Scope:
+        return Scope(
+            state=self.state,
+            sample=self.sample,
+            action=self.action,
+            step=self.step_view(),
+            env=self.env_info(),
+            **extra,
+        )
+
+    def env_info(self) -> Mapping[str, Any]:
+        return {}
+
+    def evaluate(self, method: str, s: Scope, where: str, default: Any = 0.0) -> Any:
+        """Run one compiled expression; a failure (e.g. `int("abc")` on model
+        output) is recorded on the step and yields `default`, never a crash."""
+        try:
+            return getattr(self, method)(s)
+        except Exception as exc:
+            message = f"{where}: {type(exc).__name__}: {exc}"
+            self.expression_errors.append(message)
+            log.debug("expression failed: %s", message)
+            return default
+
+    def on_tool_success(self, tool: str, s: Scope) -> None:
+        """Evaluate the `tool:NAME` rewards while the call's args and result exist."""
+        for component in self.reward_components:
+            if component.on == f"tool:{tool}":
+                value = self._component(component, s)
+                if value is not None:
+                    self.pending[component.name] = self.pending.get(component.name, 0.0) + value
+
+    def _component(self, component: RewardComponent, s: Scope) -> float | None:
+        if component.when is not None and not self.evaluate(
+            component.when, s, f"rewards.{component.name}.when", default=False
+        ):
+            return None
+        value = self.evaluate(component.value, s, f"rewards.{component.name}.value")
+        return component.weight * float(value if value is not None else 0.0)
+
+    def rewards(self, step: Step) -> dict[str, float]:
+        self.action = ActionView.of(step)
+        s = self.scope()
+        values = dict(self.pending)
+        self.pending = {}
+        keys = {e.key for e in step.events}
+        for component in self.reward_components:
+            if component.on in keys and not component.on.startswith("tool:"):
+                value = self._component(component, s)
+                if value is not None:
+                    values[component.name] = values.get(component.name, 0.0) + value
+        if self.expression_errors:
+            step.info["expression_errors"] = self.expression_errors
+            self.expression_errors = []
+        return values
+
+    def is_success(self, s: Scope) -> bool | None:
+        return None
+
+    def success(self, steps: Sequence[Step], results: Sequence[StepResult]) -> bool | None:
+        totals: dict[str, float] = {c.name: 0.0 for c in self.reward_components}
+        for step in steps:
+            for name, value in step.rewards.items():
+                totals[name] = totals.get(name, 0.0) + value
+        s = self.scope(reward=totals)
+        if steps:
+            s.action = ActionView.of(steps[-1])
+        outcome = self.evaluate("is_success", s, "episode.success", default=False)
+        return None if outcome is None else bool(outcome)
+
+    def is_done(self, s: Scope) -> bool:
+        return False
+
+    def anchor_key(self, s: Scope) -> Any:
+        return None
+
+    def anchor(self) -> str | None:
+        key = self.evaluate("anchor_key", self.scope(), "episode.anchor", default=None)
+        return None if key is None else str(key)
+
+    def end_if_done(self, result: StepResult, action: Action) -> StepResult:
+        """Apply `episode.done_when` after a step that did not end the episode."""
+        self.action = ActionView(action.text)
+        if not result.done and self.evaluate("is_done", self.scope(), "episode.done_when", False):
+            result.done = True
+            result.observation = None
+            result.events.append(Event(EventKind.FINAL, message="done_when"))
+        return result
+
+
+class SpecToolEnv(SpecEnvMixin, ToolEnv):
+    """A spec with tools (and, optionally, a state machine over typed state).
+
+    Generated subclasses set `tool_classes`, `tool_format`, the prompt
+    templates, `state_class`, `reward_components`, and the expression methods.
+    """
+
+    tool_classes: ClassVar[tuple[type[SpecTool], ...]] = ()
+    tool_format: ClassVar[str] = "hermes"
+    final_answer: ClassVar[str] = "end"
+    system_template: ClassVar[Any] = None
+    user_template: ClassVar[Any] = None
+
+    def __init__(self) -> None:
+        super().__init__([cls() for cls in self.tool_classes], self.tool_format)
+        self._init_spec()
+
+    def initial_messages(self, sample: Mapping[str, Any]) -> list[dict[str, str]]:
+        tools = [tool.schema() for tool in self.tools.values()]
+        system = (
+            self.system_template.render(sample=sample, tools=tools) if self.system_template else ""
+        )
+        if self.tools:
+            instructions = self.format.instructions(list(self.tools.values()))
+            system = f"{system}\n\n{instructions}" if system else instructions
+        messages = [{"role": "system", "content": system}] if system else []
+        user = self.user_template.render(sample=sample, tools=tools) if self.user_template else ""
+        messages.append({"role": "user", "content": user})
+        return messages
+
+    async def reset(self, sample: Mapping[str, Any]) -> Observation:
+        self.state = self.new_state()
+        self._init_spec()
+        return await super().reset(sample)
+
+    async def on_final(self, answer: str, action: Action) -> StepResult:
+        if self.final_answer == "continue":
+            names = ", ".join(sorted(self.tools))
+            return StepResult(
+                observation=Observation(
+                    f"No tool call found. Call one of: {names}.", self.observation_role
+                )
+            )
+        return await super().on_final(answer, action)
+
+    async def step(self, action: Action) -> StepResult:
+        self.action = ActionView(action.text)
+        result = await super().step(action)
+        return self.end_if_done(result, action)
+
+
+class EnvironmentAdapter:
+    """An external environment: text in, text out, plus facts (`env.NAME`).
+
+    Adapters implement `reset(sample) -> str` and `step(command) -> str`, and
+    keep `info` (a dict exposed to expressions as `env`, e.g. `score`, `won`,
+    `done`) up to date.
+    """
+
+    info: dict[str, Any]
+
+    async def reset(self, sample: Mapping[str, Any]) -> str:
+        raise NotImplementedError
+
+    async def step(self, command: str) -> str:
+        raise NotImplementedError
+
+    async def close(self) -> None:
+        return None
+
+
+class SpecAdapterEnv(SpecEnvMixin, AgentEnv):
+    """A spec driving an external environment through an adapter.
+
+    The model's whole response (stripped) is the command; the adapter's text
+    is the observation. Generated subclasses set `make_adapter`, prompts,
+    rewards and the expression methods.
+    """
+
+    make_adapter: ClassVar[Callable[[], EnvironmentAdapter]]
+    system_template: ClassVar[Any] = None
+    user_template: ClassVar[Any] = None
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.adapter = type(self).make_adapter()
+        self.step_index = 0
+        self._init_spec()
+
+    def env_info(self) -> Mapping[str, Any]:
+        return dict(self.adapter.info)
+
+    async def reset(self, sample: Mapping[str, Any]) -> Observation:
+        self.sample = sample
+        self.state = self.new_state()
+        self._init_spec()
+        self.step_index = 0
+        first = await self.adapter.reset(sample)
+        messages = []
+        if self.system_template is not None:
+            messages.append(
+                {"role": "system", "content": self.system_template.render(sample=sample)}
+            )
+        user = self.user_template.render(sample=sample) if self.user_template else ""
+        messages.append({"role": "user", "content": f"{user}\n\n{first}" if user else first})
+        return Observation(messages=messages)
+
+    async def step(self, action: Action) -> StepResult:
+        self.action = ActionView(action.text)
+        self.step_index += 1
+        text = await self.adapter.step(action.text.strip())
+        done = bool(self.adapter.info.get("done", False))
+        events = [Event(EventKind.FINAL, message="environment")] if done else []
+        result = StepResult(
+            observation=None if done else Observation(text), done=done, events=events
+        )
+        return self.end_if_done(result, action)
+
+    async def close(self) -> None:
+        await self.adapter.close()
+
+
+def state_fields(state: Any) -> dict[str, Any]:
+    """A state dataclass as a dict (for traces and state-summary templates)."""
+    if not dataclasses.is_dataclass(state) or isinstance(state, type):
+        return {}
+    return {
+        f.metadata.get("spec_name", f.name): getattr(state, f.name)
+        for f in dataclasses.fields(state)
+    }

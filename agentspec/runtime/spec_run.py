@@ -1,0 +1,126 @@
+"""Roll out a compiled spec with a policy chosen by name (`agentspec run`).
+
+Policies: `oracle` (the spec's expert turns, per sample), `random` (uniform
+tokens), `scripted:FILE` (one response per line, cycling), `hf:PATH` (a local
+Hugging Face checkpoint), `openai:URL` (an OpenAI-compatible server).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from agentspec.runtime.byte_tokenizer import ByteTokenizer
+from agentspec.runtime.policies.scripted import ScriptedPolicy
+from agentspec.runtime.tokenizer import Tokenizer
+from agentspec.runtime.trajectory import Trajectory
+
+
+class PolicyError(ValueError):
+    """A `--policy` value that cannot be used, with why."""
+
+
+def sample_ids(samples: Sequence[Mapping[str, Any]]) -> list[str]:
+    return [str(s.get("id", i)) for i, s in enumerate(samples)]
+
+
+async def rollout(
+    module: ModuleType,
+    samples: Sequence[Mapping[str, Any]],
+    policy: str,
+    *,
+    seed: int = 0,
+    temperature: float = 1.0,
+    on_episode: Callable[[Trajectory], None] | None = None,
+    tokenizer_dir: str | None = None,
+    served_model: str = "default",
+    task_tokenizer: Tokenizer | None = None,
+) -> list[Trajectory]:
+    """One episode per sample with the named policy, concurrently.
+
+    Policies without a model of their own (oracle, random, scripted) use
+    `task_tokenizer` (the tokenizer the default model would have), else bytes.
+    """
+    flow_class = module.FLOW_CLASS
+    ids = sample_ids(samples)
+
+    async def one(flow: Any, sample: Mapping[str, Any], sid: str) -> Trajectory:
+        traj: Trajectory = await flow.run(sample, sample_id=sid, group_id=sid)
+        if on_episode is not None:
+            on_episode(traj)
+        return traj
+
+    if policy == "oracle":
+        if not hasattr(module, "oracle_actions"):
+            raise PolicyError("this spec has no `oracle` list of actions")
+        tokenizer = task_tokenizer or ByteTokenizer()
+        flows = [
+            flow_class(ScriptedPolicy(module.oracle_actions(dict(s)), tokenizer), tokenizer)
+            for s in samples
+        ]
+        return list(
+            await asyncio.gather(
+                *(one(f, s, i) for f, s, i in zip(flows, samples, ids, strict=True))
+            )
+        )
+    model_policy, tokenizer = make_policy(
+        policy,
+        seed=seed,
+        tokenizer_dir=tokenizer_dir,
+        served_model=served_model,
+        task_tokenizer=task_tokenizer,
+    )
+    flow = flow_class(model_policy, tokenizer, temperature=temperature, seed=seed)
+    return list(await asyncio.gather(*(one(flow, s, i) for s, i in zip(samples, ids, strict=True))))
+
+
+def make_policy(
+    name: str,
+    *,
+    seed: int = 0,
+    tokenizer_dir: str | None = None,
+    served_model: str = "default",
+    task_tokenizer: Tokenizer | None = None,
+) -> tuple[Any, Tokenizer]:
+    """A policy and its tokenizer from a `--policy` value (not `oracle`)."""
+    kind, _, location = name.partition(":")
+    own: Any = task_tokenizer or ByteTokenizer()
+    if kind == "random":
+        from agentspec.runtime.policies.random import RandomPolicy
+
+        return RandomPolicy(len(own), own.eos_token_id, seed=seed), own
+    if kind == "scripted":
+        path = Path(location)
+        if not path.is_file():
+            raise PolicyError(f"scripted policy file {location!r} does not exist")
+        lines = [line for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+        if not lines:
+            raise PolicyError(f"{location} has no responses (one per line)")
+        return ScriptedPolicy([line.replace("\\n", "\n") for line in lines], own), own
+    if kind == "hf":
+        from agentspec.runtime.policies.hf import HFPolicy
+
+        if not Path(location).is_dir():
+            raise PolicyError(f"hf: needs a local checkpoint directory; {location!r} is not one")
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        hf_tokenizer: Any = AutoTokenizer.from_pretrained(location)
+        model = AutoModelForCausalLM.from_pretrained(location)
+        return HFPolicy(model, hf_tokenizer), hf_tokenizer
+    if kind == "openai":
+        from agentspec.runtime.policies.openai import OpenAIPolicy
+
+        if tokenizer_dir is None:
+            raise PolicyError(
+                "openai:URL needs --tokenizer DIR: the served model's tokenizer (token in, token out)"
+            )
+        from transformers import AutoTokenizer
+
+        served_tokenizer: Any = AutoTokenizer.from_pretrained(tokenizer_dir)
+        return OpenAIPolicy(location, model=served_model), served_tokenizer
+    raise PolicyError(
+        f"unknown policy {name!r}: use oracle, random, scripted:FILE, hf:PATH or openai:URL"
+    )

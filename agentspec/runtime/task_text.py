@@ -1,0 +1,51 @@
+"""The task's own text, and the tokenizer trained on it.
+
+The default model (`builtin:tiny`) has a small BPE vocabulary learned from
+what the task shows and expects: rendered first prompts, tool instructions,
+oracle turns and the observations an oracle episode produces. `agentspec run`
+uses the same tokenizer for policies that need no model (oracle, random,
+scripted), so token limits mean what they will mean in training.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from agentspec.runtime.tokenizer import ChatTemplate
+
+
+def task_corpus(
+    module: ModuleType, samples: Sequence[Mapping[str, Any]], chat: ChatTemplate | None = None
+) -> list[str]:
+    """Texts to train the task tokenizer on: first prompts and oracle turns."""
+    chat = chat or ChatTemplate()
+    env = module.ENV_CLASS()
+    texts = []
+    for sample in samples:
+        messages = env.initial_messages(dict(sample)) if hasattr(env, "initial_messages") else []
+        texts.append(chat.render(messages))
+        if hasattr(module, "oracle_actions"):
+            texts.extend(module.oracle_actions(dict(sample)))
+    return texts
+
+
+def task_tokenizer(
+    module: ModuleType,
+    samples: Sequence[Mapping[str, Any]],
+    directory: Path | None = None,
+    vocab_size: int = 2048,
+) -> Any:
+    """The tiny BPE tokenizer of a task; saved to / loaded from `directory` if given."""
+    from transformers import AutoTokenizer
+
+    from agentspec.runtime.models import build_tiny_tokenizer
+
+    if directory is not None and (directory / "tokenizer.json").exists():
+        return AutoTokenizer.from_pretrained(directory)
+    tokenizer = build_tiny_tokenizer(task_corpus(module, samples), vocab_size=vocab_size)
+    if directory is not None:
+        tokenizer.save_pretrained(directory)
+    return tokenizer

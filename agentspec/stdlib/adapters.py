@@ -1,0 +1,46 @@
+"""External environment adapters for a spec's `environment` section.
+
+`make_adapter(name, config)` builds one: a registered name (`textworld`, …)
+or `module.path:attribute` of the user's own `EnvironmentAdapter` class.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from agentspec.runtime.spec_env import EnvironmentAdapter
+
+ADAPTERS: dict[str, Callable[..., EnvironmentAdapter]] = {}
+
+
+def register_adapter(
+    name: str,
+) -> Callable[[Callable[..., EnvironmentAdapter]], Callable[..., EnvironmentAdapter]]:
+    def decorate(factory: Callable[..., EnvironmentAdapter]) -> Callable[..., EnvironmentAdapter]:
+        if name in ADAPTERS:
+            raise ValueError(f"adapter {name!r} is already registered")
+        ADAPTERS[name] = factory
+        return factory
+
+    return decorate
+
+
+def make_adapter(name: str, config: Mapping[str, Any]) -> EnvironmentAdapter:
+    """An adapter instance for `environment.adapter` with its `config`."""
+    if ":" in name and not name.startswith(("gymnasium:", "http:")):
+        module_name, _, attribute = name.partition(":")
+        target: Any = importlib.import_module(module_name)
+        for part in attribute.split("."):
+            target = getattr(target, part)
+        adapter = target(**config)
+    else:
+        kind = name.split(":", 1)[0]
+        if kind not in ADAPTERS:
+            known = ", ".join(sorted(ADAPTERS)) or "none installed"
+            raise ValueError(f"unknown environment adapter {name!r}; known: {known}")
+        adapter = ADAPTERS[kind](name=name, **config)
+    if not isinstance(adapter, EnvironmentAdapter):
+        raise TypeError(f"{name!r} did not build an EnvironmentAdapter")
+    return adapter

@@ -1,0 +1,64 @@
+"""User functions declared in a spec's `functions` section, loaded lazily.
+
+`impl: module.path:attribute` names the user's callable; with a `config`,
+the attribute is a factory called once with the config as keyword arguments
+(say, to build a search index) that returns the callable. `stdlib:NAME`
+names a function of agentspec's library (`agentspec.stdlib.library`).
+Nothing is imported until the first call, so compiling a spec never runs
+user code.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Mapping
+from typing import Any
+
+Impl = tuple[str, Mapping[str, Any]]
+
+
+class FunctionLoadError(ImportError):
+    """A declared function that cannot be imported or built."""
+
+
+def resolve(impl: str, config: Mapping[str, Any]) -> Callable[..., Any]:
+    """The callable an `impl` string names (built from `config` if given)."""
+    if impl.startswith("stdlib:"):
+        from agentspec.stdlib.library import LIBRARY
+
+        name = impl.removeprefix("stdlib:")
+        if name not in LIBRARY:
+            raise FunctionLoadError(
+                f"unknown stdlib function {name!r}; known: {', '.join(sorted(LIBRARY)) or 'none'}"
+            )
+        factory = LIBRARY[name]
+        return factory(**config)
+    module_name, _, attribute = impl.partition(":")
+    try:
+        target: Any = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise FunctionLoadError(f"cannot import {module_name!r} for {impl!r}: {exc}") from None
+    for part in attribute.split("."):
+        try:
+            target = getattr(target, part)
+        except AttributeError:
+            raise FunctionLoadError(f"{module_name!r} has no attribute {attribute!r}") from None
+    if not callable(target):
+        raise FunctionLoadError(f"{impl!r} is not callable")
+    return target(**config) if config else target
+
+
+class UserFunctions:
+    """Attribute access to a spec's functions: `user.search(query, 3)`."""
+
+    def __init__(self, declared: Mapping[str, Impl]):
+        self._declared = dict(declared)
+        self._loaded: dict[str, Callable[..., Any]] = {}
+
+    def __getattr__(self, name: str) -> Callable[..., Any]:
+        if name.startswith("_") or name not in self._declared:
+            raise AttributeError(name)
+        if name not in self._loaded:
+            impl, config = self._declared[name]
+            self._loaded[name] = resolve(impl, config)
+        return self._loaded[name]
