@@ -472,6 +472,14 @@ class Checker:
                         [*allowed, *fields],
                     )
         for getattr_node in tree.find_all(nodes.Getattr):
+            if getattr_node.attr.startswith("_"):
+                offset = _word_offset(text, getattr_node.attr)
+                self.error(
+                    "E410",
+                    f"names starting with '_' are not allowed in templates: '{getattr_node.attr}'",
+                    self.span(offset, offset + len(getattr_node.attr)),
+                )
+                continue
             target = getattr_node.node
             if isinstance(target, nodes.Name) and target.name in allowed:
                 record = allowed[target.name]

@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from agentspec.runtime.formats import ToolCallFormat, get_format
+from agentspec.runtime.formats import FormatError, ToolCallFormat, get_format
 from agentspec.runtime.tools import BaseTool, ToolContext, ToolResult
 from agentspec.runtime.trajectory import (
     Action,
@@ -144,7 +144,7 @@ class ToolEnv(AgentEnv):
         self.describe_tools = describe_tools
         self.max_calls_per_step = max_calls_per_step
         self.observation_role = observation_role
-        self.step_index = 0
+        self.step_index = 0  # steps taken; during step(), the current one is step_index - 1
 
     def initial_messages(self, sample: Mapping[str, Any]) -> list[dict[str, str]]:
         """The first prompt's messages. Default: the system prompt, then ``sample["messages"]``
@@ -186,7 +186,7 @@ class ToolEnv(AgentEnv):
                 False,
                 "unknown_tool",
             )
-        ctx = ToolContext(env=self, step_index=self.step_index)
+        ctx = ToolContext(env=self, step_index=self.step_index - 1)
         sem = self.tool_semaphore
         async with sem if sem is not None else contextlib.nullcontext():
             return await tool.run(call.arguments, ctx)
@@ -195,8 +195,6 @@ class ToolEnv(AgentEnv):
         parsed = self.format.parse(action.text, self.tools)
         self.step_index += 1
         if parsed.ok and len(parsed.calls) > self.max_calls_per_step:
-            from agentspec.runtime.formats import FormatError
-
             parsed.errors.append(
                 FormatError(
                     f"{len(parsed.calls)} calls in one response; at most {self.max_calls_per_step}",

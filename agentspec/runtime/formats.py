@@ -176,6 +176,10 @@ def _parse_call_object(
     if isinstance(args, str):
         try:
             args = json.loads(args)
+        except RecursionError:
+            return None, FormatError(
+                f"{where}: 'arguments' nested too deeply", "bad_arguments", index
+            )
         except json.JSONDecodeError as exc:
             return None, FormatError(
                 f"{where}: 'arguments' is a string that is not valid JSON ({exc.msg} at column {exc.colno})",
@@ -221,6 +225,8 @@ def _decode_one(body: str, where: str, index: int) -> tuple[Any, FormatError | N
             "invalid_json",
             index,
         )
+    except RecursionError:
+        return None, FormatError(f"{where}: JSON nested too deeply", "invalid_json", index)
     rest = stripped[end:].strip()
     if rest:
         if rest.startswith(("{", "[")):
@@ -488,7 +494,7 @@ class ReactFormat(ToolCallFormat):
             param = tool.parameter_names[0]
             arg: Any = raw_input
             if tool.parameters["properties"][param].get("type") != "string":
-                with contextlib.suppress(json.JSONDecodeError):
+                with contextlib.suppress(json.JSONDecodeError, RecursionError):
                     arg = json.loads(raw_input)
             return ParsedResponse(calls=[ToolCall(name, {param: arg}, raw)], content=content)
         parsed, err = _decode_one(raw_input, "call 1: Action Input", 0)

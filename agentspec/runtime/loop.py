@@ -97,6 +97,24 @@ class AgentFlowBase(ABC):
     def decode(self, token_ids: Sequence[int]) -> str:
         return self.tokenizer.decode(list(token_ids), skip_special_tokens=True)
 
+    def encode_messages(self, messages: Sequence[Mapping[str, str]]) -> list[int]:
+        """Prompt ids of a conversation, ending with the assistant's generation prompt."""
+        return self.tokenizer.encode(self.chat.render(messages), add_special_tokens=False)
+
+    def make_step(
+        self, index: int, prompt_ids: Sequence[int], gen: Generation, **fields: Any
+    ) -> Step:
+        """A :class:`Step` with the exact ids and log-probs of ``gen`` (other fields by keyword)."""
+        return Step(
+            index=index,
+            prompt_ids=list(prompt_ids),
+            response_ids=list(gen.token_ids),
+            response_logprobs=list(gen.logprobs),
+            action_text=self.decode(gen.token_ids),
+            finish_reason=gen.finish_reason,
+            **fields,
+        )
+
     @abstractmethod
     async def run(
         self, sample: Mapping[str, Any], sample_id: str = "", group_id: str = ""

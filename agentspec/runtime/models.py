@@ -33,6 +33,12 @@ SPECIAL_TOKENS = ("<|endoftext|>", "<|im_start|>", "<|im_end|>")
 """Special tokens of the tiny tokenizer: padding, and ChatML turn start/end (end = EOS)."""
 
 
+QWEN2_PRETOKENIZE_REGEX = (
+    r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*"
+    r"|\s*[\r\n]+|\s+(?!\S)|\s+"
+)
+
+
 @dataclass(frozen=True)
 class TinyModelConfig:
     """Shape of the tiny model.
@@ -65,15 +71,25 @@ def build_tiny_tokenizer(
 ) -> Any:
     """Train a byte-level BPE on ``texts`` and wrap it as a ``PreTrainedTokenizerFast``.
 
+    Normalisation and pre-tokenisation are Qwen2's (NFC; digits one by one).
     The special tokens are :data:`SPECIAL_TOKENS`; ``<|im_end|>`` is EOS and
     ``<|endoftext|>`` pads. Deterministic for the same texts.
     """
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
     chat = chat_template or ChatTemplate()
     tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    # Qwen2's normaliser and pre-tokeniser (digits one by one): transformers'
+    # Qwen2Tokenizer, which AutoTokenizer picks for a qwen2 checkpoint and which
+    # rebuilds these from its own defaults, then encodes exactly like tokenizer.json.
+    tok.normalizer = normalizers.NFC()
+    tok.pre_tokenizer = pre_tokenizers.Sequence(
+        [
+            pre_tokenizers.Split(Regex(QWEN2_PRETOKENIZE_REGEX), behavior="isolated", invert=False),
+            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
+        ]
+    )
     tok.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(
         vocab_size=vocab_size,

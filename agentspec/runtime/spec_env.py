@@ -21,7 +21,7 @@ from functools import cache
 from typing import Any, ClassVar
 
 from agentspec.runtime.envs import AgentEnv, StepResult, ToolEnv
-from agentspec.runtime.tools import BaseTool, ToolContext, ToolOutput
+from agentspec.runtime.tools import BaseTool, ToolContext, ToolFailure, ToolOutput
 from agentspec.runtime.trajectory import Action, Event, EventKind, Observation, Step
 
 __all__ = [
@@ -38,10 +38,6 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
-
-
-class ToolFailure(Exception):
-    """Raised by a spec's `fail(message)` effect: the call fails with `message`."""
 
 
 @dataclass(frozen=True)
@@ -100,9 +96,30 @@ def _sandbox() -> Any:
     return SandboxedEnvironment(undefined=StrictUndefined, keep_trailing_newline=True)
 
 
-def template(source: str) -> Any:
-    """A spec template (prompt, observation, oracle action), sandboxed and strict."""
-    return _sandbox().from_string(source)
+class SpecTemplate:
+    """A spec template (prompt, observation, oracle action), sandboxed and strict.
+
+    Rendering builds the context from the environment's globals and the
+    variables directly (`shared=True`), which skips the chained lookup of a
+    plain `Template.render` — prompts are rendered once per episode, so
+    this is on the rollout's hot path.
+    """
+
+    def __init__(self, source: str):
+        self.source = source
+        self._template = _sandbox().from_string(source)
+
+    def render(self, **variables: Any) -> str:
+        from jinja2.utils import concat
+
+        template = self._template
+        context = template.new_context({**template.globals, **variables}, shared=True)
+        return str(concat(template.root_render_func(context)))
+
+
+def template(source: str) -> SpecTemplate:
+    """Compile a spec template once (at import of the generated module)."""
+    return SpecTemplate(source)
 
 
 @dataclass(frozen=True)
@@ -137,6 +154,8 @@ class SpecTool(BaseTool):
         return None
 
     def guard(self, args: dict[str, Any], context: ToolContext) -> str | None:
+        if type(self).available is SpecTool.available:  # no `when`: skip building a scope
+            return None
         env: SpecToolEnv = context.env
         if self.available(env.scope(args=args)):
             return None
@@ -246,6 +265,8 @@ class SpecEnvMixin:
         return None
 
     def success(self, steps: Sequence[Step], results: Sequence[StepResult]) -> bool | None:
+        if type(self).is_success is SpecEnvMixin.is_success:
+            return None
         totals: dict[str, float] = {c.name: 0.0 for c in self.reward_components}
         for step in steps:
             for name, value in step.rewards.items():
@@ -263,12 +284,16 @@ class SpecEnvMixin:
         return None
 
     def anchor(self) -> str | None:
+        if type(self).anchor_key is SpecEnvMixin.anchor_key:
+            return None
         key = self.evaluate("anchor_key", self.scope(), "episode.anchor", default=None)
         return None if key is None else str(key)
 
     def end_if_done(self, result: StepResult, action: Action) -> StepResult:
         """Apply `episode.done_when` after a step that did not end the episode."""
         self.action = ActionView(action.text)
+        if type(self).is_done is SpecEnvMixin.is_done:
+            return result
         if not result.done and self.evaluate("is_done", self.scope(), "episode.done_when", False):
             result.done = True
             result.observation = None

@@ -53,19 +53,13 @@ async def rollout(
             on_episode(traj)
         return traj
 
-    if policy == "oracle":
-        if not hasattr(module, "oracle_actions"):
-            raise PolicyError("this spec has no `oracle` list of actions")
+    script = episode_script(module, policy)
+    if script is not None:
+        # Scripted turns are per episode: each one gets its own policy.
         tokenizer = task_tokenizer or ByteTokenizer()
-        flows = [
-            flow_class(ScriptedPolicy(module.oracle_actions(dict(s)), tokenizer), tokenizer)
-            for s in samples
-        ]
-        return list(
-            await asyncio.gather(
-                *(one(f, s, i) for f, s, i in zip(flows, samples, ids, strict=True))
-            )
-        )
+        flows = [flow_class(ScriptedPolicy(script(s), tokenizer), tokenizer) for s in samples]
+        episodes = (one(f, s, i) for f, s, i in zip(flows, samples, ids, strict=True))
+        return list(await asyncio.gather(*episodes))
     model_policy, tokenizer = make_policy(
         policy,
         seed=seed,
@@ -77,6 +71,28 @@ async def rollout(
     return list(await asyncio.gather(*(one(flow, s, i) for s, i in zip(samples, ids, strict=True))))
 
 
+def episode_script(
+    module: ModuleType, policy: str
+) -> Callable[[Mapping[str, Any]], list[str]] | None:
+    """The turns of one episode for `oracle` and `scripted:FILE`, else None."""
+    kind, _, location = policy.partition(":")
+    if kind == "oracle":
+        if not hasattr(module, "oracle_actions"):
+            raise PolicyError("this spec has no `oracle` list of actions")
+        oracle_actions = module.oracle_actions
+        return lambda sample: list(oracle_actions(dict(sample)))
+    if kind == "scripted":
+        path = Path(location)
+        if not path.is_file():
+            raise PolicyError(f"scripted policy file {location!r} does not exist")
+        lines = [line for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+        if not lines:
+            raise PolicyError(f"{location} has no responses (one per line)")
+        turns = [line.replace("\\n", "\n") for line in lines]
+        return lambda sample: list(turns)
+    return None
+
+
 def make_policy(
     name: str,
     *,
@@ -85,21 +101,13 @@ def make_policy(
     served_model: str = "default",
     task_tokenizer: Tokenizer | None = None,
 ) -> tuple[Any, Tokenizer]:
-    """A policy and its tokenizer from a `--policy` value (not `oracle`)."""
+    """A model policy and its tokenizer from a `--policy` value: random, hf:PATH, openai:URL."""
     kind, _, location = name.partition(":")
-    own: Any = task_tokenizer or ByteTokenizer()
     if kind == "random":
         from agentspec.runtime.policies.random import RandomPolicy
 
+        own: Any = task_tokenizer or ByteTokenizer()
         return RandomPolicy(len(own), own.eos_token_id, seed=seed), own
-    if kind == "scripted":
-        path = Path(location)
-        if not path.is_file():
-            raise PolicyError(f"scripted policy file {location!r} does not exist")
-        lines = [line for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-        if not lines:
-            raise PolicyError(f"{location} has no responses (one per line)")
-        return ScriptedPolicy([line.replace("\\n", "\n") for line in lines], own), own
     if kind == "hf":
         from agentspec.runtime.policies.hf import HFPolicy
 

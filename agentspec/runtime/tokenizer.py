@@ -28,14 +28,21 @@ Message = Mapping[str, str]
 
 @runtime_checkable
 class Tokenizer(Protocol):
-    """What the runtime needs from a tokenizer (Hugging Face tokenizers qualify)."""
+    """What the runtime needs from a tokenizer (Hugging Face tokenizers qualify).
 
-    eos_token_id: int | None
-    pad_token_id: int | None
+    The runtime always passes ``add_special_tokens`` / ``skip_special_tokens`` by
+    keyword and token ids as a ``list[int]``; ``decode`` of such a list returns ``str``.
+    """
 
-    def encode(self, text: str, add_special_tokens: bool = ...) -> list[int]: ...
+    @property
+    def eos_token_id(self) -> int | None: ...
 
-    def decode(self, token_ids: Sequence[int], skip_special_tokens: bool = ...) -> str: ...
+    @property
+    def pad_token_id(self) -> int | None: ...
+
+    def encode(self, text: str, *, add_special_tokens: bool = ...) -> list[int]: ...
+
+    def decode(self, token_ids: list[int], *, skip_special_tokens: bool = ...) -> Any: ...
 
     def convert_tokens_to_ids(self, tokens: Any) -> Any: ...
 
@@ -67,10 +74,10 @@ class BPETokenizer:
     def __len__(self) -> int:
         return self.vocab_size
 
-    def encode(self, text: str, add_special_tokens: bool = False) -> list[int]:
+    def encode(self, text: str, *, add_special_tokens: bool = False) -> list[int]:
         return list(self._tok.encode(text, add_special_tokens=add_special_tokens).ids)
 
-    def decode(self, token_ids: Sequence[int], skip_special_tokens: bool = False) -> str:
+    def decode(self, token_ids: Sequence[int], *, skip_special_tokens: bool = False) -> str:
         return str(self._tok.decode(list(token_ids), skip_special_tokens=skip_special_tokens))
 
     def convert_tokens_to_ids(self, tokens: Any) -> Any:

@@ -9,13 +9,20 @@ and a timeout all come back as a :class:`ToolResult` with ``ok=False``, an error
 from __future__ import annotations
 
 import asyncio
+import functools
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import jsonschema
 
-__all__ = ["BaseTool", "ToolContext", "ToolOutput", "ToolResult", "schema_errors"]
+__all__ = ["BaseTool", "ToolContext", "ToolFailure", "ToolOutput", "ToolResult", "schema_errors"]
+
+
+class ToolFailure(Exception):
+    """Raised by a tool to fail the call with a message meant for the model
+    (a spec's `fail(message)` effect); :meth:`BaseTool.run` reports it verbatim."""
 
 
 @dataclass
@@ -52,10 +59,19 @@ class ToolResult:
     text: str
     ok: bool
     code: str = ""
-    """Empty when ok; else ``unknown_tool``, ``invalid_arguments``, ``guard``, ``exception`` or ``timeout``."""
+    """Empty when ok; else ``unknown_tool``, ``invalid_arguments``, ``guard``, ``failed``, ``exception`` or ``timeout``."""
     done: bool = False
     success: bool | None = None
     info: dict[str, Any] = field(default_factory=dict)
+
+
+@functools.lru_cache(maxsize=256)
+def _validator(schema_json: str) -> Any:
+    """A checked validator per distinct schema (tools are created once per episode)."""
+    schema = json.loads(schema_json)
+    validator_cls = jsonschema.validators.validator_for(schema)
+    validator_cls.check_schema(schema)
+    return validator_cls(schema)
 
 
 def schema_errors(schema: Mapping[str, Any], args: Any) -> list[str]:
@@ -91,7 +107,7 @@ class BaseTool:
     def __init__(self) -> None:
         if not self.name:
             raise TypeError(f"{type(self).__name__} must set the class attribute 'name'")
-        jsonschema.validators.validator_for(self.parameters).check_schema(self.parameters)
+        self._validator = _validator(json.dumps(self.parameters, sort_keys=True))
 
     async def execute(self, args: dict[str, Any], context: ToolContext) -> str | ToolOutput:
         """Run the tool on validated ``args``; return the text the model sees."""
@@ -118,6 +134,8 @@ class BaseTool:
 
     def validate(self, args: Any) -> list[str]:
         """Schema errors of ``args`` (empty if valid)."""
+        if self._validator.is_valid(args):
+            return []
         return schema_errors(self.parameters, args)
 
     async def run(self, args: dict[str, Any], context: ToolContext | None = None) -> ToolResult:
@@ -141,6 +159,8 @@ class BaseTool:
                 out = await self.execute(args, ctx)
             else:
                 out = await asyncio.wait_for(self.execute(args, ctx), self.timeout)
+        except ToolFailure as failure:  # the tool refused on purpose: its message, verbatim
+            return ToolResult(self.name, str(failure), False, "failed")
         except asyncio.TimeoutError:
             return ToolResult(
                 self.name, f"{self.name} timed out after {self.timeout:g} s", False, "timeout"

@@ -326,6 +326,8 @@ class TrainingRow:
     logprobs: list[float]
     token_steps: list[int]
     step_indices: list[int]
+    step_rewards: list[float]
+    """Each step's summed reward components, aligned with ``step_indices``."""
     prompt_length: int
     """Tokens before the first response token."""
     trajectory_id: str = ""
@@ -382,6 +384,7 @@ def training_rows(traj: Trajectory, pack: bool = True) -> list[TrainingRow]:
                 logprobs=logprobs,
                 token_steps=token_steps,
                 step_indices=[s.index for s in run],
+                step_rewards=[s.reward for s in run],
                 prompt_length=len(first.prompt_ids),
                 trajectory_id=traj.trajectory_id,
                 sample_id=traj.sample_id,

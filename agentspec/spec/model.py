@@ -310,12 +310,8 @@ class TaskSpec(Section):
         default_factory=dict, description="The agent's tools."
     )
     environment: EnvironmentSpec | None = Field(None, description="External environment adapter.")
-    episode: EpisodeSpec = Field(
-        default_factory=EpisodeSpec, description="Episode rules."
-    )
-    context: ContextSpec = Field(
-        default_factory=ContextSpec, description="The context policy."
-    )
+    episode: EpisodeSpec = Field(default_factory=EpisodeSpec, description="Episode rules.")
+    context: ContextSpec = Field(default_factory=ContextSpec, description="The context policy.")
     rewards: dict[Identifier, RewardSpec] = Field(
         default_factory=dict, description="Named reward components."
     )
@@ -323,9 +319,7 @@ class TaskSpec(Section):
         None,
         description="An expert: a list of action templates over `sample` (one per step), a Python hook, or the environment's walkthrough.",
     )
-    training: TrainingSpec = Field(
-        default_factory=TrainingSpec, description="Training settings."
-    )
+    training: TrainingSpec = Field(default_factory=TrainingSpec, description="Training settings.")
 
     @model_validator(mode="after")
     def _has_something_to_do(self) -> TaskSpec:

@@ -11,13 +11,14 @@ import ast
 import operator
 from collections.abc import Callable
 from fractions import Fraction
+from typing import Any
 
-_BINARY: dict[type[ast.operator], Callable[[Fraction, Fraction], Fraction]] = {
+_BINARY: dict[type[ast.operator], Callable[[Any, Any], Any]] = {
     ast.Add: operator.add,
     ast.Sub: operator.sub,
     ast.Mult: operator.mul,
-    ast.Div: operator.truediv,
-    ast.FloorDiv: lambda a, b: Fraction(a // b),
+    ast.Div: lambda a, b: Fraction(a) / Fraction(b),
+    ast.FloorDiv: lambda a, b: int(a // b),
     ast.Mod: operator.mod,
 }
 MAX_EXPONENT = 64
@@ -29,8 +30,15 @@ class CalcError(ValueError):
     """An expression the calculator refuses, with a message for the model."""
 
 
-def evaluate(expression: str) -> Fraction:
-    """The exact value of an arithmetic expression. Raises `CalcError`."""
+Number = int | Fraction
+
+
+def evaluate(expression: str) -> Number:
+    """The exact value of an arithmetic expression. Raises `CalcError`.
+
+    Integers stay Python ints (exact and fast); a float literal or a `/`
+    makes the value a `Fraction`, so no step ever rounds.
+    """
     text = expression.strip().replace("×", "*").replace("÷", "/").replace("^", "**")
     if not text:
         raise CalcError("empty expression")
@@ -43,9 +51,9 @@ def evaluate(expression: str) -> Fraction:
     return _value(tree.body)
 
 
-def _value(node: ast.expr) -> Fraction:
+def _value(node: ast.expr) -> Number:
     if isinstance(node, ast.Constant) and type(node.value) is int:
-        return Fraction(node.value)
+        return node.value
     if isinstance(node, ast.Constant) and type(node.value) is float:
         return Fraction(str(node.value))  # the decimal the user wrote, not its binary float
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.UAdd, ast.USub)):
@@ -67,25 +75,33 @@ def _value(node: ast.expr) -> Fraction:
     raise CalcError("only numbers, parentheses and + - * / // % ** are allowed")
 
 
-def _power(base: Fraction, exponent: Fraction) -> Fraction:
-    if exponent.denominator != 1:
-        raise CalcError("only whole-number exponents are supported")
+def _power(base: Number, exponent: Number) -> Number:
+    if isinstance(exponent, Fraction):
+        if exponent.denominator != 1:
+            raise CalcError("only whole-number exponents are supported")
+        exponent = int(exponent)
     if abs(exponent) > MAX_EXPONENT:
         raise CalcError(f"exponent larger than {MAX_EXPONENT}")
     if base == 0 and exponent < 0:
         raise CalcError("division by zero")
-    result = base ** int(exponent)
+    result: Number = Fraction(base) ** int(exponent) if exponent < 0 else base ** int(exponent)
     _check_size(result)
     return result
 
 
-def _check_size(value: Fraction) -> None:
-    if len(str(abs(value.numerator))) > MAX_DIGITS or len(str(value.denominator)) > MAX_DIGITS:
+def _check_size(value: Number) -> None:
+    fraction = Fraction(value) if isinstance(value, int) else value
+    if (
+        len(str(abs(fraction.numerator))) > MAX_DIGITS
+        or len(str(fraction.denominator)) > MAX_DIGITS
+    ):
         raise CalcError("number too large")
 
 
-def format_number(value: Fraction) -> str:
+def format_number(value: Number) -> str:
     """Integers as integers; other values as decimals with up to 10 significant digits."""
+    if isinstance(value, int):
+        return str(value)
     if value.denominator == 1:
         return str(value.numerator)
     return f"{float(value):.10g}"

@@ -21,6 +21,7 @@ class SamplingParams:
         top_k: keep the k most likely tokens (0: off).
         stop: strings that end the response (the token completing one is kept).
         seed: seed of the sampler (``None``: nondeterministic).
+        ignore_eos: keep generating past EOS (benchmarks; vLLM's ``ignore_eos``).
     """
 
     max_new_tokens: int = 128
@@ -29,6 +30,7 @@ class SamplingParams:
     top_k: int = 0
     stop: tuple[str, ...] = ()
     seed: int | None = None
+    ignore_eos: bool = False
 
 
 @dataclass

@@ -99,7 +99,7 @@ class HFPolicy(BatchingPolicy):
                 tok = int(chosen_list[i])
                 tokens[i].append(tok)
                 logps[i].append(float(lp_list[i]))
-                if tok in self.stop_ids:
+                if tok in self.stop_ids and not params.ignore_eos:
                     alive[i], finish[i] = False, "stop"
                 elif stops:
                     text = self.tokenizer.decode(tokens[i][-tail:], skip_special_tokens=False)

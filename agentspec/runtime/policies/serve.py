@@ -1,0 +1,189 @@
+"""A small OpenAI-compatible completions server for a local checkpoint.
+
+``python -m agentspec.runtime.policies.serve DIR --port 8000`` serves the model in
+``DIR`` at ``http://127.0.0.1:8000/v1``: ``GET /v1/models`` and ``POST
+/v1/completions`` (prompts as text or token ids, ``logprobs``, ``stop``,
+``seed``, vLLM's ``return_tokens_as_token_ids``). Requests are served one at a
+time by :class:`~agentspec.runtime.policies.hf.HFPolicy`; a request with a list
+of prompts is one batch. Meant for evaluation and tests, not production traffic.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import threading
+import time
+import uuid
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from agentspec.runtime.policies.base import SamplingParams
+
+__all__ = ["CompletionServer", "main"]
+
+
+class CompletionServer:
+    """Serve ``policy`` (an ``HFPolicy``) on ``host:port`` in a background thread.
+
+    ``port=0`` picks a free port; ``url`` is the ``/v1`` base URL. Use as a context
+    manager or call :meth:`close`.
+    """
+
+    def __init__(
+        self, policy: Any, model_name: str = "local", host: str = "127.0.0.1", port: int = 0
+    ) -> None:
+        self.policy = policy
+        self.model_name = model_name
+        self._lock = threading.Lock()
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+            def _send(self, status: int, payload: dict[str, Any]) -> None:
+                data = json.dumps(payload).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def do_GET(self) -> None:
+                if self.path.rstrip("/") == "/v1/models":
+                    self._send(
+                        200,
+                        {"object": "list", "data": [{"id": server.model_name, "object": "model"}]},
+                    )
+                else:
+                    self._send(404, {"error": {"message": f"no route {self.path}"}})
+
+            def do_POST(self) -> None:
+                if self.path.rstrip("/") != "/v1/completions":
+                    self._send(404, {"error": {"message": f"no route {self.path}"}})
+                    return
+                try:
+                    length = int(self.headers.get("Content-Length", "0"))
+                    body = json.loads(self.rfile.read(length) or b"{}")
+                    self._send(200, server.complete(body))
+                except (ValueError, KeyError, TypeError) as exc:
+                    self._send(
+                        400, {"error": {"message": str(exc), "type": "invalid_request_error"}}
+                    )
+
+        self.httpd = ThreadingHTTPServer((host, port), Handler)
+        self.httpd.daemon_threads = True
+        self.url = f"http://{host}:{self.httpd.server_address[1]}/v1"
+        self._thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self._thread.start()
+
+    def _prompts(self, prompt: Any) -> list[list[int]]:
+        tok = self.policy.tokenizer
+        if isinstance(prompt, str):
+            return [tok.encode(prompt, add_special_tokens=False)]
+        if isinstance(prompt, list) and prompt and all(isinstance(x, int) for x in prompt):
+            return [list(prompt)]
+        if isinstance(prompt, list) and prompt:
+            out = []
+            for p in prompt:
+                if isinstance(p, str):
+                    out.append(tok.encode(p, add_special_tokens=False))
+                elif isinstance(p, list) and all(isinstance(x, int) for x in p):
+                    out.append(list(p))
+                else:
+                    raise ValueError("each prompt must be a string or a list of token ids")
+            return out
+        raise ValueError("'prompt' must be a string, token ids, or a non-empty list of them")
+
+    def complete(self, body: dict[str, Any]) -> dict[str, Any]:
+        if body.get("n", 1) != 1:
+            raise ValueError("only n=1 is supported")
+        prompts = self._prompts(body["prompt"])
+        stop = body.get("stop") or ()
+        params = SamplingParams(
+            max_new_tokens=int(body.get("max_tokens", 16)),
+            temperature=float(body.get("temperature", 1.0)),
+            top_p=float(body.get("top_p", 1.0)),
+            top_k=max(0, int(body.get("top_k", 0) or 0)),
+            stop=(stop,) if isinstance(stop, str) else tuple(stop),
+            seed=body.get("seed"),
+            ignore_eos=bool(body.get("ignore_eos", False)),
+        )
+        with self._lock:
+            outs = self.policy.generate_batch(prompts, params)
+        as_ids = bool(body.get("return_tokens_as_token_ids"))
+        want_logprobs = body.get("logprobs") is not None
+        tok = self.policy.tokenizer
+        choices = []
+        for i, out in enumerate(outs):
+            choice: dict[str, Any] = {
+                "index": i,
+                "text": tok.decode(
+                    out.token_ids, skip_special_tokens=bool(body.get("skip_special_tokens", True))
+                ),
+                "finish_reason": out.finish_reason,
+                "logprobs": None,
+            }
+            if want_logprobs:
+                choice["logprobs"] = {
+                    "tokens": [
+                        f"token_id:{t}" if as_ids else tok.decode([t]) for t in out.token_ids
+                    ],
+                    "token_logprobs": out.logprobs,
+                }
+            choices.append(choice)
+        n_prompt = sum(len(p) for p in prompts)
+        n_out = sum(len(o.token_ids) for o in outs)
+        return {
+            "id": f"cmpl-{uuid.uuid4().hex}",
+            "object": "text_completion",
+            "created": int(time.time()),
+            "model": self.model_name,
+            "choices": choices,
+            "usage": {
+                "prompt_tokens": n_prompt,
+                "completion_tokens": n_out,
+                "total_tokens": n_prompt + n_out,
+            },
+        }
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+        self._thread.join(timeout=5)
+
+    def __enter__(self) -> CompletionServer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(
+        description="Serve a local causal LM as an OpenAI-compatible completions API."
+    )
+    parser.add_argument("model_dir")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=8000)
+    parser.add_argument("--name", default=None, help="model name reported by the API")
+    args = parser.parse_args(argv)
+    from agentspec.runtime.models import load_tiny
+    from agentspec.runtime.policies.hf import HFPolicy
+
+    model, tokenizer = load_tiny(args.model_dir)
+    server = CompletionServer(
+        HFPolicy(model, tokenizer), args.name or args.model_dir, args.host, args.port
+    )
+    print(f"serving {args.model_dir} at {server.url}", flush=True)
+    try:
+        threading.Event().wait()
+    except KeyboardInterrupt:
+        server.close()
+
+
+if __name__ == "__main__":
+    main()

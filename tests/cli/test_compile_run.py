@@ -1,0 +1,85 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from agentspec.cli import app
+from agentspec.runtime.trajectory import read_jsonl
+
+ROOT = Path(__file__).resolve().parents[2]
+CALCULATOR = ROOT / "specs" / "calculator.yaml"
+runner = CliRunner()
+
+
+@pytest.fixture(autouse=True)
+def private_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AGENTSPEC_CACHE", str(tmp_path / "cache"))
+
+
+def test_compile_writes_module_and_manifest(tmp_path: Path) -> None:
+    result = runner.invoke(app, ["compile", str(CALCULATOR), "-o", str(tmp_path / "build")])
+    assert result.exit_code == 0, result.output
+    assert "calculator_spec.py" in result.output and "manifest.json" in result.output
+    manifest = json.loads((tmp_path / "build" / "manifest.json").read_text())
+    assert manifest["classes"]["flow"] == "CalculatorFlow"
+
+
+def test_compile_reports_an_invalid_spec(tmp_path: Path) -> None:
+    bad = ROOT / "tests" / "specs" / "invalid" / "name_unknown_state.yaml"
+    result = runner.invoke(app, ["compile", str(bad), "-o", str(tmp_path)])
+    assert result.exit_code == 1
+    assert "error[E402]" in result.output and "Traceback" not in result.output
+
+
+def test_run_oracle_succeeds_and_random_fails(tmp_path: Path) -> None:
+    out = tmp_path / "oracle"
+    result = runner.invoke(
+        app, ["run", str(CALCULATOR), "--policy", "oracle", "-n", "100", "--out", str(out)]
+    )
+    assert result.exit_code == 0, result.output
+    trajectories = list(read_jsonl(out / "trajectories.jsonl"))
+    assert len(trajectories) == 100
+    assert all(t.success for t in trajectories)
+    assert "success rate" in result.output and "1.000" in result.output
+
+    out = tmp_path / "random"
+    result = runner.invoke(
+        app, ["run", str(CALCULATOR), "--policy", "random", "-n", "30", "--out", str(out)]
+    )
+    assert result.exit_code == 0, result.output
+    trajectories = list(read_jsonl(out / "trajectories.jsonl"))
+    assert sum(bool(t.success) for t in trajectories) <= 1
+
+
+def test_run_scripted_policy_file(tmp_path: Path) -> None:
+    script = tmp_path / "script.txt"
+    script.write_text(
+        '<tool_call>{"name": "calculator", "arguments": {"expression": "1+1"}}</tool_call>\n<answer>2</answer>\n'
+    )
+    result = runner.invoke(
+        app,
+        [
+            "run",
+            str(CALCULATOR),
+            "--policy",
+            f"scripted:{script}",
+            "-n",
+            "3",
+            "--out",
+            str(tmp_path / "s"),
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    steps = [len(t.steps) for t in read_jsonl(tmp_path / "s" / "trajectories.jsonl")]
+    assert steps == [2, 2, 2]
+
+
+def test_run_bad_policy_is_a_usage_error(tmp_path: Path) -> None:
+    result = runner.invoke(
+        app, ["run", str(CALCULATOR), "--policy", "nonsense", "-n", "1", "--out", str(tmp_path)]
+    )
+    assert result.exit_code == 2
+    assert "unknown policy" in result.output

@@ -1,0 +1,77 @@
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agentspec.runtime import ChatTemplate, load_tokenizer
+
+from .helpers import corpus_texts
+
+CHAT = ChatTemplate()
+
+
+def test_saved_model_reloads_identically(tiny_dir: Path, tiny: Any) -> None:
+    import torch
+
+    from agentspec.runtime.models import load_tiny
+
+    model, tok = tiny
+    again, _ = load_tiny(tiny_dir)
+    ids = torch.tensor([tok.encode("What is 3+4?")])
+    assert torch.equal(model(input_ids=ids).logits, again(input_ids=ids).logits)
+    assert sum(p.numel() for p in model.parameters()) < 1_000_000
+    assert model.config.hidden_size == 64 and model.config.num_hidden_layers == 2
+    assert model.config.vocab_size == len(tok) <= 2048
+
+
+def test_tokenizer_round_trips_and_has_chatml(tiny: Any, tiny_dir: Path) -> None:
+    _, tok = tiny
+    messages = [
+        {"role": "system", "content": "Be brief."},
+        {"role": "user", "content": "Ünïcødé 3+4 ✓"},
+    ]
+    text = CHAT.render(messages)
+    ids = tok.encode(text, add_special_tokens=False)
+    assert tok.decode(ids) == text
+    assert tok.apply_chat_template(messages, tokenize=False, add_generation_prompt=True) == text
+    assert tok.convert_ids_to_tokens(tok.eos_token_id) == "<|im_end|>"
+    assert tok.convert_ids_to_tokens(tok.pad_token_id) == "<|endoftext|>"
+    assert ids.count(tok.convert_tokens_to_ids("<|im_start|>")) == 3
+    assert load_tokenizer(tiny_dir).encode(text) == ids
+    assert [tok.decode([i]) for i in tok.encode("x 2026", add_special_tokens=False)][-4:] == list(
+        "2026"
+    )
+
+
+def test_builder_is_deterministic(tmp_path: Path) -> None:
+    import torch
+
+    from agentspec.runtime.models import TinyModelConfig, build_tiny
+
+    texts = corpus_texts()[:200]
+    m1, t1 = build_tiny(texts, vocab_size=512, seed=3)
+    m2, t2 = build_tiny(texts, tmp_path, vocab_size=512, seed=3)
+    m3, _ = build_tiny(texts, vocab_size=512, seed=4)
+    assert t1.get_vocab() == t2.get_vocab()
+    s1, s2, s3 = m1.state_dict(), m2.state_dict(), m3.state_dict()
+    assert all(torch.equal(s1[k], s2[k]) for k in s1)
+    assert not all(torch.equal(s1[k], s3[k]) for k in s1)
+    llama, _ = build_tiny(texts, vocab_size=512, config=TinyModelConfig(arch="llama"))
+    assert type(llama).__name__ == "LlamaForCausalLM"
+    with pytest.raises(ValueError, match="unknown arch"):
+        build_tiny(texts, vocab_size=512, config=TinyModelConfig(arch="gpt9"))
+
+
+def test_auto_tokenizer_encodes_like_tokenizer_json(tiny_dir: Path) -> None:
+    """transformers' AutoTokenizer (a rebuilt Qwen2Tokenizer) and the torch-free loader agree."""
+    from transformers import AutoTokenizer
+
+    auto = AutoTokenizer.from_pretrained(str(tiny_dir))
+    bare = load_tokenizer(tiny_dir)
+    for text in [
+        CHAT.render([{"role": "user", "content": "What is 12+345?"}]),
+        "Ünïcødé   spaces\t\ttabs\n\n\nnewlines it's we'll ✓ 日本語 ＡＢＣ ①② <tool_call>{}</tool_call>",
+    ]:
+        assert auto.encode(text, add_special_tokens=False) == bare.encode(text)
