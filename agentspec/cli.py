@@ -194,10 +194,10 @@ def run(
     )
     task_tokenizer = None
     if policy == "oracle" or policy.split(":")[0] in ("random", "scripted"):
-        from agentspec.compiler.codegen import cache_dir, spec_sha256
+        from agentspec.compiler.codegen import cache_dir, cache_key
         from agentspec.runtime.task_text import task_tokenizer as build_task_tokenizer
 
-        directory = cache_dir() / spec_sha256(spec)[:16] / "tokenizer"
+        directory = cache_dir() / cache_key(spec)[:16] / "tokenizer"
         task_tokenizer = build_task_tokenizer(module, samples[:2000], directory)
     with Progress(console=console, transient=True) as progress:
         task = progress.add_task(f"{module.SPEC_NAME}: {policy}", total=len(chosen))
@@ -229,6 +229,139 @@ def run(
     out_dir.mkdir(parents=True, exist_ok=True)
     write_jsonl(out_dir / "trajectories.jsonl", trajectories)
     typer.echo(f"trajectories: {out_dir / 'trajectories.jsonl'}")
+
+
+@app.command()
+def train(
+    spec: Annotated[Path, typer.Argument(help="The spec to train.", exists=True, dir_okay=False)],
+    algorithm: Annotated[
+        str | None,
+        typer.Option(help="ppo, steppo, grpo, rloo, gigpo, token_gae, reinforce or opd."),
+    ] = None,
+    set_: Annotated[
+        list[str] | None,
+        typer.Option("--set", help="Override a training setting: KEY=VALUE (repeatable)."),
+    ] = None,
+    out: Annotated[
+        Path | None, typer.Option(help="Run directory (default runs/NAME-ALGORITHM).")
+    ] = None,
+    resume: Annotated[
+        bool, typer.Option(help="Continue from the run directory's latest checkpoint.")
+    ] = False,
+    backend: Annotated[
+        str | None, typer.Option(help="local or verl (default: the spec's).")
+    ] = None,
+) -> None:
+    """Train a policy on a spec (settings from its `training` section, overridable with --set)."""
+    from agentspec.compiler.diagnostics import SpecError
+    from agentspec.runtime.backends.local.config import ConfigError, parse_overrides
+
+    try:
+        overrides = parse_overrides(set_ or [])
+    except ConfigError as exc:
+        raise _fail(str(exc), code=2) from None
+    if algorithm is not None:
+        overrides["algorithm"] = algorithm
+    if backend is not None:
+        overrides["backend"] = backend
+    try:
+        from agentspec.compiler.codegen import import_spec
+
+        module = import_spec(spec)
+    except SpecError as exc:
+        raise _report_spec_error(exc) from None
+    chosen_backend = overrides.get("backend", module.TRAINING["backend"])
+    name = f"{module.SPEC_NAME}-{overrides.get('algorithm', module.TRAINING['algorithm'])}"
+    run_dir = out or Path("runs") / name
+    if chosen_backend == "verl":
+        from agentspec.runtime.backends.verl.launcher import train_verl
+
+        overrides.pop("backend", None)
+        path = train_verl(spec, run_dir, {k: str(v) for k, v in overrides.items()}, None)
+        typer.echo(f"run directory: {path}")
+        return
+    _train_local(spec, run_dir, overrides, resume)
+
+
+def _train_local(spec: Path, run_dir: Path, overrides: dict[str, object], resume: bool) -> None:
+    from rich.console import Console
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from agentspec.runtime.backends.local import ConfigError, TrainingInterrupted
+    from agentspec.runtime.backends.local import train as run_training
+    from agentspec.stdlib.data import DataError
+
+    console = Console(stderr=True)
+    columns = (
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        TextColumn("{task.completed}/{task.total}"),
+        TextColumn(
+            "success {task.fields[success]}  reward {task.fields[reward]}  {task.fields[tps]} tok/s"
+        ),
+        TimeElapsedColumn(),
+    )
+    with Progress(*columns, console=console) as progress:
+        task = progress.add_task("training", total=None, success="-", reward="-", tps="-")
+
+        def report(iteration: int, record: dict[str, float]) -> None:
+            success = record.get("eval/success", record.get("rollout/success"))
+            progress.update(
+                task,
+                completed=iteration,
+                success=f"{success:.2f}" if success is not None else "-",
+                reward=f"{record.get('rollout/reward', float('nan')):.2f}",
+                tps=f"{record.get('perf/tokens_per_s', 0):.0f}",
+            )
+
+        try:
+            from agentspec.compiler.codegen import import_spec
+
+            total = overrides.get("iterations", import_spec(spec).TRAINING["iterations"])
+            progress.update(task, total=int(str(total)))
+            path = run_training(spec, run_dir, overrides, resume=resume, progress=report)
+        except ConfigError as exc:
+            raise _fail(str(exc), code=2) from None
+        except DataError as exc:
+            raise _fail(str(exc)) from None
+        except TrainingInterrupted as exc:
+            typer.echo(
+                f"interrupted: checkpoint saved at {exc.path}; continue with --resume", err=True
+            )
+            raise typer.Exit(130) from None
+    typer.echo(f"run directory: {path}")
+    typer.echo(f"plots: {path / 'plots'}")
+
+
+@app.command(name="eval")
+def eval_command(
+    spec: Annotated[
+        Path, typer.Argument(help="The spec to evaluate on.", exists=True, dir_okay=False)
+    ],
+    checkpoint: Annotated[
+        Path, typer.Option(help="A checkpoint or run directory (latest checkpoint).")
+    ],
+    episodes: Annotated[
+        int, typer.Option("-n", "--episodes", min=1, help="Held-out episodes.")
+    ] = 200,
+    temperature: Annotated[float, typer.Option(min=0.0, help="0 for greedy decoding.")] = 0.0,
+) -> None:
+    """Evaluate a checkpoint on held-out samples; print the per-component table of `run`."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from agentspec.runtime.backends.local.evaluation import evaluate_checkpoint
+
+    try:
+        summary = evaluate_checkpoint(spec, checkpoint, episodes, temperature)
+    except FileNotFoundError as exc:
+        raise _fail(str(exc)) from None
+    table = Table(title=f"{spec.name} · {checkpoint} · {summary.episodes} episodes")
+    table.add_column("metric")
+    table.add_column("value", justify="right")
+    for name, value in summary.rows():
+        table.add_row(name, value)
+    Console().print(table)
 
 
 def main() -> None:

@@ -6,6 +6,7 @@ import hashlib
 import importlib.util
 import sys
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 from types import ModuleType
 
@@ -59,9 +60,25 @@ def cache_dir() -> Path:
     return Path(os.environ.get("AGENTSPEC_CACHE", Path.home() / ".cache" / "agentspec"))
 
 
+@cache
+def compiler_fingerprint() -> str:
+    """A hash of the code generator itself: a cached module from another
+    version of the generator is never reused."""
+    package = Path(__file__).parent
+    digest = hashlib.sha256(__version__.encode())
+    for name in ("lower.py", "emit.py", "codegen.py", "templates/module.py.j2"):
+        digest.update((package / name).read_bytes())
+    return digest.hexdigest()
+
+
+def cache_key(path: str | Path) -> str:
+    """The cache key of a spec: its bytes and the generator that compiles them."""
+    return hashlib.sha256((spec_sha256(path) + compiler_fingerprint()).encode()).hexdigest()
+
+
 def import_spec(path: str | Path) -> ModuleType:
-    """Compile into the cache (keyed by the spec's hash) and import the module."""
-    digest = spec_sha256(path)
+    """Compile into the cache (keyed by the spec and the generator) and import the module."""
+    digest = cache_key(path)
     compiled = None
     target = cache_dir() / digest[:16]
     modules = list(target.glob("*_spec.py")) if target.is_dir() else []

@@ -267,7 +267,7 @@ class TrainingSpec(Section):
     algorithm: Algorithm = Field("steppo", description="Training algorithm.")
     model: str = Field(
         "builtin:tiny",
-        description="`builtin:tiny` (built on the machine) or a local Hugging Face checkpoint directory.",
+        description="`builtin:tiny` or `builtin:small` (a model and tokenizer built on the machine from the task's text) or a local Hugging Face checkpoint directory.",
     )
     teacher: str | None = Field(None, description="Teacher checkpoint for `opd`.")
     seed: int = Field(0, description="Random seed.")
@@ -275,11 +275,47 @@ class TrainingSpec(Section):
     prompts_per_iteration: int = Field(8, ge=1, description="Distinct samples per iteration.")
     group_size: int = Field(4, ge=1, description="Episodes per sample (GRPO/RLOO/GiGPO groups).")
     epochs: int = Field(2, ge=1, description="Passes over each batch of rollouts.")
-    minibatch_size: int = Field(16, ge=1, description="Rows per gradient step.")
+    minibatch_size: int = Field(16, ge=1, description="Episodes per gradient step.")
     learning_rate: float = Field(1e-3, gt=0, description="AdamW learning rate.")
     gamma: float = Field(1.0, ge=0, le=1, description="Discount between steps.")
     lam: float = Field(0.95, ge=0, le=1, description="GAE λ.")
-    clip_ratio: float = Field(0.2, gt=0, description="PPO / StepPO clip range ε.")
+    clip_ratio: float = Field(
+        0.2,
+        gt=0,
+        lt=1,
+        description="Clip range ε of token-level ratios (ppo, grpo, rloo, gigpo, token_gae, opd).",
+    )
+    step_clip_ratio: float = Field(
+        0.2,
+        gt=0,
+        lt=1,
+        description="Clip range ε of StepPO's per-step ratio (the geometric mean of a step's token ratios).",
+    )
+    value_coef: float = Field(0.5, ge=0, description="Weight of the critic's value loss.")
+    critic_learning_rate: float = Field(
+        1e-3, gt=0, description="AdamW learning rate of the critic (GAE algorithms)."
+    )
+    max_grad_norm: float = Field(1.0, gt=0, description="Gradient clipping norm.")
+    omega: float = Field(
+        1.0, ge=0, description="GiGPO's weight of the step-level (anchor-group) advantage."
+    )
+    opd_beta: float = Field(
+        1.0,
+        gt=0,
+        description="OPD: β of the per-token advantage −β (log π_student − log π_teacher).",
+    )
+    opd_task_weight: float = Field(
+        0.0,
+        ge=0,
+        description="OPD: weight of the task-reward advantage added to the distillation advantage (0 = pure distillation).",
+    )
+    warm_start_batch: int = Field(
+        16, ge=1, description="Oracle episodes per behaviour-cloning step."
+    )
+    warm_start_lr: float = Field(3e-3, gt=0, description="Learning rate of behaviour cloning.")
+    checkpoint_every: int = Field(10, ge=1, description="Iterations between checkpoints.")
+    trace_samples: int = Field(16, ge=0, description="Trajectories saved per evaluation (traces/).")
+
     kl_coef: float = Field(
         0.0, ge=0, description="Weight of the KL penalty to the reference policy."
     )

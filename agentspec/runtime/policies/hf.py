@@ -72,11 +72,11 @@ class HFPolicy(BatchingPolicy):
             mask[i, width - len(p) :] = 1
         ids, mask = ids.to(dev), mask.to(dev)
         positions = (mask.cumsum(-1) - 1).clamp(min=0)
-        gen = torch.Generator(device=dev)
+        # Unseeded requests draw from torch's global generator, so a caller that
+        # seeds torch (the trainer) gets reproducible rollouts.
+        gen: torch.Generator | None = None
         if params.seed is not None:
-            gen.manual_seed(params.seed)
-        else:
-            gen.seed()
+            gen = torch.Generator(device=dev).manual_seed(params.seed)
 
         out = self.model(input_ids=ids, attention_mask=mask, position_ids=positions, use_cache=True)
         past = out.past_key_values
@@ -125,7 +125,7 @@ class HFPolicy(BatchingPolicy):
 
     @staticmethod
     def _sample(
-        logits: torch.Tensor, params: SamplingParams, gen: torch.Generator
+        logits: torch.Tensor, params: SamplingParams, gen: torch.Generator | None
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """Choose one token per row; return it and its log-prob under ``logits / T``."""
         if params.temperature <= 0:

@@ -41,6 +41,17 @@ TRAINING = {
     "gamma": 1.0,
     "lam": 0.95,
     "clip_ratio": 0.2,
+    "step_clip_ratio": 0.2,
+    "value_coef": 0.5,
+    "critic_learning_rate": 0.001,
+    "max_grad_norm": 1.0,
+    "omega": 1.0,
+    "opd_beta": 1.0,
+    "opd_task_weight": 0.0,
+    "warm_start_batch": 16,
+    "warm_start_lr": 0.003,
+    "checkpoint_every": 10,
+    "trace_samples": 16,
     "kl_coef": 0.0,
     "entropy_coef": 0.0,
     "temperature": 1.0,
@@ -211,6 +222,7 @@ def load_samples(split: str | None = None, limit: int | None = None) -> list[dic
     return samples
 
 
+DATA_SOURCE = "jsonl:data/shop_goals.jsonl"
 EVAL_SPLIT = None
 ORACLE = (
     template("search[{{ sample.goal }}]"),

@@ -42,6 +42,17 @@ TRAINING = {
     "gamma": 0.99,
     "lam": 0.95,
     "clip_ratio": 0.2,
+    "step_clip_ratio": 0.2,
+    "value_coef": 0.5,
+    "critic_learning_rate": 0.001,
+    "max_grad_norm": 1.0,
+    "omega": 1.0,
+    "opd_beta": 1.0,
+    "opd_task_weight": 0.0,
+    "warm_start_batch": 16,
+    "warm_start_lr": 0.003,
+    "checkpoint_every": 10,
+    "trace_samples": 16,
     "kl_coef": 0.0,
     "entropy_coef": 0.0,
     "temperature": 1.0,
@@ -137,6 +148,7 @@ def load_samples(split: str | None = None, limit: int | None = None) -> list[dic
     return samples
 
 
+DATA_SOURCE = "jsonl:textworld/games.jsonl"
 EVAL_SPLIT = None
 ORACLE_WALKTHROUGH = True
 

@@ -1,0 +1,1 @@
+"""Training backends: `local` (torch on this machine) and `verl` (Ray, FSDP, vLLM)."""

@@ -1,0 +1,94 @@
+"""The models a run trains or consults: policy, critic, reference, teacher.
+
+`builtin:tiny` / `builtin:small` build a tokenizer from the task's own text
+and a small random transformer for it (no downloads); anything else is a
+local Hugging Face checkpoint directory. The critic is a separate copy of
+the policy's backbone with a scalar head: V(s) is read at the last token of
+what the model saw before acting.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import torch
+from torch import nn
+
+from agentspec.runtime.models import TinyModelConfig, build_tiny_model
+from agentspec.runtime.task_text import task_tokenizer
+
+BUILTIN_SHAPES = {
+    "tiny": TinyModelConfig(
+        hidden_size=64, num_layers=2, num_heads=4, num_kv_heads=2, intermediate_size=256
+    ),
+    "small": TinyModelConfig(
+        hidden_size=128, num_layers=4, num_heads=4, num_kv_heads=2, intermediate_size=512
+    ),
+}
+
+
+def load_policy(
+    name: str,
+    module: ModuleType,
+    samples: Sequence[Mapping[str, Any]],
+    tokenizer_dir: Path,
+    seed: int,
+) -> tuple[Any, Any]:
+    """(model, tokenizer) for `training.model`."""
+    if name.startswith("builtin:"):
+        shape = name.removeprefix("builtin:")
+        if shape not in BUILTIN_SHAPES:
+            raise ValueError(
+                f"unknown builtin model {name!r}; use builtin:{' or builtin:'.join(BUILTIN_SHAPES)}"
+            )
+        tokenizer = task_tokenizer(module, samples, tokenizer_dir)
+        return build_tiny_model(tokenizer, BUILTIN_SHAPES[shape], seed=seed).train(), tokenizer
+    return load_checkpoint(name)
+
+
+def load_checkpoint(directory: str | Path) -> tuple[Any, Any]:
+    """A Hugging Face checkpoint directory: (model, tokenizer)."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    path = Path(directory)
+    if not (path / "config.json").is_file():
+        raise FileNotFoundError(f"{path} is not a Hugging Face checkpoint (no config.json)")
+    tokenizer = AutoTokenizer.from_pretrained(path)
+    model = AutoModelForCausalLM.from_pretrained(path, torch_dtype=torch.float32)
+    return model.train(), tokenizer
+
+
+class ValueModel(nn.Module):
+    """A transformer backbone with a scalar head: one value per position."""
+
+    def __init__(self, backbone: nn.Module, hidden_size: int):
+        super().__init__()
+        self.backbone = backbone
+        self.head = nn.Linear(hidden_size, 1)
+        nn.init.zeros_(self.head.weight)
+        nn.init.zeros_(self.head.bias)
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        hidden = self.backbone(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+        values: torch.Tensor = self.head(hidden.float()).squeeze(-1)
+        return values
+
+
+def build_critic(policy: Any) -> ValueModel:
+    """A critic that starts from the policy's backbone (its own copy)."""
+    backbone = copy.deepcopy(
+        policy.get_decoder() if hasattr(policy, "get_decoder") else policy.model
+    )
+    return ValueModel(backbone, policy.config.hidden_size).train()
+
+
+def frozen_copy(model: Any) -> Any:
+    """A frozen copy (the reference policy for the KL penalty)."""
+    ref = copy.deepcopy(model).eval()
+    for parameter in ref.parameters():
+        parameter.requires_grad_(False)
+    return ref

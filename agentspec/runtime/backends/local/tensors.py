@@ -1,0 +1,129 @@
+"""From trajectories to tensors: packed rows for the forward pass, step rows for the math.
+
+The model runs on *rows* (`training_rows`: a whole append-only episode packed
+into one sequence, or one step per row), which is where the compute is. The
+algorithms run on *steps* (`StepBatch`: one row per agent turn, `(n, T)` over
+the turn's response tokens). `StepIndex` maps one onto the other: for each
+step, which row its tokens are in and at which positions — so log-probs
+computed on packed rows are gathered into step rows with gradients intact.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+from agentspec.runtime.trajectory import Step, TrainingRow, Trajectory, training_rows
+
+
+@dataclass
+class StepRef:
+    """Where one step's response tokens are."""
+
+    traj: int  # index into the trajectory list
+    row: int  # index into the row list
+    positions: list[int]  # positions of the response tokens in the row
+    step: Step
+
+
+@dataclass
+class Rollout:
+    trajectories: list[Trajectory]
+    rows: list[TrainingRow]
+    row_traj: list[int]
+    steps: list[StepRef]
+
+    @property
+    def width(self) -> int:
+        return max((len(ref.positions) for ref in self.steps), default=0)
+
+
+def build_rollout(trajectories: Sequence[Trajectory], pack: bool) -> Rollout:
+    rows: list[TrainingRow] = []
+    row_traj: list[int] = []
+    steps: list[StepRef] = []
+    for t, traj in enumerate(trajectories):
+        by_index = {step.index: step for step in traj.steps}
+        for row in training_rows(traj, pack=pack):
+            r = len(rows)
+            rows.append(row)
+            row_traj.append(t)
+            for index in row.step_indices:
+                positions = [p for p, s in enumerate(row.token_steps) if s == index]
+                steps.append(StepRef(t, r, positions, by_index[index]))
+    return Rollout(list(trajectories), rows, row_traj, steps)
+
+
+def pad_rows(rows: Sequence[TrainingRow], pad_id: int) -> tuple[Tensor, Tensor]:
+    """Right-padded `input_ids` and `attention_mask`, shape `(B, L)`."""
+    width = max(len(r.input_ids) for r in rows)
+    ids = torch.full((len(rows), width), pad_id, dtype=torch.long)
+    mask = torch.zeros((len(rows), width), dtype=torch.long)
+    for i, row in enumerate(rows):
+        ids[i, : len(row.input_ids)] = torch.tensor(row.input_ids)
+        mask[i, : len(row.input_ids)] = 1
+    return ids, mask
+
+
+@dataclass
+class StepIndex:
+    """Gather indices from a `(B, L)` per-position tensor into `(n, T)` step rows.
+
+    `row (n, T)` and `pos (n, T)` address each step's response tokens;
+    `mask (n, T)` is True on real tokens. `state_pos (n,)` is the position of
+    the last prompt token before the step's first response token: where the
+    critic reads V(state before the step).
+    """
+
+    row: Tensor
+    pos: Tensor
+    mask: Tensor
+    state_pos: Tensor
+
+    @staticmethod
+    def of(refs: Sequence[StepRef], row_of: dict[int, int], width: int) -> StepIndex:
+        n = len(refs)
+        row = torch.zeros((n, width), dtype=torch.long)
+        pos = torch.zeros((n, width), dtype=torch.long)
+        mask = torch.zeros((n, width), dtype=torch.bool)
+        state_pos = torch.zeros(n, dtype=torch.long)
+        for i, ref in enumerate(refs):
+            k = len(ref.positions)
+            row[i, :] = row_of[ref.row]
+            pos[i, :k] = torch.tensor(ref.positions, dtype=torch.long)
+            mask[i, :k] = True
+            state_pos[i] = ref.positions[0] - 1 if ref.positions else 0
+        return StepIndex(row, pos, mask, state_pos)
+
+    def tokens(self, per_position: Tensor) -> Tensor:
+        """`(B, L, …)` → `(n, T, …)` at the response tokens (zeros off the mask)."""
+        gathered = per_position[self.row, self.pos]
+        mask = self.mask.view(*self.mask.shape, *([1] * (gathered.dim() - 2)))
+        return gathered * mask
+
+    def states(self, per_position: Tensor) -> Tensor:
+        """`(B, L)` → `(n,)` at each step's state position."""
+        return per_position[self.row[:, 0], self.state_pos]
+
+
+def token_log_probs(
+    model: torch.nn.Module, ids: Tensor, mask: Tensor, temperature: float, with_logits: bool = False
+) -> tuple[Tensor, Tensor | None]:
+    """log π(x_p | x_<p) at every position p ≥ 1 (position 0 gets 0), shape `(B, L)`.
+
+    Logits are divided by the sampling temperature, so the log-probs match what
+    the sampler recorded. Also returns the shifted logits `(B, L, V)` when asked
+    (entropy, distillation).
+    """
+    logits = model(input_ids=ids, attention_mask=mask).logits.float()
+    if temperature > 0:
+        logits = logits / temperature
+    shifted = logits[:, :-1]
+    logp = torch.log_softmax(shifted, dim=-1).gather(-1, ids[:, 1:, None])[..., 0]
+    logp = F.pad(logp, (1, 0))
+    aligned = F.pad(shifted, (0, 0, 1, 0)) if with_logits else None
+    return logp, aligned
