@@ -99,8 +99,10 @@ class RunLog:
             "success.png": ("success", ["rollout/success", "eval/success"]),
             "reward_components.png": (
                 "reward per episode",
-                ["rollout/reward"]
-                + sorted({k for r in records for k in r if k.startswith("reward/")}),
+                [
+                    "rollout/reward",
+                    *sorted({k for r in records for k in r if k.startswith("reward/")}),
+                ],
             ),
             "kl_entropy.png": (
                 "policy statistics",

@@ -285,7 +285,9 @@ def build_models(
                 f"algorithm {cfg.algorithm!r} needs `training.teacher` (a checkpoint directory)"
             )
         teacher = frozen_copy(load_checkpoint(cfg.teacher)[0])
-    optimizers = {"policy": torch.optim.AdamW(policy.parameters(), lr=cfg.learning_rate)}
+    optimizers: dict[str, torch.optim.Optimizer] = {
+        "policy": torch.optim.AdamW(policy.parameters(), lr=cfg.learning_rate)
+    }
     if critic is not None:
         optimizers["critic"] = torch.optim.AdamW(critic.parameters(), lr=cfg.critic_learning_rate)
     return Models(policy, tokenizer, critic, reference, teacher, optimizers)
