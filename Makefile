@@ -14,7 +14,7 @@ $(VENV)/.installed: pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
 	$(PIP) install -q torch==2.13.0
-	$(PIP) install -q -c constraints.txt -e '.[dev,train,verl]'
+	$(PIP) install -q -c constraints.txt -e '.[dev,train,verl,recipes]'
 	touch $@
 
 test: venv

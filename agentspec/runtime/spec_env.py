@@ -371,6 +371,10 @@ class EnvironmentAdapter:
     async def close(self) -> None:
         return None
 
+    def walkthrough(self, sample: Mapping[str, Any]) -> list[str]:
+        """Commands that solve the sample's game (the `walkthrough` oracle), if known."""
+        raise NotImplementedError
+
 
 class SpecAdapterEnv(SpecEnvMixin, AgentEnv):
     """A spec driving an external environment through an adapter.

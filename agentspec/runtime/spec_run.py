@@ -77,10 +77,14 @@ def episode_script(
     """The turns of one episode for `oracle` and `scripted:FILE`, else None."""
     kind, _, location = policy.partition(":")
     if kind == "oracle":
-        if not hasattr(module, "oracle_actions"):
-            raise PolicyError("this spec has no `oracle` list of actions")
-        oracle_actions = module.oracle_actions
-        return lambda sample: list(oracle_actions(dict(sample)))
+        if hasattr(module, "oracle_actions"):
+            oracle_actions = module.oracle_actions
+            return lambda sample: list(oracle_actions(dict(sample)))
+        if hasattr(module, "ORACLE_HOOK"):
+            return hook_script(module.ORACLE_HOOK)
+        if getattr(module, "ORACLE_WALKTHROUGH", False):
+            return walkthrough_script(module)
+        raise PolicyError("this spec has no `oracle`")
     if kind == "scripted":
         path = Path(location)
         if not path.is_file():
@@ -91,6 +95,47 @@ def episode_script(
         turns = [line.replace("\\n", "\n") for line in lines]
         return lambda sample: list(turns)
     return None
+
+
+def hook_script(target: str) -> Callable[[Mapping[str, Any]], list[str]]:
+    """The turns of an `oracle: {hook: module:attr}`: the hook, called with the
+    sample, returns the episode's actions in order."""
+    import importlib
+
+    module_name, _, attribute = target.partition(":")
+    try:
+        hook: Any = importlib.import_module(module_name)
+        for part in attribute.split("."):
+            hook = getattr(hook, part)
+    except (ImportError, AttributeError) as exc:
+        raise PolicyError(f"cannot load the oracle hook {target!r}: {exc}") from None
+    if not callable(hook):
+        raise PolicyError(f"the oracle hook {target!r} is not callable")
+
+    def script(sample: Mapping[str, Any]) -> list[str]:
+        turns = hook(dict(sample))
+        if isinstance(turns, str) or not all(isinstance(t, str) for t in turns):
+            raise PolicyError(f"the oracle hook {target!r} must return a list of actions")
+        return list(turns)
+
+    return script
+
+
+def walkthrough_script(module: ModuleType) -> Callable[[Mapping[str, Any]], list[str]]:
+    """The turns of `oracle: {walkthrough: true}`: the environment adapter's
+    walkthrough of the sample's game."""
+    env_class = module.ENV_CLASS
+    if not hasattr(env_class, "make_adapter"):
+        raise PolicyError("a walkthrough oracle needs an `environment` adapter")
+    adapter = env_class.make_adapter()
+
+    def script(sample: Mapping[str, Any]) -> list[str]:
+        try:
+            return list(adapter.walkthrough(dict(sample)))
+        except NotImplementedError:
+            raise PolicyError(f"the {type(adapter).__name__} adapter has no walkthrough") from None
+
+    return script
 
 
 def make_policy(

@@ -14,6 +14,9 @@ from agentspec.runtime.spec_env import EnvironmentAdapter
 
 ADAPTERS: dict[str, Callable[..., EnvironmentAdapter]] = {}
 
+# Modules whose import registers adapters (imported when a name is not found).
+ADAPTER_MODULES = ("agentspec.stdlib.textworld",)
+
 
 def register_adapter(
     name: str,
@@ -37,6 +40,9 @@ def make_adapter(name: str, config: Mapping[str, Any]) -> EnvironmentAdapter:
         adapter = target(**config)
     else:
         kind = name.split(":", 1)[0]
+        if kind not in ADAPTERS:
+            for module in ADAPTER_MODULES:
+                importlib.import_module(module)
         if kind not in ADAPTERS:
             known = ", ".join(sorted(ADAPTERS)) or "none installed"
             raise ValueError(f"unknown environment adapter {name!r}; known: {known}")

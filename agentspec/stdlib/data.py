@@ -44,7 +44,19 @@ def register_generator(name: str) -> Callable[[Generator], Generator]:
     return decorate
 
 
+# Modules whose import registers generators (imported when a name is not found).
+GENERATOR_MODULES = ("agentspec.stdlib.webshop", "agentspec.stdlib.papers")
+
+
+def _load_generator_modules() -> None:
+    import importlib
+
+    for module in GENERATOR_MODULES:
+        importlib.import_module(module)
+
+
 def available_generators() -> list[str]:
+    _load_generator_modules()
     return sorted(_GENERATORS)
 
 
@@ -73,6 +85,8 @@ def load_samples(
     params = dict(params or {})
     if kind == "generator":
         if location not in _GENERATORS:
+            _load_generator_modules()
+        if location not in _GENERATORS:
             known = ", ".join(available_generators())
             raise DataError(f"unknown generator {location!r}; known generators: {known}")
         rows: Iterator[Sample] = _GENERATORS[location](split=split, **params)
@@ -81,6 +95,9 @@ def load_samples(
     elif kind == "parquet":
         rows = _parquet(resolve_path(location, base_dir))
     elif kind == "hf":
+        if DATA_ENV in location or location.startswith((".", "/", "~")):
+            # A local dataset folder (files or a saved dataset) instead of a hub id.
+            location = str(resolve_path(location, base_dir))
         rows = _huggingface(location, split, params)
     else:
         raise DataError(

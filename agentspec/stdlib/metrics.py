@@ -9,8 +9,10 @@ from __future__ import annotations
 import re
 import string
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
+
+from agentspec.stdlib.library import register
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
 _PUNCTUATION = set(string.punctuation)
@@ -55,3 +57,44 @@ def f1_at_all(retrieved: Iterable[Any], relevant: Iterable[Any]) -> float:
         return 0.0
     precision, recall = hits / len(got), hits / len(want)
     return 2 * precision * recall / (precision + recall)
+
+
+def recall(retrieved: Iterable[Any], relevant: Iterable[Any]) -> float:
+    """Share of the relevant set that was retrieved (1.0 when nothing is relevant)."""
+    got, want = set(retrieved), set(relevant)
+    if not want:
+        return 1.0
+    return len(got & want) / len(want)
+
+
+def numeric_match(prediction: Any, truth: Any, tolerance: float = 1e-6) -> float:
+    """1.0 when two answers denote the same number, else 0.0.
+
+    Both sides go through `number`, so a GSM8K reference answer (`... #### 1,234`)
+    compares equal to a model's `1234`, `1,234.0` or `$1234`. A missing number on
+    either side is a mismatch.
+    """
+    from agentspec.stdlib.text import number
+
+    pred, gold = number(prediction), number(truth)
+    if pred is None or gold is None:
+        return 0.0
+    return float(abs(pred - gold) <= tolerance * max(1.0, abs(gold)))
+
+
+# The metrics as `impl: stdlib:NAME` functions (factories over a spec's `config`).
+
+
+@register("numeric_match")
+def _numeric_match_function(tolerance: float = 1e-6) -> Callable[[Any, Any], float]:
+    return lambda prediction, truth: numeric_match(prediction, truth, tolerance)
+
+
+@register("f1_at_all")
+def _f1_at_all_function() -> Callable[[Iterable[Any], Iterable[Any]], float]:
+    return f1_at_all
+
+
+@register("recall")
+def _recall_function() -> Callable[[Iterable[Any], Iterable[Any]], float]:
+    return recall

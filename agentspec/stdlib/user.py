@@ -24,14 +24,13 @@ class FunctionLoadError(ImportError):
 def resolve(impl: str, config: Mapping[str, Any]) -> Callable[..., Any]:
     """The callable an `impl` string names (built from `config` if given)."""
     if impl.startswith("stdlib:"):
-        from agentspec.stdlib.library import LIBRARY
+        from agentspec.stdlib.library import load_library, lookup
 
         name = impl.removeprefix("stdlib:")
-        if name not in LIBRARY:
-            raise FunctionLoadError(
-                f"unknown stdlib function {name!r}; known: {', '.join(sorted(LIBRARY)) or 'none'}"
-            )
-        factory = LIBRARY[name]
+        factory = lookup(name)
+        if factory is None:
+            known = ", ".join(sorted(load_library())) or "none"
+            raise FunctionLoadError(f"unknown stdlib function {name!r}; known: {known}")
         return factory(**config)
     module_name, _, attribute = impl.partition(":")
     try:

@@ -16,7 +16,10 @@ from agentspec.compiler.codegen import compile_spec, write_compiled
 
 ROOT = Path(__file__).resolve().parents[2]
 GOLDEN = ROOT / "tests" / "golden" / "codegen"
-SPECS = [ROOT / "specs" / "calculator.yaml", *sorted((ROOT / "tests/specs/valid").glob("*.yaml"))]
+SPECS = [
+    *sorted((ROOT / "specs").glob("*.yaml")),
+    *sorted((ROOT / "tests/specs/valid").glob("*.yaml")),
+]
 
 
 def relative(path: Path) -> Path:

@@ -1,0 +1,56 @@
+"""The BM25 index is built once per corpus and then loaded from disk."""
+
+from __future__ import annotations
+
+import shutil
+import time
+from pathlib import Path
+
+from agentspec.stdlib.retrieval import BM25Index, bm25
+
+
+def test_second_open_loads_the_cached_index(recipe_environment: Path, tmp_path: Path) -> None:
+    corpus = recipe_environment / "hotpotqa" / "corpus.jsonl"
+    cache = tmp_path / "cache"
+    start = time.perf_counter()
+    first = BM25Index.open(corpus, cache=cache)
+    build_seconds = time.perf_counter() - start
+    assert first.built
+    saved = {p.name: p.stat().st_mtime_ns for p in first.directory.iterdir()}
+
+    start = time.perf_counter()
+    second = BM25Index.open(corpus, cache=cache)
+    load_seconds = time.perf_counter() - start
+    assert not second.built  # loaded, not rebuilt
+    assert second.directory == first.directory
+    assert {p.name: p.stat().st_mtime_ns for p in second.directory.iterdir()} == saved
+    assert load_seconds < build_seconds
+    # same index, same answers
+    query = "Shirley Temple Chief of Protocol"
+    assert [h.doc["id"] for h in first.search(query, 5)] == [
+        h.doc["id"] for h in second.search(query, 5)
+    ]
+    assert second.search(query, 1)[0].doc["title"] == "Shirley Temple"
+
+
+def test_an_edited_corpus_gets_a_new_index(recipe_environment: Path, tmp_path: Path) -> None:
+    corpus = tmp_path / "corpus.jsonl"
+    shutil.copy(recipe_environment / "papers" / "csfcube" / "papers.jsonl", corpus)
+    cache = tmp_path / "cache"
+    first = BM25Index.open(corpus, text_fields=("title", "abstract"), cache=cache)
+    with corpus.open("a", encoding="utf-8") as handle:
+        handle.write('{"paper_id": "x1", "title": "Zyzzyva quokka", "abstract": ""}\n')
+    second = BM25Index.open(corpus, text_fields=("title", "abstract"), cache=cache)
+    assert second.built and second.directory != first.directory
+    assert second.search("zyzzyva quokka", 1)[0].doc["paper_id"] == "x1"
+    # other indexing settings are another index too
+    third = BM25Index.open(corpus, text_fields=("title",), cache=cache)
+    assert third.built and third.directory not in (first.directory, second.directory)
+
+
+def test_library_search_renders_passages(recipe_environment: Path) -> None:
+    search = bm25(corpus="${AGENTSPEC_DATA}/hotpotqa/corpus.jsonl", k=2, render="{title}")
+    text = search("Kiss and Tell 1945 film Corliss Archer")
+    assert text.splitlines()[0] == "(1) Kiss and Tell (1945 film)"
+    assert len(text.split("\n\n")) == 2
+    assert search("qqqzzz") == "No results."
