@@ -332,9 +332,9 @@ class Checker:
                 ("episode", "success"), "condition", self._scope(*episode_roots, "action", "reward")
             )
         if spec.context.summary is not None:
-            yield _Site(
-                ("context", "summary"), "template", self._scope("state", "sample", "step", "env")
-            )
+            summary = self._scope("state", "sample", "step", "env")
+            summary.roots.update(last_observation=STR, task=STR, steps=ANY)
+            yield _Site(("context", "summary"), "template", summary)
         if isinstance(spec.oracle, list):
             for i in range(len(spec.oracle)):
                 yield _Site(("oracle", i), "template", self._scope("sample", "state", "step"))

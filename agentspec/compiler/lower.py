@@ -16,7 +16,7 @@ from typing import Any
 from agentspec.compiler import ast
 from agentspec.compiler.ir import CheckedSpec
 from agentspec.compiler.types import ListOf, Optional, Prim, Type
-from agentspec.spec.model import ToolSpec
+from agentspec.spec.model import TaskSpec, ToolSpec
 
 # Binding strength, as in Python's grammar (higher binds tighter).
 _PRECEDENCE = {
@@ -387,9 +387,19 @@ def lower(checked: CheckedSpec, *, spec_path: str, spec_sha256: str, version: st
             oracle is not None and not isinstance(oracle, list) and oracle.walkthrough
         ),
         adapter=spec.environment.adapter if spec.environment else None,
-        adapter_config=dict(spec.environment.config) if spec.environment else {},
+        adapter_config=_adapter_config(spec),
         training=spec.training.model_dump(),
     )
+
+
+def _adapter_config(spec: TaskSpec) -> dict[str, Any]:
+    """The adapter's keyword arguments: its `config`, plus `admissible_commands` when asked for."""
+    if spec.environment is None:
+        return {}
+    config = dict(spec.environment.config)
+    if spec.environment.admissible_commands:
+        config.setdefault("admissible_commands", True)
+    return config
 
 
 def _optional_args(tool: ToolSpec) -> frozenset[str]:

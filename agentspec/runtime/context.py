@@ -29,6 +29,7 @@ not enough, or for ``state_summary`` / ``custom``, it ends the episode like
 
 from __future__ import annotations
 
+import dataclasses
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -285,15 +286,27 @@ class TokenBudget(_StepWindow):
         return Prompt(ids, overflow=True)
 
 
+@dataclasses.dataclass(frozen=True)
+class StepNumber:
+    """`step` in a state-summary template: prints as the index; has `.index`, `.max_steps`."""
+
+    index: int
+    max_steps: int = 0
+
+    def __str__(self) -> str:
+        return str(self.index)
+
+
 @register_context_policy("state_summary")
 class StateSummary(ContextPolicy):
     """Re-render the prompt from the environment's state at every step.
 
     The prompt is the initial system message (if any) and one user message from
     ``template``: a Jinja2 string (sandboxed) or a callable of the view. Template
-    variables: ``state`` (``env.state``), ``sample``, ``step`` (index),
-    ``last_observation`` (text or ``""``), ``steps`` (the steps so far) and
-    ``task`` (the first user message).
+    variables: ``state`` (``env.state``), ``sample``, ``step`` (prints as the
+    index; ``.index``, ``.max_steps``), ``last_observation`` (text or ``""``),
+    ``steps`` (the steps so far), ``task`` (the first user message) and ``env``
+    (an external environment's facts, if any).
     """
 
     def __init__(
@@ -318,13 +331,22 @@ class StateSummary(ContextPolicy):
     def variables(view: ContextView) -> dict[str, Any]:
         last = view.steps[-1].observation if view.steps else None
         task = next((m["content"] for m in view.initial_messages if m["role"] == "user"), "")
+        state = getattr(view.env, "state", None)
+        if dataclasses.is_dataclass(state) and not isinstance(state, type):
+            # Spec states: by their spec names (a keyword-named field is renamed in Python).
+            state = {
+                f.metadata.get("spec_name", f.name): getattr(state, f.name)
+                for f in dataclasses.fields(state)
+            }
+        env_info = getattr(view.env, "env_info", None)
         return {
-            "state": getattr(view.env, "state", None),
+            "state": state,
             "sample": view.sample,
-            "step": view.step_index,
+            "step": StepNumber(view.step_index, int(getattr(view.env, "max_steps", 0))),
             "last_observation": last or "",
             "steps": view.steps,
             "task": task,
+            "env": env_info() if callable(env_info) else {},
         }
 
     def build(self, view: ContextView) -> list[int]:

@@ -249,7 +249,8 @@ class OracleHook(Section):
     """An expert implemented in Python, or the environment's walkthrough."""
 
     hook: ImportPath | None = Field(
-        None, description="A callable `(sample, observation) -> action text`."
+        None,
+        description="A callable `(sample) -> list of action texts`: the expert's turns for a sample.",
     )
     walkthrough: bool = Field(False, description="Replay the environment adapter's walkthrough.")
 

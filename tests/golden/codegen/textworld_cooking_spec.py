@@ -71,7 +71,9 @@ class TextworldCookingEnv(SpecAdapterEnv):
     """The environment of `textworld_cooking`: an external environment."""
 
     make_adapter = staticmethod(
-        lambda: make_adapter("textworld", {"games": "textworld/games.jsonl"})
+        lambda: make_adapter(
+            "textworld", {"games": "textworld/games.jsonl", "admissible_commands": True}
+        )
     )
     state_class = State
     max_steps = 40
