@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
 
-.PHONY: test demo lint typecheck venv clean
+.PHONY: test demo docs chromium lint typecheck venv clean
 
 venv: $(VENV)/.installed
 
@@ -17,8 +17,19 @@ $(VENV)/.installed: pyproject.toml constraints.txt
 	$(PIP) install -q -c constraints.txt -e '.[dev,train,verl,recipes]'
 	touch $@
 
-test: venv
+test: venv chromium
 	$(PY) -m pytest
+
+# Headless Chromium for the report tests: Debian's package, never a downloaded browser.
+chromium:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq chromium; }
+
+docs: venv
+	$(PY) docs/gen_reference.py
+	$(PY) docs/gen_recipes.py
+	$(VENV)/bin/mkdocs build --strict
 
 lint: venv
 	$(VENV)/bin/ruff check agentspec tests benchmarks

@@ -364,6 +364,61 @@ def eval_command(
     Console().print(table)
 
 
+@app.command()
+def view(
+    source: Annotated[
+        Path,
+        typer.Argument(
+            help="A run directory, a traces .jsonl, or a directory with one.", exists=True
+        ),
+    ],
+    output: Annotated[
+        Path | None,
+        typer.Option("--output", "-o", help="HTML file (default RUN/report.html or TRACES.html)."),
+    ] = None,
+    open_browser: Annotated[
+        bool, typer.Option("--open", help="Open the report in the default browser.")
+    ] = False,
+    tokenizer: Annotated[
+        Path | None,
+        typer.Option(help="Tokenizer directory to decode prompts (default RUN/tokenizer/)."),
+    ] = None,
+    max_trajectories: Annotated[
+        int, typer.Option(min=1, help="Most trajectories to embed, spread over trace files.")
+    ] = 5000,
+) -> None:
+    """Write one self-contained HTML report: config, learning curves, trajectory browser."""
+    from agentspec.viewer import ViewerError, write_report
+
+    try:
+        path = write_report(source, output, tokenizer=tokenizer, max_trajectories=max_trajectories)
+    except ViewerError as exc:
+        raise _fail(str(exc)) from None
+    typer.echo(f"report: {path} ({path.stat().st_size / 1e6:.1f} MB)")
+    if open_browser:
+        import webbrowser
+
+        webbrowser.open(path.resolve().as_uri())
+
+
+@app.command()
+def init(
+    name: Annotated[str, typer.Argument(help="Task name; the spec is written to NAME.yaml.")],
+    template: Annotated[str, typer.Option(help="tools, state-machine or environment.")] = "tools",
+    directory: Annotated[Path, typer.Option("--dir", help="Where to write the spec.")] = Path("."),
+    force: Annotated[bool, typer.Option(help="Overwrite an existing file.")] = False,
+) -> None:
+    """Write a commented starter spec that validates and runs with the oracle out of the box."""
+    from agentspec.init_templates import InitError, write_starter
+
+    try:
+        path = write_starter(name, template, directory, force=force)
+    except InitError as exc:
+        raise _fail(str(exc), code=2) from None
+    typer.echo(f"wrote {path}")
+    typer.echo(f"next: agentspec validate {path} && agentspec run {path} --policy oracle -n 5")
+
+
 def main() -> None:
     try:
         app()

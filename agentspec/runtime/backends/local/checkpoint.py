@@ -88,7 +88,7 @@ def load_checkpoint_into(
     from safetensors.torch import load_file
     from transformers import AutoModelForCausalLM
 
-    saved = AutoModelForCausalLM.from_pretrained(path / "policy", torch_dtype=torch.float32)
+    saved = AutoModelForCausalLM.from_pretrained(path / "policy", dtype=torch.float32)
     policy.load_state_dict(saved.state_dict())
     if critic is not None:
         critic.load_state_dict(load_file(str(path / "critic.safetensors")))

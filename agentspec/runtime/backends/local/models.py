@@ -58,7 +58,7 @@ def load_checkpoint(directory: str | Path) -> tuple[Any, Any]:
     if not (path / "config.json").is_file():
         raise FileNotFoundError(f"{path} is not a Hugging Face checkpoint (no config.json)")
     tokenizer = AutoTokenizer.from_pretrained(path)
-    model = AutoModelForCausalLM.from_pretrained(path, torch_dtype=torch.float32)
+    model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32)
     return model.train(), tokenizer
 
 

@@ -112,6 +112,8 @@ def train(
         )
     run.write_config(resolved)
 
+    if cfg.torch_threads:
+        torch.set_num_threads(cfg.torch_threads)
     random.seed(cfg.seed)
     torch.manual_seed(cfg.seed)
     train_samples, eval_samples = split_samples(module, cfg)

@@ -1,0 +1,298 @@
+"""Regenerate docs/reference.md: the spec language, from the code that defines it.
+
+Every section and field comes from the pydantic models (agentspec/spec/model.py:
+type, default, constraints, description), the expression syntax from the Lark
+grammar (agentspec/compiler/grammar.lark), the scopes from the checker, and
+every built-in function from `BUILTINS` (agentspec/compiler/builtins.py). A
+test checks that the committed page is current; rerun after changing any of them.
+
+    python docs/gen_reference.py          # write docs/reference.md
+    python docs/gen_reference.py --check  # exit 1 if it is stale
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import types
+import typing
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import annotated_types  # noqa: E402
+from pydantic import BaseModel  # noqa: E402
+from pydantic.fields import FieldInfo  # noqa: E402
+
+from agentspec.compiler import checker  # noqa: E402
+from agentspec.compiler.builtins import BUILTINS, EFFECT_CALLS  # noqa: E402
+from agentspec.spec import model  # noqa: E402
+from agentspec.spec.schema import SCHEMA_ID  # noqa: E402
+
+OUTPUT = ROOT / "docs" / "reference.md"
+GRAMMAR = ROOT / "agentspec" / "compiler" / "grammar.lark"
+
+# Where each model appears in a spec, in the order the reference shows them.
+SECTIONS: list[tuple[type[BaseModel], str]] = [
+    (model.TaskSpec, "top level"),
+    (model.DataSpec, "data"),
+    (model.PromptSpec, "prompt"),
+    (model.StateVar, "state.NAME"),
+    (model.FunctionSpec, "functions.NAME"),
+    (model.ToolSpec, "tools.NAME"),
+    (model.EnvironmentSpec, "environment"),
+    (model.EpisodeSpec, "episode"),
+    (model.ContextSpec, "context"),
+    (model.RewardSpec, "rewards.NAME"),
+    (model.OracleHook, "oracle (hook or walkthrough)"),
+    (model.TrainingSpec, "training"),
+]
+
+# Named string kinds of the language (aliases in model.py).
+KINDS: list[tuple[Any, str, str]] = [
+    (model.Expression, "expression", "an expression of the language (see below)"),
+    (model.Statement, "statement", "an effect statement (see below)"),
+    (model.Template, "template", "a Jinja2 template, rendered in a sandbox"),
+    (model.TypeName, "type", "a type name (see Types below)"),
+    (model.Identifier, "identifier", "letters, digits and `_`, not starting with a digit"),
+    (model.ImportPath, "import path", "`module.path:attribute` of your own Python code"),
+    (
+        model.RewardEvent,
+        "reward event",
+        "`step`, `final`, `tool:NAME`, `parse_error`, `tool_error` or `truncated`",
+    ),
+]
+
+PRIMITIVES = {str: "string", int: "integer", float: "number", bool: "boolean", Any: "any"}
+
+
+def anchor(cls: type[BaseModel]) -> str:
+    return cls.__name__.lower()
+
+
+def type_text(annotation: Any) -> str:
+    """A field's type in words, with links to the sections of nested models."""
+    for alias, name, _ in KINDS:
+        if annotation == alias:
+            return name
+    origin = typing.get_origin(annotation)
+    args = typing.get_args(annotation)
+    if origin is typing.Annotated:
+        return type_text(args[0])
+    if origin is typing.Literal:
+        return " \\| ".join(f"`{json.dumps(a)}`" for a in args)
+    if origin in (typing.Union, types.UnionType):
+        parts = [type_text(a) for a in args if a is not type(None)]
+        text = " or ".join(parts)
+        return f"{text} or null" if type(None) in args else text
+    if origin is list:
+        return f"list of {type_text(args[0])}"
+    if origin is dict:
+        return f"map of {type_text(args[0])} → {type_text(args[1])}"
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return f"[{annotation.__name__}](#{anchor(annotation)})"
+    if annotation in PRIMITIVES:
+        return PRIMITIVES[annotation]
+    return str(annotation)  # pragma: no cover - every field type is handled above
+
+
+def _alias_pattern(alias: Any) -> str | None:
+    for item in typing.get_args(alias)[1:]:
+        for meta in getattr(item, "metadata", []):
+            if getattr(meta, "pattern", None):
+                return str(meta.pattern)
+    return None
+
+
+def field_type_text(field: FieldInfo) -> str:
+    """Like `type_text`, for a field whose alias pydantic unwrapped into the field."""
+    extra = field.json_schema_extra if isinstance(field.json_schema_extra, dict) else {}
+    kind = extra.get("x-agentspec")
+    for _, name, _ in KINDS:
+        if kind == name:
+            return name
+    patterns = [getattr(m, "pattern", None) for m in field.metadata]
+    for alias, name, _ in KINDS:
+        if _alias_pattern(alias) is not None and _alias_pattern(alias) in patterns:
+            return name
+    return type_text(field.annotation)
+
+
+def default_text(field: FieldInfo) -> str:
+    if field.is_required():
+        return "**required**"
+    if field.default_factory is not None:
+        value = field.default_factory()  # type: ignore[call-arg]
+        if isinstance(value, BaseModel):
+            return "all defaults"
+    else:
+        value = field.default
+    return f"`{json.dumps(value, ensure_ascii=False)}`"
+
+
+def constraints_text(field: FieldInfo) -> str:
+    words = []
+    for item in field.metadata:
+        if isinstance(item, annotated_types.Ge):
+            words.append(f"≥ {item.ge}")
+        elif isinstance(item, annotated_types.Gt):
+            words.append(f"> {item.gt}")
+        elif isinstance(item, annotated_types.Le):
+            words.append(f"≤ {item.le}")
+        elif isinstance(item, annotated_types.Lt):
+            words.append(f"< {item.lt}")
+        elif getattr(item, "pattern", None):
+            words.append(f"matches `{item.pattern}`")
+    return f" ({', '.join(words)})" if words else ""
+
+
+def cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def section(cls: type[BaseModel], where: str) -> list[str]:
+    doc = (cls.__doc__ or "").strip().splitlines()[0]
+    lines = [
+        f"### {cls.__name__}",
+        "",
+        f"`{where}` — {doc}",
+        "",
+        "| key | type | default | description |",
+        "|---|---|---|---|",
+    ]
+    for name, field in cls.model_fields.items():
+        description = cell((field.description or "") + constraints_text(field))
+        lines.append(
+            f"| `{name}` | {field_type_text(field)} | {default_text(field)} | {description} |"
+        )
+    lines.append("")
+    return lines
+
+
+def render() -> str:
+    lines = [
+        "# Language reference",
+        "",
+        "<!-- Generated by `python docs/gen_reference.py`; do not edit by hand. -->",
+        "",
+        "A spec is one YAML file. This page lists every section and field of version "
+        f"{model.LANGUAGE_VERSION} of the language (from the pydantic models in "
+        "`agentspec/spec/model.py`), the expression syntax (from "
+        "`agentspec/compiler/grammar.lark`), the names an expression may read, and every "
+        "built-in function (from `agentspec/compiler/builtins.py`). Unknown keys are errors.",
+        "",
+        "Editors: `agentspec schema` prints the same as JSON Schema (draft 2020-12, "
+        f"`$id` `{SCHEMA_ID}`); `agentspec init` writes a copy beside a new spec and "
+        "points the spec's first line at it:",
+        "",
+        "```yaml",
+        "# yaml-language-server: $schema=./agentspec-1.schema.json",
+        "```",
+        "",
+        "## Sections and fields",
+        "",
+    ]
+    for cls, where in SECTIONS:
+        lines += section(cls, where)
+    lines += [
+        "## Value kinds",
+        "",
+        "Strings in a spec are one of these kinds; the checker parses each where it appears.",
+        "",
+        "| kind | what it is |",
+        "|---|---|",
+        *[f"| {name} | {cell(what)} |" for _, name, what in KINDS],
+        "",
+        "## Types",
+        "",
+        "`str`, `int`, `float`, `bool`, `dict`, `any`, `list[T]`, and `T?` for an optional "
+        "value (`null` allowed). An `int` is accepted where a `float` is expected. Tool "
+        "parameters are JSON Schemas; their types map to these (`string` → `str`, "
+        "`integer` → `int`, `number` → `float`, `boolean` → `bool`, `array` → `list[…]`, "
+        "`object` → `dict`).",
+        "",
+        "## Expressions and statements",
+        "",
+        "Guards (`when`), `returns`, reward values, `done_when`, `success`, `anchor` and "
+        "`data.derived` are expressions; tool effects are statements. The language is "
+        "Python-like and closed: literals, lists, dicts, arithmetic, comparisons, `and` / "
+        "`or` / `not`, `in` / `not in`, `a if c else b`, indexing, attribute access on the "
+        "scopes below only, and calls to built-in or declared functions only. Effects are "
+        "`state.x = expr`, `state.x += expr`, `state.x -= expr`, `done()` and `fail(msg)`, "
+        "each optionally followed by `if cond`.",
+        "",
+        "### Scopes",
+        "",
+        "| name | what it holds | where it can be read |",
+        "|---|---|---|",
+        *scope_rows(),
+        "",
+        "### Grammar",
+        "",
+        "The whole grammar (Lark, LALR), verbatim:",
+        "",
+        "```text",
+        GRAMMAR.read_text(encoding="utf-8").rstrip(),
+        "```",
+        "",
+        "## Built-in functions",
+        "",
+        "Callable from every expression without declaring them. `= …` marks an optional "
+        "parameter, `*T` a variable number of arguments.",
+        "",
+        "| function | signature | description |",
+        "|---|---|---|",
+    ]
+    for name, sig in sorted(BUILTINS.items()):
+        lines.append(f"| `{name}` | `{cell(sig.spelled(name))}` | {cell(sig.doc)} |")
+    lines += [
+        "",
+        "### Effect calls",
+        "",
+        "Statements in a tool's `effect`, not values.",
+        "",
+        "| call | signature | description |",
+        "|---|---|---|",
+    ]
+    for name, sig in EFFECT_CALLS.items():
+        spelled = sig.spelled(name).rsplit(" -> ", 1)[0]
+        lines.append(f"| `{name}` | `{cell(spelled)}` | {cell(sig.doc)} |")
+    lines.append("")
+    return "\n".join(lines)
+
+
+SCOPE_TEXT = {
+    "state": "the episode state declared in `state:` (writable in effects)",
+    "args": "the arguments of the tool call",
+    "sample": "the current sample's `data.fields` (and `data.derived`)",
+    "action": "the model's turn: "
+    + ", ".join(f"`{k}` ({t})" for k, t in checker.ACTION_FIELDS.items()),
+    "step": "the step: " + ", ".join(f"`{k}` ({t})" for k, t in checker.STEP_FIELDS.items()),
+    "result": "the value of the tool's `returns`",
+    "reward": "each reward component of the episode so far, by name (float)",
+    "env": "the environment adapter's facts (`env.score`, `env.done`, …; any attribute)",
+}
+
+
+def scope_rows() -> list[str]:
+    where = checker._WHERE
+    return [f"| `{root}` | {SCOPE_TEXT[root]} | {where[root]} |" for root in checker.ROOTS]
+
+
+def main() -> int:
+    text = render()
+    if "--check" in sys.argv:
+        current = OUTPUT.read_text(encoding="utf-8") if OUTPUT.exists() else ""
+        if current != text:
+            print("docs/reference.md is stale: run `python docs/gen_reference.py`")
+            return 1
+        return 0
+    OUTPUT.write_text(text, encoding="utf-8")
+    print("wrote docs/reference.md")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,189 @@
+"""The local trainer on a task small enough for a test: repeat the word."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from agentspec.cli import app
+from agentspec.runtime.backends.local import (
+    ConfigError,
+    TrainingInterrupted,
+    parse_overrides,
+    resolve_config,
+    train,
+)
+from agentspec.spec.model import TrainingSpec
+
+ECHO = Path(__file__).parent / "echo_word.yaml"
+FAST = {"torch_threads": 1, "eval_samples": 4, "trace_samples": 2}
+
+
+@pytest.fixture(autouse=True)
+def private_cache(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AGENTSPEC_CACHE", str(tmp_path_factory.getbasetemp() / "cache"))
+
+
+def records(run: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+
+
+def test_overrides_are_validated() -> None:
+    base = TrainingSpec()
+    assert (
+        resolve_config(base, parse_overrides(["learning_rate=0.01", "algorithm=grpo"])).algorithm
+        == "grpo"
+    )
+    with pytest.raises(
+        ConfigError, match="unknown training setting 'learnig_rate' \\(did you mean 'learning_rate'"
+    ):
+        resolve_config(base, parse_overrides(["learnig_rate=0.1"]))
+    with pytest.raises(ConfigError, match="training.group_size"):
+        resolve_config(base, parse_overrides(["group_size=0"]))
+    with pytest.raises(ConfigError, match="expected KEY=VALUE"):
+        parse_overrides(["oops"])
+    result = CliRunner().invoke(app, ["train", str(ECHO), "--set", "nope=1"])
+    assert result.exit_code == 2 and "unknown training setting 'nope'" in result.output
+
+
+@pytest.mark.parametrize(
+    "algorithm", ["ppo", "steppo", "grpo", "rloo", "gigpo", "token_gae", "reinforce"]
+)
+def test_every_algorithm_trains(tmp_path: Path, algorithm: str) -> None:
+    run = train(
+        ECHO,
+        tmp_path / algorithm,
+        {**FAST, "algorithm": algorithm, "iterations": 1, "warm_start": 0},
+    )
+    last = records(run)[-1]
+    assert last["iteration"] == 1 and last["rollout/env_steps"] > 0
+    assert math.isfinite(last["loss/policy"]) and math.isfinite(last["actor/entropy"])
+    critic = algorithm in ("ppo", "steppo", "token_gae")
+    assert ("loss/value" in last) == critic
+    saved = yaml_load(run / "config.yaml")
+    assert saved["algorithm"] == algorithm and len(saved["spec_sha256"]) == 64
+    for name in ("success.png", "reward_components.png", "kl_entropy.png"):
+        assert (run / "plots" / name).stat().st_size > 1000
+    assert list((run / "tensorboard").iterdir())
+    assert (run / "checkpoints" / "latest").read_text() == "iter_000001"
+    traces = (run / "traces" / "iter_000001.jsonl").read_text().splitlines()
+    assert all("advantage" in step["info"] for line in traces for step in json.loads(line)["steps"])
+
+
+def yaml_load(path: Path) -> dict[str, Any]:
+    import yaml
+
+    return dict(yaml.safe_load(path.read_text()))
+
+
+def test_ctrl_c_saves_a_checkpoint(tmp_path: Path) -> None:
+    def interrupt(iteration: int, record: dict[str, float]) -> None:
+        if iteration == 1:
+            raise KeyboardInterrupt
+
+    with pytest.raises(TrainingInterrupted) as info:
+        train(
+            ECHO, tmp_path / "run", {**FAST, "iterations": 3, "warm_start": 0}, progress=interrupt
+        )
+    assert info.value.path is not None and (info.value.path / "policy" / "config.json").is_file()
+    assert (tmp_path / "run" / "checkpoints" / "latest").read_text() == "iter_000001"
+
+
+def comparable(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [{k: v for k, v in r.items() if not k.startswith("perf/")} for r in rows]
+
+
+@pytest.mark.slow
+def test_resume_after_kill_equals_an_uninterrupted_run(tmp_path: Path) -> None:
+    settings = [
+        "torch_threads=1",
+        "iterations=5",
+        "checkpoint_every=1",
+        "warm_start=40",
+        "eval_samples=4",
+        "eval_every=2",
+    ]
+    command = [
+        sys.executable,
+        "-m",
+        "agentspec.cli",
+        "train",
+        str(ECHO),
+        *[a for s in settings for a in ("--set", s)],
+    ]
+    env = {**os.environ, "PYTHONHASHSEED": "0"}
+    subprocess.run(
+        [*command, "--out", str(tmp_path / "whole")], check=True, env=env, capture_output=True
+    )
+
+    victim = subprocess.Popen(
+        [*command, "--out", str(tmp_path / "killed")],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    latest = tmp_path / "killed" / "checkpoints" / "latest"
+    deadline = time.time() + 300
+    while time.time() < deadline and not (latest.exists() and latest.read_text() >= "iter_000002"):
+        time.sleep(0.05)
+    victim.send_signal(signal.SIGKILL)
+    victim.wait()
+    assert latest.read_text() < "iter_000005", "the run finished before it could be killed"
+    subprocess.run(
+        [*command, "--out", str(tmp_path / "killed"), "--resume"],
+        check=True,
+        env=env,
+        capture_output=True,
+    )
+
+    assert comparable(records(tmp_path / "killed")) == comparable(records(tmp_path / "whole"))
+
+
+@pytest.mark.slow
+def test_opd_student_moves_towards_its_teacher(tmp_path: Path) -> None:
+    teacher_run = train(
+        ECHO, tmp_path / "teacher", {**FAST, "iterations": 1, "warm_start": 400, "eval_samples": 16}
+    )
+    assert records(teacher_run)[-1]["eval/success"] >= 0.9
+    teacher = teacher_run / "checkpoints" / "iter_000001" / "policy"
+    student_run = train(
+        ECHO,
+        tmp_path / "student",
+        {
+            **FAST,
+            "algorithm": "opd",
+            "teacher": str(teacher),
+            "warm_start": 60,
+            "iterations": 12,
+            "learning_rate": 3e-3,
+            "eval_every": 12,
+            "eval_samples": 16,
+            "group_size": 4,
+            "prompts_per_iteration": 8,
+        },
+    )
+    rows = records(student_run)
+    kl = [r["opd/reverse_kl"] for r in rows if "opd/reverse_kl" in r]
+    assert sum(kl[-3:]) / 3 < sum(kl[:3]) / 3
+    assert rows[-1]["eval/success"] > rows[0]["eval/success"]
+
+
+def test_eval_command_reads_a_run(tmp_path: Path) -> None:
+    run = train(ECHO, tmp_path / "run", {**FAST, "iterations": 1, "warm_start": 0})
+    result = CliRunner().invoke(app, ["eval", str(ECHO), "--checkpoint", str(run), "-n", "6"])
+    assert result.exit_code == 0, result.output
+    assert "success rate" in result.output and "episodes" in result.output
+    result = CliRunner().invoke(app, ["eval", str(ECHO), "--checkpoint", str(tmp_path), "-n", "2"])
+    assert result.exit_code == 1 and "neither a checkpoint" in result.output
