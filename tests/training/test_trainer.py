@@ -50,7 +50,7 @@ def test_overrides_are_validated() -> None:
         ConfigError, match="unknown training setting 'learnig_rate' \\(did you mean 'learning_rate'"
     ):
         resolve_config(base, parse_overrides(["learnig_rate=0.1"]))
-    with pytest.raises(ConfigError, match="training.group_size"):
+    with pytest.raises(ConfigError, match=r"training\.group_size"):
         resolve_config(base, parse_overrides(["group_size=0"]))
     with pytest.raises(ConfigError, match="expected KEY=VALUE"):
         parse_overrides(["oops"])
