@@ -305,6 +305,11 @@ class TrainingSpec(Section):
         gt=0,
         description="OPD: β of the per-token advantage −β (log π_student − log π_teacher).",
     )
+    opd_topk: int = Field(
+        32,
+        ge=0,
+        description="OPD on the local backend: 0 trains on the sampled-token advantage (as verl does); k > 0 minimises the full reverse KL to the teacher over its top-k tokens at every position of the student's samples.",
+    )
     opd_task_weight: float = Field(
         0.0,
         ge=0,

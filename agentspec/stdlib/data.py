@@ -161,6 +161,15 @@ def split_seed(split: str, seed: int) -> int:
     return int.from_bytes(digest[:8], "little")
 
 
+@register_generator("keys_and_doors")
+def keys_and_doors(*, split: str = "train", seed: int = 0, count: int = 10_000) -> Iterator[Sample]:
+    """Episodes of specs/keys_and_doors.yaml: only the door's colour varies."""
+    rng = random.Random(split_seed(split, seed))
+    colours = ["red", "blue", "green", "yellow", "white", "black", "golden", "silver"]
+    for index in range(count):
+        yield {"id": f"{split}-{index}", "colour": rng.choice(colours)}
+
+
 @register_generator("arithmetic")
 def arithmetic(
     *,

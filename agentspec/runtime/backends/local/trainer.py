@@ -16,7 +16,7 @@ import asyncio
 import random
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -26,6 +26,7 @@ import torch
 from agentspec.runtime.algorithms import (
     ESTIMATORS,
     AdvantageConfig,
+    LossOutput,
     PolicyLossConfig,
     StepBatch,
     StepRow,
@@ -35,6 +36,8 @@ from agentspec.runtime.algorithms import (
     collate_steps,
     compute_advantages,
     entropy_from_logits,
+    teacher_topk,
+    topk_distillation_loss,
     value_loss,
 )
 from agentspec.runtime.algorithms.presets import ALGORITHMS
@@ -200,17 +203,20 @@ def train_iteration(
     scored = score(batch_rollout, models, cfg.temperature)
     batch = step_batch(batch_rollout, scored)
 
-    # 3. Advantages from the algorithm's estimator.
-    advantages = compute_advantages(
-        algorithm.estimator,
-        batch,
-        AdvantageConfig(gamma=cfg.gamma, lam=cfg.lam, omega=cfg.omega, opd_beta=cfg.opd_beta),
-    )
-    if algorithm.needs_teacher and cfg.opd_task_weight > 0:
-        task = compute_advantages("grpo", batch, AdvantageConfig())
-        advantages = add_opd_advantages(
-            task, batch, beta=cfg.opd_beta, task_weight=cfg.opd_task_weight
-        )
+    # 3. Advantages from the algorithm's estimator. OPD's teacher enters either
+    #    as the sampled-token advantage or (opd_topk > 0) as a loss term in update().
+    config = AdvantageConfig(gamma=cfg.gamma, lam=cfg.lam, omega=cfg.omega, opd_beta=cfg.opd_beta)
+    if algorithm.needs_teacher:
+        task = compute_advantages("grpo", batch, config)
+        if cfg.opd_topk:
+            advantages = replace(task, advantages=cfg.opd_task_weight * task.advantages)
+        else:
+            advantages = add_opd_advantages(
+                task, batch, beta=cfg.opd_beta, task_weight=cfg.opd_task_weight
+            )
+        advantages.metrics["opd/reverse_kl"] = reverse_kl(batch)
+    else:
+        advantages = compute_advantages(algorithm.estimator, batch, config)
     annotate_advantages(batch_rollout, advantages.advantages, batch.response_mask)
 
     # 4. Epochs × minibatches of the algorithm's loss (and the critic's).
@@ -402,6 +408,15 @@ def step_batch(rollout: Rollout, scored: Scored) -> StepBatch:
     return collate_steps(rows, pad_to=rollout.width)
 
 
+def reverse_kl(batch: StepBatch) -> float:
+    """Mean log π_student − log π_teacher over the student's sampled tokens (a KL estimate)."""
+    assert batch.old_log_probs is not None and batch.teacher_log_probs is not None
+    mask = batch.response_mask
+    return (
+        float((batch.old_log_probs - batch.teacher_log_probs)[mask].mean()) if mask.any() else 0.0
+    )
+
+
 def annotate_advantages(rollout: Rollout, advantages: torch.Tensor, mask: torch.Tensor) -> None:
     """Record each step's mean advantage in its trace (for `agentspec view`)."""
     for i, ref in enumerate(rollout.steps):
@@ -462,14 +477,19 @@ def update(
                 if scored.ref_log_probs is not None
                 else None,
             )
+            loss = out.loss
+            metrics = {k: float(v) for k, v in out.metrics.items()}
+            if models.teacher is not None and cfg.opd_topk and logits is not None:
+                distill = distillation_loss(
+                    models.teacher, ids, attention, index, logits, mask[steps], w, cfg
+                )
+                loss = loss + distill.loss
+                metrics.update({k: float(v) for k, v in distill.metrics.items()})
             models.optimizers["policy"].zero_grad()
-            out.loss.backward()
+            loss.backward()
             torch.nn.utils.clip_grad_norm_(models.policy.parameters(), cfg.max_grad_norm)
             models.optimizers["policy"].step()
-            metrics = {
-                "loss/policy": float(out.loss.detach()),
-                **{k: float(v) for k, v in out.metrics.items()},
-            }
+            metrics["loss/policy"] = float(loss.detach())
             if models.critic is not None and returns is not None:
                 metrics["loss/value"] = critic_step(
                     models, cfg, index, ids, attention, steps, scored, returns, w
@@ -483,6 +503,28 @@ def update(
         if key.startswith("actor/clipfrac") and "actor/clip_fraction" not in result:
             result["actor/clip_fraction"] = result[key]
     return result
+
+
+def distillation_loss(
+    teacher: Any,
+    ids: torch.Tensor,
+    attention: torch.Tensor,
+    index: StepIndex,
+    student_logits: torch.Tensor,
+    mask: torch.Tensor,
+    weights: torch.Tensor,
+    cfg: TrainingSpec,
+) -> LossOutput:
+    """On-policy distillation with the teacher's logits at hand: the reverse KL
+    KL(π_student ‖ π_teacher) over the teacher's top-k tokens, at every response
+    position of the student's own samples (GKD, Agarwal et al. 2024)."""
+    with torch.no_grad():
+        _, teacher_logits = token_log_probs(teacher, ids, attention, cfg.temperature, True)
+        assert teacher_logits is not None
+        top_log_probs, top_ids = teacher_topk(index.tokens(teacher_logits), cfg.opd_topk)
+    return topk_distillation_loss(
+        index.tokens(student_logits), top_log_probs, top_ids, mask, weights, "reverse_kl"
+    )
 
 
 def critic_step(
