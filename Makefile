@@ -17,6 +17,16 @@ $(VENV)/.installed: pyproject.toml constraints.txt
 	$(PIP) install -q -c constraints.txt -e '.[dev,train,verl,recipes]'
 	touch $@
 
+# The default training on CPU: compile a recipe, train the calculator with StepPO,
+# evaluate the result on 200 held-out problems.
+DEMO_SPEC := $(if $(wildcard specs/webshop.yaml),specs/webshop.yaml,specs/calculator.yaml)
+demo: venv
+	$(VENV)/bin/agentspec compile $(DEMO_SPEC) -o build/demo
+	$(VENV)/bin/agentspec train specs/calculator.yaml --algorithm steppo --out runs/demo
+	$(VENV)/bin/agentspec eval specs/calculator.yaml --checkpoint runs/demo -n 200
+	@echo "warm-start and final greedy success: runs/demo/metrics.jsonl (eval/success)"
+	@echo "plots: runs/demo/plots   run directory: runs/demo"
+
 test: venv chromium
 	$(PY) -m pytest
 
