@@ -130,16 +130,27 @@ def compile_command(
     output: Annotated[Path, typer.Option("--output", "-o", help="Output directory.")] = Path(
         "build"
     ),
+    target: Annotated[
+        str, typer.Option(help="python (the module) or verl (plus agent loop, parquet, overrides).")
+    ] = "python",
 ) -> None:
     """Generate the Python module (ToolEnv/AgentEnv, tools, flow, rewards) and manifest of a spec."""
     from agentspec.compiler.codegen import compile_spec, write_compiled
     from agentspec.compiler.diagnostics import SpecError
 
+    if target not in ("python", "verl"):
+        raise _fail(f"unknown target {target!r}: use python or verl", code=2)
     try:
         compiled = compile_spec(spec)
     except SpecError as exc:
         raise _report_spec_error(exc) from None
-    for path in write_compiled(compiled, output):
+    if target == "verl":
+        from agentspec.runtime.backends.verl.compile_target import write_verl_target
+
+        paths = write_verl_target(spec, output)
+    else:
+        paths = write_compiled(compiled, output)
+    for path in paths:
         typer.echo(f"wrote {path}")
 
 
@@ -251,6 +262,9 @@ def train(
     backend: Annotated[
         str | None, typer.Option(help="local or verl (default: the spec's).")
     ] = None,
+    ray_address: Annotated[
+        str | None, typer.Option(help="verl: join this Ray cluster instead of starting one.")
+    ] = None,
 ) -> None:
     """Train a policy on a spec (settings from its `training` section, overridable with --set)."""
     from agentspec.compiler.diagnostics import SpecError
@@ -277,7 +291,7 @@ def train(
         from agentspec.runtime.backends.verl.launcher import train_verl
 
         overrides.pop("backend", None)
-        path = train_verl(spec, run_dir, {k: str(v) for k, v in overrides.items()}, None)
+        path = train_verl(spec, run_dir, {k: str(v) for k, v in overrides.items()}, ray_address)
         typer.echo(f"run directory: {path}")
         return
     _train_local(spec, run_dir, overrides, resume)

@@ -46,20 +46,36 @@ def main() -> None:
             run = train(
                 SPEC,
                 args.out / f"{algorithm}-{seed}",
-                {"algorithm": algorithm, "seed": seed, "iterations": args.iterations, "warm_start": args.warm_start},
+                {
+                    "algorithm": algorithm,
+                    "seed": seed,
+                    "iterations": args.iterations,
+                    "warm_start": args.warm_start,
+                },
             )
-            records = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+            records = [
+                json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()
+            ]
             final = [r["eval/success"] for r in records if r.get("eval/success") is not None][-1]
             results.setdefault(algorithm, []).append((steps_to(records, 0.9), final))
-            print(f"{algorithm} seed {seed}: steps to 90% {results[algorithm][-1][0]}, final {final:.2f}", flush=True)
+            print(
+                f"{algorithm} seed {seed}: steps to 90% {results[algorithm][-1][0]}, final {final:.2f}",
+                flush=True,
+            )
 
-    print("\n| algorithm | env steps to 90 % greedy success (mean ± sd, seeds reaching it) | final greedy success |")
+    print(
+        "\n| algorithm | env steps to 90 % greedy success (mean ± sd, seeds reaching it) | final greedy success |"
+    )
     print("|---|---|---|")
     for algorithm, rows in results.items():
         reached = [s for s, _ in rows if s is not None]
-        spread = f"{statistics.mean(reached):.0f} ± {statistics.pstdev(reached):.0f}" if reached else "—"
+        spread = (
+            f"{statistics.mean(reached):.0f} ± {statistics.pstdev(reached):.0f}" if reached else "—"
+        )
         finals = [f for _, f in rows]
-        print(f"| {algorithm} | {spread} ({len(reached)}/{len(rows)}) | {statistics.mean(finals):.2f} |")
+        print(
+            f"| {algorithm} | {spread} ({len(reached)}/{len(rows)}) | {statistics.mean(finals):.2f} |"
+        )
 
 
 if __name__ == "__main__":

@@ -321,7 +321,9 @@ class TrainingSpec(Section):
     warm_start_lr: float = Field(3e-3, gt=0, description="Learning rate of behaviour cloning.")
     checkpoint_every: int = Field(10, ge=1, description="Iterations between checkpoints.")
     torch_threads: int = Field(
-        0, ge=0, description="CPU threads torch may use (0: torch's default). 1 is fastest on a busy machine."
+        0,
+        ge=0,
+        description="CPU threads torch may use (0: torch's default). 1 is fastest on a busy machine.",
     )
     trace_samples: int = Field(16, ge=0, description="Trajectories saved per evaluation (traces/).")
 

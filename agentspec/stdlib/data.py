@@ -31,7 +31,12 @@ class DataError(ValueError):
 
 
 def data_root() -> Path:
-    return Path(os.environ.get(DATA_ENV, DEFAULT_DATA_ROOT))
+    """`$AGENTSPEC_DATA`, else `../shared/data` beside the project (a checkout's
+    sibling folder, so it does not depend on the current directory)."""
+    if DATA_ENV in os.environ:
+        return Path(os.environ[DATA_ENV])
+    beside_checkout = Path(__file__).resolve().parents[2] / DEFAULT_DATA_ROOT
+    return beside_checkout if beside_checkout.is_dir() else Path(DEFAULT_DATA_ROOT)
 
 
 def register_generator(name: str) -> Callable[[Generator], Generator]:

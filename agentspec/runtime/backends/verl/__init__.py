@@ -1,0 +1,52 @@
+"""The verl backend: verl 0.9.1's own trainer with the generated flow and agentspec's algorithms.
+
+The only place in agentspec that imports verl; importing this package does not
+(verl costs 8–14 s to import): the submodules do.
+
+- :mod:`.compile_target`: ``agentspec compile --target verl`` (agent loop, parquet
+  rows, Hydra overrides); imports neither verl nor torch.
+- :mod:`.plugin`: loaded by verl in every process (``verl.plugins`` entry point or
+  ``VERL_USE_EXTERNAL_MODULES``); registers the estimators and losses
+  (:mod:`.algorithms`), the ``agentspec`` trainer (:mod:`.trainer`) and, with
+  ``VERL_PLATFORM=cpu``, the CPU path (:mod:`.cpu`).
+- :mod:`.agent_loop`: the generated flow as a verl ``AgentLoopBase``.
+- :mod:`.launcher`: ``agentspec train --backend verl``.
+"""
+
+from __future__ import annotations
+
+from importlib import metadata
+
+__all__ = ["PLUGIN_MODULE", "VERL_VERSION", "VerlVersionError", "check_verl_version"]
+
+VERL_VERSION = "0.9.1"
+"""The one verl version this backend is written and tested against."""
+
+PLUGIN_MODULE = "agentspec.runtime.backends.verl.plugin"
+"""What ``VERL_USE_EXTERNAL_MODULES`` (or the ``verl.plugins`` entry point) loads."""
+
+
+class VerlVersionError(RuntimeError):
+    """The installed verl is not :data:`VERL_VERSION`."""
+
+
+def check_verl_version() -> str:
+    """Return verl's version; raise :class:`VerlVersionError` unless it is exactly 0.9.1.
+
+    The backend relies on verl internals (the rollout registry, the process-group
+    backend string, the agent-loop post-processing), so any other version fails here
+    rather than somewhere inside a Ray worker.
+    """
+    try:
+        version = metadata.version("verl")
+    except metadata.PackageNotFoundError:
+        raise VerlVersionError(
+            f"verl is not installed; the verl backend needs verl=={VERL_VERSION} "
+            "(pip install 'agentspec[verl]')"
+        ) from None
+    if version != VERL_VERSION:
+        raise VerlVersionError(
+            f"verl {version} is installed, but agentspec's verl backend is pinned to "
+            f"verl=={VERL_VERSION}"
+        )
+    return version

@@ -1,0 +1,184 @@
+"""agentspec's estimators and policy losses, registered into verl's registries.
+
+Every estimator of :data:`~agentspec.runtime.algorithms.ESTIMATORS` becomes verl
+advantage estimator ``agentspec_<name>`` (``algorithm.adv_estimator``); every
+loss of :data:`~agentspec.runtime.algorithms.POLICY_LOSSES` becomes verl policy
+loss ``agentspec_<name>`` (``actor_rollout_ref.actor.policy_loss.loss_mode``).
+The math is agentspec's; these adapters only convert layouts:
+
+- an estimator needs the step records that verl's default advantage step does
+  not pass (trajectory, step index per token, step rewards, anchors): the
+  ``agentspec`` trainer (:mod:`.trainer`) passes them as ``step_records``. Called
+  without them (another trainer) it raises instead of guessing;
+- a loss computes agentspec's per-token loss and aggregates it with verl's
+  ``agg_loss`` (``loss_agg_mode`` and verl's global-batch normalisation across
+  micro-batches and data-parallel ranks).
+
+:func:`register` is idempotent and runs in every process that imports the
+plugin (:mod:`.plugin`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from torch import Tensor
+
+from agentspec.runtime.algorithms import (
+    ESTIMATORS,
+    POLICY_LOSSES,
+    AdvantageConfig,
+    PolicyLossConfig,
+    compute_advantages,
+)
+from agentspec.runtime.backends.verl.layout import RowSteps, step_view
+
+__all__ = ["PREFIX", "register", "verl_estimator", "verl_loss", "verl_name"]
+
+PREFIX = "agentspec_"
+
+
+def verl_name(name: str) -> str:
+    """The name agentspec's estimator or loss ``name`` has in verl's registries."""
+    return PREFIX + name
+
+
+def verl_estimator(name: str) -> Callable[..., tuple[Tensor, Tensor]]:
+    """verl's advantage-estimator interface around agentspec's estimator ``name``.
+
+    verl calls it with ``token_level_rewards``, ``response_mask`` (``(rows, T)``),
+    ``index`` (verl's prompt ``uid`` per row) and ``config``; the agentspec trainer
+    adds ``step_records`` (one :class:`RowSteps` per row), ``values`` /
+    ``old_log_probs`` / ``teacher_log_probs`` (``(rows, T)``) and
+    ``advantage_config``. Returns ``(advantages, returns)``, both ``(rows, T)``.
+    """
+    estimator = ESTIMATORS.get(name)
+
+    def estimate(
+        token_level_rewards: Tensor,
+        response_mask: Tensor,
+        index: Sequence[Any] | None = None,
+        config: Any = None,
+        *,
+        step_records: Sequence[RowSteps] | None = None,
+        values: Tensor | None = None,
+        old_log_probs: Tensor | None = None,
+        teacher_log_probs: Tensor | None = None,
+        advantage_config: AdvantageConfig | None = None,
+        **_: Any,
+    ) -> tuple[Tensor, Tensor]:
+        if step_records is None or index is None:
+            raise ValueError(
+                f"verl advantage estimator {verl_name(name)!r} needs agentspec's step records "
+                "(trajectory and step ids, step rewards, anchors), which verl's default "
+                "trainer does not pass: run with trainer.v1.trainer_mode=agentspec"
+            )
+        if advantage_config is None:
+            advantage_config = AdvantageConfig(
+                gamma=float(getattr(config, "gamma", 1.0)),
+                lam=float(getattr(config, "lam", 1.0)),
+                norm_by_std=bool(getattr(config, "norm_adv_by_std_in_grpo", True)),
+            )
+        if estimator.critic == "token":
+            raise NotImplementedError(
+                "token-level GAE reads per-token values across a step's observation gap; "
+                "the verl backend supports the step-level estimators (step_gae, grpo, rloo, "
+                "reinforce, gigpo, opd)"
+            )
+        view = step_view(
+            step_records,
+            list(index),
+            response_mask,
+            values=values if estimator.critic == "step" else None,
+            old_log_probs=old_log_probs,
+            teacher_log_probs=teacher_log_probs,
+        )
+        out = compute_advantages(name, view.batch, advantage_config)
+        advantages = view.to_rows(out.advantages).to(token_level_rewards.dtype)
+        if out.returns is None:
+            returns = advantages.clone()
+        else:
+            # step-level GAE: R_t for every token of step t (the critic is read at the
+            # step's first position and trained on all of the step's positions)
+            returns = view.steps_to_rows(out.returns).to(token_level_rewards.dtype)
+        return advantages, returns
+
+    estimate.__name__ = f"agentspec_{name}_estimator"
+    estimate.__doc__ = f"agentspec's {name!r} estimator in verl's interface."
+    return estimate
+
+
+def verl_loss(name: str) -> Callable[..., tuple[Tensor, dict[str, Any]]]:
+    """verl's policy-loss interface around agentspec's policy loss ``name``.
+
+    ``(old_log_prob, log_prob, advantages, response_mask, loss_agg_mode, config,
+    rollout_is_weights) -> (loss, metrics)``; all tensors ``(rows, T)``. The clip
+    range comes from verl's ``clip_ratio_low`` / ``clip_ratio_high`` (and
+    ``clip_ratio_c`` as PPO's dual clip).
+    """
+    fn = POLICY_LOSSES.get(name)
+
+    def loss(
+        old_log_prob: Tensor,
+        log_prob: Tensor,
+        advantages: Tensor,
+        response_mask: Tensor,
+        loss_agg_mode: str = "token-mean",
+        config: Any = None,
+        rollout_is_weights: Tensor | None = None,
+    ) -> tuple[Tensor, dict[str, Any]]:
+        from verl.trainer.ppo.core_algos import agg_loss
+
+        clip = float(getattr(config, "clip_ratio", 0.2) or 0.2)
+        low = getattr(config, "clip_ratio_low", None)
+        high = getattr(config, "clip_ratio_high", None)
+        dual = getattr(config, "clip_ratio_c", None) if name == "ppo_clip" else None
+        cfg = PolicyLossConfig(
+            clip_low=float(low if low is not None else clip),
+            clip_high=float(high if high is not None else clip),
+            dual_clip_c=float(dual) if dual is not None and float(dual) > 1.0 else None,
+        )
+        mask = response_mask.bool()
+        weights = mask.to(log_prob.dtype) / mask.sum().clamp(min=1)
+        out = fn(log_prob, old_log_prob, advantages, mask, weights, cfg)
+        token_loss = out.token_loss
+        if rollout_is_weights is not None:
+            token_loss = token_loss * rollout_is_weights
+        info = dict(getattr(config, "global_batch_info", None) or {})
+        value = agg_loss(
+            loss_mat=token_loss, loss_mask=response_mask, loss_agg_mode=loss_agg_mode, **info
+        )
+        metrics: dict[str, Any] = {
+            "actor/pg_clipfrac": out.metrics.get("actor/clipfrac", 0.0),
+            "actor/ppo_kl": out.metrics.get("actor/ppo_kl", 0.0),
+            "actor/pg_clipfrac_lower": out.metrics.get("actor/clipfrac_lower", 0.0),
+        }
+        for key, val in out.metrics.items():
+            metrics.setdefault(key.replace("actor/", "actor/agentspec_"), val)
+        return value, metrics
+
+    loss.__name__ = f"agentspec_{name}_loss"
+    loss.__doc__ = f"agentspec's {name!r} policy loss in verl's interface."
+    return loss
+
+
+_REGISTERED: dict[object, Any] = {}
+
+
+def register() -> list[str]:
+    """Register every agentspec estimator and loss into verl (idempotent); returns the names."""
+    from verl.trainer.ppo import core_algos
+
+    names = []
+    for est in ESTIMATORS:
+        key = verl_name(est)
+        if key not in _REGISTERED:
+            _REGISTERED[key] = core_algos.register_adv_est(key)(verl_estimator(est))
+        names.append(key)
+    for loss_name in POLICY_LOSSES:
+        key = verl_name(loss_name)
+        if ("loss", key) not in _REGISTERED:
+            _REGISTERED[("loss", key)] = core_algos.register_policy_loss(key)(verl_loss(loss_name))
+        names.append(key)
+    return names

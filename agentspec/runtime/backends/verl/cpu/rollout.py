@@ -1,0 +1,331 @@
+"""The CPU path's engines, workers and transformers rollout (see :mod:`agentspec.runtime.backends.verl.cpu`)."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import os
+import threading
+from typing import Any
+
+import ray
+import torch
+from verl.workers.engine.base import EngineRegistry
+from verl.workers.engine.fsdp.transformer_impl import FSDPEngineWithLMHead, FSDPEngineWithValueHead
+from verl.workers.engine_workers import ActorRolloutRefWorker, TrainingWorker
+from verl.workers.rollout import base as rollout_base
+from verl.workers.rollout.base import BaseRollout
+from verl.workers.rollout.replica import RolloutReplica, RolloutReplicaRegistry, TokenOutput
+
+__all__ = [
+    "ROLLOUT_NAME",
+    "CpuActorRolloutRefWorker",
+    "CpuTrainingWorker",
+    "CpuValueEngine",
+    "HFReplica",
+    "HFServer",
+    "HFServerAdapter",
+    "register",
+    "server_name",
+]
+
+ROLLOUT_NAME = "agentspec_hf"
+
+
+# ----------------------------------------------------------------------------
+# engines: verl's FSDP engines, registered for the cpu device
+# ----------------------------------------------------------------------------
+
+
+class CpuValueEngine(FSDPEngineWithValueHead):
+    """verl's FSDP critic engine for a ``*ForTokenClassification`` critic checkpoint.
+
+    verl 0.9.1 loads a value model with ``attn_implementation="flash_attention_2"``
+    hard-coded (``verl.utils.model.load_valuehead_model``), which needs flash-attn.
+    The CPU path gives the critic a checkpoint whose architecture is already
+    ``*ForTokenClassification`` (one label) and builds it the way verl builds any
+    checkpoint (``get_hf_auto_model_class`` picks ``AutoModelForTokenClassification``;
+    attention follows ``override_config``), then processes its output as verl's
+    value engine does.
+    """
+
+    def _build_module(self) -> Any:
+        config = self.model_config
+        kind = config.model_type
+        config.model_type = "language_model"
+        try:
+            return super()._build_module()
+        finally:
+            config.model_type = kind
+
+
+def _register_engines() -> None:
+    registered = EngineRegistry._engines
+    for model_type, engine in (
+        ("language_model", FSDPEngineWithLMHead),
+        ("value_model", CpuValueEngine),
+    ):
+        backends = registered.get(model_type, {})
+        if all("cpu" in backends.get(b, {}) for b in ("fsdp", "fsdp2")):
+            continue
+        EngineRegistry.register(model_type=model_type, backend=["fsdp", "fsdp2"], device="cpu")(
+            engine
+        )
+
+
+# ----------------------------------------------------------------------------
+# workers: one process group over gloo
+# ----------------------------------------------------------------------------
+
+
+def _init_gloo() -> None:
+    if not torch.distributed.is_initialized():
+        torch.distributed.init_process_group(
+            backend="gloo",
+            rank=int(os.environ.get("RANK", 0)),
+            world_size=int(os.environ.get("WORLD_SIZE", 1)),
+            init_method=os.environ.get("DIST_INIT_METHOD", None),
+        )
+
+
+class CpuTrainingWorker(TrainingWorker):
+    """verl's training worker with its process group opened over ``gloo`` only."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        _init_gloo()
+        super().__init__(*args, **kwargs)
+
+
+class CpuActorRolloutRefWorker(ActorRolloutRefWorker):
+    """verl's actor/rollout/ref worker whose inner training workers use ``gloo`` only."""
+
+    actor_worker_cls = CpuTrainingWorker
+    ref_worker_cls = CpuTrainingWorker
+
+
+# ----------------------------------------------------------------------------
+# rollout on transformers
+# ----------------------------------------------------------------------------
+
+
+def server_name(replica_rank: int, suffix: str = "") -> str:
+    """The Ray actor name of replica ``replica_rank``'s server."""
+    return f"agentspec_hf_server_{replica_rank}{suffix}"
+
+
+def _weights_digest(model: Any) -> str:
+    h = hashlib.sha1(usedforsecurity=False)
+    for name, t in sorted(model.state_dict().items()):
+        h.update(name.encode())
+        h.update(t.detach().float().cpu().numpy().tobytes())
+    return h.hexdigest()
+
+
+class HFServer:
+    """A token-in, token-out sampler on a transformers model (one Ray actor per replica).
+
+    ``generate`` samples with temperature / top-k / top-p and returns the
+    log-prob of each chosen token under ``log_softmax(logits / temperature)``
+    (the raw distribution at temperature 0, which is greedy).
+    """
+
+    def __init__(self, model_path: str, seed: int = 0) -> None:
+        from transformers import AutoModelForCausalLM, GenerationConfig
+
+        torch.set_num_threads(1)
+        self.model = AutoModelForCausalLM.from_pretrained(
+            model_path, dtype=torch.float32, attn_implementation="sdpa"
+        ).eval()
+        gen = GenerationConfig.from_model_config(self.model.config)
+        eos = self.model.generation_config.eos_token_id or gen.eos_token_id
+        self.eos_ids = set(eos if isinstance(eos, list) else [eos] if eos is not None else [])
+        self.generator = torch.Generator().manual_seed(seed)
+        self.lock = threading.Lock()
+        self.global_steps = 0
+        self.digests: list[str] = [_weights_digest(self.model)]
+
+    def ready(self) -> bool:
+        return True
+
+    @torch.no_grad()
+    def _sample(
+        self, prompt_ids: list[int], params: dict[str, Any]
+    ) -> tuple[list[int], list[float]]:
+        max_tokens = int(params.get("max_tokens") or params.get("max_new_tokens") or 64)
+        temperature = float(params.get("temperature", 1.0) or 0.0)
+        top_k = int(params.get("top_k", -1) or -1)
+        top_p = float(params.get("top_p", 1.0) or 1.0)
+        ids = torch.tensor([prompt_ids], dtype=torch.long)
+        past = None
+        out_ids: list[int] = []
+        out_lp: list[float] = []
+        for _ in range(max_tokens):
+            result = self.model(input_ids=ids, past_key_values=past, use_cache=True)
+            past = result.past_key_values
+            logits = result.logits[0, -1].float()
+            if temperature > 0:
+                logp = torch.log_softmax(logits / temperature, dim=-1)
+                scores = logp.clone()
+                if top_k > 0:
+                    kth = torch.topk(scores, min(top_k, scores.numel())).values[-1]
+                    scores[scores < kth] = -float("inf")
+                if top_p < 1.0:
+                    sorted_scores, order = torch.sort(scores, descending=True)
+                    cum = torch.softmax(sorted_scores, dim=-1).cumsum(-1)
+                    drop = cum - torch.softmax(sorted_scores, dim=-1) > top_p
+                    scores[order[drop]] = -float("inf")
+                probs = torch.softmax(scores, dim=-1)
+                token = int(torch.multinomial(probs, 1, generator=self.generator).item())
+            else:
+                logp = torch.log_softmax(logits, dim=-1)
+                token = int(torch.argmax(logp).item())
+            out_ids.append(token)
+            out_lp.append(float(logp[token]))
+            if token in self.eos_ids:
+                break
+            ids = torch.tensor([[token]], dtype=torch.long)
+        return out_ids, out_lp
+
+    async def generate(
+        self,
+        prompt_ids: list[int],
+        sampling_params: dict[str, Any],
+        request_id: str = "",
+        image_data: Any = None,
+        video_data: Any = None,
+        **kwargs: Any,
+    ) -> TokenOutput:
+        def run() -> tuple[list[int], list[float]]:
+            with self.lock:
+                return self._sample(list(prompt_ids), sampling_params)
+
+        token_ids, log_probs = await asyncio.to_thread(run)
+        return TokenOutput(
+            token_ids=token_ids,
+            log_probs=log_probs,
+            stop_reason="completed",
+            extra_fields={"global_steps": self.global_steps},
+        )
+
+    def update_weights(self, state_dict: dict[str, torch.Tensor], global_steps: int | None) -> str:
+        with self.lock:
+            missing, unexpected = self.model.load_state_dict(state_dict, strict=False)
+            real_missing = [m for m in missing if not m.endswith("lm_head.weight")]
+            if real_missing or unexpected:
+                raise RuntimeError(
+                    f"rollout weights do not match the model: missing {real_missing[:5]}, "
+                    f"unexpected {unexpected[:5]}"
+                )
+            if self.model.config.tie_word_embeddings:
+                self.model.tie_weights()
+            if global_steps is not None:
+                self.global_steps = int(global_steps)
+            self.digests.append(_weights_digest(self.model))
+            return self.digests[-1]
+
+    def weight_digests(self) -> list[str]:
+        """The weights' digest at load and after every update (tests: did training change them)."""
+        return list(self.digests)
+
+    async def wake_up(self) -> None:
+        return None
+
+    async def sleep(self) -> None:
+        return None
+
+    async def clear_kv_cache(self) -> None:
+        return None
+
+    async def release_kv_cache(self) -> None:
+        return None
+
+    async def resume_kv_cache(self) -> None:
+        return None
+
+    async def abort_all_requests(self, reject_request: bool = False) -> None:
+        return None
+
+    async def resume_generation(self) -> None:
+        return None
+
+    async def start_profile(self, **kwargs: Any) -> None:
+        return None
+
+    async def stop_profile(self) -> None:
+        return None
+
+    async def set_global_steps(self, global_steps: int) -> None:
+        self.global_steps = global_steps
+
+
+class HFReplica(RolloutReplica):
+    """One :class:`HFServer` per replica, next to verl's hybrid workers."""
+
+    def rollout_worker_use_gpu(self) -> bool:
+        return False
+
+    async def launch_servers(self) -> None:
+        name = server_name(self.replica_rank, self.name_suffix)
+        path = getattr(self.model_config, "local_path", None) or self.model_config.path
+        actor: Any = (
+            ray.remote(HFServer)
+            .options(name=name, num_cpus=0.1, max_concurrency=self.max_concurrency)
+            .remote(str(path))
+        )
+        await actor.ready.remote()
+        self.servers = [actor]
+        self._server_handle = actor
+        self._server_address = f"ray-actor://{name}"
+
+
+class HFServerAdapter(BaseRollout):
+    """The worker-side half of the rollout: sends the trained weights to the replica's server.
+
+    FSDP2 shards are gathered with ``full_tensor()`` on every rank (a collective);
+    the first rank of each replica sends them.
+    """
+
+    def __init__(self, config: Any, model_config: Any, device_mesh: Any, *args: Any, **kwargs: Any):
+        super().__init__(config, model_config, device_mesh, *args, **kwargs)
+        rank = torch.distributed.get_rank() if torch.distributed.is_initialized() else 0
+        size = (
+            self.config.tensor_model_parallel_size
+            * self.config.data_parallel_size
+            * self.config.pipeline_model_parallel_size
+        )
+        self.replica_rank = rank // size
+        self.is_sender = rank % size == 0
+
+    async def resume(self, tags: list[str]) -> None:
+        return None
+
+    async def release(self) -> None:
+        return None
+
+    async def update_weights(
+        self, weights: Any, wire_format: str = "named_tensors", **kwargs: Any
+    ) -> None:
+        if wire_format != "named_tensors":
+            raise ValueError(
+                f"the transformers rollout takes full named tensors, not {wire_format!r}"
+            )
+        state: dict[str, torch.Tensor] = {}
+        for name, tensor in weights:
+            full = tensor.full_tensor() if hasattr(tensor, "full_tensor") else tensor
+            state[name] = full.detach().to("cpu", copy=True)
+        if self.is_sender:
+            server = ray.get_actor(server_name(self.replica_rank))
+            await server.update_weights.remote(state, kwargs.get("global_steps"))
+
+
+def register() -> None:
+    """Register the cpu engines and the ``agentspec_hf`` rollout: the replica in verl's public
+    registry, the worker-side adapter in verl's (private) rollout-class table. Runs on import."""
+    _register_engines()
+    RolloutReplicaRegistry.register(ROLLOUT_NAME, lambda: HFReplica)
+    rollout_base._ROLLOUT_REGISTRY[(ROLLOUT_NAME, "async")] = (
+        f"{__name__}.{HFServerAdapter.__name__}"
+    )
+
+
+register()

@@ -1,0 +1,193 @@
+"""Step metadata carried through verl, and the map between verl's rows and agentspec's steps.
+
+verl keeps one row per ``AgentLoopOutput``: either one step (``per_step``) or
+several chained steps of one episode packed into one row (``packed``, the
+observation tokens masked out). The agent loop stores, in the row's
+``extra_fields["agentspec"]``, what the step-level algorithms need and verl's
+advantage step does not carry (:class:`RowSteps`): the trajectory, the step
+index of every response token, each step's reward and anchor.
+
+:func:`step_view` turns verl's padded ``(rows, T)`` tensors plus those records
+into agentspec's :class:`~agentspec.runtime.algorithms.StepBatch` (one row per
+step) and back (:meth:`StepView.to_rows`). This module imports torch, never verl.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from agentspec.runtime.algorithms import StepBatch, StepRow, collate_steps
+from agentspec.runtime.trajectory import TrainingRow, Trajectory
+
+__all__ = ["EXTRA_KEY", "RowSteps", "StepView", "anchor_key", "row_steps", "step_view"]
+
+EXTRA_KEY = "agentspec"
+"""Key of :class:`RowSteps` (as a plain dict) in ``AgentLoopOutput.extra_fields``."""
+
+
+def anchor_key(anchor: str | None, prompt_ids: Sequence[int]) -> str:
+    """GiGPO's anchor of a step: the spec's ``episode.anchor`` if it has one, else the
+    exact prompt the step acted from (steps that saw identical token ids share a group)."""
+    if anchor is not None:
+        return f"a:{anchor}"
+    digest = hashlib.sha1(
+        b"".join(int(t).to_bytes(4, "little") for t in prompt_ids), usedforsecurity=False
+    )
+    return f"p:{digest.hexdigest()}"
+
+
+@dataclass(frozen=True)
+class RowSteps:
+    """The steps one verl row holds.
+
+    Attributes:
+        trajectory_id: the episode (unique per episode, shared by its rows).
+        token_steps: per response token of the row: the step index of a token the
+            policy generated, -1 for observation tokens between packed steps.
+        step_indices: the steps of the row, in order.
+        step_rewards: each step's reward (sum of its components), aligned with
+            ``step_indices``.
+        anchors: each step's GiGPO anchor (:func:`anchor_key`).
+        episode_reward: the episode's total reward (what verl's ``reward_score`` holds).
+    """
+
+    trajectory_id: str
+    token_steps: list[int]
+    step_indices: list[int]
+    step_rewards: list[float]
+    anchors: list[str]
+    episode_reward: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> RowSteps:
+        return cls(
+            trajectory_id=str(d["trajectory_id"]),
+            token_steps=[int(x) for x in d["token_steps"]],
+            step_indices=[int(x) for x in d["step_indices"]],
+            step_rewards=[float(x) for x in d["step_rewards"]],
+            anchors=[str(x) for x in d["anchors"]],
+            episode_reward=float(d["episode_reward"]),
+        )
+
+
+def row_steps(traj: Trajectory, row: TrainingRow) -> RowSteps:
+    """The :class:`RowSteps` of one of ``training_rows(traj)``."""
+    by_index = {s.index: s for s in traj.steps}
+    steps = [by_index[i] for i in row.step_indices]
+    return RowSteps(
+        trajectory_id=traj.trajectory_id,
+        token_steps=list(row.token_steps[row.prompt_length :]),
+        step_indices=list(row.step_indices),
+        step_rewards=[s.reward for s in steps],
+        anchors=[anchor_key(s.anchor, s.prompt_ids) for s in steps],
+        episode_reward=traj.total_reward,
+    )
+
+
+@dataclass(frozen=True)
+class StepView:
+    """agentspec's step batch of a verl batch, and where each step's tokens sit in verl's rows.
+
+    Attributes:
+        batch: one row per step (``(n_steps, S)`` token tensors).
+        row_of_step: ``(n_steps,)`` the verl row each step came from.
+        positions: ``(n_steps, S)`` the response column of each step token in its
+            verl row (``-1`` off the step's mask).
+        num_rows, width: shape ``(rows, T)`` of verl's response tensors.
+    """
+
+    batch: StepBatch
+    row_of_step: Tensor
+    positions: Tensor
+    num_rows: int
+    width: int
+
+    def to_rows(self, step_tokens: Tensor) -> Tensor:
+        """Scatter ``(n_steps, S)`` values (e.g. advantages) into verl's ``(rows, T)`` layout;
+        0 at every position no step owns."""
+        out = step_tokens.new_zeros((self.num_rows, self.width))
+        keep = self.batch.response_mask
+        rows = self.row_of_step.unsqueeze(1).expand_as(self.positions)
+        out[rows[keep], self.positions[keep]] = step_tokens[keep]
+        return out
+
+    def steps_to_rows(self, per_step: Tensor) -> Tensor:
+        """Broadcast ``(n_steps,)`` values to the step's tokens in verl's ``(rows, T)`` layout."""
+        return self.to_rows(self.batch.broadcast(per_step))
+
+
+def step_view(
+    records: Sequence[RowSteps],
+    group_keys: Sequence[Any],
+    response_mask: Tensor,
+    *,
+    values: Tensor | None = None,
+    old_log_probs: Tensor | None = None,
+    teacher_log_probs: Tensor | None = None,
+) -> StepView:
+    """Split verl's rows into agentspec steps.
+
+    Args:
+        records: one :class:`RowSteps` per verl row.
+        group_keys: one per row: the prompt group (verl's ``uid``).
+        response_mask: ``(rows, T)`` verl's response mask (1 = generated token).
+        values: ``(rows, T)`` the critic's values; a step's ``value`` is the one at
+            its first response position (the value of the state it acted from).
+        old_log_probs, teacher_log_probs: ``(rows, T)`` per-token, gathered per step.
+    """
+    n, width = response_mask.shape
+    if len(records) != n or len(group_keys) != n:
+        raise ValueError(f"{len(records)} step records and {len(group_keys)} groups for {n} rows")
+    mask = response_mask.bool()
+    rows: list[StepRow] = []
+    row_of_step: list[int] = []
+    cols: list[list[int]] = []
+    for i, rec in enumerate(records):
+        ts = torch.tensor(rec.token_steps, dtype=torch.int64)
+        if ts.numel() > width:
+            raise ValueError(f"row {i}: {ts.numel()} token steps for {width} response columns")
+        gen = torch.zeros(width, dtype=torch.bool)
+        gen[: ts.numel()] = ts >= 0
+        if not torch.equal(gen & mask[i], gen):
+            raise ValueError(f"row {i}: a step token lies outside verl's response mask")
+        for k, step in enumerate(rec.step_indices):
+            where = torch.nonzero(ts == step).flatten().tolist()
+            first = where[0] if where else None
+
+            def pick(t: Tensor | None, where: list[int] = where, i: int = i) -> list[float] | None:
+                return None if t is None else t[i, where].tolist()
+
+            rows.append(
+                StepRow(
+                    traj_id=rec.trajectory_id,
+                    step_index=step,
+                    group_id=group_keys[i],
+                    reward=rec.step_rewards[k],
+                    response_length=len(where),
+                    anchor=rec.anchors[k],
+                    value=(
+                        None
+                        if values is None
+                        else (float(values[i, first]) if first is not None else 0.0)
+                    ),
+                    old_log_probs=pick(old_log_probs),
+                    teacher_log_probs=pick(teacher_log_probs),
+                )
+            )
+            row_of_step.append(i)
+            cols.append(where)
+    s = max((len(c) for c in cols), default=0)
+    batch = collate_steps(rows, pad_to=s, dtype=torch.float32)
+    positions = torch.full((len(rows), s), -1, dtype=torch.int64)
+    for j, c in enumerate(cols):
+        positions[j, : len(c)] = torch.tensor(c, dtype=torch.int64)
+    return StepView(batch, torch.tensor(row_of_step, dtype=torch.int64), positions, n, width)

@@ -1,0 +1,36 @@
+"""verl's plugin hook: imported by ``import verl`` in every process of a run.
+
+Loaded through the ``verl.plugins`` entry point (``agentspec =
+agentspec.runtime.backends.verl.plugin``) or ``VERL_USE_EXTERNAL_MODULES``. It
+checks verl's version, registers agentspec's estimators and losses
+(:mod:`.algorithms`) and the ``agentspec`` trainer (:mod:`.trainer`), and with
+``VERL_PLATFORM=cpu`` the CPU platform and the transformers rollout (:mod:`.cpu`).
+"""
+
+from __future__ import annotations
+
+import os
+
+from agentspec.runtime.backends.verl import check_verl_version
+
+__all__ = ["register_all"]
+
+
+def register_all() -> None:
+    """Register everything agentspec adds to verl (idempotent)."""
+    check_verl_version()
+    cpu_platform = os.environ.get("VERL_PLATFORM", "").strip().lower() == "cpu"
+    if cpu_platform:
+        # first: importing verl's trainer and workers asks verl for its platform
+        from agentspec.runtime.backends.verl import cpu
+
+        cpu.register_platform()
+    from agentspec.runtime.backends.verl import algorithms, trainer
+
+    algorithms.register()
+    trainer.register()
+    if cpu_platform:
+        cpu.register()
+
+
+register_all()

@@ -1,0 +1,258 @@
+"""The ``agentspec`` trainer: verl's synchronous PPO trainer with a step-level advantage step.
+
+Registered with verl's ``register_trainer`` and selected by
+``trainer.v1.trainer_mode=agentspec``. It subclasses verl's ``PPOTrainerSync``
+and replaces one stage, ``_compute_advantage``: verl's own passes an estimator
+only the row's token rewards, mask and prompt ``uid``; this one also reads each
+row's step records (``extra_fields["agentspec"]``: trajectory, step of every
+token, step rewards, anchors), the critic's values and the log-probs from
+verl's TransferQueue, and calls the estimator registered in verl's registry
+(``algorithm.adv_estimator``, one of agentspec's, see :mod:`.algorithms`).
+Everything else (rollout, log-probs, critic and actor updates, validation,
+checkpoints, logging) is verl's.
+
+Settings under ``trainer.v1.agentspec`` (added by the generated overrides):
+``omega`` (GiGPO), ``opd_beta`` (OPD), ``whiten`` (step GAE), ``dump_dir``
+(write each step's advantage inputs and the advantages verl stored, for tests),
+``max_failed_groups`` / ``error_file`` (stop, with the episodes' tracebacks, when
+agent loops keep failing: verl itself would log them and refill for ever).
+On a CPU machine (``trainer.device=cpu``) it also starts verl's workers through
+the ``gloo``-only subclasses of :mod:`.cpu`.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import ray
+import torch
+import transfer_queue as tq
+from tensordict import TensorDict
+from verl.protocol import DataProto
+from verl.trainer.ppo import core_algos
+from verl.trainer.ppo.rollout_corr_helper import compute_rollout_correction_and_add_to_batch
+from verl.trainer.ppo.utils import Role
+from verl.trainer.ppo.v1.trainer_base import TRAINER_REGISTRY, register_trainer
+from verl.trainer.ppo.v1.trainer_sync import PPOTrainerSync
+from verl.workers.utils.padding import response_to_nested
+
+from agentspec.runtime.algorithms import AdvantageConfig
+from agentspec.runtime.backends.verl.layout import EXTRA_KEY, RowSteps
+
+__all__ = ["TRAINER_NAME", "AgentLoopError", "AgentspecTrainer", "register"]
+
+TRAINER_NAME = "agentspec"
+
+
+def _list(x: Any) -> list[Any]:
+    return list(x.tolist()) if hasattr(x, "tolist") else list(x)
+
+
+def _episode_metrics(extras: list[dict[str, Any]]) -> dict[str, float]:
+    """Means over the batch's episodes (each counted once, however many rows it has) of
+    ``reward/<component>``, ``rollout/success`` and ``rollout/num_steps``."""
+    episodes: dict[str, dict[str, Any]] = {}
+    for extra in extras:
+        info = extra.get("reward_extra_info") or {}
+        episodes.setdefault(str(extra[EXTRA_KEY]["trajectory_id"]), info)
+    out: dict[str, float] = {}
+    for key in sorted({k for info in episodes.values() for k in info}):
+        values = [float(info[key]) for info in episodes.values() if key in info]
+        name = key if key.startswith("reward/") else f"rollout/{key}"
+        out[name] = float(np.mean(values))
+    return out
+
+
+class AgentLoopError(RuntimeError):
+    """Too many prompt groups failed inside the agent loop (the episodes' errors attached)."""
+
+    @classmethod
+    def from_file(cls, failed: int, error_file: str | None) -> AgentLoopError:
+        detail = ""
+        if error_file and Path(str(error_file)).exists():
+            text = Path(str(error_file)).read_text(encoding="utf-8").strip()
+            detail = "\n" + text[-4000:]
+        # one string argument: the exception crosses Ray by pickling
+        return cls(
+            f"{failed} prompt groups failed in the agent loop "
+            f"(trainer.v1.agentspec.max_failed_groups exceeded){detail}"
+        )
+
+
+class AgentspecTrainer(PPOTrainerSync):
+    """verl's sync trainer whose advantage step sees agentspec's steps."""
+
+    @property
+    def agentspec_settings(self) -> dict[str, Any]:
+        return dict(self.config.trainer.v1.get(TRAINER_NAME, {}) or {})
+
+    def advantage_config(self) -> AdvantageConfig:
+        algo = self.config.algorithm
+        s = self.agentspec_settings
+        return AdvantageConfig(
+            gamma=float(algo.gamma),
+            lam=float(algo.lam),
+            norm_by_std=bool(algo.get("norm_adv_by_std_in_grpo", True)),
+            omega=float(s.get("omega", 1.0)),
+            opd_beta=float(s.get("opd_beta", 1.0)),
+            whiten=bool(s.get("whiten", True)),
+        )
+
+    def _add_prompts_to_generate(self, num_prompts: int) -> int:
+        """verl's refill of prompt groups whose agent loop failed (sync mode calls it for
+        nothing else): raise :class:`AgentLoopError` with the episodes' tracebacks once
+        more than ``max_failed_groups`` groups failed (default one training batch; the
+        generated overrides allow ten), instead of retrying for ever."""
+        self._failed_groups = getattr(self, "_failed_groups", 0) + int(num_prompts)
+        settings = self.agentspec_settings
+        limit = settings.get("max_failed_groups")
+        limit = int(limit) if limit is not None else int(self.config.data.train_batch_size)
+        if self._failed_groups > limit:
+            raise AgentLoopError.from_file(self._failed_groups, settings.get("error_file"))
+        return int(super()._add_prompts_to_generate(num_prompts))
+
+    def _init_resource_pool_mgr(self) -> None:
+        super()._init_resource_pool_mgr()
+        if str(self.config.trainer.device) != "cpu":
+            return
+        from agentspec.runtime.backends.verl.cpu.rollout import (
+            CpuActorRolloutRefWorker,
+            CpuTrainingWorker,
+        )
+
+        for role in list(self.role_worker_mapping):
+            cls = CpuTrainingWorker if role == Role.Critic else CpuActorRolloutRefWorker
+            remote: Any = ray.remote(cls)
+            self.role_worker_mapping[role] = remote
+
+    def _compute_advantage(self, batch: Any, metrics: dict[str, Any]) -> Any:
+        algo = self.config.algorithm
+        if algo.use_kl_in_reward:
+            raise ValueError(
+                "algorithm.use_kl_in_reward is not supported with agentspec's step-level "
+                "estimators; use the actor's KL loss (actor_rollout_ref.actor.use_kl_loss)"
+            )
+        fields = [
+            "uid",
+            "response_mask",
+            "rm_scores",
+            "rollout_log_probs",
+            "old_log_probs",
+            "values",
+            "teacher_logprobs",
+            "extra_fields",
+        ]
+        data = tq.kv_batch_get(
+            keys=batch.keys, partition_id=batch.partition_id, select_fields=fields
+        )
+        nested_mask = data["response_mask"]
+        extras = _list(data.pop("extra_fields"))
+        uids = [str(u) for u in _list(data.pop("uid"))]
+        padding = [bool(tag.get("is_padding", False)) for tag in batch.tags]
+        proto = DataProto(batch=data.to_padded_tensor())
+        proto.batch["token_level_scores"] = proto.batch["rm_scores"]
+        proto.batch["token_level_rewards"] = proto.batch["rm_scores"]
+        proto.non_tensor_batch["uid"] = np.array(uids, dtype=object)
+
+        # rollout correction, as verl's own advantage step does it
+        corr = algo.get("rollout_correction", None)
+        bypass = bool(corr and corr.get("bypass_mode", False))
+        correction = corr is not None and "rollout_log_probs" in proto.batch and not bypass
+        if correction:
+            proto, is_metrics = compute_rollout_correction_and_add_to_batch(proto, corr)
+            metrics.update(is_metrics)
+
+        response_mask = proto.batch["response_mask"]
+        keep = [i for i, pad in enumerate(padding) if not pad]
+        records = [RowSteps.from_dict(extras[i][EXTRA_KEY]) for i in keep]
+
+        def rows(name: str) -> torch.Tensor | None:
+            t = proto.batch.get(name, None) if name in proto.batch else None
+            return None if t is None else t[keep]
+
+        estimator = core_algos.get_adv_estimator_fn(algo.adv_estimator)
+        adv_cfg = self.advantage_config()
+        advantages = torch.zeros_like(response_mask, dtype=torch.float32)
+        returns = torch.zeros_like(advantages)
+        adv_keep, ret_keep = estimator(
+            token_level_rewards=proto.batch["token_level_rewards"][keep],
+            response_mask=response_mask[keep],
+            index=[uids[i] for i in keep],
+            config=algo,
+            step_records=records,
+            values=rows("values"),
+            old_log_probs=rows("old_log_probs"),
+            teacher_log_probs=None,
+            advantage_config=adv_cfg,
+        )
+        advantages[keep] = adv_keep.float()
+        returns[keep] = ret_keep.float()
+        proto.batch["advantages"] = advantages
+        proto.batch["returns"] = returns
+        metrics.update(_episode_metrics([extras[i] for i in keep]))
+        n_steps = sum(len(r.step_indices) for r in records)
+        metrics["agentspec/steps_per_row"] = n_steps / max(len(records), 1)
+        metrics["agentspec/step_reward_mean"] = float(
+            np.mean([x for r in records for x in r.step_rewards]) if n_steps else 0.0
+        )
+
+        out_fields = ["advantages", "returns"]
+        if correction:
+            out_fields.append("response_mask")
+            if "rollout_is_weights" in proto.batch:
+                out_fields.append("rollout_is_weights")
+        output = TensorDict(
+            {f: response_to_nested(proto.batch[f], nested_mask) for f in out_fields},
+            batch_size=len(batch),
+        )
+        batch = tq.kv_batch_put(keys=batch.keys, partition_id=batch.partition_id, fields=output)
+        self._dump_advantages(batch, keep, records, uids, proto, adv_cfg)
+        return batch
+
+    def _dump_advantages(
+        self,
+        batch: Any,
+        keep: list[int],
+        records: list[RowSteps],
+        uids: list[str],
+        proto: DataProto,
+        adv_cfg: AdvantageConfig,
+    ) -> None:
+        """With ``trainer.v1.agentspec.dump_dir`` set: save the estimator's inputs and the
+        advantages as stored in verl's TransferQueue (what the actor update reads)."""
+        dump_dir = self.agentspec_settings.get("dump_dir")
+        if not dump_dir:
+            return
+        stored = tq.kv_batch_get(
+            keys=batch.keys, partition_id=batch.partition_id, select_fields=["advantages"]
+        ).to_padded_tensor()["advantages"]
+        path = Path(str(dump_dir))
+        path.mkdir(parents=True, exist_ok=True)
+
+        def cpu(name: str) -> torch.Tensor | None:
+            return proto.batch[name][keep].cpu() if name in proto.batch else None
+
+        torch.save(
+            {
+                "global_steps": int(self.global_steps),
+                "estimator": str(self.config.algorithm.adv_estimator),
+                "advantage_config": adv_cfg.__dict__,
+                "records": [r.to_dict() for r in records],
+                "uids": [uids[i] for i in keep],
+                "response_mask": cpu("response_mask"),
+                "values": cpu("values"),
+                "old_log_probs": cpu("old_log_probs"),
+                "advantages": stored[keep].cpu(),
+                "returns": cpu("returns"),
+            },
+            path / f"advantages_step{int(self.global_steps):04d}_{os.getpid()}.pt",
+        )
+
+
+def register() -> None:
+    """Register :class:`AgentspecTrainer` as verl trainer ``agentspec`` (idempotent)."""
+    if TRAINER_REGISTRY.get(TRAINER_NAME) is not AgentspecTrainer:
+        register_trainer(TRAINER_NAME)(AgentspecTrainer)

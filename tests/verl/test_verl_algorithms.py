@@ -1,0 +1,192 @@
+"""agentspec's estimators and losses inside verl's registries, and the step layout between them."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from types import SimpleNamespace
+
+import pytest
+import torch
+from verl_helpers import ROOT
+
+from agentspec.runtime.algorithms import (
+    AdvantageConfig,
+    PolicyLossConfig,
+    StepRow,
+    aggregation_weights,
+    collate_steps,
+    compute_advantages,
+    policy_loss,
+)
+from agentspec.runtime.backends.verl import PLUGIN_MODULE
+from agentspec.runtime.backends.verl.layout import RowSteps, step_view
+
+core_algos = pytest.importorskip("verl.trainer.ppo.core_algos")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def registered() -> None:
+    from agentspec.runtime.backends.verl import algorithms
+
+    algorithms.register()
+    algorithms.register()  # idempotent
+
+
+def test_plugin_registers_everything_in_a_fresh_verl_process() -> None:
+    code = (
+        "import verl\n"
+        "from verl.trainer.ppo import core_algos\n"
+        "from verl.trainer.ppo.v1 import get_trainer_cls\n"
+        "from verl.plugin.platform.platform_manager import PlatformRegistry\n"
+        "from verl.workers.rollout.replica import RolloutReplicaRegistry\n"
+        "from verl.workers.rollout.base import get_rollout_class\n"
+        "from verl.workers.engine.base import EngineRegistry\n"
+        "print(sorted(k for k in core_algos.ADV_ESTIMATOR_REGISTRY if k.startswith('agentspec_')))\n"
+        "print(sorted(k for k in core_algos.POLICY_LOSS_REGISTRY if k.startswith('agentspec_')))\n"
+        "print(get_trainer_cls('agentspec').__name__)\n"
+        "print(PlatformRegistry.get('cpu').__name__, RolloutReplicaRegistry.get('agentspec_hf').__name__,\n"
+        "      get_rollout_class('agentspec_hf').__name__,\n"
+        "      EngineRegistry.get_engine_cls('value_model', 'fsdp2').__name__)\n"
+    )
+    env = {**os.environ, "VERL_USE_EXTERNAL_MODULES": PLUGIN_MODULE, "VERL_PLATFORM": "cpu"}
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, env=env, timeout=300
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    lines = result.stdout.strip().splitlines()[-4:]
+    assert lines[0] == str(
+        [
+            "agentspec_gigpo",
+            "agentspec_grpo",
+            "agentspec_opd",
+            "agentspec_reinforce",
+            "agentspec_rloo",
+            "agentspec_step_gae",
+            "agentspec_token_gae",
+        ]
+    )
+    assert lines[1] == str(["agentspec_ppo_clip", "agentspec_reinforce", "agentspec_steppo"])
+    assert lines[2] == "AgentspecTrainer"
+    assert lines[3] == "PlatformCPU HFReplica HFServerAdapter CpuValueEngine"
+
+
+def _records() -> tuple[list[RowSteps], list[str], torch.Tensor]:
+    """Two prompts × two episodes; episode a is packed (2 steps in one row), the others
+    one row per step. Width 8; -1 marks observation tokens inside a packed row."""
+    recs = [
+        RowSteps("a", [0, 0, -1, -1, 1, 1, 1], [0, 1], [0.0, 1.0], ["x", "y"], 1.0),
+        RowSteps("b", [0, 0, 0], [0], [0.5], ["x"], 0.5),
+        RowSteps("b", [1, 1], [1], [0.0], ["z"], 0.5),
+        RowSteps("c", [0, 0, 0, 0], [0], [0.0], ["w"], 0.0),
+        RowSteps("d", [0], [0], [1.0], ["w"], 1.0),
+    ]
+    uids = ["p", "p", "p", "q", "q"]
+    mask = torch.zeros(5, 8)
+    for i, r in enumerate(recs):
+        mask[i, : len(r.token_steps)] = torch.tensor(
+            [1.0 if s >= 0 else 0.0 for s in r.token_steps]
+        )
+    return recs, uids, mask
+
+
+def _steps(values: torch.Tensor | None) -> list[StepRow]:
+    # the same steps written out by hand; value = the critic at the step's first token
+    v = (lambda i, j: float(values[i, j])) if values is not None else (lambda i, j: None)
+    return [
+        StepRow("a", 0, "p", 0.0, 2, "x", v(0, 0)),
+        StepRow("a", 1, "p", 1.0, 3, "y", v(0, 4)),
+        StepRow("b", 0, "p", 0.5, 3, "x", v(1, 0)),
+        StepRow("b", 1, "p", 0.0, 2, "z", v(2, 0)),
+        StepRow("c", 0, "q", 0.0, 4, "w", v(3, 0)),
+        StepRow("d", 0, "q", 1.0, 1, "w", v(4, 0)),
+    ]
+
+
+_COLS = [(0, [0, 1]), (0, [4, 5, 6]), (1, [0, 1, 2]), (2, [0, 1]), (3, [0, 1, 2, 3]), (4, [0])]
+
+
+@pytest.mark.parametrize("name", ["step_gae", "grpo", "rloo", "reinforce", "gigpo"])
+def test_verl_estimator_equals_agentspec(name: str) -> None:
+    recs, uids, mask = _records()
+    values = torch.linspace(-1, 1, 40).reshape(5, 8)
+    cfg = AdvantageConfig(gamma=0.9, lam=0.8, omega=0.5)
+    fn = core_algos.get_adv_estimator_fn(f"agentspec_{name}")
+    adv, ret = fn(
+        token_level_rewards=torch.zeros(5, 8),
+        response_mask=mask,
+        index=uids,
+        config=None,
+        step_records=recs,
+        values=values,
+        advantage_config=cfg,
+    )
+    expected = compute_advantages(
+        name, collate_steps(_steps(values if name == "step_gae" else None)), cfg
+    )
+    want = torch.zeros(5, 8)
+    for k, (row, cols) in enumerate(_COLS):
+        want[row, cols] = expected.advantages[k, : len(cols)]
+    torch.testing.assert_close(adv, want)
+    assert bool((adv[mask == 0] == 0).all())
+    if name == "step_gae":
+        assert expected.returns is not None
+        for k, (row, cols) in enumerate(_COLS):
+            assert torch.allclose(ret[row, cols], expected.returns[k].expand(len(cols)))
+
+
+def test_estimator_without_step_records_fails_loudly() -> None:
+    fn = core_algos.get_adv_estimator_fn("agentspec_grpo")
+    with pytest.raises(ValueError, match="trainer_mode=agentspec"):
+        fn(token_level_rewards=torch.zeros(2, 3), response_mask=torch.ones(2, 3), index=["a", "b"])
+
+
+def test_step_view_rejects_a_step_token_outside_the_mask() -> None:
+    recs, uids, mask = _records()
+    mask[0, 4] = 0
+    with pytest.raises(ValueError, match="outside verl's response mask"):
+        step_view(recs, uids, mask)
+
+
+@pytest.mark.parametrize(
+    ("name", "agg", "mode"),
+    [("ppo_clip", "token-mean", "token-mean"), ("steppo", "seq-mean-token-mean", "step-mean")],
+)
+def test_verl_policy_loss_equals_agentspec(name: str, agg: str, mode: str) -> None:
+    torch.manual_seed(0)
+    mask = torch.tensor([[1, 1, 1, 0], [1, 1, 0, 0], [1, 1, 1, 1]], dtype=torch.bool)
+    old = -torch.rand(3, 4)
+    logp = (old + 0.3 * torch.randn(3, 4)).requires_grad_()
+    adv = torch.randn(3, 1).expand(3, 4) * mask
+    config = SimpleNamespace(
+        clip_ratio=0.2,
+        clip_ratio_low=0.1,
+        clip_ratio_high=0.3,
+        clip_ratio_c=3.0,
+        global_batch_info={},
+    )
+    loss, metrics = core_algos.get_policy_loss_fn(f"agentspec_{name}")(
+        old_log_prob=old,
+        log_prob=logp,
+        advantages=adv,
+        response_mask=mask.long(),
+        loss_agg_mode=agg,
+        config=config,
+    )
+    ours = policy_loss(
+        name,
+        logp,
+        old,
+        adv,
+        mask,
+        aggregation_weights(mask, torch.arange(3), mode),
+        PolicyLossConfig(
+            clip_low=0.1, clip_high=0.3, dual_clip_c=3.0 if name == "ppo_clip" else None
+        ),
+    )
+    torch.testing.assert_close(loss, ours.loss)
+    (g1,) = torch.autograd.grad(loss, logp)
+    (g2,) = torch.autograd.grad(ours.loss, logp)
+    torch.testing.assert_close(g1, g2)
+    assert {"actor/pg_clipfrac", "actor/ppo_kl"} <= set(metrics)
