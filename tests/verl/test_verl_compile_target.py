@@ -56,7 +56,8 @@ def test_rows_carry_agent_name_raw_prompt_and_sample(target_dir: Path) -> None:
     sample = json.loads(row["extra_info"]["sample"])
     assert sample["question"] == row["prompt"][1]["content"]
     assert {"answer", "expression"} <= set(sample)
-    assert len(pd.read_parquet(target_dir / "val.parquet")) == 64  # eval_samples
+    eval_samples = yaml.safe_load(Path(SPEC).read_text())["training"]["eval_samples"]
+    assert len(pd.read_parquet(target_dir / "val.parquet")) == eval_samples
 
 
 def test_layout_follows_the_loss(tmp_path: Path) -> None:
