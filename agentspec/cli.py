@@ -10,7 +10,7 @@ import glob
 import sys
 from enum import Enum
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -114,6 +114,19 @@ def _fail(message: str, code: int = 1) -> typer.Exit:
     return typer.Exit(code)
 
 
+def _print_summary(title: str, summary: Any) -> None:
+    """The per-metric table of `run` and `eval` (a `RolloutSummary`)."""
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=title)
+    table.add_column("metric")
+    table.add_column("value", justify="right")
+    for name, value in summary.rows():
+        table.add_row(name, value)
+    Console().print(table)
+
+
 def _report_spec_error(exc: Exception) -> typer.Exit:
     from agentspec.compiler.diagnostics import SpecError, render_text
 
@@ -178,7 +191,6 @@ def run(
 
     from rich.console import Console
     from rich.progress import Progress
-    from rich.table import Table
 
     from agentspec.compiler.codegen import import_spec
     from agentspec.compiler.diagnostics import SpecError
@@ -230,12 +242,7 @@ def run(
             raise _fail(str(exc), code=2) from None
     names = [c.name for c in module.ENV_CLASS.reward_components]
     summary = summarize(trajectories, names)
-    table = Table(title=f"{module.SPEC_NAME} · policy {policy} · {len(trajectories)} episodes")
-    table.add_column("metric")
-    table.add_column("value", justify="right")
-    for name, value in summary.rows():
-        table.add_row(name, value)
-    Console().print(table)
+    _print_summary(f"{module.SPEC_NAME} · policy {policy} · {len(trajectories)} episodes", summary)
     out_dir = out or Path("runs") / f"{module.SPEC_NAME}-{policy.split(':')[0]}"
     out_dir.mkdir(parents=True, exist_ok=True)
     write_jsonl(out_dir / "trajectories.jsonl", trajectories)
@@ -294,10 +301,13 @@ def train(
         path = train_verl(spec, run_dir, {k: str(v) for k, v in overrides.items()}, ray_address)
         typer.echo(f"run directory: {path}")
         return
-    _train_local(spec, run_dir, overrides, resume)
+    iterations = int(str(overrides.get("iterations", module.TRAINING["iterations"])))
+    _train_local(spec, run_dir, overrides, resume, iterations)
 
 
-def _train_local(spec: Path, run_dir: Path, overrides: dict[str, object], resume: bool) -> None:
+def _train_local(
+    spec: Path, run_dir: Path, overrides: dict[str, object], resume: bool, iterations: int
+) -> None:
     from rich.console import Console
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -329,10 +339,7 @@ def _train_local(spec: Path, run_dir: Path, overrides: dict[str, object], resume
             )
 
         try:
-            from agentspec.compiler.codegen import import_spec
-
-            total = overrides.get("iterations", import_spec(spec).TRAINING["iterations"])
-            progress.update(task, total=int(str(total)))
+            progress.update(task, total=iterations)
             path = run_training(spec, run_dir, overrides, resume=resume, progress=report)
         except ConfigError as exc:
             raise _fail(str(exc), code=2) from None
@@ -361,8 +368,6 @@ def eval_command(
     temperature: Annotated[float, typer.Option(min=0.0, help="0 for greedy decoding.")] = 0.0,
 ) -> None:
     """Evaluate a checkpoint on held-out samples; print the per-component table of `run`."""
-    from rich.console import Console
-    from rich.table import Table
 
     from agentspec.runtime.backends.local.evaluation import evaluate_checkpoint
 
@@ -370,12 +375,7 @@ def eval_command(
         summary = evaluate_checkpoint(spec, checkpoint, episodes, temperature)
     except FileNotFoundError as exc:
         raise _fail(str(exc)) from None
-    table = Table(title=f"{spec.name} · {checkpoint} · {summary.episodes} episodes")
-    table.add_column("metric")
-    table.add_column("value", justify="right")
-    for name, value in summary.rows():
-        table.add_row(name, value)
-    Console().print(table)
+    _print_summary(f"{spec.name} · {checkpoint} · {summary.episodes} episodes", summary)
 
 
 @app.command()

@@ -79,14 +79,15 @@ def cache_key(path: str | Path) -> str:
 def import_spec(path: str | Path) -> ModuleType:
     """Compile into the cache (keyed by the spec and the generator) and import the module."""
     digest = cache_key(path)
-    compiled = None
     target = cache_dir() / digest[:16]
     modules = list(target.glob("*_spec.py")) if target.is_dir() else []
     if not modules:
-        compiled = compile_spec(path)
-        modules = [write_compiled(compiled, target)[0]]
-    module_path = modules[0]
-    name = f"agentspec_generated_{digest[:16]}"
+        modules = [write_compiled(compile_spec(path), target)[0]]
+    return import_file(modules[0], f"agentspec_generated_{digest[:16]}")
+
+
+def import_file(module_path: Path, name: str) -> ModuleType:
+    """Import a generated module from its file under `name` (once per process)."""
     if name in sys.modules:
         return sys.modules[name]
     spec = importlib.util.spec_from_file_location(name, module_path)

@@ -17,16 +17,14 @@ Nothing here imports verl or torch; the model path in the overrides is
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from agentspec.compiler.codegen import compile_spec, write_compiled
+from agentspec.compiler.codegen import compile_spec, import_file, write_compiled
 from agentspec.compiler.frontend import load_checked
 from agentspec.runtime.algorithms.presets import ALGORITHMS
 
@@ -69,14 +67,7 @@ class VerlTarget:
 def load_generated(module_path: Path) -> ModuleType:
     """Import a generated module from its file (a unique module name per file)."""
     name = f"agentspec_verl_{module_path.stem}_{abs(hash(str(module_path.resolve()))):x}"
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, module_path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
+    return import_file(module_path, name)
 
 
 def _layout(module: ModuleType, training: Mapping[str, Any]) -> str:
