@@ -144,7 +144,10 @@ def test_main_ppo_trains_on_cpu(tmp_path: Path, algorithm: str) -> None:
         torch.testing.assert_close(
             dump["advantages"], _expected_advantages(dump), atol=1e-5, rtol=1e-5
         )
-    last = torch.load(dumps[-1], weights_only=False)
-    assert bool(last["advantages"].abs().sum() > 0), "all advantages were zero"
+    # Not vacuous: group-relative estimators give a step whose groups all scored
+    # alike zero advantages, but not every step of the run.
+    loaded = [torch.load(path, weights_only=False) for path in dumps]
+    assert any(bool(d["advantages"].abs().sum() > 0) for d in loaded), "all advantages were zero"
+    last = loaded[-1]
     if algorithm == "steppo":
         assert all(len(r["step_indices"]) == 1 for r in last["records"])  # one row per step
