@@ -25,6 +25,7 @@ $(VENV)/.installed: pyproject.toml constraints.txt
 DEMO_SPEC := $(if $(wildcard specs/webshop.yaml),specs/webshop.yaml,specs/calculator.yaml)
 demo: venv
 	$(VENV)/bin/agentspec compile $(DEMO_SPEC) -o build/demo
+	rm -rf runs/demo
 	$(VENV)/bin/agentspec train specs/calculator.yaml --algorithm steppo --out runs/demo
 	$(VENV)/bin/agentspec eval specs/calculator.yaml --checkpoint runs/demo -n 200
 	@echo "warm-start and final greedy success: runs/demo/metrics.jsonl (eval/success)"

@@ -1,14 +1,19 @@
 """Step-level vs episode-level credit on a task with a sparse final reward.
 
-specs/keys_and_doors.yaml needs four correct decisions in a row and rewards
-only the last step. Each algorithm trains from the same short warm start
-(behaviour cloning that teaches the action format, not the solution) with
-several seeds; we report the environment steps until greedy evaluation
-first reaches 90 % success (mean ± spread over seeds; "—" when a seed never
-did) and the final greedy success.
+specs/keys_and_doors.yaml needs five correct decisions in a row, three of them
+depending on the sample, and rewards only the last step. Each algorithm trains
+from the same short warm start (behaviour cloning that teaches the command
+format, not the solution) with several seeds; we report the environment steps
+until greedy evaluation first reaches 90 % success (mean ± spread over the
+seeds that reached it) and the final greedy success, and plot greedy success
+against environment steps (mean over seeds, band = min..max).
 
     .venv/bin/python benchmarks/credit_assignment.py [--seeds 3] [--iterations 40]
-        [--algorithms steppo ppo grpo token_gae] [--out runs/credit]
+        [--algorithms steppo ppo grpo token_gae] [--jobs 2] [--out runs/credit]
+        [--figure docs/img/credit_assignment.png]
+
+Runs are independent processes (`--jobs` at a time, one torch thread each);
+a run directory that already holds a finished run is read, not retrained.
 """
 
 from __future__ import annotations
@@ -16,36 +21,112 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 SPEC = ROOT / "specs" / "keys_and_doors.yaml"
+THRESHOLD = 0.9
 
 
-def steps_to(records: list[dict[str, float]], threshold: float) -> int | None:
+def train_one(out: Path, overrides: dict[str, Any]) -> Path:
+    from agentspec.runtime.backends.local import train
+
+    return train(SPEC, out, overrides)
+
+
+def read_records(run: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+
+
+def finished(run: Path, iterations: int) -> bool:
+    if not (run / "metrics.jsonl").is_file():
+        return False
+    return any(r.get("iteration") == iterations for r in read_records(run))
+
+
+def steps_to(records: list[dict[str, Any]], threshold: float) -> int | None:
+    """Environment steps when greedy success first reached `threshold` (None: never)."""
     for record in records:
         if record.get("eval/success") is not None and record["eval/success"] >= threshold:
             return int(record["env_steps"])
     return None
 
 
-def main() -> None:
-    from agentspec.runtime.backends.local import train
+def eval_curve(records: list[dict[str, Any]]) -> list[tuple[int, float]]:
+    return [(int(r["env_steps"]), r["eval/success"]) for r in records if "eval/success" in r]
 
+
+def table(results: dict[str, list[list[dict[str, Any]]]]) -> str:
+    lines = [
+        f"| algorithm | env steps to {THRESHOLD:.0%} greedy success (mean ± sd; seeds that reached it) "
+        "| final greedy success (mean; per seed) |",
+        "|---|---|---|",
+    ]
+    for algorithm, runs in results.items():
+        reached = [s for s in (steps_to(r, THRESHOLD) for r in runs) if s is not None]
+        spread = (
+            f"{statistics.mean(reached):,.0f} ± {statistics.pstdev(reached):,.0f}"
+            if reached
+            else "never"
+        )
+        finals = [eval_curve(r)[-1][1] for r in runs]
+        per_seed = ", ".join(f"{f:.2f}" for f in finals)
+        lines.append(
+            f"| `{algorithm}` | {spread} ({len(reached)}/{len(runs)}) "
+            f"| {statistics.mean(finals):.2f} ({per_seed}) |"
+        )
+    return "\n".join(lines)
+
+
+def plot(results: dict[str, list[list[dict[str, Any]]]], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, axis = plt.subplots(figsize=(6.5, 3.8))
+    for algorithm, runs in results.items():
+        curves = [eval_curve(r) for r in runs]
+        # Seeds evaluate at the same iterations; env steps differ, so average both.
+        length = min(len(c) for c in curves)
+        xs = [statistics.mean(c[i][0] for c in curves) for i in range(length)]
+        ys = [[c[i][1] for c in curves] for i in range(length)]
+        axis.plot(xs, [statistics.mean(y) for y in ys], marker="o", markersize=3, label=algorithm)
+        axis.fill_between(xs, [min(y) for y in ys], [max(y) for y in ys], alpha=0.15)
+    axis.axhline(THRESHOLD, color="grey", linewidth=0.8, linestyle="--")
+    axis.set_xlabel("environment steps")
+    axis.set_ylabel("greedy success (held out)")
+    axis.set_title(f"keys_and_doors: mean of {len(next(iter(results.values())))} seeds")
+    axis.legend(loc="lower right")
+    figure.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(path, dpi=120)
+    plt.close(figure)
+
+
+def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--iterations", type=int, default=40)
     parser.add_argument("--warm-start", type=int, default=20)
     parser.add_argument("--algorithms", nargs="+", default=["steppo", "ppo", "grpo", "token_gae"])
+    parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--out", type=Path, default=ROOT / "runs" / "credit")
+    parser.add_argument("--figure", type=Path, default=ROOT / "docs" / "img" / "credit_assignment.png")
     args = parser.parse_args()
 
-    results: dict[str, list[tuple[int | None, float]]] = {}
-    for algorithm in args.algorithms:
-        for seed in range(args.seeds):
-            run = train(
-                SPEC,
-                args.out / f"{algorithm}-{seed}",
+    runs = {
+        (algorithm, seed): args.out / f"{algorithm}-{seed}"
+        for algorithm in args.algorithms
+        for seed in range(args.seeds)
+    }
+    with ProcessPoolExecutor(max_workers=args.jobs) as pool:
+        futures = [
+            pool.submit(
+                train_one,
+                path,
                 {
                     "algorithm": algorithm,
                     "seed": seed,
@@ -53,29 +134,18 @@ def main() -> None:
                     "warm_start": args.warm_start,
                 },
             )
-            records = [
-                json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()
-            ]
-            final = [r["eval/success"] for r in records if r.get("eval/success") is not None][-1]
-            results.setdefault(algorithm, []).append((steps_to(records, 0.9), final))
-            print(
-                f"{algorithm} seed {seed}: steps to 90% {results[algorithm][-1][0]}, final {final:.2f}",
-                flush=True,
-            )
+            for (algorithm, seed), path in runs.items()
+            if not finished(path, args.iterations)
+        ]
+        for future in futures:
+            future.result()
 
-    print(
-        "\n| algorithm | env steps to 90 % greedy success (mean ± sd, seeds reaching it) | final greedy success |"
-    )
-    print("|---|---|---|")
-    for algorithm, rows in results.items():
-        reached = [s for s, _ in rows if s is not None]
-        spread = (
-            f"{statistics.mean(reached):.0f} ± {statistics.pstdev(reached):.0f}" if reached else "—"
-        )
-        finals = [f for _, f in rows]
-        print(
-            f"| {algorithm} | {spread} ({len(reached)}/{len(rows)}) | {statistics.mean(finals):.2f} |"
-        )
+    results: dict[str, list[list[dict[str, Any]]]] = {}
+    for (algorithm, _), path in runs.items():
+        results.setdefault(algorithm, []).append(read_records(path))
+    print(table(results))
+    plot(results, args.figure)
+    print(f"\nplot: {args.figure}")
 
 
 if __name__ == "__main__":

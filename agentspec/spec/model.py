@@ -319,6 +319,11 @@ class TrainingSpec(Section):
         16, ge=1, description="Oracle episodes per behaviour-cloning step."
     )
     warm_start_lr: float = Field(3e-3, gt=0, description="Learning rate of behaviour cloning.")
+    warm_start_samples: int = Field(
+        1024,
+        ge=1,
+        description="Distinct training samples whose oracle episodes behaviour cloning draws from.",
+    )
     checkpoint_every: int = Field(10, ge=1, description="Iterations between checkpoints.")
     torch_threads: int = Field(
         0,

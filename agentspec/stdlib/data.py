@@ -168,11 +168,15 @@ def split_seed(split: str, seed: int) -> int:
 
 @register_generator("keys_and_doors")
 def keys_and_doors(*, split: str = "train", seed: int = 0, count: int = 10_000) -> Iterator[Sample]:
-    """Episodes of specs/keys_and_doors.yaml: only the door's colour varies."""
+    """Episodes of specs/keys_and_doors.yaml: which side room holds the key, which door leads on."""
     rng = random.Random(split_seed(split, seed))
-    colours = ["red", "blue", "green", "yellow", "white", "black", "golden", "silver"]
+    colours = ["red", "blue", "green", "yellow"]
     for index in range(count):
-        yield {"id": f"{split}-{index}", "colour": rng.choice(colours)}
+        yield {
+            "id": f"{split}-{index}",
+            "key_room": rng.choice(["west", "east"]),
+            "colour": rng.choice(colours),
+        }
 
 
 @register_generator("arithmetic")

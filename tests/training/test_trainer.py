@@ -186,3 +186,15 @@ def test_eval_command_reads_a_run(tmp_path: Path) -> None:
     assert "success rate" in result.output and "episodes" in result.output
     result = CliRunner().invoke(app, ["eval", str(ECHO), "--checkpoint", str(tmp_path), "-n", "2"])
     assert result.exit_code == 1 and "neither a checkpoint" in result.output
+
+
+def test_a_finished_run_is_not_overwritten_or_appended_to(tmp_path: Path) -> None:
+    run = train(ECHO, tmp_path / "run", {**FAST, "iterations": 1, "warm_start": 0})
+    before = (run / "metrics.jsonl").read_text()
+    args = ["train", str(ECHO), "--out", str(run), "--set", "iterations=1", "--set", "warm_start=0"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 2
+    assert "already holds a run" in result.output and "--resume" in result.output
+    assert (run / "metrics.jsonl").read_text() == before
+    other = CliRunner().invoke(app, [*args, "--resume", "--set", "learning_rate=0.5"])
+    assert other.exit_code == 2 and "another configuration" in other.output

@@ -52,6 +52,7 @@ TRAINING = {
     "opd_task_weight": 0.0,
     "warm_start_batch": 16,
     "warm_start_lr": 0.003,
+    "warm_start_samples": 1024,
     "checkpoint_every": 10,
     "torch_threads": 0,
     "trace_samples": 16,

@@ -47,7 +47,7 @@ from agentspec.runtime.backends.local.checkpoint import (
     load_checkpoint_into,
     save_checkpoint,
 )
-from agentspec.runtime.backends.local.config import resolve_config
+from agentspec.runtime.backends.local.config import ConfigError, resolve_config
 from agentspec.runtime.backends.local.models import (
     build_critic,
     frozen_copy,
@@ -107,10 +107,15 @@ def train(
 
     module = import_spec(spec_path)
     cfg = resolve_config(TrainingSpec.model_validate(module.TRAINING), dict(overrides or {}))
-    run = RunLog(Path(out_dir))
+    out = Path(out_dir)
+    if not resume and ((out / "metrics.jsonl").exists() or (out / "checkpoints").exists()):
+        raise ConfigError(
+            f"{out} already holds a run; continue it with --resume, or train into another --out"
+        )
+    run = RunLog(out)
     resolved = {"spec": str(spec_path), "spec_sha256": spec_sha256(spec_path), **cfg.model_dump()}
     if resume and run.read_config() and run.read_config() != resolved:
-        raise ValueError(
+        raise ConfigError(
             f"{out_dir} was trained with another configuration; resume with the same one"
         )
     run.write_config(resolved)
@@ -568,7 +573,7 @@ def behaviour_clone(
     script = episode_script(module, "oracle")
     assert script is not None
     rng = random.Random(f"{cfg.seed}:warm_start")
-    pool = rng.sample(list(samples), min(len(samples), max(cfg.warm_start_batch * 8, 64)))
+    pool = rng.sample(list(samples), min(len(samples), cfg.warm_start_samples))
     flows = [
         module.FLOW_CLASS(ScriptedPolicy(script(s), models.tokenizer), models.tokenizer)
         for s in pool
