@@ -278,6 +278,11 @@ class TrainingSpec(Section):
     epochs: int = Field(2, ge=1, description="Passes over each batch of rollouts.")
     minibatch_size: int = Field(16, ge=1, description="Episodes per gradient step.")
     learning_rate: float = Field(1e-3, gt=0, description="AdamW learning rate.")
+    lr_warmup_iterations: int = Field(
+        0,
+        ge=0,
+        description="Iterations over which the policy's learning rate rises linearly to `learning_rate` (a fresh Adam's first steps are its largest).",
+    )
     gamma: float = Field(1.0, ge=0, le=1, description="Discount between steps.")
     lam: float = Field(0.95, ge=0, le=1, description="GAE λ.")
     clip_ratio: float = Field(

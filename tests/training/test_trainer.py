@@ -198,3 +198,14 @@ def test_a_finished_run_is_not_overwritten_or_appended_to(tmp_path: Path) -> Non
     assert (run / "metrics.jsonl").read_text() == before
     other = CliRunner().invoke(app, [*args, "--resume", "--set", "learning_rate=0.5"])
     assert other.exit_code == 2 and "another configuration" in other.output
+
+
+def test_policy_learning_rate_warms_up_linearly(tmp_path: Path) -> None:
+    settings = {**FAST, "iterations": 3, "warm_start": 0, "eval_every": 3}
+    run = train(
+        ECHO,
+        tmp_path / "run",
+        {**settings, "algorithm": "grpo", "learning_rate": 0.002, "lr_warmup_iterations": 2},
+    )
+    lrs = [r["optim/policy_lr"] for r in records(run) if "optim/policy_lr" in r]
+    assert lrs == pytest.approx([0.001, 0.002, 0.002])

@@ -39,6 +39,7 @@ TRAINING = {
     "epochs": 2,
     "minibatch_size": 16,
     "learning_rate": 0.001,
+    "lr_warmup_iterations": 0,
     "gamma": 1.0,
     "lam": 0.95,
     "clip_ratio": 0.2,

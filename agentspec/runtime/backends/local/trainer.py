@@ -225,6 +225,9 @@ def train_iteration(
     annotate_advantages(batch_rollout, advantages.advantages, batch.response_mask)
 
     # 4. Epochs × minibatches of the algorithm's loss (and the critic's).
+    policy_lr = cfg.learning_rate * min(1.0, iteration / max(cfg.lr_warmup_iterations, 1))
+    for group in models.optimizers["policy"].param_groups:
+        group["lr"] = policy_lr
     losses = update(
         batch_rollout,
         batch,
@@ -258,6 +261,7 @@ def train_iteration(
         "perf/rollout_tokens_per_s": generated / max(rollout_seconds, 1e-9),
         "perf/tokens_per_s": (generated + processed) / max(elapsed, 1e-9),
         "perf/iteration_s": elapsed,
+        "optim/policy_lr": policy_lr,
     }
 
 
