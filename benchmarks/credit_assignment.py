@@ -59,11 +59,17 @@ def eval_curve(records: list[dict[str, Any]]) -> list[tuple[int, float]]:
     return [(int(r["env_steps"]), r["eval/success"]) for r in records if "eval/success" in r]
 
 
+def late_rollout_success(records: list[dict[str, Any]], last: int = 5) -> float:
+    """Mean success of the sampled (temperature 1) rollouts of the last iterations."""
+    values = [r["rollout/success"] for r in records if "rollout/success" in r][-last:]
+    return statistics.mean(values)
+
+
 def table(results: dict[str, list[list[dict[str, Any]]]]) -> str:
     lines = [
         f"| algorithm | env steps to {THRESHOLD:.0%} greedy success (mean ± sd; seeds that reached it) "
-        "| final greedy success (mean; per seed) |",
-        "|---|---|---|",
+        "| final greedy success (mean; per seed) | sampled success, last 5 iterations (mean; per seed) |",
+        "|---|---|---|---|",
     ]
     for algorithm, runs in results.items():
         reached = [s for s in (steps_to(r, THRESHOLD) for r in runs) if s is not None]
@@ -74,36 +80,52 @@ def table(results: dict[str, list[list[dict[str, Any]]]]) -> str:
         )
         finals = [eval_curve(r)[-1][1] for r in runs]
         per_seed = ", ".join(f"{f:.2f}" for f in finals)
+        sampled = [late_rollout_success(r) for r in runs]
+        sampled_per_seed = ", ".join(f"{f:.2f}" for f in sampled)
         lines.append(
             f"| `{algorithm}` | {spread} ({len(reached)}/{len(runs)}) "
-            f"| {statistics.mean(finals):.2f} ({per_seed}) |"
+            f"| {statistics.mean(finals):.2f} ({per_seed}) "
+            f"| {statistics.mean(sampled):.2f} ({sampled_per_seed}) |"
         )
     return "\n".join(lines)
 
 
+def mean_curve(curves: list[list[tuple[int, float]]]) -> tuple[list[float], list[list[float]]]:
+    """Seeds log at the same iterations but reach different env steps: average both."""
+    length = min(len(c) for c in curves)
+    xs = [statistics.mean(c[i][0] for c in curves) for i in range(length)]
+    ys = [[c[i][1] for c in curves] for i in range(length)]
+    return xs, ys
+
+
 def plot(results: dict[str, list[list[dict[str, Any]]]], path: Path) -> None:
+    """Greedy (held-out) and sampled (training rollouts) success against env steps."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    figure, axis = plt.subplots(figsize=(6.5, 3.8))
+    figure, (greedy, sampled) = plt.subplots(1, 2, figsize=(11, 3.8), sharey=True)
     for algorithm, runs in results.items():
-        curves = [eval_curve(r) for r in runs]
-        # Seeds evaluate at the same iterations; env steps differ, so average both.
-        length = min(len(c) for c in curves)
-        xs = [statistics.mean(c[i][0] for c in curves) for i in range(length)]
-        ys = [[c[i][1] for c in curves] for i in range(length)]
-        axis.plot(xs, [statistics.mean(y) for y in ys], marker="o", markersize=3, label=algorithm)
-        axis.fill_between(xs, [min(y) for y in ys], [max(y) for y in ys], alpha=0.15)
-    axis.axhline(THRESHOLD, color="grey", linewidth=0.8, linestyle="--")
-    axis.set_xlabel("environment steps")
-    axis.set_ylabel("greedy success (held out)")
-    axis.set_title(f"keys_and_doors: mean of {len(next(iter(results.values())))} seeds")
-    axis.legend(loc="lower right")
+        xs, ys = mean_curve([eval_curve(r) for r in runs])
+        line = greedy.plot(xs, [statistics.mean(y) for y in ys], marker="o", markersize=3)[0]
+        greedy.fill_between(xs, [min(y) for y in ys], [max(y) for y in ys], alpha=0.15)
+        rollout = [
+            [(int(r["env_steps"]), r["rollout/success"]) for r in run if "rollout/success" in r]
+            for run in runs
+        ]
+        xs, ys = mean_curve(rollout)
+        sampled.plot(xs, [statistics.mean(y) for y in ys], color=line.get_color(), label=algorithm)
+    greedy.axhline(THRESHOLD, color="grey", linewidth=0.8, linestyle="--")
+    greedy.set_title("greedy success, held out (band: min..max over seeds)")
+    sampled.set_title("sampled success of the training rollouts")
+    for axis in (greedy, sampled):
+        axis.set_xlabel("environment steps")
+    greedy.set_ylabel(f"success (mean of {len(next(iter(results.values())))} seeds)")
+    sampled.legend(loc="upper left")
     figure.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(path, dpi=120)
+    figure.savefig(path, dpi=110)
     plt.close(figure)
 
 
