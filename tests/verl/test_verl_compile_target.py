@@ -73,6 +73,12 @@ def test_layout_follows_the_loss(tmp_path: Path) -> None:
     assert o["actor_rollout_ref.actor.policy_loss.loss_mode"] == "agentspec_steppo"
     assert o["critic.enable"] == "True"
     assert o["trainer.v1.trainer_mode"] == "agentspec"
+    assert o["actor_rollout_ref.actor.optim.lr_warmup_steps"] == "-1"  # verl's "no warm-up"
+
+
+def test_lr_warmup_maps_to_verls_warmup_steps(tmp_path: Path) -> None:
+    target, _ = build_verl_target(SPEC, tmp_path, training={"lr_warmup_iterations": 5})
+    assert gpu_overrides(target)["actor_rollout_ref.actor.optim.lr_warmup_steps"] == "5"
 
 
 def test_unknown_training_setting_is_an_error(tmp_path: Path) -> None:
@@ -105,6 +111,7 @@ def test_main_ppo_cfg_job_accepts_the_generated_overrides(target_dir: Path) -> N
     assert config["trainer"]["v1"]["trainer_mode"] == "agentspec"
     assert config["trainer"]["v1"]["agentspec"]["omega"] == 1.0
     assert config["critic"]["enable"] is True
+    assert config["actor_rollout_ref"]["actor"]["optim"]["lr_warmup_steps"] == -1
 
 
 def test_main_ppo_cfg_job_rejects_a_bad_override(target_dir: Path) -> None:

@@ -275,6 +275,10 @@ def gpu_overrides(target: VerlTarget, model_path: str | None = None) -> dict[str
         "actor_rollout_ref.actor.clip_ratio_low": str(clip),
         "actor_rollout_ref.actor.clip_ratio_high": str(clip),
         "actor_rollout_ref.actor.optim.lr": str(float(t["learning_rate"])),
+        # verl steps its scheduler once per training step; 0 or less means "no warm-up".
+        "actor_rollout_ref.actor.optim.lr_warmup_steps": str(
+            int(t.get("lr_warmup_iterations", 0)) or -1
+        ),
         "actor_rollout_ref.actor.ppo_mini_batch_size": str(
             max(1, min(prompts, int(t["minibatch_size"]) // n or 1))
         ),
