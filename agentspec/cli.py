@@ -298,6 +298,13 @@ def train(
         from agentspec.runtime.backends.verl.launcher import train_verl
 
         overrides.pop("backend", None)
+        warm_start = int(str(overrides.get("warm_start", module.TRAINING["warm_start"])))
+        if warm_start:
+            typer.echo(
+                f"note: training.warm_start ({warm_start} behaviour-cloning steps) runs on the "
+                "local backend only; verl trains the model as it is",
+                err=True,
+            )
         path = train_verl(spec, run_dir, {k: str(v) for k, v in overrides.items()}, ray_address)
         typer.echo(f"run directory: {path}")
         return
