@@ -275,7 +275,12 @@ def train(
 ) -> None:
     """Train a policy on a spec (settings from its `training` section, overridable with --set)."""
     from agentspec.compiler.diagnostics import SpecError
-    from agentspec.runtime.backends.local.config import ConfigError, parse_overrides
+    from agentspec.runtime.backends.local.config import (
+        ConfigError,
+        parse_overrides,
+        resolve_config,
+    )
+    from agentspec.spec.model import TrainingSpec
 
     try:
         overrides = parse_overrides(set_ or [])
@@ -298,6 +303,13 @@ def train(
         from agentspec.runtime.backends.verl.launcher import train_verl
 
         overrides.pop("backend", None)
+        # Plain keys are training settings (checked here like the local backend's);
+        # dotted keys are Hydra overrides of verl's own config, which verl checks.
+        settings = {k: v for k, v in overrides.items() if "." not in k.lstrip("+")}
+        try:
+            resolve_config(TrainingSpec.model_validate(module.TRAINING), settings)
+        except ConfigError as exc:
+            raise _fail(str(exc), code=2) from None
         warm_start = int(str(overrides.get("warm_start", module.TRAINING["warm_start"])))
         if warm_start:
             typer.echo(

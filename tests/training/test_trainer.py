@@ -56,6 +56,9 @@ def test_overrides_are_validated() -> None:
         parse_overrides(["oops"])
     result = CliRunner().invoke(app, ["train", str(ECHO), "--set", "nope=1"])
     assert result.exit_code == 2 and "unknown training setting 'nope'" in result.output
+    verl = ["train", str(ECHO), "--backend", "verl", "--set", "group_size=0"]
+    result = CliRunner().invoke(app, verl)
+    assert result.exit_code == 2 and "training.group_size" in result.output
 
 
 @pytest.mark.parametrize(
