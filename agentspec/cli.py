@@ -307,13 +307,12 @@ def train(
         # dotted keys are Hydra overrides of verl's own config, which verl checks.
         settings = {k: v for k, v in overrides.items() if "." not in k.lstrip("+")}
         try:
-            resolve_config(TrainingSpec.model_validate(module.TRAINING), settings)
+            resolved = resolve_config(TrainingSpec.model_validate(module.TRAINING), settings)
         except ConfigError as exc:
             raise _fail(str(exc), code=2) from None
-        warm_start = int(str(overrides.get("warm_start", module.TRAINING["warm_start"])))
-        if warm_start:
+        if resolved.warm_start:
             typer.echo(
-                f"note: training.warm_start ({warm_start} behaviour-cloning steps) runs on the "
+                f"note: training.warm_start ({resolved.warm_start} behaviour-cloning steps) runs on the "
                 "local backend only; verl trains the model as it is",
                 err=True,
             )

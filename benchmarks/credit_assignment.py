@@ -2,12 +2,12 @@
 
 specs/keys_and_doors.yaml needs five correct decisions in a row, two of them
 depending on the sample (which way to the key, which way back), and rewards
-only the last step. Each algorithm trains
-from the same short warm start (150 behaviour-cloning steps: the commands and
-their order, not which way to go; greedy success 0.44, one side always) with several seeds; we report the environment steps
-until greedy evaluation first reaches 90 % success (mean ± spread over the
-seeds that reached it) and the final greedy success, and plot greedy success
-against environment steps (mean over seeds, band = min..max).
+only the last step. Each algorithm trains from the same short warm start per
+seed (150 behaviour-cloning steps: the commands and their order, not which way
+to go). We report the environment steps until greedy evaluation first reaches
+90 % success (mean ± spread over the seeds that reached it), the final greedy
+success and the sampled success of the last iterations, and plot greedy and
+sampled success against environment steps (mean over seeds).
 
     .venv/bin/python benchmarks/credit_assignment.py [--seeds 3] [--iterations 60]
         [--algorithms steppo ppo grpo token_gae] [--jobs 2] [--out runs/credit]

@@ -168,7 +168,8 @@ def split_seed(split: str, seed: int) -> int:
 
 @register_generator("keys_and_doors")
 def keys_and_doors(*, split: str = "train", seed: int = 0, count: int = 10_000) -> Iterator[Sample]:
-    """Episodes of specs/keys_and_doors.yaml: which side room holds the key, which door leads on."""
+    """Episodes of specs/keys_and_doors.yaml: which side room holds the key (the
+    door's colour is only flavour text)."""
     rng = random.Random(split_seed(split, seed))
     colours = ["red", "blue", "green", "yellow"]
     for index in range(count):
