@@ -295,7 +295,18 @@ class TrainingSpec(Section):
         0.2,
         gt=0,
         lt=1,
-        description="Clip range ε of StepPO's per-step ratio (the geometric mean of a step's token ratios).",
+        description="Clip range ε of StepPO's per-step ratio (the geometric mean of a step's token ratios); the step ratio is clipped to [1 − ε, 1 + ε] unless `step_clip_low` / `step_clip_high` say otherwise.",
+    )
+    step_clip_low: float | None = Field(
+        None,
+        gt=0,
+        lt=1,
+        description="StepPO: ε_low, the step ratio is clipped below at 1 − ε_low (default: `step_clip_ratio`). The StepPO paper's runs use 3e-4.",
+    )
+    step_clip_high: float | None = Field(
+        None,
+        gt=0,
+        description="StepPO: ε_high, the step ratio is clipped above at 1 + ε_high (default: `step_clip_ratio`). The StepPO paper's runs use 4e-4.",
     )
     value_coef: float = Field(0.5, ge=0, description="Weight of the critic's value loss.")
     critic_learning_rate: float = Field(

@@ -181,3 +181,16 @@ def test_package_never_imports_verl() -> None:
 def test_public_api_is_exported() -> None:
     for name in algorithms.__all__:
         assert getattr(algorithms, name) is not None
+
+
+def test_clip_range_per_algorithm() -> None:
+    from agentspec.runtime.algorithms.presets import ALGORITHMS, clip_range
+    from agentspec.spec.model import TrainingSpec
+
+    steppo, ppo = ALGORITHMS.get("steppo"), ALGORITHMS.get("ppo")
+    assert clip_range(steppo, TrainingSpec()) == (0.2, 0.2)
+    assert clip_range(steppo, TrainingSpec(step_clip_ratio=0.04)) == (0.04, 0.04)
+    paper = TrainingSpec(step_clip_low=3e-4, step_clip_high=4e-4, clip_ratio=0.28)
+    assert clip_range(steppo, paper) == (3e-4, 4e-4)
+    assert clip_range(steppo, {"step_clip_ratio": 0.1, "step_clip_high": 0.3}) == (0.1, 0.3)
+    assert clip_range(ppo, paper) == (0.28, 0.28)  # token ratios ignore the step range

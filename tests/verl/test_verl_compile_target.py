@@ -81,6 +81,23 @@ def test_lr_warmup_maps_to_verls_warmup_steps(tmp_path: Path) -> None:
     assert gpu_overrides(target)["actor_rollout_ref.actor.optim.lr_warmup_steps"] == "5"
 
 
+def test_step_clip_range_maps_to_verls_asymmetric_clip(tmp_path: Path) -> None:
+    paper = {"step_clip_low": 3e-4, "step_clip_high": 4e-4}
+    target, _ = build_verl_target(SPEC, tmp_path / "s", training=paper)
+    o = gpu_overrides(target)
+    assert (
+        o["actor_rollout_ref.actor.clip_ratio_low"],
+        o["actor_rollout_ref.actor.clip_ratio_high"],
+    ) == ("0.0003", "0.0004")
+    # a token-level loss ignores the step range and uses clip_ratio on both sides
+    grpo, _ = build_verl_target(SPEC, tmp_path / "g", training={**paper, "algorithm": "grpo"})
+    o = gpu_overrides(grpo)
+    assert (
+        o["actor_rollout_ref.actor.clip_ratio_low"],
+        o["actor_rollout_ref.actor.clip_ratio_high"],
+    ) == ("0.2", "0.2")
+
+
 def test_unknown_training_setting_is_an_error(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="unknown training settings"):
         build_verl_target(SPEC, tmp_path, training={"algoritm": "grpo"})

@@ -148,21 +148,33 @@ def whiten(x: Tensor, valid: Tensor, eps: float = 1e-8) -> Tensor:
     ``(x − μ) / sqrt(σ² + eps)`` as verl's ``masked_whiten``; with fewer than two
     valid entries the variance is taken as 0. Invalid entries are set to 0.
 
+    The statistics are taken in float64 and a batch whose valid entries are all
+    equal whitens to exactly 0: in float32 the mean of equal values can be off
+    by one rounding unit, and ``1/sqrt(σ² + eps)`` would amplify that into a
+    signal no trajectory earned.
+
     Args:
         x: any shape.
         valid: bool, same shape as ``x``.
     """
-    zero = x.new_zeros(())
-    x = torch.where(valid, x, zero)  # invalid entries may hold anything, even NaN
+    x64 = torch.where(valid, x.double(), 0.0)  # invalid entries may hold anything, even NaN
+    vals = x64[valid]
+    if vals.numel() == 0 or bool(vals.min() == vals.max()):
+        return torch.zeros_like(x)
     n = valid.sum()
-    mean = x.sum() / n.clamp(min=1)
-    centered = torch.where(valid, x - mean, zero)
+    centered = torch.where(valid, x64 - vals.sum() / n, 0.0)
     var = centered.square().sum() / (n - 1).clamp(min=1)
-    return centered * torch.rsqrt(var + eps)
+    return (centered * torch.rsqrt(var + eps)).to(x.dtype)
 
 
-def _group_mean_std_count(x: Tensor, keys: Tensor, valid: Tensor) -> tuple[Tensor, Tensor, Tensor]:
-    """Per-element mean, unbiased std and size of the element's group, over valid elements.
+def _group_deviation_std_count(
+    x: Tensor, keys: Tensor, valid: Tensor
+) -> tuple[Tensor, Tensor, Tensor]:
+    """Each element's deviation from its group mean, the group's unbiased std and size.
+
+    Computed in float64, and exactly 0 (deviation and std) in a group whose
+    valid values are all equal: a group of equal returns carries no
+    information, and rounding must not turn it into one.
 
     Args:
         x: ``(m,)`` float.
@@ -170,16 +182,22 @@ def _group_mean_std_count(x: Tensor, keys: Tensor, valid: Tensor) -> tuple[Tenso
         valid: ``(m,)`` bool; invalid elements neither count nor contribute.
 
     Returns:
-        three ``(m,)`` tensors: mean, std (0 for groups of one), count (float).
+        three ``(m,)`` float64 tensors: ``x − mean_G`` (0 for invalid
+        elements), std (0 for groups of one), count.
     """
     inv = torch.unique(keys, dim=0, return_inverse=True)[1]
     g = int(inv.max().item()) + 1 if inv.numel() else 0
-    w = valid.to(x.dtype)
-    count = x.new_zeros(g).index_add_(0, inv, w)
-    mean = x.new_zeros(g).index_add_(0, inv, x * w) / count.clamp(min=1)
-    dev = (x - mean[inv]) * w
-    var = x.new_zeros(g).index_add_(0, inv, dev * dev) / (count - 1).clamp(min=1)
-    return mean[inv], var.sqrt()[inv], count[inv]
+    x64 = torch.where(valid, x.double(), 0.0)  # invalid entries may hold anything, even NaN
+    w = valid.double()
+    count = x64.new_zeros(g).index_add_(0, inv, w)
+    mean = x64.new_zeros(g).index_add_(0, inv, x64) / count.clamp(min=1)
+    inf = torch.full((g,), float("inf"), dtype=torch.float64)
+    lo = inf.scatter_reduce(0, inv, torch.where(valid, x64, float("inf")), "amin")
+    hi = (-inf).scatter_reduce(0, inv, torch.where(valid, x64, float("-inf")), "amax")
+    varies = (lo != hi)[inv] & valid
+    dev = torch.where(varies, x64 - mean[inv], 0.0)
+    var = x64.new_zeros(g).index_add_(0, inv, dev * dev) / (count - 1).clamp(min=1)
+    return dev, var.sqrt()[inv], count[inv]
 
 
 def group_normalize(
@@ -187,7 +205,8 @@ def group_normalize(
 ) -> tuple[Tensor, Tensor]:
     """Group-relative score ``(x − mean_G) / (std_G + ε)`` (or ``x − mean_G``).
 
-    Groups of one valid element (no baseline available) and invalid elements get 0.
+    Groups of one valid element (no baseline available), groups of equal
+    values and invalid elements get exactly 0.
 
     Args:
         x: ``(m,)`` float scores.
@@ -195,13 +214,12 @@ def group_normalize(
         valid: ``(m,)`` bool.
 
     Returns:
-        the normalised scores ``(m,)`` and each element's group size ``(m,)``.
+        the normalised scores ``(m,)`` (``x``'s dtype) and each element's group size ``(m,)``.
     """
-    mean, std, count = _group_mean_std_count(x, keys, valid)
-    out = x - mean
-    if norm_by_std:
-        out = out / (std + epsilon)
-    return out * ((count > 1) & valid).to(x.dtype), count
+    dev, std, count = _group_deviation_std_count(x, keys, valid)
+    out = dev / (std + epsilon) if norm_by_std else dev
+    out = out * (count > 1)
+    return out.to(x.dtype), count.to(x.dtype)
 
 
 def _discounted_returns(batch: StepBatch, gamma: float) -> Tensor:
@@ -385,8 +403,8 @@ def rloo(batch: StepBatch, config: AdvantageConfig) -> AdvantageOutput:
     """
     ret = _episode_returns(batch)
     valid = batch.valid_trajectories
-    mean, _, count = _group_mean_std_count(ret, batch.trajectory_group_ids, valid)
-    adv = count / (count - 1).clamp(min=1) * (ret - mean) * ((count > 1) & valid).to(ret.dtype)
+    dev, _, count = _group_deviation_std_count(ret, batch.trajectory_group_ids, valid)
+    adv = (count / (count - 1).clamp(min=1) * dev * (count > 1)).to(ret.dtype)
     advantages = batch.broadcast(adv[batch.traj_index])
     return AdvantageOutput(advantages, None, _metrics(advantages, batch.response_mask))
 

@@ -44,6 +44,8 @@ TRAINING = {
     "lam": 0.95,
     "clip_ratio": 0.2,
     "step_clip_ratio": 0.2,
+    "step_clip_low": None,
+    "step_clip_high": None,
     "value_coef": 0.5,
     "critic_learning_rate": 0.001,
     "max_grad_norm": 1.0,

@@ -40,7 +40,7 @@ from agentspec.runtime.algorithms import (
     topk_distillation_loss,
     value_loss,
 )
-from agentspec.runtime.algorithms.presets import ALGORITHMS
+from agentspec.runtime.algorithms.presets import ALGORITHMS, Algorithm, clip_range
 from agentspec.runtime.backends.local.checkpoint import (
     TrainerState,
     latest_checkpoint,
@@ -236,7 +236,7 @@ def train_iteration(
         scored,
         models,
         cfg,
-        algorithm.loss,
+        algorithm,
     )
 
     elapsed = time.perf_counter() - started
@@ -441,12 +441,12 @@ def update(
     scored: Scored,
     models: Models,
     cfg: TrainingSpec,
-    loss_name: str,
+    algorithm: Algorithm,
 ) -> dict[str, float]:
     """Epochs of minibatch gradient steps; returns the mean of each loss metric."""
-    clip = cfg.step_clip_ratio if loss_name == "steppo" else cfg.clip_ratio
+    clip_low, clip_high = clip_range(algorithm, cfg)
     loss_config = PolicyLossConfig(
-        clip_low=clip, clip_high=clip, entropy_coef=cfg.entropy_coef, kl_coef=cfg.kl_coef
+        clip_low=clip_low, clip_high=clip_high, entropy_coef=cfg.entropy_coef, kl_coef=cfg.kl_coef
     )
     mask = batch.response_mask
     weights = aggregation_weights(mask, batch.traj_ids, "trajectory-mean")
@@ -474,7 +474,7 @@ def update(
             w = weights[steps]
             w = w / w.sum().clamp(min=1e-12)  # each minibatch is a mean over its trajectories
             out = actor_loss(
-                loss_name,
+                algorithm.loss,
                 log_probs,
                 scored.old_log_probs[steps],
                 advantages[steps],

@@ -26,7 +26,7 @@ from typing import Any
 
 from agentspec.compiler.codegen import compile_spec, import_file, write_compiled
 from agentspec.compiler.frontend import load_checked
-from agentspec.runtime.algorithms.presets import ALGORITHMS
+from agentspec.runtime.algorithms.presets import ALGORITHMS, clip_range
 
 __all__ = [
     "VerlTarget",
@@ -76,10 +76,10 @@ def _layout(module: ModuleType, training: Mapping[str, Any]) -> str:
     StepPO's ratio is a geometric mean over one step: verl hands the loss rows,
     not steps, so step-level losses get one row per step.
     """
-    loss = ALGORITHMS.get(str(training.get("algorithm", "steppo"))).loss
+    algorithm = ALGORITHMS.get(str(training.get("algorithm", "steppo")))
     return (
         "packed"
-        if getattr(module, "LAYOUT", "per_step") == "packed" and loss != "steppo"
+        if getattr(module, "LAYOUT", "per_step") == "packed" and not algorithm.clips_steps
         else "per_step"
     )
 
@@ -240,8 +240,8 @@ def gpu_overrides(target: VerlTarget, model_path: str | None = None) -> dict[str
     from agentspec.runtime.algorithms import ESTIMATORS
 
     critic = ESTIMATORS.get(algo.estimator).critic != "none"
-    step_loss = algo.loss == "steppo"
-    clip = float(t.get("step_clip_ratio", 0.2) if step_loss else t.get("clip_ratio", 0.2))
+    step_loss = algo.clips_steps
+    clip_low, clip_high = clip_range(algo, t)
     model = model_path or str(target.model_dir)
     n = int(t["group_size"])
     prompts = int(t["prompts_per_iteration"])
@@ -272,8 +272,8 @@ def gpu_overrides(target: VerlTarget, model_path: str | None = None) -> dict[str
         "actor_rollout_ref.actor.loss_agg_mode": (
             "seq-mean-token-mean" if step_loss else "token-mean"
         ),
-        "actor_rollout_ref.actor.clip_ratio_low": str(clip),
-        "actor_rollout_ref.actor.clip_ratio_high": str(clip),
+        "actor_rollout_ref.actor.clip_ratio_low": str(clip_low),
+        "actor_rollout_ref.actor.clip_ratio_high": str(clip_high),
         "actor_rollout_ref.actor.optim.lr": str(float(t["learning_rate"])),
         # verl steps its scheduler once per training step; 0 or less means "no warm-up".
         "actor_rollout_ref.actor.optim.lr_warmup_steps": str(
