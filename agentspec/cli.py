@@ -218,7 +218,7 @@ def run(
     task_tokenizer = None
     if policy == "oracle" or policy.split(":")[0] in ("random", "scripted"):
         from agentspec.compiler.codegen import cache_dir, cache_key
-        from agentspec.runtime.task_text import task_tokenizer as build_task_tokenizer
+        from agentspec.runtime.task_text import task_bpe_tokenizer as build_task_tokenizer
 
         directory = cache_dir() / cache_key(spec)[:16] / "tokenizer"
         task_tokenizer = build_task_tokenizer(module, samples[:2000], directory)

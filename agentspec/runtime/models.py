@@ -27,10 +27,12 @@ __all__ = [
     "build_tiny_model",
     "build_tiny_tokenizer",
     "load_tiny",
+    "train_tiny_bpe",
 ]
 
 SPECIAL_TOKENS = ("<|endoftext|>", "<|im_start|>", "<|im_end|>")
 """Special tokens of the tiny tokenizer: padding, and ChatML turn start/end (end = EOS)."""
+TINY_EOS, TINY_PAD = "<|im_end|>", "<|endoftext|>"
 
 
 QWEN2_PRETOKENIZE_REGEX = (
@@ -64,21 +66,16 @@ class TinyModelConfig:
     tie_word_embeddings: bool = True
 
 
-def build_tiny_tokenizer(
-    texts: Iterable[str],
-    vocab_size: int = 2048,
-    chat_template: ChatTemplate | None = None,
-) -> Any:
-    """Train a byte-level BPE on ``texts`` and wrap it as a ``PreTrainedTokenizerFast``.
+def train_tiny_bpe(texts: Iterable[str], vocab_size: int = 2048) -> Any:
+    """Train the built-in byte-level BPE on ``texts``: a bare ``tokenizers.Tokenizer``.
 
     Normalisation and pre-tokenisation are Qwen2's (NFC; digits one by one).
-    The special tokens are :data:`SPECIAL_TOKENS`; ``<|im_end|>`` is EOS and
-    ``<|endoftext|>`` pads. Deterministic for the same texts.
+    The special tokens are :data:`SPECIAL_TOKENS`. Deterministic for the same
+    texts. Needs only ``tokenizers`` (no torch, no transformers), so a plain
+    install can run a spec's oracle with the tokenizer training will use.
     """
     from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
-    from transformers import PreTrainedTokenizerFast
 
-    chat = chat_template or ChatTemplate()
     tok = Tokenizer(models.BPE())
     # Qwen2's normaliser and pre-tokeniser (digits one by one): transformers'
     # Qwen2Tokenizer, which AutoTokenizer picks for a qwen2 checkpoint and which
@@ -98,11 +95,26 @@ def build_tiny_tokenizer(
         show_progress=False,
     )
     tok.train_from_iterator(list(texts), trainer=trainer)
+    return tok
+
+
+def build_tiny_tokenizer(
+    texts: Iterable[str],
+    vocab_size: int = 2048,
+    chat_template: ChatTemplate | None = None,
+) -> Any:
+    """:func:`train_tiny_bpe` wrapped as a ``PreTrainedTokenizerFast`` with a chat template.
+
+    ``<|im_end|>`` is EOS and ``<|endoftext|>`` pads.
+    """
+    from transformers import PreTrainedTokenizerFast
+
+    chat = chat_template or ChatTemplate()
     fast = PreTrainedTokenizerFast(
-        tokenizer_object=tok,
+        tokenizer_object=train_tiny_bpe(texts, vocab_size),
         bos_token=None,
-        eos_token="<|im_end|>",
-        pad_token="<|endoftext|>",
+        eos_token=TINY_EOS,
+        pad_token=TINY_PAD,
         unk_token=None,
     )
     fast.chat_template = chat.jinja()

@@ -9,12 +9,13 @@ scripted), so token limits mean what they will mean in training.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from agentspec.runtime.tokenizer import ChatTemplate
+from agentspec.runtime.tokenizer import BPETokenizer, ChatTemplate, load_tokenizer
 
 
 def task_corpus(
@@ -38,7 +39,10 @@ def task_tokenizer(
     directory: Path | None = None,
     vocab_size: int = 2048,
 ) -> Any:
-    """The tiny BPE tokenizer of a task; saved to / loaded from `directory` if given."""
+    """The tiny BPE tokenizer of a task as a Hugging Face tokenizer (for training).
+
+    Saved to / loaded from ``directory`` if given.
+    """
     from transformers import AutoTokenizer
 
     from agentspec.runtime.models import build_tiny_tokenizer
@@ -49,3 +53,28 @@ def task_tokenizer(
     if directory is not None:
         tokenizer.save_pretrained(directory)
     return tokenizer
+
+
+def task_bpe_tokenizer(
+    module: ModuleType,
+    samples: Sequence[Mapping[str, Any]],
+    directory: Path | None = None,
+    vocab_size: int = 2048,
+) -> BPETokenizer:
+    """The same tokenizer as :func:`task_tokenizer` (same ids), without transformers.
+
+    For `agentspec run` with policies that need no model, so a plain install
+    (no `[train]` extra) rolls out with the token limits training will use.
+    Reads a directory written by either function.
+    """
+    from agentspec.runtime.models import TINY_EOS, TINY_PAD, train_tiny_bpe
+
+    if directory is not None and (directory / "tokenizer.json").exists():
+        return load_tokenizer(directory)
+    rust = train_tiny_bpe(task_corpus(module, samples), vocab_size=vocab_size)
+    if directory is not None:
+        directory.mkdir(parents=True, exist_ok=True)
+        rust.save(str(directory / "tokenizer.json"))
+        config = {"eos_token": TINY_EOS, "pad_token": TINY_PAD}
+        (directory / "tokenizer_config.json").write_text(json.dumps(config, indent=2) + "\n")
+    return BPETokenizer(rust, eos_token=TINY_EOS, pad_token=TINY_PAD)

@@ -75,3 +75,21 @@ def test_auto_tokenizer_encodes_like_tokenizer_json(tiny_dir: Path) -> None:
         "Ünïcødé   spaces\t\ttabs\n\n\nnewlines it's we'll ✓ 日本語 ＡＢＣ ①② <tool_call>{}</tool_call>",
     ]:
         assert auto.encode(text, add_special_tokens=False) == bare.encode(text)
+
+
+def test_task_tokenizer_without_transformers_gives_the_same_ids(tmp_path: Path) -> None:
+    # `agentspec run` on a plain install uses task_bpe_tokenizer; training uses
+    # task_tokenizer. Same task text must give the same ids, from either cache.
+    from agentspec.compiler.codegen import import_spec
+    from agentspec.runtime.task_text import task_bpe_tokenizer, task_tokenizer
+
+    module = import_spec(Path(__file__).parents[2] / "specs" / "calculator.yaml")
+    samples = module.load_samples(limit=200)
+    hf = task_tokenizer(module, samples, tmp_path / "hf")
+    bare = task_bpe_tokenizer(module, samples, tmp_path / "bare")
+    reloaded = task_bpe_tokenizer(module, samples, tmp_path / "hf")  # reads the HF files
+    text = CHAT.render([{"role": "user", "content": samples[0]["question"] + " 12*(3+4) ✓"}])
+    ids = hf.encode(text, add_special_tokens=False)
+    assert bare.encode(text) == ids == reloaded.encode(text)
+    assert (bare.eos_token_id, bare.pad_token_id) == (hf.eos_token_id, hf.pad_token_id)
+    assert task_bpe_tokenizer(module, samples, tmp_path / "bare").encode(text) == ids
