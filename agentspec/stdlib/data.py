@@ -180,6 +180,24 @@ def keys_and_doors(*, split: str = "train", seed: int = 0, count: int = 10_000) 
         }
 
 
+@register_generator("keys_and_chests")
+def keys_and_chests(
+    *, split: str = "train", seed: int = 0, count: int = 10_000
+) -> Iterator[Sample]:
+    """Episodes of specs/keys_and_chests.yaml: which side room holds the small key;
+    the chest with the door key is in the other one."""
+    rng = random.Random(split_seed(split, seed))
+    colours = ["red", "blue", "green", "yellow"]
+    for index in range(count):
+        small_key_room = rng.choice(["west", "east"])
+        yield {
+            "id": f"{split}-{index}",
+            "small_key_room": small_key_room,
+            "chest_room": "east" if small_key_room == "west" else "west",
+            "colour": rng.choice(colours),
+        }
+
+
 @register_generator("arithmetic")
 def arithmetic(
     *,
