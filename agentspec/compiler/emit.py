@@ -8,44 +8,21 @@ gives the same bytes.
 
 from __future__ import annotations
 
+import ast
 import json
-import re
 import subprocess
 import sys
 from functools import cache
 from typing import Any
 
+from agentspec.compiler.literals import py_literal
 from agentspec.compiler.lower import ModuleModel
-
-# name used in the body → the import that provides it
-_IMPORTS: dict[str, str] = {
-    "dataclasses": "import dataclasses",
-    "Path": "from pathlib import Path",
-    "Any": "from typing import Any",
-    "ClassVar": "from typing import ClassVar",
-    "AgentEnvLoop": "from agentspec.runtime import AgentEnvLoop",
-    "ChatTemplate": "from agentspec.runtime import ChatTemplate",
-    "LoopConfig": "from agentspec.runtime import LoopConfig",
-    "Policy": "from agentspec.runtime import Policy",
-    "SamplingParams": "from agentspec.runtime import SamplingParams",
-    "Tokenizer": "from agentspec.runtime import Tokenizer",
-    "make_context_policy": "from agentspec.runtime import make_context_policy",
-    "RewardComponent": "from agentspec.runtime.spec_env import RewardComponent",
-    "Scope": "from agentspec.runtime.spec_env import Scope",
-    "SpecAdapterEnv": "from agentspec.runtime.spec_env import SpecAdapterEnv",
-    "SpecTool": "from agentspec.runtime.spec_env import SpecTool",
-    "SpecToolEnv": "from agentspec.runtime.spec_env import SpecToolEnv",
-    "template": "from agentspec.runtime.spec_env import template",
-    "make_adapter": "from agentspec.stdlib.adapters import make_adapter",
-    "load_source": "from agentspec.stdlib.data import load_samples as load_source",
-    "fn": "from agentspec.stdlib.functions import fn",
-    "UserFunctions": "from agentspec.stdlib.user import UserFunctions",
-}
+from agentspec.compiler.names import IMPORTS as _IMPORTS
 
 
 def _py(value: Any) -> str:
-    """A Python literal for a YAML/JSON value: `repr`, the only way user data enters code."""
-    return repr(value)
+    """A Python literal for a YAML/JSON value, the only way user data enters code."""
+    return py_literal(value)
 
 
 def _py_comment(value: Any) -> str:
@@ -78,8 +55,14 @@ def _environment() -> Any:
     return env
 
 
+def _names_used(body: str) -> set[str]:
+    """The global names the body's code reads (never words inside its strings)."""
+    return {node.id for node in ast.walk(ast.parse(body)) if isinstance(node, ast.Name)}
+
+
 def _imports(body: str) -> str:
-    used = [name for name in _IMPORTS if re.search(rf"(?<![\w.]){re.escape(name)}\b", body)]
+    names = _names_used(body)
+    used = [name for name in _IMPORTS if name in names]
     plain = sorted({_IMPORTS[n] for n in used if _IMPORTS[n].startswith("import ")})
     grouped: dict[str, list[str]] = {}
     for name in used:
