@@ -152,8 +152,24 @@ class Checker:
             )
             return ANY
 
+    def _reserved_names(self) -> None:
+        """Declared names starting with `__` belong to Python: `__init__` or
+        `__post_init__` as a state variable would break the generated
+        dataclass, and no expression may mention such a name (E410)."""
+        for section in ("state", "functions", "tools"):
+            for name in getattr(self.spec, section):
+                if name.startswith("__"):
+                    kind = {"state": "state variable", "functions": "function", "tools": "tool"}
+                    self.error(
+                        "E413",
+                        f"{kind[section]} '{name}': names starting with '__' are reserved for Python",
+                        self.map.key_span((section, name)),
+                        hint=f"rename it, e.g. '{name.strip('_') or 'value'}'",
+                    )
+
     def _declarations(self) -> None:
         spec = self.spec
+        self._reserved_names()
         for name, var in spec.state.items():
             path = ("state", name)
             declared = self._type_at((*path, "type"), var.type)
@@ -859,7 +875,11 @@ class Checker:
                     self.usage.reads[name],
                     hint=f"assign it in a tool's effect (`state.{name} = …`) or make it a constant",
                 )
-            elif name not in self.usage.reads and name not in self.usage.writes:
+            elif (
+                name not in self.usage.reads
+                and name not in self.usage.writes
+                and not name.startswith("__")  # already an error (E413)
+            ):
                 self.error(
                     "W802",
                     f"state.{name} is never used",

@@ -62,9 +62,11 @@ Algorithm = Literal["ppo", "steppo", "grpo", "rloo", "gigpo", "token_gae", "rein
 
 
 class Section(BaseModel):
-    """Base of every section: unknown keys are errors, values are immutable."""
+    """Base of every section: unknown keys are errors, values are immutable,
+    and number fields are finite (a timeout, weight or learning rate of
+    `.inf` or `.nan` is an error, E206)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 class DataSpec(Section):
