@@ -80,11 +80,28 @@ def _imports(body: str) -> str:
     )
 
 
+def _compares_with_bool(body: str) -> bool:
+    """Whether the code has `x == True`-style comparisons (ruff's E712)."""
+    for node in ast.walk(ast.parse(body)):
+        if not isinstance(node, ast.Compare):
+            continue
+        sides = [node.left, *node.comparators]
+        for op, left, right in zip(node.ops, sides[:-1], sides[1:], strict=True):
+            if isinstance(op, (ast.Eq, ast.NotEq)) and any(
+                isinstance(side, ast.Constant) and isinstance(side.value, bool)
+                for side in (left, right)
+            ):
+                return True
+    return False
+
+
 def render_module(model: ModuleModel) -> str:
     """The generated module's source, formatted."""
     module_template = _environment().get_template("module.py.j2")
-    body = module_template.render(m=model, imports="")
-    source = module_template.render(m=model, imports=_imports(body))
+    body = module_template.render(m=model, imports="", exempt_e712=False)
+    source = module_template.render(
+        m=model, imports=_imports(body), exempt_e712=_compares_with_bool(body)
+    )
     return format_source(source)
 
 

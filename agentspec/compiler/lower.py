@@ -8,6 +8,7 @@ the spec is validated or renamed, so no spec can inject code.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -124,11 +125,20 @@ class ExpressionWriter:
 
     def visit_BinOp(self, node: ast.BinOp) -> tuple[str, int]:
         strength = _PRECEDENCE[node.op]
-        if node.op in ("==", "!=") and _is_none(node.left) != _is_none(node.right):
+        if node.op in ("==", "!=") and (_is_none(node.left) or _is_none(node.right)):
             # `x == None` is `x is None` for every value (and ruff's E711 asks for it).
-            other = node.right if _is_none(node.left) else node.left
+            other = node.left if _is_none(node.right) else node.right
             op = "is" if node.op == "==" else "is not"
             return f"{self._operand(other, strength + 1)} {op} None", strength
+        if node.op in _MIRRORED and _is_constant(node.left) and not _is_constant(node.right):
+            # `0 < x` is written `x > 0` (same value; ruff's SIM300).
+            node = dataclasses.replace(
+                node, op=_MIRRORED[node.op], left=node.right, right=node.left
+            )
+        if node.op == "+" and (_is_list(node.left) or _is_list(node.right)):
+            # `a + [b]` is written `[*a, b]`, as ruff's RUF005 asks (the same list when
+            # `a` is a list; other iterables, which `+` would reject, are unpacked).
+            return "[" + ", ".join(self._list_items(node)) + "]", _PRECEDENCE["atom"]
         # Left-associative: the right operand needs parentheses at equal strength,
         # and comparisons never chain (a < b < c means something else in Python).
         left_min = strength + 1 if strength == _PRECEDENCE["=="] else strength
@@ -136,19 +146,44 @@ class ExpressionWriter:
         right = self._operand(node.right, strength + 1)
         return f"{left} {node.op} {right}", strength
 
+    def _list_items(self, node: ast.Node) -> list[str]:
+        """The items of a list display equal to `node` (`*x` for a list not written out)."""
+        if isinstance(node, ast.ListExpr):
+            return [self.write(item) for item in node.items]
+        if isinstance(node, ast.BinOp) and node.op == "+" and _is_list_concat(node):
+            return [*self._list_items(node.left), *self._list_items(node.right)]
+        return [f"*{self._operand(node, _PRECEDENCE['+'])}"]
+
     def visit_BoolOp(self, node: ast.BoolOp) -> tuple[str, int]:
         strength = _PRECEDENCE[node.op]
-        return (
-            f"{self._operand(node.left, strength)} {node.op} {self._operand(node.right, strength + 1)}",
-            strength,
-        )
+        left = self._operand(node.left, strength)
+        right = self._operand(node.right, strength + 1)
+        if node.op == "or":  # `a and b or c` is written `(a and b) or c`: plain to read
+            left = f"({left})" if _is_and(node.left) else left
+            right = f"({right})" if _is_and(node.right) else right
+        return f"{left} {node.op} {right}", strength
 
     def visit_UnaryOp(self, node: ast.UnaryOp) -> tuple[str, int]:
         if node.op == "not":
-            return f"not {self._operand(node.operand, _PRECEDENCE['not'])}", _PRECEDENCE["not"]
+            inner = node.operand
+            if isinstance(inner, ast.BinOp) and inner.op in _NEGATED:
+                # `not a == b` is `a != b`, `not a in b` is `a not in b` (as Python defines them).
+                return self._visit(dataclasses.replace(inner, op=_NEGATED[inner.op]))
+            if isinstance(inner, ast.UnaryOp) and inner.op == "not":
+                return f"bool({self.write(inner.operand)})", _PRECEDENCE["atom"]
+            return f"not {self._operand(inner, _PRECEDENCE['not'])}", _PRECEDENCE["not"]
         return f"{node.op}{self._operand(node.operand, _PRECEDENCE['unary'])}", _PRECEDENCE["unary"]
 
     def visit_IfExp(self, node: ast.IfExp) -> tuple[str, int]:
+        # Exact simplifications ruff asks for (SIM210, SIM211, SIM212).
+        if _is_bool(node.body, True) and _is_bool(node.orelse, False):
+            return f"bool({self.write(node.cond)})", _PRECEDENCE["atom"]
+        if _is_bool(node.body, False) and _is_bool(node.orelse, True):
+            return self._visit(ast.UnaryOp(node.start, node.end, "not", node.cond))
+        if isinstance(node.cond, ast.UnaryOp) and node.cond.op == "not":
+            node = dataclasses.replace(
+                node, body=node.orelse, cond=node.cond.operand, orelse=node.body
+            )
         body = self._operand(node.body, _PRECEDENCE["or"])
         cond = self._operand(node.cond, _PRECEDENCE["or"])
         orelse = self._operand(node.orelse, _PRECEDENCE["if"])
@@ -274,8 +309,45 @@ def _condition_or_constant(
     return py_literal(value)
 
 
+_MIRRORED = {"==": "==", "!=": "!=", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
+_NEGATED = {"==": "!=", "!=": "==", "in": "not in", "not in": "in"}
+
+
 def _is_none(node: ast.Node) -> bool:
     return isinstance(node, ast.Literal) and node.value is None
+
+
+def _is_bool(node: ast.Node, value: bool) -> bool:
+    return isinstance(node, ast.Literal) and node.value is value
+
+
+def _is_list(node: ast.Node) -> bool:
+    return isinstance(node, ast.ListExpr) or _is_list_concat(node)
+
+
+def _is_list_concat(node: ast.Node) -> bool:
+    return (
+        isinstance(node, ast.BinOp)
+        and node.op == "+"
+        and (_is_list(node.left) or _is_list(node.right))
+    )
+
+
+def _is_and(node: ast.Node) -> bool:
+    return isinstance(node, ast.BoolOp) and node.op == "and"
+
+
+def _is_constant(node: ast.Node) -> bool:
+    """A value written out in full (a literal, or a list or dict of them)."""
+    if isinstance(node, ast.Literal):
+        return True
+    if isinstance(node, ast.UnaryOp):
+        return node.op != "not" and _is_constant(node.operand)
+    if isinstance(node, ast.ListExpr):
+        return all(_is_constant(item) for item in node.items)
+    if isinstance(node, ast.DictExpr):
+        return all(_is_constant(k) and _is_constant(v) for k, v in node.pairs)
+    return False
 
 
 def lower(checked: CheckedSpec, *, spec_path: str, spec_sha256: str, version: str) -> ModuleModel:

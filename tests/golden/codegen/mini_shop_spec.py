@@ -143,7 +143,7 @@ class ChooseTool(SpecTool):
         return bool(s.state.page == "item")
 
     def effects(self, s: Scope) -> None:
-        s.state.chosen = s.state.chosen + [s.args["option"]]
+        s.state.chosen = [*s.state.chosen, s.args["option"]]
         s.state.chosen += []
         if s.args["option"] == "buy now":
             s.state.purchased = True

@@ -105,7 +105,7 @@ class ConvertTool(SpecTool):
     def effects(self, s: Scope) -> None:
         s.state.calls += 1
         s.state.last = s.result
-        s.state.history = s.state.history + [s.result] if s.result is not None else s.state.history
+        s.state.history = [*s.state.history, s.result] if s.result is not None else s.state.history
 
 
 class GiveUpTool(SpecTool):
