@@ -73,9 +73,7 @@ HOSTILE_NAMES = [
     "I",
     "O",
 ]
-names = st.one_of(
-    st.sampled_from(HOSTILE_NAMES), st.from_regex(r"\A[A-Za-z_][A-Za-z0-9_]{0,6}\Z")
-)
+names = st.one_of(st.sampled_from(HOSTILE_NAMES), st.from_regex(r"\A[A-Za-z_][A-Za-z0-9_]{0,6}\Z"))
 floats = st.one_of(
     st.sampled_from([math.inf, -math.inf, math.nan, 1e308, -0.0, 5e-324]),
     st.floats(allow_nan=True, allow_infinity=True),
@@ -152,9 +150,7 @@ def specs(draw: st.DrawFn) -> dict[str, Any]:
     for i, name in enumerate(tool_names):
         tool: dict[str, Any] = {
             "description": draw(texts),
-            "parameters": {
-                "a": {"type": "string", "description": draw(texts), "maxLength": 2**70}
-            },
+            "parameters": {"a": {"type": "string", "description": draw(texts), "maxLength": 2**70}},
             "returns": draw(st.sampled_from([f"{function}(args.a)", "args.a", "1e999"])),
             "effect": [assignment(draw, n, t) for n, t in types.items()],
             "timeout": draw(st.sampled_from([30.0, 0.5, 1e-3, 1e9, 1e300, math.inf])),
