@@ -105,7 +105,7 @@ state:
   class_: {type: int, initial: 2}
   class__: {type: int, initial: 3}
   list: {type: "list[str]"}
-  _dflt_list: {type: str, initial: x}
+  _dflt_list_: {type: str, initial: x}
   _HAS_DEFAULT_FACTORY: {type: int}
 functions:
   def: {impl: "json:dumps", params: [any], returns: str}
@@ -119,7 +119,7 @@ tools:
       - state.class += 10
       - state.class_ += 20
       - state.class__ += 30
-      - state.list = state.list + [state._dflt_list]
+      - state.list = state.list + [state._dflt_list_]
       - state._HAS_DEFAULT_FACTORY += 1
 rewards:
   r: {on: final, value: "float(state.class + state.class_ + state.class__ + len(state.list) + state._HAS_DEFAULT_FACTORY)"}
@@ -130,7 +130,7 @@ rewards:
     assert len(set(fields.values())) == len(fields) == 6
     fresh = module.State()
     assert (fresh.class_, fresh.class__, fresh.class___) == (1, 2, 3)
-    assert fresh.list_ == [] and fresh._dflt_list == "x"
+    assert fresh.list_ == [] and fresh._dflt_list_ == "x"
     traj, env = play(module, [call("t", a="q"), "done"])
     assert traj.steps[0].observation is not None and '"q""q"' in traj.steps[0].observation
     assert (env.state.class_, env.state.class__, env.state.class___) == (11, 22, 33)
