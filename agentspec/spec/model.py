@@ -154,7 +154,11 @@ class ToolSpec(Section):
         description="Template of what the model sees after the call (over `args`, `state`, `result`, `sample`); defaults to the result.",
     )
     terminal: bool = Field(False, description="Calling this tool ends the episode.")
-    timeout: float = Field(30.0, gt=0, description="Seconds before the call is abandoned.")
+    timeout: float = Field(
+        30.0,
+        gt=0,
+        description="Seconds before the call is abandoned (finite: there is no unlimited timeout).",
+    )
 
 
 class EnvironmentSpec(Section):
