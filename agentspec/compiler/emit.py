@@ -26,15 +26,17 @@ def _py(value: Any) -> str:
 
 
 def _py_comment(value: Any) -> str:
-    """Text safe inside a comment or a docstring: one line, no quotes or backslashes."""
+    """Text safe inside a comment or a docstring: one printable line, no quotes or backslashes."""
     text = " ".join(str(value).split())
+    text = "".join(ch if ch.isprintable() else "?" for ch in text)
     return text.replace("\\", "/").replace('"""', "'''")
 
 
 def _py_docstring(value: Any) -> str:
-    """A docstring statement; falls back to a plain string literal for odd text."""
+    """A docstring statement; falls back to a plain string literal for odd text
+    (quotes, backslashes, and characters no source line may hold, such as NUL)."""
     text = " ".join(str(value).split())
-    if '"' in text or "\\" in text or not text:
+    if '"' in text or "\\" in text or not text or not text.isprintable():
         return repr(text)
     return f'"""{text}"""'
 

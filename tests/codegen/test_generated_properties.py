@@ -79,7 +79,7 @@ floats = st.one_of(
     st.floats(allow_nan=True, allow_infinity=True),
 )
 texts = st.text(
-    st.characters(exclude_categories=("Cs",), exclude_characters="\r\x85\u2028\u2029"),
+    st.characters(exclude_categories=("Cs",)),
     max_size=12,
 )
 TYPES = ["int", "float", "str", "bool", "list[str]", "dict", "float?"]
@@ -166,6 +166,7 @@ def specs(draw: st.DrawFn) -> dict[str, Any]:
     return {
         "agentspec": 1,
         "name": spec_name,
+        "description": draw(st.one_of(texts, st.sampled_from(["nul \0 here", 'say "hi"\x1b']))),
         "prompt": {"user": draw(texts) or "go"},
         "state": state,
         "functions": {function: {"impl": "json:dumps", "params": ["any"], "returns": "str"}},
