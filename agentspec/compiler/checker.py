@@ -9,6 +9,7 @@ at the first problem: the user sees all of them in one run.
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import re
 from collections.abc import Iterable, Iterator
@@ -599,9 +600,15 @@ class Checker:
         return ListOf(item or ANY)
 
     def visit_DictExpr(self, node: ast.DictExpr) -> Type:
+        seen: set[tuple[type, Any]] = set()
         for key, value in node.pairs:
             self.infer(key)
             self.infer(value)
+            if isinstance(key, ast.Literal):
+                literal = (type(key.value), key.value)
+                if literal in seen:
+                    self._redundant(key, f"key {key.value!r} is repeated: the last value wins")
+                seen.add(literal)
         return DICT
 
     def visit_Name(self, node: ast.Name) -> Type:
@@ -794,6 +801,8 @@ class Checker:
         elif op in ("<", "<=", ">", ">="):
             if ANY in (a, b) or (is_numeric(a) and is_numeric(b)) or a == b == STR:
                 return BOOL
+        elif op == "%" and a == STR:
+            pass  # printf-style formatting is not part of the language (E501 below)
         elif ANY in (a, b):
             return ANY
         elif op == "+" and a == b == STR:
@@ -816,6 +825,9 @@ class Checker:
 
     def visit_BoolOp(self, node: ast.BoolOp) -> Type:
         left, right = self.infer(node.left), self.infer(node.right)
+        if _negates(node.left, node.right) or _negates(node.right, node.left):
+            value = "false" if node.op == "and" else "true"
+            self._redundant(node, f"`x {node.op} not x` is always {value}")
         return BOOL if left == right == BOOL else join(left, right)
 
     def visit_UnaryOp(self, node: ast.UnaryOp) -> Type:
@@ -831,7 +843,12 @@ class Checker:
 
     def visit_IfExp(self, node: ast.IfExp) -> Type:
         self.infer(node.cond)
+        if _same(node.body, node.orelse):
+            self._redundant(node, "both branches of this `if … else` are the same")
         return join(self.infer(node.body), self.infer(node.orelse))
+
+    def _redundant(self, node: ast.Node, message: str) -> None:
+        self.error("W803", message, self.node_span(node), hint="probably a mistake: check it")
 
     # ---------------------------------------------------------------- helpers
 
@@ -886,6 +903,37 @@ class Checker:
                     self.map.key_span(path),
                     hint="remove it, or read it in a guard, reward or observation",
                 )
+
+
+def _same(a: ast.Node, b: ast.Node) -> bool:
+    """Whether two expressions are written the same (positions aside)."""
+    if type(a) is not type(b):
+        return False
+    for f in dataclasses.fields(a):
+        if f.name in ("start", "end") or f.name.endswith(("_start", "_end")):
+            continue
+        x, y = getattr(a, f.name), getattr(b, f.name)
+        if isinstance(x, tuple) and isinstance(y, tuple):
+            pairs = list(zip(_flat(x), _flat(y), strict=False))
+            if len(_flat(x)) != len(_flat(y)) or not all(_same_value(p, q) for p, q in pairs):
+                return False
+        elif not _same_value(x, y):
+            return False
+    return True
+
+
+def _flat(items: tuple[Any, ...]) -> list[Any]:
+    return [part for item in items for part in (item if isinstance(item, tuple) else (item,))]
+
+
+def _same_value(x: Any, y: Any) -> bool:
+    if isinstance(x, ast.Node) and isinstance(y, ast.Node):
+        return _same(x, y)
+    return type(x) is type(y) and x == y
+
+
+def _negates(a: ast.Node, b: ast.Node) -> bool:
+    return isinstance(b, ast.UnaryOp) and b.op == "not" and _same(a, b.operand)
 
 
 def _dotted(path: Path) -> str:

@@ -71,6 +71,7 @@ CODES: dict[str, str] = {
     # 8xx: warnings
     "W801": "state variable is read but never written",
     "W802": "state variable is never used",
+    "W803": "expression with a redundant part",
 }
 
 

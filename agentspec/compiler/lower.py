@@ -155,6 +155,11 @@ class ExpressionWriter:
         return [f"*{self._operand(node, _PRECEDENCE['+'])}"]
 
     def visit_BoolOp(self, node: ast.BoolOp) -> tuple[str, int]:
+        if _is_constant(node.left):
+            # `true or x` is `true`, `0 or x` is `x`: Python decides on the constant
+            # alone, so the constant's side is the value (ruff's SIM222, SIM223).
+            decides = _truthy(node.left) == (node.op == "or")
+            return self._visit(node.left if decides else node.right)
         strength = _PRECEDENCE[node.op]
         left = self._operand(node.left, strength)
         right = self._operand(node.right, strength + 1)
@@ -172,7 +177,10 @@ class ExpressionWriter:
             if isinstance(inner, ast.UnaryOp) and inner.op == "not":
                 return f"bool({self.write(inner.operand)})", _PRECEDENCE["atom"]
             return f"not {self._operand(inner, _PRECEDENCE['not'])}", _PRECEDENCE["not"]
-        return f"{node.op}{self._operand(node.operand, _PRECEDENCE['unary'])}", _PRECEDENCE["unary"]
+        operand = self._operand(node.operand, _PRECEDENCE["unary"])
+        if operand.startswith(("-", "+")):  # `--x` reads as a decrement (ruff's B002)
+            operand = f"({operand})"
+        return f"{node.op}{operand}", _PRECEDENCE["unary"]
 
     def visit_IfExp(self, node: ast.IfExp) -> tuple[str, int]:
         # Exact simplifications ruff asks for (SIM210, SIM211, SIM212).
@@ -331,6 +339,18 @@ def _is_list_concat(node: ast.Node) -> bool:
         and node.op == "+"
         and (_is_list(node.left) or _is_list(node.right))
     )
+
+
+def _truthy(node: ast.Node) -> bool:
+    """The truth of a constant expression (see `_is_constant`)."""
+    if isinstance(node, ast.Literal):
+        return bool(node.value)
+    if isinstance(node, ast.UnaryOp):
+        return _truthy(node.operand) if node.op != "not" else not _truthy(node.operand)
+    if isinstance(node, ast.ListExpr):
+        return bool(node.items)
+    assert isinstance(node, ast.DictExpr)
+    return bool(node.pairs)
 
 
 def _is_and(node: ast.Node) -> bool:

@@ -100,12 +100,25 @@ def condition(draw: st.DrawFn, var: str, type_: str) -> str:
     """A boolean expression reading `state.var`, in a form linters dislike."""
     v = f"state.{var}"
     forms = {
-        "int": [f"{v} == 3", f"3 < {v}", f"not {v} == 1", f"{v} + 1.0e999 > 0", f"-1 >= {v}"],
+        "int": [
+            f"{v} == 3",
+            f"3 < {v}",
+            f"not {v} == 1",
+            f"{v} + 1.0e999 > 0",
+            f"-1 >= {v}",
+            f"-(-{v}) >= +(+1)",
+            f"'%s' % {v} == '1'",  # E501: no printf formatting
+        ],
         "float": [f"{v} != 0.5", f"1e999 == {v}", f"not {v} != 2.0", f"{v} * 2 <= 1e308"],
         "str": [f"{v} == 'ü'", f"'a' in {v}", f"not 'a' in {v}", f"len({v}) > 0"],
         "bool": [f"{v} == true", f"not not {v}", v, f"false != {v}"],
         "list[str]": [f"'x' in {v}", f"len({v} + ['y']) == 2", f"[] == {v}"],
-        "dict": [f"'k' in {v}", f"not 'k' not in {v}", f"{{}} == {v}"],
+        "dict": [
+            f"'k' in {v}",
+            f"not 'k' not in {v}",
+            f"{{}} == {v}",
+            f"{{'k': 1, 'k': 2}} == {v}",
+        ],
         "float?": [f"{v} == None", f"None != {v}", f"not {v} == None"],
     }[type_]
     form = draw(st.sampled_from(forms))
@@ -116,6 +129,11 @@ def condition(draw: st.DrawFn, var: str, type_: str) -> str:
                 f"(true if {form} else false)",
                 f"(false if {form} else true)",
                 f"({form}) == false",
+                f"true or {form}",
+                f"false or {form}",
+                f"true and {form}",
+                f"({form}) and not ({form})",  # W803: rejected by --strict
+                f"(true if {form} else true)",  # W803
             ]
         )
     )

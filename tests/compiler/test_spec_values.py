@@ -141,3 +141,29 @@ def test_keywords_and_near_collisions_are_accepted() -> None:
         """.replace("\n        ", "\n")
     )
     assert result.errors == []
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "1.0 if len(action.text) > 3 and not len(action.text) > 3 else 0.0",
+        "1.0 if not action.text == '' or action.text == '' else 0.0",
+        "1.0 if action.text == 'a' else 1.0",
+        "float(len({'k': 1, 'k': 2}))",
+    ],
+)
+def test_redundant_expressions_are_w803(value: str) -> None:
+    result = check(TOOL + f'rewards:\n  r: {{on: final, value: "{value}"}}\n')
+    assert [d.code for d in result.diagnostics] == ["W803"]
+    assert result.errors == [] and result.diagnostics[0].span is not None
+
+
+def test_different_operands_are_not_redundant() -> None:
+    value = "1.0 if len(action.text) > 3 and not len(action.text) > 4 else 0.5"
+    result = check(TOOL + f'rewards:\n  r: {{on: final, value: "{value}"}}\n')
+    assert result.diagnostics == []
+
+
+def test_printf_formatting_is_not_in_the_language() -> None:
+    result = check(TOOL + "rewards:\n  r: {on: final, value: \"float(len('%s' % action.text))\"}\n")
+    assert [d.code for d in result.diagnostics] == ["E501"]
