@@ -410,6 +410,7 @@ class Checker:
         return self.span(node.start, node.end)
 
     def _expect_condition(self, node: ast.Node, typ: Type) -> None:
+        self._decided_condition(node)
         if strip_optional(typ) not in (BOOL, ANY):
             self.error(
                 "E505",
@@ -833,6 +834,7 @@ class Checker:
     def visit_UnaryOp(self, node: ast.UnaryOp) -> Type:
         operand = self.infer(node.operand)
         if node.op == "not":
+            self._decided_condition(node.operand)
             return BOOL
         if not is_numeric(operand):
             self.error(
@@ -843,12 +845,28 @@ class Checker:
 
     def visit_IfExp(self, node: ast.IfExp) -> Type:
         self.infer(node.cond)
+        self._decided_condition(node.cond)
         if _same(node.body, node.orelse):
             self._redundant(node, "both branches of this `if … else` are the same")
         return join(self.infer(node.body), self.infer(node.orelse))
 
+    def _decided_condition(self, node: ast.Node) -> None:
+        """As a condition, `x or true` is always true and `x and false` always false."""
+        if isinstance(node, ast.UnaryOp) and node.op == "not":
+            self._decided_condition(node.operand)
+        elif isinstance(node, ast.BoolOp):
+            self._decided_condition(node.left)
+            self._decided_condition(node.right)
+            if ast.is_constant(node.right) and ast.truthy(node.right) == (node.op == "or"):
+                value = "true" if node.op == "or" else "false"
+                self._redundant(node, f"as a condition, this is always {value}")
+
     def _redundant(self, node: ast.Node, message: str) -> None:
-        self.error("W803", message, self.node_span(node), hint="probably a mistake: check it")
+        diagnostic = Diagnostic(
+            "W803", message, self.node_span(node), "probably a mistake: check it"
+        )
+        if diagnostic not in self.diagnostics:  # a condition can be reached twice
+            self.diagnostics.append(diagnostic)
 
     # ---------------------------------------------------------------- helpers
 

@@ -41,6 +41,11 @@ def _py_docstring(value: Any) -> str:
     return f'"""{text}"""'
 
 
+def _as_bool(code: str) -> str:
+    """`bool(code)`, or the constant itself (`bool(True)` is ruff's UP018)."""
+    return code if code in ("True", "False") else f"bool({code})"
+
+
 @cache
 def _environment() -> Any:
     from jinja2 import Environment, PackageLoader, StrictUndefined
@@ -53,7 +58,7 @@ def _environment() -> Any:
         keep_trailing_newline=True,
         autoescape=False,
     )
-    env.filters.update(py=_py, py_comment=_py_comment, py_docstring=_py_docstring)
+    env.filters.update(py=_py, py_comment=_py_comment, py_docstring=_py_docstring, as_bool=_as_bool)
     return env
 
 

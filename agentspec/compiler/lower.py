@@ -130,7 +130,7 @@ class ExpressionWriter:
             other = node.left if _is_none(node.right) else node.right
             op = "is" if node.op == "==" else "is not"
             return f"{self._operand(other, strength + 1)} {op} None", strength
-        if node.op in _MIRRORED and _is_constant(node.left) and not _is_constant(node.right):
+        if node.op in _MIRRORED and ast.is_constant(node.left) and not ast.is_constant(node.right):
             # `0 < x` is written `x > 0` (same value; ruff's SIM300).
             node = dataclasses.replace(
                 node, op=_MIRRORED[node.op], left=node.right, right=node.left
@@ -155,10 +155,10 @@ class ExpressionWriter:
         return [f"*{self._operand(node, _PRECEDENCE['+'])}"]
 
     def visit_BoolOp(self, node: ast.BoolOp) -> tuple[str, int]:
-        if _is_constant(node.left):
+        if ast.is_constant(node.left):
             # `true or x` is `true`, `0 or x` is `x`: Python decides on the constant
             # alone, so the constant's side is the value (ruff's SIM222, SIM223).
-            decides = _truthy(node.left) == (node.op == "or")
+            decides = ast.truthy(node.left) == (node.op == "or")
             return self._visit(node.left if decides else node.right)
         strength = _PRECEDENCE[node.op]
         left = self._operand(node.left, strength)
@@ -341,33 +341,8 @@ def _is_list_concat(node: ast.Node) -> bool:
     )
 
 
-def _truthy(node: ast.Node) -> bool:
-    """The truth of a constant expression (see `_is_constant`)."""
-    if isinstance(node, ast.Literal):
-        return bool(node.value)
-    if isinstance(node, ast.UnaryOp):
-        return _truthy(node.operand) if node.op != "not" else not _truthy(node.operand)
-    if isinstance(node, ast.ListExpr):
-        return bool(node.items)
-    assert isinstance(node, ast.DictExpr)
-    return bool(node.pairs)
-
-
 def _is_and(node: ast.Node) -> bool:
     return isinstance(node, ast.BoolOp) and node.op == "and"
-
-
-def _is_constant(node: ast.Node) -> bool:
-    """A value written out in full (a literal, or a list or dict of them)."""
-    if isinstance(node, ast.Literal):
-        return True
-    if isinstance(node, ast.UnaryOp):
-        return node.op != "not" and _is_constant(node.operand)
-    if isinstance(node, ast.ListExpr):
-        return all(_is_constant(item) for item in node.items)
-    if isinstance(node, ast.DictExpr):
-        return all(_is_constant(k) and _is_constant(v) for k, v in node.pairs)
-    return False
 
 
 def lower(checked: CheckedSpec, *, spec_path: str, spec_sha256: str, version: str) -> ModuleModel:

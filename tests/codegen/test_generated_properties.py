@@ -139,16 +139,16 @@ def condition(draw: st.DrawFn, var: str, type_: str) -> str:
     )
 
 
-def assignment(draw: st.DrawFn, var: str, type_: str) -> str:
+def assignment(draw: st.DrawFn, var: str, type_: str, arg: str) -> str:
     v = f"state.{var}"
     forms = {
         "int": [f"{v} += 1", f"{v} = -5"],
         "float": [f"{v} = 1.0e999", f"{v} = {v} * 0.5", f"{v} = -1e999"],
-        "str": [f"{v} = args.a", f"{v} = 'ü\\\"'"],
+        "str": [f"{v} = args.{arg}", f"{v} = 'ü\\\"'"],
         "bool": [f"{v} = not {v}", f"{v} = true"],
         "list[str]": [
-            f"{v} = {v} + [args.a]",
-            f"{v} = ['a'] + {v} + [args.a] + {v}",
+            f"{v} = {v} + [args.{arg}]",
+            f"{v} = ['a'] + {v} + [args.{arg}] + {v}",
             f"{v} = ([] + ['b'] if not {v} == [] else {v})",
         ],
         "dict": [f"{v} = {{'k': 1.0e999}}"],
@@ -163,14 +163,14 @@ def specs(draw: st.DrawFn) -> dict[str, Any]:
     types = {name: draw(st.sampled_from(TYPES)) for name in state_names}
     state = {n: {"type": t, "initial": draw(INITIAL[t])} for n, t in types.items()}
     tool_names = draw(st.lists(names, min_size=1, max_size=3, unique=True))
-    function = draw(names)
+    function, arg, field, derived, reward = (draw(names) for _ in range(5))
     tools: dict[str, Any] = {}
     for i, name in enumerate(tool_names):
         tool: dict[str, Any] = {
             "description": draw(texts),
-            "parameters": {"a": {"type": "string", "description": draw(texts), "maxLength": 2**70}},
-            "returns": draw(st.sampled_from([f"{function}(args.a)", "args.a", "1e999"])),
-            "effect": [assignment(draw, n, t) for n, t in types.items()],
+            "parameters": {arg: {"type": "string", "description": draw(texts), "maxLength": 2**70}},
+            "returns": draw(st.sampled_from([f"{function}(args.{arg})", f"args.{arg}", "1e999"])),
+            "effect": [assignment(draw, n, t, arg) for n, t in types.items()],
             "timeout": draw(st.sampled_from([30.0, 0.5, 1e-3, 1e9, 1e300, math.inf])),
         }
         if i == 0 and draw(st.booleans()):
@@ -185,18 +185,34 @@ def specs(draw: st.DrawFn) -> dict[str, Any]:
         "agentspec": 1,
         "name": spec_name,
         "description": draw(st.one_of(texts, st.sampled_from(["nul \0 here", 'say "hi"\x1b']))),
+        "data": {
+            "source": "jsonl:none.jsonl",
+            "params": {draw(texts): draw(floats), "day": "2024-01-01"},
+            "fields": {field: "str"},
+            "derived": {derived: f"sample.{field} + {draw(texts)!r}"},
+        },
         "prompt": {"user": draw(texts) or "go"},
         "state": state,
-        "functions": {function: {"impl": "json:dumps", "params": ["any"], "returns": "str"}},
+        "functions": {
+            function: {
+                "impl": "json:dumps",
+                "params": ["any"],
+                "returns": "str",
+                "config": {draw(texts): draw(st.one_of(floats, texts))},
+            }
+        },
         "tools": tools,
+        "episode": {"success": f"reward.{reward} > 0 and sample.{derived} != ''"},
         "rewards": {
-            draw(names): {
+            reward: {
                 "on": "final",
                 "value": f"1.0 if {joined} else 0.0",
                 "weight": draw(st.sampled_from([1.0, -0.5, 0.0, 1e300, -1e-300, math.nan])),
             },
             "fn_used": {"on": "final", "value": f"1.0 if {function}('x') == 'x' else 0.0"},
+            "on_tool": {"on": f"tool:{tool_names[0]}", "value": f"float(len(args.{arg}))"},
         },
+        "oracle": [draw(texts)],
     }
 
 
@@ -216,7 +232,7 @@ def ruff_problems(source: str) -> str:
 
 
 @settings(
-    max_examples=60,
+    max_examples=40,
     deadline=None,
     derandomize=True,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],

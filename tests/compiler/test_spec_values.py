@@ -167,3 +167,18 @@ def test_different_operands_are_not_redundant() -> None:
 def test_printf_formatting_is_not_in_the_language() -> None:
     result = check(TOOL + "rewards:\n  r: {on: final, value: \"float(len('%s' % action.text))\"}\n")
     assert [d.code for d in result.diagnostics] == ["E501"]
+
+
+@pytest.mark.parametrize(
+    "when", ["action.text == 'a' or true", "not (action.text == 'a' and false)"]
+)
+def test_conditions_decided_by_a_constant_are_w803(when: str) -> None:
+    result = check(TOOL + f'rewards:\n  r: {{on: final, value: 1.0, when: "{when}"}}\n')
+    assert [d.code for d in result.diagnostics] == ["W803"]
+
+
+def test_a_constant_default_in_a_value_is_fine() -> None:
+    result = check(
+        TOOL + "rewards:\n  r: {on: final, value: \"float(len(action.answer or 'none'))\"}\n"
+    )
+    assert result.diagnostics == []
