@@ -128,6 +128,8 @@ class ExpressionWriter:
         if node.op in ("==", "!=") and (_is_none(node.left) or _is_none(node.right)):
             # `x == None` is `x is None` for every value (and ruff's E711 asks for it).
             other = node.left if _is_none(node.right) else node.right
+            if ast.is_constant(other):  # `3 == None`: decided here (`3 is None` warns)
+                return str(_is_none(other) == (node.op == "==")), _PRECEDENCE["atom"]
             op = "is" if node.op == "==" else "is not"
             return f"{self._operand(other, strength + 1)} {op} None", strength
         if node.op in _MIRRORED and ast.is_constant(node.left) and not ast.is_constant(node.right):
@@ -177,8 +179,14 @@ class ExpressionWriter:
             if isinstance(inner, ast.UnaryOp) and inner.op == "not":
                 return f"bool({self.write(inner.operand)})", _PRECEDENCE["atom"]
             return f"not {self._operand(inner, _PRECEDENCE['not'])}", _PRECEDENCE["not"]
-        operand = self._operand(node.operand, _PRECEDENCE["unary"])
-        if operand.startswith(("-", "+")):  # `--x` reads as a decrement (ruff's B002)
+        inner = node.operand
+        if isinstance(inner, ast.UnaryOp) and inner.op != "not":
+            # Signs combine: `-(-x)` is `+x` for every number (and `--x` reads as a
+            # decrement, ruff's B002).
+            op = "+" if (node.op == "-") == (inner.op == "-") else "-"
+            return self._visit(dataclasses.replace(inner, op=op))
+        operand = self._operand(inner, _PRECEDENCE["unary"])
+        if operand.startswith(("-", "+")):  # a negative literal: `-(-1)`
             operand = f"({operand})"
         return f"{node.op}{operand}", _PRECEDENCE["unary"]
 

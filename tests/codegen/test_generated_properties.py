@@ -119,7 +119,13 @@ def condition(draw: st.DrawFn, var: str, type_: str) -> str:
             f"{{}} == {v}",
             f"{{'k': 1, 'k': 2}} == {v}",
         ],
-        "float?": [f"{v} == None", f"None != {v}", f"not {v} == None"],
+        "float?": [
+            f"{v} == None",
+            f"None != {v}",
+            f"not {v} == None",
+            f"{v} == None or 3 == None",
+            f"None == None and {v} != None",
+        ],
     }[type_]
     form = draw(st.sampled_from(forms))
     return draw(

@@ -8,7 +8,7 @@ import dataclasses
 import math
 from pathlib import Path
 
-from .helpers import build, call, play
+from .helpers import build, call, import_source, play
 from .test_generated_properties import ruff_problems
 
 
@@ -163,3 +163,59 @@ def _head(name: str) -> str:
     from .helpers import HEAD
 
     return HEAD.replace("name: t", f"name: {name}")
+
+
+def test_lint_flagged_forms_are_emitted_clean_and_mean_the_same(tmp_path: Path) -> None:
+    path = tmp_path / "forms.yaml"
+    path.write_text(
+        """\
+agentspec: 1
+name: forms
+prompt: {user: "hi"}
+state:
+  n: {type: int, initial: 2}
+  x: {type: "float?"}
+  b: {type: bool, initial: true}
+  l: {type: "list[str]", initial: [q]}
+tools:
+  never:
+    description: never available
+    when: false
+  t:
+    description: x
+    parameters: {a: {type: string}}
+    effect:
+      - state.l = ['a'] + state.l + [args.a]
+      - state.n = -(-state.n) + 1
+      - state.x = None if not state.b == true else 1.5
+      - state.b = false if state.n < 0 else true
+rewards:
+  r:
+    on: final
+    value: >-
+      (1.0 if 0 < state.n and not state.n == 1 and not 'z' in state.l else 0.0)
+      + (1.0 if state.x != None and None == None and not 3 == None else 0.0)
+      + (1.0 if not not state.b and (true if state.b else false) or false and state.b else 0.0)
+      + (1.0 if true or state.b else 0.0)
+      + (2.0 if not state.l == [] else 0.0)
+""",
+        encoding="utf-8",
+    )
+    from agentspec.compiler.codegen import compile_spec
+    from agentspec.compiler.frontend import check_file
+
+    result = check_file(path)
+    assert result.ok and not result.warnings, [d.message for d in result.diagnostics]
+    source = compile_spec(path).source
+    assert ruff_problems(source) == ""
+    for written in (
+        "s.state.x is not None",
+        "s.state.n > 0",
+        '["a", *s.state.l_, ',
+        "return False",
+    ):
+        assert written in source
+    module = import_source(source)
+    traj, env = play(module, [call("t", a="w"), "done"])
+    assert env.state.l_ == ["a", "q", "w"] and env.state.n == 3 and env.state.x == 1.5
+    assert traj.steps[-1].rewards == {"r": 6.0}
