@@ -190,7 +190,7 @@ def _one_diagnostic(
             "E206",
             f"{where}: {value} is not a finite number",
             span,
-            hint=_FINITE_HINTS.get(path[-1], "use a finite number") if path else None,
+            hint=_FINITE_HINTS.get(str(path[-1]), "use a finite number") if path else None,
         )
     if path == ("agentspec",):
         return Diagnostic(
