@@ -9,6 +9,7 @@ at the first problem: the user sees all of them in one run.
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import re
 from collections.abc import Iterable, Iterator
@@ -152,8 +153,24 @@ class Checker:
             )
             return ANY
 
+    def _reserved_names(self) -> None:
+        """Declared names starting with `__` belong to Python: `__init__` or
+        `__post_init__` as a state variable would break the generated
+        dataclass, and no expression may mention such a name (E410)."""
+        for section in ("state", "functions", "tools"):
+            for name in getattr(self.spec, section):
+                if name.startswith("__"):
+                    kind = {"state": "state variable", "functions": "function", "tools": "tool"}
+                    self.error(
+                        "E413",
+                        f"{kind[section]} '{name}': names starting with '__' are reserved for Python",
+                        self.map.key_span((section, name)),
+                        hint=f"rename it, e.g. '{name.strip('_') or 'value'}'",
+                    )
+
     def _declarations(self) -> None:
         spec = self.spec
+        self._reserved_names()
         for name, var in spec.state.items():
             path = ("state", name)
             declared = self._type_at((*path, "type"), var.type)
@@ -393,6 +410,7 @@ class Checker:
         return self.span(node.start, node.end)
 
     def _expect_condition(self, node: ast.Node, typ: Type) -> None:
+        self._decided_condition(node)
         if strip_optional(typ) not in (BOOL, ANY):
             self.error(
                 "E505",
@@ -583,9 +601,15 @@ class Checker:
         return ListOf(item or ANY)
 
     def visit_DictExpr(self, node: ast.DictExpr) -> Type:
+        seen: set[tuple[type, Any]] = set()
         for key, value in node.pairs:
             self.infer(key)
             self.infer(value)
+            if isinstance(key, ast.Literal):
+                literal = (type(key.value), key.value)
+                if literal in seen:
+                    self._redundant(key, f"key {key.value!r} is repeated: the last value wins")
+                seen.add(literal)
         return DICT
 
     def visit_Name(self, node: ast.Name) -> Type:
@@ -778,6 +802,8 @@ class Checker:
         elif op in ("<", "<=", ">", ">="):
             if ANY in (a, b) or (is_numeric(a) and is_numeric(b)) or a == b == STR:
                 return BOOL
+        elif op == "%" and a == STR:
+            pass  # printf-style formatting is not part of the language (E501 below)
         elif ANY in (a, b):
             return ANY
         elif op == "+" and a == b == STR:
@@ -800,11 +826,15 @@ class Checker:
 
     def visit_BoolOp(self, node: ast.BoolOp) -> Type:
         left, right = self.infer(node.left), self.infer(node.right)
+        if _negates(node.left, node.right) or _negates(node.right, node.left):
+            value = "false" if node.op == "and" else "true"
+            self._redundant(node, f"`x {node.op} not x` is always {value}")
         return BOOL if left == right == BOOL else join(left, right)
 
     def visit_UnaryOp(self, node: ast.UnaryOp) -> Type:
         operand = self.infer(node.operand)
         if node.op == "not":
+            self._decided_condition(node.operand)
             return BOOL
         if not is_numeric(operand):
             self.error(
@@ -815,7 +845,28 @@ class Checker:
 
     def visit_IfExp(self, node: ast.IfExp) -> Type:
         self.infer(node.cond)
+        self._decided_condition(node.cond)
+        if _same(node.body, node.orelse):
+            self._redundant(node, "both branches of this `if … else` are the same")
         return join(self.infer(node.body), self.infer(node.orelse))
+
+    def _decided_condition(self, node: ast.Node) -> None:
+        """As a condition, `x or true` is always true and `x and false` always false."""
+        if isinstance(node, ast.UnaryOp) and node.op == "not":
+            self._decided_condition(node.operand)
+        elif isinstance(node, ast.BoolOp):
+            self._decided_condition(node.left)
+            self._decided_condition(node.right)
+            if ast.is_constant(node.right) and ast.truthy(node.right) == (node.op == "or"):
+                value = "true" if node.op == "or" else "false"
+                self._redundant(node, f"as a condition, this is always {value}")
+
+    def _redundant(self, node: ast.Node, message: str) -> None:
+        diagnostic = Diagnostic(
+            "W803", message, self.node_span(node), "probably a mistake: check it"
+        )
+        if diagnostic not in self.diagnostics:  # a condition can be reached twice
+            self.diagnostics.append(diagnostic)
 
     # ---------------------------------------------------------------- helpers
 
@@ -859,13 +910,48 @@ class Checker:
                     self.usage.reads[name],
                     hint=f"assign it in a tool's effect (`state.{name} = …`) or make it a constant",
                 )
-            elif name not in self.usage.reads and name not in self.usage.writes:
+            elif (
+                name not in self.usage.reads
+                and name not in self.usage.writes
+                and not name.startswith("__")  # already an error (E413)
+            ):
                 self.error(
                     "W802",
                     f"state.{name} is never used",
                     self.map.key_span(path),
                     hint="remove it, or read it in a guard, reward or observation",
                 )
+
+
+def _same(a: ast.Node, b: ast.Node) -> bool:
+    """Whether two expressions are written the same (positions aside)."""
+    if type(a) is not type(b):
+        return False
+    for f in dataclasses.fields(a):
+        if f.name in ("start", "end") or f.name.endswith(("_start", "_end")):
+            continue
+        x, y = getattr(a, f.name), getattr(b, f.name)
+        if isinstance(x, tuple) and isinstance(y, tuple):
+            pairs = list(zip(_flat(x), _flat(y), strict=False))
+            if len(_flat(x)) != len(_flat(y)) or not all(_same_value(p, q) for p, q in pairs):
+                return False
+        elif not _same_value(x, y):
+            return False
+    return True
+
+
+def _flat(items: tuple[Any, ...]) -> list[Any]:
+    return [part for item in items for part in (item if isinstance(item, tuple) else (item,))]
+
+
+def _same_value(x: Any, y: Any) -> bool:
+    if isinstance(x, ast.Node) and isinstance(y, ast.Node):
+        return _same(x, y)
+    return type(x) is type(y) and x == y
+
+
+def _negates(a: ast.Node, b: ast.Node) -> bool:
+    return isinstance(b, ast.UnaryOp) and b.op == "not" and _same(a, b.operand)
 
 
 def _dotted(path: Path) -> str:

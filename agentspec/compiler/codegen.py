@@ -66,7 +66,14 @@ def compiler_fingerprint() -> str:
     version of the generator is never reused."""
     package = Path(__file__).parent
     digest = hashlib.sha256(__version__.encode())
-    for name in ("lower.py", "emit.py", "codegen.py", "templates/module.py.j2"):
+    for name in (
+        "literals.py",
+        "names.py",
+        "lower.py",
+        "emit.py",
+        "codegen.py",
+        "templates/module.py.j2",
+    ):
         digest.update((package / name).read_bytes())
     return digest.hexdigest()
 

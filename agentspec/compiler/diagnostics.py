@@ -28,6 +28,9 @@ CODES: dict[str, str] = {
     "E203": "wrong type of value",
     "E204": "invalid value",
     "E205": "unsupported language version",
+    "E206": "number is not finite",
+    "E207": "value has no JSON equivalent",
+    "E208": "string contains a lone surrogate",
     # 3xx: expression and effect syntax
     "E301": "expression syntax error",
     "E302": "unclosed parenthesis or bracket",
@@ -49,6 +52,7 @@ CODES: dict[str, str] = {
     "E410": "forbidden name",
     "E411": "unknown attribute",
     "E412": "name clash",
+    "E413": "reserved name",
     # 5xx: types and arity
     "E501": "operator not supported for these types",
     "E502": "wrong argument type",
@@ -67,6 +71,7 @@ CODES: dict[str, str] = {
     # 8xx: warnings
     "W801": "state variable is read but never written",
     "W802": "state variable is never used",
+    "W803": "expression with a redundant part",
 }
 
 

@@ -8,13 +8,20 @@ the spec is validated or renamed, so no spec can inject code.
 
 from __future__ import annotations
 
-import keyword
-import re
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
 from agentspec.compiler import ast
 from agentspec.compiler.ir import CheckedSpec
+from agentspec.compiler.literals import py_literal
+from agentspec.compiler.names import (
+    MODULE_NAMES,
+    class_name,
+    function_access,
+    state_attribute,
+    unique_names,
+)
 from agentspec.compiler.types import ListOf, Optional, Prim, Type
 from agentspec.spec.model import TaskSpec, ToolSpec
 
@@ -24,20 +31,6 @@ _PRECEDENCE = {
     "==": 5, "!=": 5, "<": 5, "<=": 5, ">": 5, ">=": 5, "in": 5, "not in": 5,
     "+": 6, "-": 6, "*": 7, "/": 7, "//": 7, "%": 7, "unary": 8, "atom": 9,
 }  # fmt: skip
-
-
-def python_name(name: str) -> str:
-    """A spec identifier as a Python identifier (keywords get a trailing `_`)."""
-    return f"{name}_" if keyword.iskeyword(name) or keyword.issoftkeyword(name) else name
-
-
-def class_name(name: str, suffix: str) -> str:
-    """`web_shop` + `Env` → `WebShopEnv`."""
-    words = [w for w in re.split(r"[^A-Za-z0-9]+", name) if w]
-    camel = "".join(w[:1].upper() + w[1:] for w in words) or "Spec"
-    if camel[0].isdigit():
-        camel = f"Spec{camel}"
-    return camel + suffix
 
 
 def python_type(t: Type) -> str:
@@ -86,9 +79,8 @@ class ExpressionWriter:
         return code if strength >= minimum else f"({code})"
 
     def visit_Literal(self, node: ast.Literal) -> tuple[str, int]:
-        code = repr(node.value)
-        negative = isinstance(node.value, (int, float)) and node.value < 0
-        return code, _PRECEDENCE["unary"] if negative else _PRECEDENCE["atom"]
+        code = py_literal(node.value)
+        return code, _PRECEDENCE["unary"] if code.startswith("-") else _PRECEDENCE["atom"]
 
     def visit_ListExpr(self, node: ast.ListExpr) -> tuple[str, int]:
         return "[" + ", ".join(self.write(i) for i in node.items) + "]", _PRECEDENCE["atom"]
@@ -105,7 +97,7 @@ class ExpressionWriter:
         assert isinstance(node.obj, ast.Name)
         root, attr = node.obj.id, node.attr
         if root == "state":
-            code = f"s.state.{python_name(attr)}"
+            code = f"s.state.{state_attribute(attr)}"
         elif root == "args":
             code = f"s.args.get({attr!r})" if attr in self.optional_args else f"s.args[{attr!r}]"
         elif root in ("sample", "reward"):
@@ -129,10 +121,26 @@ class ExpressionWriter:
     def callee(self, name: str) -> str:
         from agentspec.compiler.builtins import BUILTINS
 
-        return f"fn.{name}" if name in BUILTINS else f"user.{python_name(name)}"
+        return f"fn.{name}" if name in BUILTINS else function_access(name)
 
     def visit_BinOp(self, node: ast.BinOp) -> tuple[str, int]:
         strength = _PRECEDENCE[node.op]
+        if node.op in ("==", "!=") and (_is_none(node.left) or _is_none(node.right)):
+            # `x == None` is `x is None` for every value (and ruff's E711 asks for it).
+            other = node.left if _is_none(node.right) else node.right
+            if ast.is_constant(other):  # `3 == None`: decided here (`3 is None` warns)
+                return str(_is_none(other) == (node.op == "==")), _PRECEDENCE["atom"]
+            op = "is" if node.op == "==" else "is not"
+            return f"{self._operand(other, strength + 1)} {op} None", strength
+        if node.op in _MIRRORED and ast.is_constant(node.left) and not ast.is_constant(node.right):
+            # `0 < x` is written `x > 0` (same value; ruff's SIM300).
+            node = dataclasses.replace(
+                node, op=_MIRRORED[node.op], left=node.right, right=node.left
+            )
+        if node.op == "+" and (_is_list(node.left) or _is_list(node.right)):
+            # `a + [b]` is written `[*a, b]`, as ruff's RUF005 asks (the same list when
+            # `a` is a list; other iterables, which `+` would reject, are unpacked).
+            return "[" + ", ".join(self._list_items(node)) + "]", _PRECEDENCE["atom"]
         # Left-associative: the right operand needs parentheses at equal strength,
         # and comparisons never chain (a < b < c means something else in Python).
         left_min = strength + 1 if strength == _PRECEDENCE["=="] else strength
@@ -140,19 +148,58 @@ class ExpressionWriter:
         right = self._operand(node.right, strength + 1)
         return f"{left} {node.op} {right}", strength
 
+    def _list_items(self, node: ast.Node) -> list[str]:
+        """The items of a list display equal to `node` (`*x` for a list not written out)."""
+        if isinstance(node, ast.ListExpr):
+            return [self.write(item) for item in node.items]
+        if isinstance(node, ast.BinOp) and node.op == "+" and _is_list_concat(node):
+            return [*self._list_items(node.left), *self._list_items(node.right)]
+        return [f"*{self._operand(node, _PRECEDENCE['+'])}"]
+
     def visit_BoolOp(self, node: ast.BoolOp) -> tuple[str, int]:
+        if ast.is_constant(node.left):
+            # `true or x` is `true`, `0 or x` is `x`: Python decides on the constant
+            # alone, so the constant's side is the value (ruff's SIM222, SIM223).
+            decides = ast.truthy(node.left) == (node.op == "or")
+            return self._visit(node.left if decides else node.right)
         strength = _PRECEDENCE[node.op]
-        return (
-            f"{self._operand(node.left, strength)} {node.op} {self._operand(node.right, strength + 1)}",
-            strength,
-        )
+        left = self._operand(node.left, strength)
+        right = self._operand(node.right, strength + 1)
+        if node.op == "or":  # `a and b or c` is written `(a and b) or c`: plain to read
+            left = f"({left})" if _is_and(node.left) else left
+            right = f"({right})" if _is_and(node.right) else right
+        return f"{left} {node.op} {right}", strength
 
     def visit_UnaryOp(self, node: ast.UnaryOp) -> tuple[str, int]:
         if node.op == "not":
-            return f"not {self._operand(node.operand, _PRECEDENCE['not'])}", _PRECEDENCE["not"]
-        return f"{node.op}{self._operand(node.operand, _PRECEDENCE['unary'])}", _PRECEDENCE["unary"]
+            inner = node.operand
+            if isinstance(inner, ast.BinOp) and inner.op in _NEGATED:
+                # `not a == b` is `a != b`, `not a in b` is `a not in b` (as Python defines them).
+                return self._visit(dataclasses.replace(inner, op=_NEGATED[inner.op]))
+            if isinstance(inner, ast.UnaryOp) and inner.op == "not":
+                return f"bool({self.write(inner.operand)})", _PRECEDENCE["atom"]
+            return f"not {self._operand(inner, _PRECEDENCE['not'])}", _PRECEDENCE["not"]
+        inner = node.operand
+        if isinstance(inner, ast.UnaryOp) and inner.op != "not":
+            # Signs combine: `-(-x)` is `+x` for every number (and `--x` reads as a
+            # decrement, ruff's B002).
+            op = "+" if (node.op == "-") == (inner.op == "-") else "-"
+            return self._visit(dataclasses.replace(inner, op=op))
+        operand = self._operand(inner, _PRECEDENCE["unary"])
+        if operand.startswith(("-", "+")):  # a negative literal: `-(-1)`
+            operand = f"({operand})"
+        return f"{node.op}{operand}", _PRECEDENCE["unary"]
 
     def visit_IfExp(self, node: ast.IfExp) -> tuple[str, int]:
+        # Exact simplifications ruff asks for (SIM210, SIM211, SIM212).
+        if _is_bool(node.body, True) and _is_bool(node.orelse, False):
+            return f"bool({self.write(node.cond)})", _PRECEDENCE["atom"]
+        if _is_bool(node.body, False) and _is_bool(node.orelse, True):
+            return self._visit(ast.UnaryOp(node.start, node.end, "not", node.cond))
+        if isinstance(node.cond, ast.UnaryOp) and node.cond.op == "not":
+            node = dataclasses.replace(
+                node, body=node.orelse, cond=node.cond.operand, orelse=node.body
+            )
         body = self._operand(node.body, _PRECEDENCE["or"])
         cond = self._operand(node.cond, _PRECEDENCE["or"])
         orelse = self._operand(node.orelse, _PRECEDENCE["if"])
@@ -189,7 +236,7 @@ class StateField:
         """`default_factory` for a list or dict default: `list`, `dict`, or a lambda."""
         if not self.default:
             return type(self.default).__name__
-        return f"lambda: {self.default!r}"
+        return f"lambda: {py_literal(self.default)}"
 
 
 @dataclass
@@ -275,17 +322,35 @@ def _condition_or_constant(
         return None
     if isinstance(value, str):
         return writer.write(checked.expressions[path].node)
-    return repr(value)
+    return py_literal(value)
 
 
-def _unique(names: list[str]) -> list[str]:
-    seen: dict[str, int] = {}
-    out = []
-    for name in names:
-        count = seen.get(name, 0)
-        seen[name] = count + 1
-        out.append(name if count == 0 else f"{name}{count + 1}")
-    return out
+_MIRRORED = {"==": "==", "!=": "!=", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
+_NEGATED = {"==": "!=", "!=": "==", "in": "not in", "not in": "in"}
+
+
+def _is_none(node: ast.Node) -> bool:
+    return isinstance(node, ast.Literal) and node.value is None
+
+
+def _is_bool(node: ast.Node, value: bool) -> bool:
+    return isinstance(node, ast.Literal) and node.value is value
+
+
+def _is_list(node: ast.Node) -> bool:
+    return isinstance(node, ast.ListExpr) or _is_list_concat(node)
+
+
+def _is_list_concat(node: ast.Node) -> bool:
+    return (
+        isinstance(node, ast.BinOp)
+        and node.op == "+"
+        and (_is_list(node.left) or _is_list(node.right))
+    )
+
+
+def _is_and(node: ast.Node) -> bool:
+    return isinstance(node, ast.BoolOp) and node.op == "and"
 
 
 def lower(checked: CheckedSpec, *, spec_path: str, spec_sha256: str, version: str) -> ModuleModel:
@@ -297,10 +362,16 @@ def lower(checked: CheckedSpec, *, spec_path: str, spec_sha256: str, version: st
     for name, var in spec.state.items():
         t = checked.state_types[name]
         default = var.initial if var.initial is not None else empty_value(t)
-        state_fields.append(StateField(python_name(name), name, python_type(t), default))
+        state_fields.append(StateField(state_attribute(name), name, python_type(t), default))
 
+    # Generated classes never take a name the module already binds (`SpecTool`
+    # for a tool named `spec`, `SpecToolEnv` for a spec named `spec_tool`).
+    taken = set(MODULE_NAMES)
+    class_names = unique_names([class_name(n, "Tool") for n in spec.tools], taken)
+    env_class, flow_class = unique_names(
+        [class_name(spec.name, "Env"), class_name(spec.name, "Flow")], taken
+    )
     tools = []
-    class_names = _unique([class_name(n, "Tool") for n in spec.tools])
     for (name, tool), cls in zip(spec.tools.items(), class_names, strict=True):
         tools.append(_tool_model(checked, name, tool, cls))
 
@@ -314,7 +385,7 @@ def lower(checked: CheckedSpec, *, spec_path: str, spec_sha256: str, version: st
         value = (
             writer.write(checked.expressions[(*base, "value")].node)
             if isinstance(reward.value, str)
-            else repr(float(reward.value))
+            else py_literal(float(reward.value))
         )
         when = writer.write(checked.expressions[(*base, "when")].node) if reward.when else None
         source = reward.value if isinstance(reward.value, str) else repr(reward.value)
@@ -348,16 +419,14 @@ def lower(checked: CheckedSpec, *, spec_path: str, spec_sha256: str, version: st
         spec_sha256=spec_sha256,
         description=spec.description,
         version=version,
-        env_class=class_name(spec.name, "Env"),
-        flow_class=class_name(spec.name, "Flow"),
+        env_class=env_class,
+        flow_class=flow_class,
         env_base="SpecAdapterEnv" if spec.environment is not None else "SpecToolEnv",
         layout="packed" if context.policy == "full_history" else "per_step",
         state_fields=state_fields,
         tools=tools,
         rewards=rewards,
-        functions=[
-            FunctionModel(python_name(n), f.impl, f.config) for n, f in spec.functions.items()
-        ],
+        functions=[FunctionModel(n, f.impl, f.config) for n, f in spec.functions.items()],
         system_prompt=spec.prompt.system,
         user_prompt=spec.prompt.user,
         tool_format=spec.episode.tool_format,

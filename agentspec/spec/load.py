@@ -19,6 +19,7 @@ from pydantic import BaseModel, ValidationError
 
 from agentspec.compiler.diagnostics import Diagnostic
 from agentspec.spec.model import LANGUAGE_VERSION, TaskSpec
+from agentspec.spec.scalars import clean_scalars
 from agentspec.spec.source import SourceFile
 from agentspec.spec.yaml_loader import Path, SourceMap, load_yaml
 
@@ -33,6 +34,14 @@ _RELOCATED = {
     ("model",): "training.model",
     ("system",): "prompt.system",
     ("user",): "prompt.user",
+}
+
+
+# Why a field needs a finite number, where "infinite" could look meaningful.
+_FINITE_HINTS = {
+    "timeout": "a tool always has a time limit: leave `timeout` out for the default (30 s)",
+    "weight": "a reward weight multiplies every value of its component: use a finite number",
+    "value": "a reward must be finite, or one step's reward swamps training: use a finite number",
 }
 
 
@@ -86,6 +95,9 @@ def load_spec(source: SourceFile) -> tuple[LoadedSpec | None, list[Diagnostic]]:
         )
     if any(d.is_error for d in diagnostics):
         return None, diagnostics
+    data, problems = clean_scalars(data, source_map)
+    if problems:
+        return None, [*diagnostics, *problems]
     if not isinstance(data, dict):
         diagnostics.append(
             Diagnostic(
@@ -108,6 +120,10 @@ def _schema_diagnostics(
     exc: ValidationError, data: dict[str, Any], source_map: SourceMap
 ) -> list[Diagnostic]:
     located = [(_data_path(error["loc"], data), error) for error in exc.errors()]
+    # A non-finite number is the one problem of its value, whatever other
+    # branches of a union (`value: Expression | float`) said about it.
+    infinite = {path for path, error in located if error["type"] == "finite_number"}
+    located = [(p, e) for p, e in located if p not in infinite or e["type"] == "finite_number"]
     # A union tries each branch; when one branch got inside the value, its
     # errors are the useful ones and the others' "wrong type" errors are noise.
     paths = {path for path, _ in located}
@@ -169,6 +185,13 @@ def _one_diagnostic(
             hint="names must be identifiers: letters, digits and '_', not starting with a digit",
         )
     span = source_map.value_span(path)
+    if kind == "finite_number":
+        return Diagnostic(
+            "E206",
+            f"{where}: {value} is not a finite number",
+            span,
+            hint=_FINITE_HINTS.get(str(path[-1]), "use a finite number") if path else None,
+        )
     if path == ("agentspec",):
         return Diagnostic(
             "E205",

@@ -62,9 +62,11 @@ Algorithm = Literal["ppo", "steppo", "grpo", "rloo", "gigpo", "token_gae", "rein
 
 
 class Section(BaseModel):
-    """Base of every section: unknown keys are errors, values are immutable."""
+    """Base of every section: unknown keys are errors, values are immutable,
+    and number fields are finite (a timeout, weight or learning rate of
+    `.inf` or `.nan` is an error, E206)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 class DataSpec(Section):
@@ -152,7 +154,11 @@ class ToolSpec(Section):
         description="Template of what the model sees after the call (over `args`, `state`, `result`, `sample`); defaults to the result.",
     )
     terminal: bool = Field(False, description="Calling this tool ends the episode.")
-    timeout: float = Field(30.0, gt=0, description="Seconds before the call is abandoned.")
+    timeout: float = Field(
+        30.0,
+        gt=0,
+        description="Seconds before the call is abandoned (finite: there is no unlimited timeout).",
+    )
 
 
 class EnvironmentSpec(Section):

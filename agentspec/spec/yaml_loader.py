@@ -26,15 +26,17 @@ Path = tuple[str | int, ...]
 
 _MERGE_TAG = "tag:yaml.org,2002:merge"
 _BOOL_TAG = "tag:yaml.org,2002:bool"
+_TIMESTAMP_TAG = "tag:yaml.org,2002:timestamp"
 
 
 class _Loader(yaml.SafeLoader):
     """SafeLoader with YAML 1.2 booleans: only true/false, so that a key
-    named `on` (as in `on: final`) or a value `no` stays a string."""
+    named `on` (as in `on: final`) or a value `no` stays a string. As in
+    YAML 1.2, an unquoted date (`2024-01-01`) is a string, not a timestamp."""
 
 
 _Loader.yaml_implicit_resolvers = {
-    first: [(tag, regexp) for tag, regexp in resolvers if tag != _BOOL_TAG]
+    first: [(tag, regexp) for tag, regexp in resolvers if tag not in (_BOOL_TAG, _TIMESTAMP_TAG)]
     for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
 }
 _Loader.add_implicit_resolver(

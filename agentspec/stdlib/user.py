@@ -57,6 +57,10 @@ class UserFunctions:
     def __getattr__(self, name: str) -> Callable[..., Any]:
         if name.startswith("_") or name not in self._declared:
             raise AttributeError(name)
+        return self[name]
+
+    def __getitem__(self, name: str) -> Callable[..., Any]:
+        """Any declared name, also those that are not plain attributes (`user["class"]`)."""
         if name not in self._loaded:
             impl, config = self._declared[name]
             self._loaded[name] = resolve(impl, config)

@@ -71,9 +71,11 @@ TRAINING = {
 class State:
     """The episode state."""
 
-    room: str = dataclasses.field(default="middle", metadata={"spec_name": "room"})
-    has_key: bool = dataclasses.field(default=False, metadata={"spec_name": "has_key"})
-    door_open: bool = dataclasses.field(default=False, metadata={"spec_name": "door_open"})
+    room: str = dataclasses.field(default="middle", init=False, metadata={"spec_name": "room"})
+    has_key: bool = dataclasses.field(default=False, init=False, metadata={"spec_name": "has_key"})
+    door_open: bool = dataclasses.field(
+        default=False, init=False, metadata={"spec_name": "door_open"}
+    )
 
 
 class TakeTool(SpecTool):

@@ -71,11 +71,17 @@ TRAINING = {
 class State:
     """The episode state."""
 
-    page: str = dataclasses.field(default="search", metadata={"spec_name": "page"})
-    results: list[str] = dataclasses.field(default_factory=list, metadata={"spec_name": "results"})
-    item: str | None = dataclasses.field(default=None, metadata={"spec_name": "item"})
-    chosen: list[str] = dataclasses.field(default_factory=list, metadata={"spec_name": "chosen"})
-    purchased: bool = dataclasses.field(default=False, metadata={"spec_name": "purchased"})
+    page: str = dataclasses.field(default="search", init=False, metadata={"spec_name": "page"})
+    results: list[str] = dataclasses.field(
+        default_factory=list, init=False, metadata={"spec_name": "results"}
+    )
+    item: str | None = dataclasses.field(default=None, init=False, metadata={"spec_name": "item"})
+    chosen: list[str] = dataclasses.field(
+        default_factory=list, init=False, metadata={"spec_name": "chosen"}
+    )
+    purchased: bool = dataclasses.field(
+        default=False, init=False, metadata={"spec_name": "purchased"}
+    )
 
 
 class SearchTool(SpecTool):
@@ -139,7 +145,7 @@ class ChooseTool(SpecTool):
         return bool(s.state.page == "item")
 
     def effects(self, s: Scope) -> None:
-        s.state.chosen = s.state.chosen + [s.args["option"]]
+        s.state.chosen = [*s.state.chosen, s.args["option"]]
         s.state.chosen += []
         if s.args["option"] == "buy now":
             s.state.purchased = True

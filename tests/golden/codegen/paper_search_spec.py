@@ -87,9 +87,11 @@ user = UserFunctions(
 class State:
     """The episode state."""
 
-    seen: list[str] = dataclasses.field(default_factory=list, metadata={"spec_name": "seen"})
+    seen: list[str] = dataclasses.field(
+        default_factory=list, init=False, metadata={"spec_name": "seen"}
+    )
     submitted: list[str] = dataclasses.field(
-        default_factory=list, metadata={"spec_name": "submitted"}
+        default_factory=list, init=False, metadata={"spec_name": "submitted"}
     )
 
 

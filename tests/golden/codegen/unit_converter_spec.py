@@ -78,10 +78,10 @@ user = UserFunctions(
 class State:
     """The episode state."""
 
-    calls: int = dataclasses.field(default=0, metadata={"spec_name": "calls"})
-    last: float | None = dataclasses.field(default=None, metadata={"spec_name": "last"})
+    calls: int = dataclasses.field(default=0, init=False, metadata={"spec_name": "calls"})
+    last: float | None = dataclasses.field(default=None, init=False, metadata={"spec_name": "last"})
     history: list[float] = dataclasses.field(
-        default_factory=list, metadata={"spec_name": "history"}
+        default_factory=list, init=False, metadata={"spec_name": "history"}
     )
 
 
@@ -107,7 +107,7 @@ class ConvertTool(SpecTool):
     def effects(self, s: Scope) -> None:
         s.state.calls += 1
         s.state.last = s.result
-        s.state.history = s.state.history + [s.result] if s.result != None else s.state.history
+        s.state.history = [*s.state.history, s.result] if s.result is not None else s.state.history
 
 
 class GiveUpTool(SpecTool):
@@ -157,7 +157,7 @@ class UnitConverterEnv(SpecToolEnv):
                 0.0,
                 1.0,
             )
-            if fn.number(s.action.text) != None
+            if fn.number(s.action.text) is not None
             else 0.0
         )
 

@@ -93,15 +93,18 @@ user = UserFunctions(
 class State:
     """The episode state."""
 
-    page: str = dataclasses.field(default="search", metadata={"spec_name": "page"})
-    query: str = dataclasses.field(default="", metadata={"spec_name": "query"})
-    results: list[str] = dataclasses.field(default_factory=list, metadata={"spec_name": "results"})
-    asin: str | None = dataclasses.field(default=None, metadata={"spec_name": "asin"})
+    page: str = dataclasses.field(default="search", init=False, metadata={"spec_name": "page"})
+    query: str = dataclasses.field(default="", init=False, metadata={"spec_name": "query"})
+    results: list[str] = dataclasses.field(
+        default_factory=list, init=False, metadata={"spec_name": "results"}
+    )
+    asin: str | None = dataclasses.field(default=None, init=False, metadata={"spec_name": "asin"})
     chosen: dict[str, Any] = dataclasses.field(
-        default_factory=dict, metadata={"spec_name": "chosen"}
+        default_factory=dict, init=False, metadata={"spec_name": "chosen"}
     )
     view: str = dataclasses.field(
         default="[Search page] Type search[your query] to look for products.",
+        init=False,
         metadata={"spec_name": "view"},
     )
 
@@ -178,7 +181,7 @@ class ChooseTool(SpecTool):
         return bool(s.state.page == "item")
 
     def effects(self, s: Scope) -> None:
-        if user.webshop_option(s.state.asin, s.args["value"]) == None:
+        if user.webshop_option(s.state.asin, s.args["value"]) is None:
             s.fail("this product has no option " + s.args["value"])
         s.state.chosen[user.webshop_option(s.state.asin, s.args["value"])] = fn.lower(
             fn.strip(s.args["value"])
