@@ -71,11 +71,19 @@ TRAINING = {
 class State:
     """The episode state."""
 
-    room: str = dataclasses.field(default="middle", metadata={"spec_name": "room"})
-    has_small_key: bool = dataclasses.field(default=False, metadata={"spec_name": "has_small_key"})
-    chest_open: bool = dataclasses.field(default=False, metadata={"spec_name": "chest_open"})
-    has_door_key: bool = dataclasses.field(default=False, metadata={"spec_name": "has_door_key"})
-    door_open: bool = dataclasses.field(default=False, metadata={"spec_name": "door_open"})
+    room: str = dataclasses.field(default="middle", init=False, metadata={"spec_name": "room"})
+    has_small_key: bool = dataclasses.field(
+        default=False, init=False, metadata={"spec_name": "has_small_key"}
+    )
+    chest_open: bool = dataclasses.field(
+        default=False, init=False, metadata={"spec_name": "chest_open"}
+    )
+    has_door_key: bool = dataclasses.field(
+        default=False, init=False, metadata={"spec_name": "has_door_key"}
+    )
+    door_open: bool = dataclasses.field(
+        default=False, init=False, metadata={"spec_name": "door_open"}
+    )
 
 
 class TakeTool(SpecTool):
@@ -96,11 +104,12 @@ class TakeTool(SpecTool):
         if s.args["item"] != "key":
             s.fail("there is no " + s.args["item"] + " here")
         if not (
-            s.state.room == s.sample["small_key_room"]
-            and not s.state.has_small_key
-            or s.state.room == s.sample["chest_room"]
-            and s.state.chest_open
-            and not s.state.has_door_key
+            (s.state.room == s.sample["small_key_room"] and not s.state.has_small_key)
+            or (
+                s.state.room == s.sample["chest_room"]
+                and s.state.chest_open
+                and not s.state.has_door_key
+            )
         ):
             s.fail("there is no key here")
         s.state.has_door_key = s.state.has_door_key or s.state.room == s.sample["chest_room"]
@@ -121,10 +130,8 @@ class OpenTool(SpecTool):
 
     def effects(self, s: Scope) -> None:
         if not (
-            s.args["thing"] == "chest"
-            and s.state.room == s.sample["chest_room"]
-            or s.args["thing"] == "door"
-            and s.state.room == "middle"
+            (s.args["thing"] == "chest" and s.state.room == s.sample["chest_room"])
+            or (s.args["thing"] == "door" and s.state.room == "middle")
         ):
             s.fail("there is no " + s.args["thing"] + " here")
         if s.args["thing"] == "chest" and not s.state.has_small_key:
