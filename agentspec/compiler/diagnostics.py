@@ -22,6 +22,12 @@ CODES: dict[str, str] = {
     "E102": "duplicate key",
     "E103": "cannot read file",
     "E104": "the document is not a mapping",
+    "E105": "file too large",
+    "E106": "document nested too deeply",
+    "E107": "document expands to too many values",
+    "E108": "recursive alias",
+    "E109": "integer too long",
+    "E110": "string too long",
     # 2xx: the spec's schema
     "E201": "unknown key",
     "E202": "missing required key",
@@ -36,6 +42,8 @@ CODES: dict[str, str] = {
     "E305": "unterminated string",
     "E306": "invalid effect statement",
     "E307": "unmatched closing parenthesis or bracket",
+    "E308": "number literal too long",
+    "E309": "expression nested too deeply",
     # 4xx: names and scopes
     "E401": "unknown name",
     "E402": "unknown state variable",
@@ -62,6 +70,8 @@ CODES: dict[str, str] = {
     # 6xx: Jinja2 templates
     "E601": "template syntax error",
     "E602": "undefined template variable",
+    "E603": "template nested too deeply",
+    "E604": "template feature not allowed",
     # 7xx: tool parameter schemas
     "E701": "invalid JSON Schema for a tool parameter",
     # 8xx: warnings

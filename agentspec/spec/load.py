@@ -20,7 +20,7 @@ from pydantic import BaseModel, ValidationError
 from agentspec.compiler.diagnostics import Diagnostic
 from agentspec.spec.model import LANGUAGE_VERSION, TaskSpec
 from agentspec.spec.source import SourceFile
-from agentspec.spec.yaml_loader import Path, SourceMap, load_yaml
+from agentspec.spec.yaml_loader import MAX_FILE_CHARS, Path, SourceMap, load_yaml
 
 # Keys people put in the wrong section (often following older examples).
 _RELOCATED = {
@@ -56,9 +56,19 @@ def read_source(path: str | FsPath) -> tuple[SourceFile | None, Diagnostic | Non
     """
     name = str(path)
     try:
-        raw = FsPath(path).read_bytes()
+        with open(path, "rb") as file:  # never more than the limit, whatever the file's size
+            raw = file.read(MAX_FILE_CHARS + 1)
     except OSError as exc:
         return None, Diagnostic("E103", f"cannot read {name}: {exc.strerror or exc}", None)
+    if len(raw) > MAX_FILE_CHARS:
+        source = SourceFile(name, raw[:MAX_FILE_CHARS].decode("utf-8", errors="replace"))
+        end = len(source.text)
+        return source, Diagnostic(
+            "E105",
+            f"the file is larger than {MAX_FILE_CHARS:,} bytes",
+            source.span(end - 1, end),
+            hint="keep data (samples, documents) in data files; a spec is a few kilobytes",
+        )
     try:
         return SourceFile(name, raw.decode("utf-8")), None
     except UnicodeDecodeError as exc:
