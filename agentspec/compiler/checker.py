@@ -421,13 +421,13 @@ class Checker:
     # --------------------------------------------------------------- templates
 
     def _check_template(self, site: _Site, text: str) -> None:
-        from jinja2 import TemplateSyntaxError, meta, nodes
-        from jinja2.sandbox import SandboxedEnvironment
+        from jinja2 import TemplateSyntaxError, nodes
 
-        env = SandboxedEnvironment()
+        from agentspec.compiler import templates
+
         try:
-            tree = env.parse(text)
-            env.compile(tree)  # unknown filters and tests are reported here
+            parsed = templates.parse(text)
+            undeclared = parsed.undeclared()
         except TemplateSyntaxError as exc:
             offset = _line_offset(text, exc.lineno or 1)
             named = re.search(r"named '(\w+)'", exc.message or "")
@@ -440,11 +440,22 @@ class Checker:
                 hint="Jinja2 syntax: {{ sample.x }}, {% if … %}…{% endif %}",
             )
             return
+        except RecursionError:
+            self.error(
+                "E603",
+                "the template is nested too deeply to check",
+                self.span(0, 1),
+                hint="split the expression into {% set %} steps",
+            )
+            return
+        for finding in parsed.problems():
+            span = self.span(finding.start, finding.end)
+            self.error(finding.code, finding.message, span, finding.hint)
         allowed = dict(site.scope.roots)
-        for name in sorted(meta.find_undeclared_variables(tree)):
+        for name in sorted(undeclared):
             if name in allowed:
                 continue
-            offset = _word_offset(text, name)
+            offset = parsed.name_offset(name)
             if name in ROOTS:
                 self._unavailable(name, self.span(offset, offset + len(name)))
             else:
@@ -471,21 +482,15 @@ class Checker:
                         name,
                         [*allowed, *fields],
                     )
-        for getattr_node in tree.find_all(nodes.Getattr):
+        for getattr_node in parsed.tree.find_all(nodes.Getattr):
             if getattr_node.attr.startswith("_"):
-                offset = _word_offset(text, getattr_node.attr)
-                self.error(
-                    "E410",
-                    f"names starting with '_' are not allowed in templates: '{getattr_node.attr}'",
-                    self.span(offset, offset + len(getattr_node.attr)),
-                )
-                continue
+                continue  # reported among the problems
             target = getattr_node.node
             if isinstance(target, nodes.Name) and target.name in allowed:
                 record = allowed[target.name]
                 if isinstance(record, dict) and target.name not in site.scope.open_roots:
                     if getattr_node.attr not in record:
-                        offset = _word_offset(text, getattr_node.attr, after=f"{target.name}.")
+                        offset = parsed.attr_offset(getattr_node)
                         self._missing_field(
                             target.name,
                             getattr_node.attr,

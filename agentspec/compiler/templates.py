@@ -1,0 +1,278 @@
+"""Check a spec template (Jinja2) without running any of it.
+
+Compiling a Jinja template evaluates its constant parts (`{{ 10**(10**10) }}`
+would never finish), so the checker only parses: it finds undeclared names
+with Jinja's own scope analysis, run with constant folding switched off, and
+walks the tree for what the run-time sandbox would refuse — names starting
+with `_` reached through `.x`, `['x']`, `|attr('x')` or a format string,
+`{% include %}` and its relatives (a spec template has no loader), and
+recursive macros. Every finding carries character offsets into the template,
+taken from Jinja's token stream, so the caret lands on the occurrence that is
+wrong rather than on the first text that looks like it.
+"""
+
+from __future__ import annotations
+
+import string
+from collections.abc import Iterator
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+from jinja2 import TemplateSyntaxError, nodes
+from jinja2.sandbox import SandboxedEnvironment
+
+# A name no template can write (it starts with '_', which the checker refuses).
+_VOLATILE = "_agentspec_no_folding"
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One problem in a template, at offsets `start:end` of its text."""
+
+    code: str
+    message: str
+    start: int
+    end: int
+    hint: str | None = None
+
+
+@dataclass(frozen=True)
+class _Token:
+    offset: int
+    line: int
+    kind: str
+    value: str
+
+
+@cache
+def _environment() -> SandboxedEnvironment:
+    return SandboxedEnvironment()
+
+
+class ParsedTemplate:
+    """A template's tree and tokens; `undeclared()` and `problems()` check it."""
+
+    def __init__(self, text: str, tree: nodes.Template):
+        self.text = text
+        self.tree = tree
+        self.tokens = _tokens(text)
+
+    # ------------------------------------------------------------ locating
+
+    def offset_of(
+        self, line: int, kind: str, value: str, after: tuple[str, ...] | None = None
+    ) -> int | None:
+        """Offset of the first token `value` on `line` (else anywhere) whose
+        previous significant token is in `after` (None: not '.', '|' or 'is')."""
+        for same_line in (True, False):
+            previous = ""
+            for token in self.tokens:
+                if token.kind == "whitespace":
+                    continue
+                matches = token.kind == kind and token.value == value
+                if matches and (not same_line or token.line == line):
+                    if (previous in after) if after is not None else previous not in _NOT_A_NAME:
+                        return token.offset
+                previous = token.value
+        return None
+
+    def name_offset(self, name: str) -> int:
+        """Where the first use of the free variable `name` is."""
+        uses = [
+            n.lineno for n in self.tree.find_all(nodes.Name) if n.name == name and n.ctx == "load"
+        ]
+        found = self.offset_of(min(uses, default=1), "name", name)
+        return found if found is not None else 0
+
+    def attr_offset(self, node: nodes.Getattr) -> int:
+        found = None
+        if isinstance(node.node, nodes.Name):
+            found = self._sequence(node.lineno, (node.node.name, ".", node.attr))
+        if found is None:
+            found = self.offset_of(node.lineno, "name", node.attr, after=(".",))
+        return found if found is not None else 0
+
+    def _sequence(self, line: int, values: tuple[str, ...]) -> int | None:
+        """Offset of the last of consecutive tokens `values` on `line`."""
+        significant = [t for t in self.tokens if t.kind != "whitespace"]
+        width = len(values)
+        for i in range(len(significant) - width + 1):
+            window = significant[i : i + width]
+            if window[0].line == line and tuple(t.value for t in window) == values:
+                return window[-1].offset
+        return None
+
+    # ------------------------------------------------------------- checking
+
+    def undeclared(self) -> set[str]:
+        """Free variables, by Jinja's own scope analysis (raises TemplateSyntaxError
+        for an unknown filter or test, as compiling would)."""
+        from jinja2.meta import find_undeclared_variables
+
+        # An eval-context option that is not a constant marks the context
+        # volatile, which stops the code generator from evaluating constants.
+        volatile = nodes.EvalContextModifier(
+            [nodes.Keyword("autoescape", nodes.Name(_VOLATILE, "load"))]
+        )
+        tree = nodes.Template([volatile, *self.tree.body])
+        tree.set_environment(_environment())
+        for block in tree.find_all(nodes.Block):
+            block.body = [volatile, *block.body]
+        return find_undeclared_variables(tree) - {_VOLATILE}
+
+    def problems(self) -> Iterator[Finding]:
+        """What the sandbox would refuse at run, found in the tree."""
+        yield from self._underscore_access()
+        yield from self._loaders()
+        yield from self._recursive_macros()
+
+    def _underscore_access(self) -> Iterator[Finding]:
+        for node in self.tree.find_all(nodes.Getattr):
+            if node.attr.startswith("_"):
+                yield self._forbidden(node.attr, self.attr_offset(node), len(node.attr))
+        for item in self.tree.find_all(nodes.Getitem):
+            key = _constant(item.arg)
+            if isinstance(key, str) and key.startswith("_"):
+                start = self.offset_of(item.lineno, "string", _quoted(self.text, key, item), ("[",))
+                yield self._forbidden(key, start or 0, len(key) + 2)
+        for flt in self.tree.find_all(nodes.Filter):
+            name = _constant(flt.args[0]) if flt.name == "attr" and flt.args else None
+            if isinstance(name, str) and name.startswith("_"):
+                start = self.offset_of(flt.lineno, "name", "attr", after=("|",)) or 0
+                yield self._forbidden(name, start, len("attr"))
+        for call in self.tree.find_all(nodes.Call):
+            field = _unsafe_format_field(call)
+            if field is not None:
+                method = call.node.attr  # type: ignore[attr-defined]
+                start = self.offset_of(call.lineno, "name", method, after=(".",))
+                yield Finding(
+                    "E410",
+                    f"the format string reaches '{field}'; names starting with '_' are not"
+                    " allowed in templates",
+                    start or 0,
+                    (start or 0) + len(method),
+                )
+
+    def _forbidden(self, name: str, start: int, length: int) -> Finding:
+        return Finding(
+            "E410",
+            f"names starting with '_' are not allowed in templates: '{name}'",
+            start,
+            start + max(1, length),
+        )
+
+    def _loaders(self) -> Iterator[Finding]:
+        kinds = {
+            nodes.Include: "include",
+            nodes.Import: "import",
+            nodes.FromImport: "from",
+            nodes.Extends: "extends",
+        }
+        for node_type, keyword in kinds.items():
+            for node in self.tree.find_all(node_type):
+                start = self.offset_of(node.lineno, "name", keyword) or 0
+                yield Finding(
+                    "E604",
+                    f"{{% {keyword} %}} is not available in spec templates",
+                    start,
+                    start + len(keyword),
+                    hint="a spec template is self-contained: write the text here, or use a macro",
+                )
+
+    def _recursive_macros(self) -> Iterator[Finding]:
+        macros = {m.name: m for m in self.tree.find_all(nodes.Macro)}
+        calls = {
+            name: [
+                c
+                for c in macro.find_all(nodes.Call)
+                if isinstance(c.node, nodes.Name) and c.node.name in macros
+            ]
+            for name, macro in macros.items()
+        }
+        for name in macros:
+            call = _cycle_call(name, calls)
+            if call is not None:
+                callee = call.node.name  # type: ignore[attr-defined]
+                start = self.offset_of(call.lineno, "name", callee) or 0
+                yield Finding(
+                    "E604",
+                    f"the macro '{name}' calls itself (through '{callee}')",
+                    start,
+                    start + len(callee),
+                    hint="recursive macros are not available in spec templates",
+                )
+
+
+_NOT_A_NAME = {".", "|", "is", "macro", "set", "for"}
+
+
+def parse(text: str) -> ParsedTemplate:
+    """Parse a template. Raises TemplateSyntaxError, or RecursionError when
+    it is nested too deeply for Jinja's recursive-descent parser."""
+    return ParsedTemplate(text, _environment().parse(text))
+
+
+def _tokens(text: str) -> list[_Token]:
+    """Jinja's tokens with their offsets. The lexer drops text that `{%-`
+    strips and normalises newlines, so each token is found in the source
+    from where the previous one ended."""
+    result = []
+    position = 0
+    for line, kind, value in _environment().lexer.tokeniter(text, None):
+        found = text.find(value, position)
+        if found != -1:
+            position = found
+        result.append(_Token(position, line, kind, value))
+        if found != -1:
+            position += len(value)
+    return result
+
+
+def _constant(node: nodes.Node) -> Any:
+    return node.value if isinstance(node, nodes.Const) else None
+
+
+def _quoted(text: str, key: str, node: nodes.Node) -> str:
+    """The string token (with its quotes) that spelled `key`."""
+    for quote in ("'", '"'):
+        if f"{quote}{key}{quote}" in text:
+            return f"{quote}{key}{quote}"
+    return repr(key)
+
+
+def _unsafe_format_field(call: nodes.Call) -> str | None:
+    """The first field of `'…'.format(…)` that reaches a `_` name, if any."""
+    target = call.node
+    if not (isinstance(target, nodes.Getattr) and target.attr in ("format", "format_map")):
+        return None
+    template = _constant(target.node)
+    if not isinstance(template, str):
+        return None
+    try:
+        fields = [f for _, f, _, _ in string.Formatter().parse(template) if f]
+    except ValueError:
+        return None
+    for field in fields:
+        parts = field.replace("[", ".").replace("]", "").split(".")
+        if any(part.startswith("_") for part in parts[1:]):
+            return field
+    return None
+
+
+def _cycle_call(start: str, calls: dict[str, list[nodes.Call]]) -> nodes.Call | None:
+    """A call inside macro `start` that leads back to `start`, if any."""
+    for call in calls[start]:
+        seen = set()
+        pending = [call.node.name]  # type: ignore[attr-defined]
+        while pending:
+            name = pending.pop()
+            if name == start:
+                return call
+            if name in seen:
+                continue
+            seen.add(name)
+            pending.extend(c.node.name for c in calls.get(name, []))  # type: ignore[attr-defined]
+    return None
+
+
