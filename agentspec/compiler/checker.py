@@ -110,6 +110,7 @@ class Checker:
         self.result_types: dict[str, Type] = {}
         self.expressions: dict[Path, TypedExpr] = {}
         self.statements: dict[Path, ast.Statement] = {}
+        self.repetitions: set[ast.Node] = set()
         self._site: _Site | None = None
 
     # ------------------------------------------------------------------ driver
@@ -129,6 +130,7 @@ class Checker:
             result_types=self.result_types,
             expressions=self.expressions,
             statements=self.statements,
+            repetitions=self.repetitions,
             warnings=[d for d in self.diagnostics if not d.is_error],
         )
 
@@ -775,6 +777,8 @@ class Checker:
 
     def _arith(self, op: str, left: Type, right: Type, node: ast.Node) -> Type:
         a, b = strip_optional(left), strip_optional(right)
+        if op == "*" and (ANY in (a, b) or a == STR or isinstance(a, ListOf)):
+            self.repetitions.add(node)  # may repeat a string or list: size-checked at run
         if op in ("==", "!="):
             return BOOL
         if op in ("in", "not in"):

@@ -317,12 +317,13 @@ class StateSummary(ContextPolicy):
     ) -> None:
         super().__init__(max_prompt_tokens, overflow)
         if isinstance(template, str):
-            from jinja2 import StrictUndefined
-            from jinja2.sandbox import SandboxedEnvironment
+            from agentspec.runtime import template_sandbox
 
-            compiled = SandboxedEnvironment(undefined=StrictUndefined).from_string(template)
-            self._render: Callable[[ContextView], str] = lambda view: compiled.render(
-                **self.variables(view)
+            compiled = template_sandbox.environment(keep_trailing_newline=False).from_string(
+                template
+            )
+            self._render: Callable[[ContextView], str] = lambda view: template_sandbox.render(
+                compiled, self.variables(view)
             )
         else:
             self._render = template
