@@ -779,6 +779,7 @@ class Checker:
         a, b = strip_optional(left), strip_optional(right)
         if op == "*" and (ANY in (a, b) or a == STR or isinstance(a, ListOf)):
             self.repetitions.add(node)  # may repeat a string or list: size-checked at run
+            self._check_constant_repetition(node)
         if op in ("==", "!="):
             return BOOL
         if op in ("in", "not in"):
@@ -806,6 +807,20 @@ class Checker:
             hint=_operator_hint(op, a, b),
         )
         return ANY
+
+    def _check_constant_repetition(self, node: ast.Node) -> None:
+        from agentspec.stdlib.functions import ValueTooLarge, repeat
+
+        if not isinstance(node, ast.BinOp):
+            return
+        left, right = node.left, node.right
+        if isinstance(left, ast.Literal) and isinstance(right, ast.Literal):
+            try:
+                repeat(left.value, right.value)
+            except ValueTooLarge as exc:
+                self.error("E510", str(exc), self.node_span(node))
+            except TypeError:
+                pass
 
     def visit_BoolOp(self, node: ast.BoolOp) -> Type:
         left, right = self.infer(node.left), self.infer(node.right)

@@ -6,7 +6,9 @@ with Jinja's own scope analysis, run with constant folding switched off, and
 walks the tree for what the run-time sandbox would refuse — names starting
 with `_` reached through `.x`, `['x']`, `|attr('x')` or a format string,
 `{% include %}` and its relatives (a spec template has no loader), and
-recursive macros. Every finding carries character offsets into the template,
+recursive macros, and constant parts that would pass a run-time resource
+limit (`{{ 'a' * 10**9 }}`), computed with the sandbox's bounded operators.
+Every finding carries character offsets into the template,
 taken from Jinja's token stream, so the caret lands on the occurrence that is
 wrong rather than on the first text that looks like it.
 """
@@ -21,6 +23,8 @@ from typing import Any
 
 from jinja2 import TemplateSyntaxError, nodes
 from jinja2.sandbox import SandboxedEnvironment
+
+from agentspec import sandbox
 
 # A name no template can write (it starts with '_', which the checker refuses).
 _VOLATILE = "_agentspec_no_folding"
@@ -45,9 +49,20 @@ class _Token:
     value: str
 
 
+class _CheckingEnvironment(SandboxedEnvironment):
+    """Parses and analyses only. Intercepted operators are never folded into
+    constants by Jinja's code generator (which `find_undeclared_variables`
+    runs), so intercepting all of them keeps the analysis from computing
+    `10**(10**10)`; filters and tests are kept from folding by a volatile
+    evaluation context (see `ParsedTemplate.undeclared`)."""
+
+    intercepted_binops = frozenset(SandboxedEnvironment.default_binop_table)
+    intercepted_unops = frozenset(SandboxedEnvironment.default_unop_table)
+
+
 @cache
 def _environment() -> SandboxedEnvironment:
-    return SandboxedEnvironment()
+    return _CheckingEnvironment()
 
 
 class ParsedTemplate:
@@ -76,6 +91,11 @@ class ParsedTemplate:
                         return token.offset
                 previous = token.value
         return None
+
+    def nth_offset(self, line: int, kind: str, value: str, nth: int) -> int:
+        """Offset of the nth token `value` on `line` (the last one if fewer)."""
+        found = [t.offset for t in self.tokens if (t.line, t.kind, t.value) == (line, kind, value)]
+        return found[min(nth, len(found) - 1)] if found else 0
 
     def name_offset(self, name: str) -> int:
         """Where the first use of the free variable `name` is."""
@@ -126,6 +146,34 @@ class ParsedTemplate:
         yield from self._underscore_access()
         yield from self._loaders()
         yield from self._recursive_macros()
+        yield from self._constant_limits()
+
+    def _constant_limits(self) -> Iterator[Finding]:
+        """Constant parts that would pass a run-time limit (`{{ 7**100000 }}`,
+        `range(10**9)`), evaluated with the sandbox's own bounded operators."""
+        seen: dict[tuple[int, str], int] = {}  # the n-th `**` on a line is the n-th token
+        for node in self.tree.find_all((nodes.BinExpr, nodes.Call)):
+            if isinstance(node, nodes.Call):
+                if not (isinstance(node.node, nodes.Name) and node.node.name == "range"):
+                    continue
+                kind, spelled = "name", "range"
+            else:
+                kind, spelled = "operator", node.operator
+            nth = seen[node.lineno, spelled] = seen.get((node.lineno, spelled), -1) + 1
+            where = self.nth_offset(node.lineno, kind, spelled, nth)
+            length = len(spelled)
+            try:
+                _bounded_value(node)
+            except sandbox.TemplateLimitError as exc:
+                yield Finding(
+                    "E605",
+                    f"this would pass a limit when the template runs: {exc}",
+                    where,
+                    where + length,
+                    hint="see docs/security.md for the limits templates run under",
+                )
+            except _NotConstant:
+                continue
 
     def _underscore_access(self) -> Iterator[Finding]:
         for node in self.tree.find_all(nodes.Getattr):
@@ -227,6 +275,35 @@ def _tokens(text: str) -> list[_Token]:
         if found != -1:
             position += len(value)
     return result
+
+
+class _NotConstant(Exception):
+    pass
+
+
+def _bounded_value(node: nodes.Node) -> Any:
+    """The value of a constant expression, computed with the sandbox's bounded
+    operators (so computing it is cheap, or raises TemplateLimitError)."""
+    if isinstance(node, nodes.Const):
+        return node.value
+    if isinstance(node, nodes.Neg):
+        value = _bounded_value(node.node)
+        if isinstance(value, (int, float)):
+            return -value
+    if isinstance(node, nodes.BinExpr) and node.operator in sandbox.BINOPS:
+        left, right = _bounded_value(node.left), _bounded_value(node.right)
+        try:
+            return sandbox.BINOPS[node.operator](left, right)
+        except sandbox.TemplateLimitError:
+            raise
+        except Exception as exc:  # e.g. 'a' ** 2: an error at run, not a limit
+            raise _NotConstant from exc
+    if isinstance(node, nodes.Call) and isinstance(node.node, nodes.Name):
+        if node.node.name == "range" and not node.kwargs:
+            args = [_bounded_value(a) for a in node.args]
+            if all(isinstance(a, int) for a in args) and 1 <= len(args) <= 3 and args[-1:] != [0]:
+                return sandbox.bounded_range(*args)
+    raise _NotConstant
 
 
 def _constant(node: nodes.Node) -> Any:

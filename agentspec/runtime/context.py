@@ -317,12 +317,12 @@ class StateSummary(ContextPolicy):
     ) -> None:
         super().__init__(max_prompt_tokens, overflow)
         if isinstance(template, str):
-            from agentspec.runtime import template_sandbox
+            from agentspec import sandbox
 
-            compiled = template_sandbox.environment(keep_trailing_newline=False).from_string(
+            compiled = sandbox.environment(keep_trailing_newline=False).from_string(
                 template
             )
-            self._render: Callable[[ContextView], str] = lambda view: template_sandbox.render(
+            self._render: Callable[[ContextView], str] = lambda view: sandbox.render(
                 compiled, self.variables(view)
             )
         else:

@@ -90,19 +90,19 @@ class Scope:
 
 class SpecTemplate:
     """A spec template (prompt, observation, oracle action), sandboxed, strict
-    and within resource limits (`runtime/template_sandbox.py`): a template
+    and within resource limits (`runtime/sandbox.py`): a template
     that passes one raises `TemplateLimitError`."""
 
     def __init__(self, source: str):
-        from agentspec.runtime import template_sandbox
+        from agentspec import sandbox
 
         self.source = source
-        self._template = template_sandbox.environment().from_string(source)
+        self._template = sandbox.environment().from_string(source)
 
     def render(self, **variables: Any) -> str:
-        from agentspec.runtime import template_sandbox
+        from agentspec import sandbox
 
-        return template_sandbox.render(self._template, variables)
+        return sandbox.render(self._template, variables)
 
 
 def template(source: str) -> SpecTemplate:

@@ -1,12 +1,16 @@
 """The Jinja2 sandbox spec templates render in, with resource limits.
 
+Shared by the runtime (which renders in it) and the checker (which refuses
+constant parts of a template that would pass a limit); it imports nothing
+heavy, so `validate` stays fast.
+
 Jinja's `ImmutableSandboxedEnvironment` stops a template from reaching
 Python internals or changing the values it is given (so no list can grow
 itself in a loop), but not from asking for a billion-item range, a gigabyte
 string or a loop that never ends. `LimitedSandbox` adds the limits below; a template
 that passes one raises `TemplateLimitError`, which the runtime records on the
 step like any other template error. The checker refuses at `validate` what it
-can see statically (compiler/templates.py); these limits hold for what only
+can see statically (`agentspec/compiler/templates.py`); these limits hold for what only
 shows at run, such as sizes computed from the model's arguments.
 """
 
@@ -120,7 +124,7 @@ def _check_format_spec(text: str) -> None:
             raise TemplateLimitError(f"the format field {field!r} is too wide")
 
 
-_BINOPS: dict[str, Callable[[Any, Any], Any]] = {
+BINOPS: dict[str, Callable[[Any, Any], Any]] = {
     "*": _multiply,
     "**": _power,
     "+": _add,
@@ -153,13 +157,16 @@ _SIZED_METHODS: dict[str, Callable[..., int]] = {
 }
 
 
-def _limited_range(*args: int) -> Iterator[int]:
+def bounded_range(*args: int) -> range:
+    """range(), refused past MAX_RANGE items."""
     numbers = range(*args)
     if len(numbers) > MAX_RANGE:
-        raise TemplateLimitError(
-            f"range() of {len(numbers):,} items (the limit is {MAX_RANGE:,})"
-        )
-    return _counted(numbers)
+        raise TemplateLimitError(f"range() of {len(numbers):,} items (the limit is {MAX_RANGE:,})")
+    return numbers
+
+
+def _limited_range(*args: int) -> Iterator[int]:
+    return _counted(bounded_range(*args))
 
 
 def _counted(numbers: range) -> Iterator[int]:
@@ -232,7 +239,7 @@ class LimitedSandbox(ImmutableSandboxedEnvironment):
     as a template error, not when the generated module is imported.
     """
 
-    intercepted_binops = frozenset(_BINOPS)
+    intercepted_binops = frozenset(BINOPS)
     code_generator_class = _LimitedCodeGenerator
     concat_limited = staticmethod(_concat)
 
@@ -253,7 +260,7 @@ class LimitedSandbox(ImmutableSandboxedEnvironment):
         self.filters["format"] = _format_filter(self.filters["format"])
 
     def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
-        return _BINOPS[operator](left, right)
+        return BINOPS[operator](left, right)
 
     def call(__self, __context: Any, __obj: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: N805
         method = getattr(__obj, "__name__", "")
