@@ -484,7 +484,7 @@ class Checker:
                         name,
                         [*allowed, *fields],
                     )
-        for getattr_node in parsed.tree.find_all(nodes.Getattr):
+        for getattr_node in parsed.find(nodes.Getattr):
             if getattr_node.attr.startswith("_"):
                 continue  # reported among the problems
             target = getattr_node.node

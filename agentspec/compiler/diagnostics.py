@@ -44,6 +44,7 @@ CODES: dict[str, str] = {
     "E307": "unmatched closing parenthesis or bracket",
     "E308": "number literal too long",
     "E309": "expression nested too deeply",
+    "E310": "expression too long",
     # 4xx: names and scopes
     "E401": "unknown name",
     "E402": "unknown state variable",

@@ -35,6 +35,7 @@ _OPERAND_TERMINALS = {"NAME", "NUMBER", "STRING", "LPAR", "LSQB", "LBRACE"}
 # recursively; these limits keep them far from Python's recursion limit.
 MAX_DEPTH = 100
 MAX_NUMBER_DIGITS = 100
+MAX_CHARS = 10_000  # of one expression; the longest shipped one has ~150
 
 
 @dataclass(frozen=True)
@@ -76,6 +77,14 @@ def parse_statement(text: str) -> ast.Statement:
 
 
 def _parse(text: str, start: str) -> Any:
+    if len(text) > MAX_CHARS:
+        raise ExprSyntaxError(
+            "E310",
+            f"the {start} has {len(text):,} characters (the limit is {MAX_CHARS:,})",
+            MAX_CHARS,
+            MAX_CHARS + 1,
+            hint="split it: compute parts in `data.derived`, state or a function",
+        )
     _check_brackets(text)
     if not text.strip():
         raise ExprSyntaxError("E301", f"empty {start}", 0, max(1, len(text)))

@@ -71,7 +71,18 @@ class ParsedTemplate:
     def __init__(self, text: str, tree: nodes.Template):
         self.text = text
         self.tree = tree
-        self.tokens = _tokens(text)
+        # Significant tokens, and where each (kind, value) occurs: every lookup
+        # below is then proportional to the occurrences, not to the template.
+        self.tokens = [t for t in _tokens(text) if t.kind != "whitespace"]
+        self._where: dict[tuple[str, str], list[int]] = {}
+        for i, token in enumerate(self.tokens):
+            self._where.setdefault((token.kind, token.value), []).append(i)
+        self._first_loads: dict[str, int] | None = None
+        self._nodes = _walk(tree)
+
+    def find(self, *types: type[nodes.Node]) -> list[Any]:
+        """Every node of these types, in document order (one walk, shared)."""
+        return [n for n in self._nodes if isinstance(n, types)]
 
     # ------------------------------------------------------------ locating
 
@@ -80,48 +91,50 @@ class ParsedTemplate:
     ) -> int | None:
         """Offset of the first token `value` on `line` (else anywhere) whose
         previous significant token is in `after` (None: not '.', '|' or 'is')."""
+        candidates = self._where.get((kind, value), [])
         for same_line in (True, False):
-            previous = ""
-            for token in self.tokens:
-                if token.kind == "whitespace":
+            for i in candidates:
+                if same_line and self.tokens[i].line != line:
                     continue
-                matches = token.kind == kind and token.value == value
-                if matches and (not same_line or token.line == line):
-                    if (previous in after) if after is not None else previous not in _NOT_A_NAME:
-                        return token.offset
-                previous = token.value
+                previous = self.tokens[i - 1].value if i > 0 else ""
+                if (previous in after) if after is not None else previous not in _NOT_A_NAME:
+                    return self.tokens[i].offset
         return None
 
     def nth_offset(self, line: int, kind: str, value: str, nth: int) -> int:
         """Offset of the nth token `value` on `line` (the last one if fewer)."""
-        found = [t.offset for t in self.tokens if (t.line, t.kind, t.value) == (line, kind, value)]
+        found = [
+            self.tokens[i].offset
+            for i in self._where.get((kind, value), [])
+            if self.tokens[i].line == line
+        ]
         return found[min(nth, len(found) - 1)] if found else 0
 
     def name_offset(self, name: str) -> int:
         """Where the first use of the free variable `name` is."""
-        uses = [
-            n.lineno for n in self.tree.find_all(nodes.Name) if n.name == name and n.ctx == "load"
-        ]
-        found = self.offset_of(min(uses, default=1), "name", name)
+        if self._first_loads is None:
+            self._first_loads = {}
+            for node in self.find(nodes.Name):
+                if node.ctx == "load":
+                    line = self._first_loads.get(node.name, node.lineno)
+                    self._first_loads[node.name] = min(line, node.lineno)
+        found = self.offset_of(self._first_loads.get(name, 1), "name", name)
         return found if found is not None else 0
 
     def attr_offset(self, node: nodes.Getattr) -> int:
-        found = None
-        if isinstance(node.node, nodes.Name):
-            found = self._sequence(node.lineno, (node.node.name, ".", node.attr))
-        if found is None:
-            found = self.offset_of(node.lineno, "name", node.attr, after=(".",))
-        return found if found is not None else 0
-
-    def _sequence(self, line: int, values: tuple[str, ...]) -> int | None:
-        """Offset of the last of consecutive tokens `values` on `line`."""
-        significant = [t for t in self.tokens if t.kind != "whitespace"]
-        width = len(values)
-        for i in range(len(significant) - width + 1):
-            window = significant[i : i + width]
-            if window[0].line == line and tuple(t.value for t in window) == values:
-                return window[-1].offset
-        return None
+        """Where `.attr` is: after `name.` when the object is a plain name."""
+        owner = node.node.name if isinstance(node.node, nodes.Name) else None
+        fallback = None
+        for i in self._where.get(("name", node.attr), []):
+            token = self.tokens[i]
+            if token.line != node.lineno or i < 1 or self.tokens[i - 1].value != ".":
+                continue
+            if owner is None or (i >= 2 and self.tokens[i - 2].value == owner):
+                return token.offset
+            fallback = token.offset if fallback is None else fallback
+        if fallback is None:
+            fallback = self.offset_of(node.lineno, "name", node.attr, after=(".",))
+        return fallback or 0
 
     # ------------------------------------------------------------- checking
 
@@ -137,7 +150,7 @@ class ParsedTemplate:
         )
         tree = nodes.Template([volatile, *self.tree.body])
         tree.set_environment(_environment())
-        for block in tree.find_all(nodes.Block):
+        for block in self.find(nodes.Block):
             block.body = [volatile, *block.body]
         return find_undeclared_variables(tree) - {_VOLATILE}
 
@@ -152,7 +165,7 @@ class ParsedTemplate:
         """Constant parts that would pass a run-time limit (`{{ 7**100000 }}`,
         `range(10**9)`), evaluated with the sandbox's own bounded operators."""
         seen: dict[tuple[int, str], int] = {}  # the n-th `**` on a line is the n-th token
-        for node in self.tree.find_all((nodes.BinExpr, nodes.Call)):
+        for node in self.find(nodes.BinExpr, nodes.Call):
             if isinstance(node, nodes.Call):
                 if not (isinstance(node.node, nodes.Name) and node.node.name == "range"):
                     continue
@@ -176,20 +189,20 @@ class ParsedTemplate:
                 continue
 
     def _underscore_access(self) -> Iterator[Finding]:
-        for node in self.tree.find_all(nodes.Getattr):
+        for node in self.find(nodes.Getattr):
             if node.attr.startswith("_"):
                 yield self._forbidden(node.attr, self.attr_offset(node), len(node.attr))
-        for item in self.tree.find_all(nodes.Getitem):
+        for item in self.find(nodes.Getitem):
             key = _constant(item.arg)
             if isinstance(key, str) and key.startswith("_"):
                 start = self.offset_of(item.lineno, "string", _quoted(self.text, key, item), ("[",))
                 yield self._forbidden(key, start or 0, len(key) + 2)
-        for flt in self.tree.find_all(nodes.Filter):
+        for flt in self.find(nodes.Filter):
             name = _constant(flt.args[0]) if flt.name == "attr" and flt.args else None
             if isinstance(name, str) and name.startswith("_"):
                 start = self.offset_of(flt.lineno, "name", "attr", after=("|",)) or 0
                 yield self._forbidden(name, start, len("attr"))
-        for call in self.tree.find_all(nodes.Call):
+        for call in self.find(nodes.Call):
             field = _unsafe_format_field(call)
             if field is not None:
                 method = call.node.attr  # type: ignore[attr-defined]
@@ -218,7 +231,7 @@ class ParsedTemplate:
             nodes.Extends: "extends",
         }
         for node_type, keyword in kinds.items():
-            for node in self.tree.find_all(node_type):
+            for node in self.find(node_type):
                 start = self.offset_of(node.lineno, "name", keyword) or 0
                 yield Finding(
                     "E604",
@@ -229,7 +242,7 @@ class ParsedTemplate:
                 )
 
     def _recursive_macros(self) -> Iterator[Finding]:
-        macros = {m.name: m for m in self.tree.find_all(nodes.Macro)}
+        macros = {m.name: m for m in self.find(nodes.Macro)}
         calls = {
             name: [
                 c
@@ -259,6 +272,17 @@ def parse(text: str) -> ParsedTemplate:
     """Parse a template. Raises TemplateSyntaxError, or RecursionError when
     it is nested too deeply for Jinja's recursive-descent parser."""
     return ParsedTemplate(text, _environment().parse(text))
+
+
+def _walk(tree: nodes.Node) -> list[nodes.Node]:
+    """All nodes in document order, without recursion."""
+    found: list[nodes.Node] = []
+    pending = [tree]
+    while pending:
+        node = pending.pop()
+        found.append(node)
+        pending.extend(reversed(list(node.iter_child_nodes())))
+    return found
 
 
 def _tokens(text: str) -> list[_Token]:
