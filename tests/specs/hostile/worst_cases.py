@@ -62,7 +62,7 @@ def worst_cases() -> dict[str, tuple[str, str]]:
             _fill(HEAD + "x:\n  - &a " + "a" * 1000 + "\n", "  - *a\n"),
         ),
         "string_1mb.yaml": ("E110", HEAD + "x: " + "a" * (MEGABYTE - 200) + "\n"),
-        "template_1mb.yaml": ("E105", _fill(_prompt(""), "    {{{{ sample.question }}}} {i}\n")),
+        "template_1mb.yaml": ("E110", _fill(_prompt(""), "    {{{{ sample.question }}}} {i}\n")),
         "template_under_limit.yaml": (
             "valid",
             _prompt("".join(f"    {{{{ sample.question }}}} {i}\n" for i in range(5_000))),
