@@ -72,7 +72,7 @@ def worst_cases() -> dict[str, tuple[str, str]]:
             _prompt("".join(f"    {{{{ q{i} }}}}\n" for i in range(5_000))),
         ),
         "expression_long.yaml": (
-            "E309",
+            "E310",
             HEAD.replace('value: "1.0"', 'value: "' + " + ".join(["1.0"] * 30_000) + '"')
             + 'prompt:\n  user: "{{ sample.question }}"\n',
         ),
