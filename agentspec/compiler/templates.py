@@ -251,9 +251,14 @@ class ParsedTemplate:
             ]
             for name, macro in macros.items()
         }
+        reported: set[str] = set()  # one error per cycle, at its first macro
         for name in macros:
-            call = _cycle_call(name, calls)
-            if call is not None:
+            if name in reported:
+                continue
+            found = _cycle_call(name, calls)
+            if found is not None:
+                call, members = found
+                reported |= members
                 callee = call.node.name  # type: ignore[attr-defined]
                 start = self.offset_of(call.lineno, "name", callee) or 0
                 yield Finding(
@@ -361,15 +366,18 @@ def _unsafe_format_field(call: nodes.Call) -> str | None:
     return None
 
 
-def _cycle_call(start: str, calls: dict[str, list[nodes.Call]]) -> nodes.Call | None:
-    """A call inside macro `start` that leads back to `start`, if any."""
+def _cycle_call(
+    start: str, calls: dict[str, list[nodes.Call]]
+) -> tuple[nodes.Call, set[str]] | None:
+    """A call inside macro `start` that leads back to `start`, and the macros
+    on the way, if any."""
     for call in calls[start]:
-        seen = set()
+        seen = {start}
         pending = [call.node.name]  # type: ignore[attr-defined]
         while pending:
             name = pending.pop()
             if name == start:
-                return call
+                return call, seen
             if name in seen:
                 continue
             seen.add(name)
