@@ -36,6 +36,9 @@ _RELOCATED = {
 }
 
 
+MAX_SCHEMA_DIAGNOSTICS = 200
+
+
 @dataclass
 class LoadedSpec:
     """A schema-valid spec and where each of its parts is in the file."""
@@ -135,6 +138,15 @@ def _schema_diagnostics(
             continue
         seen.add(key)
         result.append(diagnostic)
+        if len(result) == MAX_SCHEMA_DIAGNOSTICS:
+            break
+    if len(result) == MAX_SCHEMA_DIAGNOSTICS and len(located) > len(result):
+        # Thousands of unknown keys are one mistake; listing them all costs
+        # seconds and helps no one.
+        last = result[-1]
+        more = f"{len(located) - len(result):,} more schema problems are not shown"
+        hint = f"{last.hint}; {more}" if last.hint else more
+        result[-1] = Diagnostic(last.code, last.message, last.span, hint)
     return result
 
 

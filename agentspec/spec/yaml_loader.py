@@ -60,7 +60,7 @@ _Loader.add_implicit_resolver(
 # Limits that keep `validate` fast and small on any file (docs/security.md).
 MAX_FILE_CHARS = 1_048_576
 MAX_DEPTH = 64
-MAX_VALUES = 20_000  # nodes after alias expansion (the largest shipped spec has ~300)
+MAX_VALUES = 10_000  # nodes after alias expansion (the largest shipped spec has ~300)
 MAX_EXPANDED_CHARS = 4_000_000  # scalar characters after alias expansion
 MAX_STRING_CHARS = 200_000
 MAX_INT_DIGITS = 100

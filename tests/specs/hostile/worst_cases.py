@@ -38,9 +38,10 @@ def _prompt(template: str) -> str:
 
 
 def worst_cases() -> dict[str, tuple[str, str]]:
-    keys_under_limit = 9_900  # 19,800 values: just under the E107 limit
+    keys_under_limit = 4_900  # 9,800 values: just under the E107 limit
     return {
         "keys_1mb.yaml": ("E107", _fill(HEAD, "k{i}: 1\n")),
+        "long_keys_1mb.yaml": ("E201", _fill(HEAD, "k{i}_" + "x" * 240 + ": 1\n")),
         "keys_under_limit.yaml": (
             "E201",
             HEAD
