@@ -42,8 +42,8 @@ def measure(path: Path) -> tuple[float, float, int]:
     wall = time.perf_counter() - start
     if "Traceback" in done.stdout + done.stderr:
         raise SystemExit(f"{path.name}: validate printed a traceback")
-    # ru_maxrss of children is the largest child so far (KB on Linux); run
-    # the largest inputs last or read it per input from a fresh maximum.
+    # ru_maxrss of children is the largest of all children so far (KB on
+    # Linux): the running maximum, whose last value is the peak of any input.
     peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     return wall, max(peak, before) / 1024, done.returncode
 
@@ -64,7 +64,10 @@ def main() -> None:
             print(f"{path.name:40s} {size / 1e6:5.2f} MB  {wall:5.2f} s  max RSS so far {rss:6.1f} MB")
     slowest = max(rows, key=lambda r: r[1])
     peak = max(r[2] for r in rows)
-    print(f"inputs: {len(rows)}")
+    start = time.perf_counter()
+    subprocess.run([sys.executable, "-c", "pass"], check=True)
+    interpreter = time.perf_counter() - start
+    print(f"inputs: {len(rows)}; python -c pass: {interpreter:.2f} s (for scale)")
     print(f"max wall time: {slowest[1]:.2f} s ({slowest[0].name}); goal < {GOAL_SECONDS} s")
     print(f"peak RSS of any validate: {peak:.1f} MB; goal < {GOAL_MB} MB")
 
