@@ -68,23 +68,22 @@ def _multiply(left: Any, right: Any) -> Any:
     for sequence, count in ((left, right), (right, left)):
         if _size(sequence) and isinstance(count, int):
             _check_size(_size(sequence) * max(count, 0), "a repeated string or list")
-    if isinstance(left, int) and isinstance(right, int):
-        if left.bit_length() + right.bit_length() > MAX_POWER_BITS:
-            raise TemplateLimitError(f"a product of more than {MAX_POWER_BITS} bits")
+    both_int = isinstance(left, int) and isinstance(right, int)
+    if both_int and left.bit_length() + right.bit_length() > MAX_POWER_BITS:
+        raise TemplateLimitError(f"a product of more than {MAX_POWER_BITS} bits")
     return operator.mul(left, right)
 
 
 def _power(left: Any, right: Any) -> Any:
-    if isinstance(left, int) and isinstance(right, int) and abs(left) > 1 and right > 0:
-        if right * abs(left).bit_length() > MAX_POWER_BITS:
-            raise TemplateLimitError(
-                f"{left} ** {right} is too large (the limit is {MAX_POWER_BITS} bits)"
-            )
+    growing = isinstance(left, int) and isinstance(right, int) and abs(left) > 1 and right > 0
+    if growing and right * abs(left).bit_length() > MAX_POWER_BITS:
+        # (the operands themselves are not shown: they may be too long to print)
+        raise TemplateLimitError(f"a power of more than {MAX_POWER_BITS} bits")
     if isinstance(left, float) or isinstance(right, float):
         try:
             return operator.pow(left, right)
         except OverflowError as exc:
-            raise TemplateLimitError(f"{left} ** {right} overflows") from exc
+            raise TemplateLimitError("a power too large for a float") from exc
     return operator.pow(left, right)
 
 
@@ -118,9 +117,7 @@ def _check_format_spec(text: str) -> None:
     """Widths in `str.format` fields, e.g. '{:1000000000}'."""
     for field in re.findall(r"\{[^{}]*\}", text):
         spec = field.partition(":")[2]
-        if "{" in spec or any(
-            int(n) > MAX_FORMAT_WIDTH for n in _FORMAT_SPEC_NUMBER.findall(spec)
-        ):
+        if "{" in spec or any(int(n) > MAX_FORMAT_WIDTH for n in _FORMAT_SPEC_NUMBER.findall(spec)):
             raise TemplateLimitError(f"the format field {field!r} is too wide")
 
 
@@ -214,11 +211,18 @@ class _LimitedCodeGenerator(CodeGenerator):
 
 
 def _sized_filter(original: Callable[..., Any], size: Callable[..., int]) -> Callable[..., Any]:
+    """`original`, refused when `size(value, *arguments)` passes the limit.
+    Keeps Jinja's mark of filters that receive the environment or context first."""
+    passes_context = getattr(original, "jinja_pass_arg", None)
+
     def limited(*args: Any, **kwargs: Any) -> Any:
-        _check_size(size(*args, **kwargs), "the filter's result")
+        values = args[1:] if passes_context is not None else args
+        _check_size(size(*values, **kwargs), "the filter's result")
         return original(*args, **kwargs)
 
     limited.__name__ = getattr(original, "__name__", "filter")
+    if passes_context is not None:
+        limited.jinja_pass_arg = passes_context  # type: ignore[attr-defined]
     return limited
 
 
@@ -247,10 +251,12 @@ class LimitedSandbox(ImmutableSandboxedEnvironment):
         super().__init__(finalize=_written, **options)
         self.globals["range"] = _limited_range
         self.globals["namespace"] = _LimitedNamespace
-        sized = {
-            "center": lambda value, width=80: width,
+        sized: dict[str, Callable[..., int]] = {
+            "center": lambda value, width=80: _width(width),
             "indent": lambda value, width=4, *a, **k: _size(value) * (1 + _width(width)),
-            "wordwrap": lambda value, width=79, *a, **k: 2 * _size(value),
+            "wordwrap": lambda value, width=79, breaks=True, wrapstring=None, *a, **k: (
+                _size(value) * (2 + len(str(wrapstring or "")))
+            ),
             "batch": lambda value, count, *a: count,
             "slice": lambda value, count, *a: count,
             "replace": lambda value, old, new, *a: _replaced_size(str(value), old, new),
@@ -262,7 +268,7 @@ class LimitedSandbox(ImmutableSandboxedEnvironment):
     def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
         return BINOPS[operator](left, right)
 
-    def call(__self, __context: Any, __obj: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: N805
+    def call(__self, __context: Any, __obj: Any, *args: Any, **kwargs: Any) -> Any:
         method = getattr(__obj, "__name__", "")
         # The sandbox hands out str.format wrapped; the bound method is inside.
         owner = getattr(getattr(__obj, "__wrapped__", __obj), "__self__", None)
@@ -306,9 +312,7 @@ def render(template: Any, variables: dict[str, Any]) -> str:
         for part in template.root_render_func(context):
             length += len(part)
             if length > MAX_OUTPUT:
-                raise TemplateLimitError(
-                    f"the template's output passed {MAX_OUTPUT:,} characters"
-                )
+                raise TemplateLimitError(f"the template's output passed {MAX_OUTPUT:,} characters")
             parts.append(part)
         return "".join(parts)
     except RecursionError as exc:

@@ -61,7 +61,9 @@ def main() -> None:
             wall, rss, code = measure(path)
             rows.append((path, wall, rss, code))
             size = path.stat().st_size
-            print(f"{path.name:40s} {size / 1e6:5.2f} MB  {wall:5.2f} s  max RSS so far {rss:6.1f} MB")
+            print(
+                f"{path.name:40s} {size / 1e6:5.2f} MB  {wall:5.2f} s  max RSS so far {rss:6.1f} MB"
+            )
     slowest = max(rows, key=lambda r: r[1])
     peak = max(r[2] for r in rows)
     start = time.perf_counter()

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from jinja2 import TemplateSyntaxError, nodes
+from jinja2 import nodes
 from jinja2.sandbox import SandboxedEnvironment
 
 from agentspec import sandbox
@@ -205,7 +205,7 @@ class ParsedTemplate:
         for call in self.find(nodes.Call):
             field = _unsafe_format_field(call)
             if field is not None:
-                method = call.node.attr  # type: ignore[attr-defined]
+                method = call.node.attr
                 start = self.offset_of(call.lineno, "name", method, after=(".",))
                 yield Finding(
                     "E410",
@@ -327,11 +327,11 @@ def _bounded_value(node: nodes.Node) -> Any:
             raise
         except Exception as exc:  # e.g. 'a' ** 2: an error at run, not a limit
             raise _NotConstant from exc
-    if isinstance(node, nodes.Call) and isinstance(node.node, nodes.Name):
-        if node.node.name == "range" and not node.kwargs:
-            args = [_bounded_value(a) for a in node.args]
-            if all(isinstance(a, int) for a in args) and 1 <= len(args) <= 3 and args[-1:] != [0]:
-                return sandbox.bounded_range(*args)
+    is_range = isinstance(node, nodes.Call) and isinstance(node.node, nodes.Name)
+    if is_range and node.node.name == "range" and not node.kwargs:  # type: ignore[attr-defined]
+        args = [_bounded_value(a) for a in node.args]  # type: ignore[attr-defined]
+        if all(isinstance(a, int) for a in args) and 1 <= len(args) <= 3 and args[-1:] != [0]:
+            return sandbox.bounded_range(*args)
     raise _NotConstant
 
 
@@ -383,5 +383,3 @@ def _cycle_call(
             seen.add(name)
             pending.extend(c.node.name for c in calls.get(name, []))  # type: ignore[attr-defined]
     return None
-
-

@@ -319,9 +319,7 @@ class StateSummary(ContextPolicy):
         if isinstance(template, str):
             from agentspec import sandbox
 
-            compiled = sandbox.environment(keep_trailing_newline=False).from_string(
-                template
-            )
+            compiled = sandbox.environment(keep_trailing_newline=False).from_string(template)
             self._render: Callable[[ContextView], str] = lambda view: sandbox.render(
                 compiled, self.variables(view)
             )

@@ -17,7 +17,6 @@ import dataclasses
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import cache
 from typing import Any, ClassVar
 
 from agentspec.runtime.envs import AgentEnv, StepResult, ToolEnv

@@ -16,6 +16,7 @@ from agentspec.spec.load import LoadedSpec
 from agentspec.spec.source import Span
 from agentspec.spec.yaml_loader import Path
 
+
 @dataclass(frozen=True)
 class PythonImport:
     """One `module:attribute` the spec imports at run, and where it says so."""

@@ -37,7 +37,7 @@ class _Loader(yaml.SafeLoader):
         super().__init__(stream)
         self.budget = _Budget()
 
-    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node:
+    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node | None:
         event = self.peek_event()
         if isinstance(event, yaml.AliasEvent):
             self.budget.alias(event)

@@ -23,7 +23,9 @@ rewards:
 """,
         tmp_path,
     )
-    traj, _ = play(module, [call("echo", text="ab", times=2), call("echo", text="a", times=10**10), "x"])
+    traj, _ = play(
+        module, [call("echo", text="ab", times=2), call("echo", text="a", times=10**10), "x"]
+    )
     assert "abab" in traj.steps[0].observation
     assert "the limit is 1,000,000" in traj.steps[1].observation
     assert any(e.kind == "tool_error" for e in traj.steps[1].events)

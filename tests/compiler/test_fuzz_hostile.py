@@ -132,7 +132,9 @@ def expression(draw: st.DrawFn) -> str:
         return "abs(" * depth + atom + ")" * depth
     if kind == "parens":
         return "(" * depth + atom + ")" * depth
-    parts = draw(st.lists(st.sampled_from([*_ATOMS, " + ", " * ", "(", ")", "[", "]", ","]), max_size=60))
+    parts = draw(
+        st.lists(st.sampled_from([*_ATOMS, " + ", " * ", "(", ")", "[", "]", ","]), max_size=60)
+    )
     return "".join(parts)
 
 
@@ -145,11 +147,42 @@ def test_expressions(text: str, where: str) -> None:
 # -------------------------------------------------------------- templates
 
 _TEMPLATE_ATOMS = [
-    "{{ ", " }}", "{% ", " %}", "sample.question", "sample.n", "question", "for i in ",
-    "range(", "10**", "(10**10)", "100000", ")", "endfor", "'a'", " * ", " ** ", " ~ ",
-    "['__class__']", "|attr('__class__')", "'{0.__class__}'.format(1)", "include 'x'",
-    "macro f(n)", "f(1)", "endmacro", "|center(1000000000)", "if ", "endif", "|shout",
-    "(" * 200, ")" * 200, "loop.index", "set x = ", "x", "\n", "|upper",
+    "{{ ",
+    " }}",
+    "{% ",
+    " %}",
+    "sample.question",
+    "sample.n",
+    "question",
+    "for i in ",
+    "range(",
+    "10**",
+    "(10**10)",
+    "100000",
+    ")",
+    "endfor",
+    "'a'",
+    " * ",
+    " ** ",
+    " ~ ",
+    "['__class__']",
+    "|attr('__class__')",
+    "'{0.__class__}'.format(1)",
+    "include 'x'",
+    "macro f(n)",
+    "f(1)",
+    "endmacro",
+    "|center(1000000000)",
+    "if ",
+    "endif",
+    "|shout",
+    "(" * 200,
+    ")" * 200,
+    "loop.index",
+    "set x = ",
+    "x",
+    "\n",
+    "|upper",
 ]
 
 

@@ -22,7 +22,9 @@ sys.path.insert(0, str(HOSTILE))
 from worst_cases import worst_cases  # noqa: E402
 
 MEMORY_LIMIT = 512 * 1024 * 1024
-LOCATED = re.compile(r"^(?P<file>.+?):(?P<line>\d+):(?P<column>\d+): (?:error|warning)\[(?P<code>[EW]\d{3})\]")
+LOCATED = re.compile(
+    r"^(?P<file>.+?):(?P<line>\d+):(?P<column>\d+): (?:error|warning)\[(?P<code>[EW]\d{3})\]"
+)
 
 
 def _limit_memory() -> None:

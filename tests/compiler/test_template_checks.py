@@ -46,9 +46,10 @@ def test_e602_caret_for_a_name_that_also_appears_inside_a_longer_dotted_name_ear
     d = one_error(user, "E602")
     assert caret_text(user, d) == "question"
     # the second occurrence, not the attribute inside `sample.question`
-    assert d.span is not None and d.span.column == SPEC.format(user=user).split("\n")[
-        6
-    ].rindex("question") + 1
+    assert (
+        d.span is not None
+        and d.span.column == SPEC.format(user=user).split("\n")[6].rindex("question") + 1
+    )
 
 
 def test_unknown_field_caret_is_on_the_attribute_after_its_owner() -> None:
@@ -66,11 +67,15 @@ def test_unknown_field_caret_is_on_the_attribute_after_its_owner() -> None:
         ("\"{{ ''|attr('__globals__') }}\"", "E410", "attr"),
         ("\"{{ '{0.__class__}'.format(sample.n) }}\"", "E410", "format"),
         ("\"{{ '{0[_x]}'.format(sample.n) }}\"", "E410", "format"),
-        ('"{% include \'a.txt\' %}"', "E604", "include"),
-        ('"{% import \'a.txt\' as a %}"', "E604", "import"),
-        ('"{% from \'a.txt\' import b %}"', "E604", "from"),
-        ('"{% extends \'a.txt\' %}"', "E604", "extends"),
-        ('"{% macro f() %}{{ g() }}{% endmacro %}{% macro g() %}{{ f() }}{% endmacro %}"', "E604", "g"),
+        ("\"{% include 'a.txt' %}\"", "E604", "include"),
+        ("\"{% import 'a.txt' as a %}\"", "E604", "import"),
+        ("\"{% from 'a.txt' import b %}\"", "E604", "from"),
+        ("\"{% extends 'a.txt' %}\"", "E604", "extends"),
+        (
+            '"{% macro f() %}{{ g() }}{% endmacro %}{% macro g() %}{{ f() }}{% endmacro %}"',
+            "E604",
+            "g",
+        ),
         ('"{{ 10**(10**10) }}"', "E605", "**"),
         ("\"{{ 'a'*1000000000 }}\"", "E605", "*"),
         ('"{{ 7**100000 }}"', "E605", "**"),
@@ -107,11 +112,11 @@ def test_unknown_filter_still_reported_without_compiling() -> None:
 @pytest.mark.parametrize(
     "user",
     [
-        '"{{ sample.question * 3 }} {{ 2**10 }} {{ \'-\' * 20 }}"',
+        "\"{{ sample.question * 3 }} {{ 2**10 }} {{ '-' * 20 }}\"",
         '"{% for i in range(5) %}{{ i }}{% endfor %}"',
         '"{% macro f(x) %}[{{ x }}]{% endmacro %}{{ f(sample.n) }}"',
-        '"{{ \'{0}: {1}\'.format(sample.question, sample.n) }}"',
-        '"{{ sample.question|attr(\'upper\') }}"',
+        "\"{{ '{0}: {1}'.format(sample.question, sample.n) }}\"",
+        "\"{{ sample.question|attr('upper') }}\"",
     ],
 )
 def test_ordinary_templates_still_pass(user: str) -> None:

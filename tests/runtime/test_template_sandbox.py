@@ -80,8 +80,19 @@ def test_budget_is_per_render() -> None:
 
 
 def test_expression_repetition_is_bounded() -> None:
-    assert fn.repeat("ab", 3) == "ababab" and fn.repeat(2, 3) == 6 and fn.repeat(3, [1]) == [1, 1, 1]
+    assert (
+        fn.repeat("ab", 3) == "ababab" and fn.repeat(2, 3) == 6 and fn.repeat(3, [1]) == [1, 1, 1]
+    )
     with pytest.raises(ValueTooLarge):
         fn.repeat("a", 10**10)
     with pytest.raises(ValueTooLarge):
         fn.repeat(10**7, [0])
+
+
+def test_wrapped_filters_behave_as_jinjas() -> None:
+    text = render(
+        "{{ 'a-b'|replace('-', '+') }}|{{ 'x'|center(3) }}|{{ 'a\nb'|indent(2) }}|"
+        "{{ 'aaa bbb'|wordwrap(3) }}|{{ [1, 2, 3]|slice(2)|list }}|{{ [1, 2, 3]|batch(2)|list }}|"
+        "{{ '%03d'|format(7) }}"
+    )
+    assert text == "a+b| x |a\n  b|aaa\nbbb|[[1, 2], [3]]|[[1, 2], [3]]|007"
