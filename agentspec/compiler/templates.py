@@ -150,8 +150,11 @@ class ParsedTemplate:
         )
         tree = nodes.Template([volatile, *self.tree.body])
         tree.set_environment(_environment())
+        # Blocks get an evaluation context of their own; this tree is only
+        # ever analysed, so marking them in place is harmless.
         for block in self.find(nodes.Block):
-            block.body = [volatile, *block.body]
+            if block.body[:1] != [volatile]:
+                block.body = [volatile, *block.body]
         return find_undeclared_variables(tree) - {_VOLATILE}
 
     def problems(self) -> Iterator[Finding]:
@@ -195,7 +198,7 @@ class ParsedTemplate:
         for item in self.find(nodes.Getitem):
             key = _constant(item.arg)
             if isinstance(key, str) and key.startswith("_"):
-                start = self.offset_of(item.lineno, "string", _quoted(self.text, key, item), ("[",))
+                start = self.offset_of(item.lineno, "string", _quoted(self.text, key), ("[",))
                 yield self._forbidden(key, start or 0, len(key) + 2)
         for flt in self.find(nodes.Filter):
             name = _constant(flt.args[0]) if flt.name == "attr" and flt.args else None
@@ -339,7 +342,7 @@ def _constant(node: nodes.Node) -> Any:
     return node.value if isinstance(node, nodes.Const) else None
 
 
-def _quoted(text: str, key: str, node: nodes.Node) -> str:
+def _quoted(text: str, key: str) -> str:
     """The string token (with its quotes) that spelled `key`."""
     for quote in ("'", '"'):
         if f"{quote}{key}{quote}" in text:
