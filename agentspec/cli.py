@@ -59,10 +59,21 @@ def validate(
         typer.Option("--format", "-f", help="text, json, or github (Actions annotations)."),
     ] = OutputFormat.text,
     strict: Annotated[bool, typer.Option(help="Treat warnings as errors.")] = False,
+    list_imports: Annotated[
+        bool,
+        typer.Option(
+            "--list-imports",
+            help="Also list every Python `module:attribute` the spec imports at run"
+            " (functions, adapter, oracle hook, custom context): code outside the sandbox.",
+        ),
+    ] = False,
 ) -> None:
     """Check specs without running anything. Exit 0 if valid, 1 if not, 2 on usage errors."""
+    import json
+
     from agentspec.compiler.diagnostics import render_github, render_json, render_text
     from agentspec.compiler.frontend import check_file
+    from agentspec.spec import imports
 
     files = _expand(paths)
     if not files:
@@ -70,12 +81,34 @@ def validate(
     results = [check_file(f) for f in files]
     failed = [r for r in results if not r.ok or (strict and r.warnings)]
     diagnostics = [d for r in results for d in r.diagnostics]
-    if output_format is OutputFormat.json:
+    found = [
+        item
+        for r in results
+        if list_imports and r.checked is not None
+        for item in imports.python_imports(r.checked.loaded)
+    ]
+    if output_format is OutputFormat.json and list_imports:
+        report = {
+            "diagnostics": json.loads(render_json(diagnostics)),
+            "imports": [imports.to_json(item) for item in found],
+        }
+        typer.echo(json.dumps(report, indent=2, ensure_ascii=False))
+    elif output_format is OutputFormat.json:
         typer.echo(render_json(diagnostics))
     elif output_format is OutputFormat.github:
         for d in diagnostics:
             typer.echo(render_github(d))
+        for item in found:
+            span = item.span
+            typer.echo(
+                f"::notice file={span.file},line={span.line},col={span.column}"
+                f"::imports {item.target} ({item.field})"
+            )
     else:
+        for item in found:
+            typer.echo(imports.render_import(item))
+        if found:
+            typer.echo("")
         sources = {k: v for r in results for k, v in r.sources.items()}
         for d in diagnostics:
             typer.echo(render_text(d, sources), err=False)

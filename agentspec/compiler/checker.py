@@ -111,6 +111,7 @@ class Checker:
         self.result_types: dict[str, Type] = {}
         self.expressions: dict[Path, TypedExpr] = {}
         self.statements: dict[Path, ast.Statement] = {}
+        self.repetitions: set[ast.Node] = set()
         self._site: _Site | None = None
 
     # ------------------------------------------------------------------ driver
@@ -130,6 +131,7 @@ class Checker:
             result_types=self.result_types,
             expressions=self.expressions,
             statements=self.statements,
+            repetitions=self.repetitions,
             warnings=[d for d in self.diagnostics if not d.is_error],
         )
 
@@ -439,13 +441,13 @@ class Checker:
     # --------------------------------------------------------------- templates
 
     def _check_template(self, site: _Site, text: str) -> None:
-        from jinja2 import TemplateSyntaxError, meta, nodes
-        from jinja2.sandbox import SandboxedEnvironment
+        from jinja2 import TemplateSyntaxError, nodes
 
-        env = SandboxedEnvironment()
+        from agentspec.compiler import templates
+
         try:
-            tree = env.parse(text)
-            env.compile(tree)  # unknown filters and tests are reported here
+            parsed = templates.parse(text)
+            undeclared = parsed.undeclared()
         except TemplateSyntaxError as exc:
             offset = _line_offset(text, exc.lineno or 1)
             named = re.search(r"named '(\w+)'", exc.message or "")
@@ -458,11 +460,22 @@ class Checker:
                 hint="Jinja2 syntax: {{ sample.x }}, {% if … %}…{% endif %}",
             )
             return
+        except RecursionError:
+            self.error(
+                "E603",
+                "the template is nested too deeply to check",
+                self.span(0, 1),
+                hint="split the expression into {% set %} steps",
+            )
+            return
+        for finding in parsed.problems():
+            span = self.span(finding.start, finding.end)
+            self.error(finding.code, finding.message, span, finding.hint)
         allowed = dict(site.scope.roots)
-        for name in sorted(meta.find_undeclared_variables(tree)):
+        for name in sorted(undeclared):
             if name in allowed:
                 continue
-            offset = _word_offset(text, name)
+            offset = parsed.name_offset(name)
             if name in ROOTS:
                 self._unavailable(name, self.span(offset, offset + len(name)))
             else:
@@ -489,21 +502,15 @@ class Checker:
                         name,
                         [*allowed, *fields],
                     )
-        for getattr_node in tree.find_all(nodes.Getattr):
+        for getattr_node in parsed.find(nodes.Getattr):
             if getattr_node.attr.startswith("_"):
-                offset = _word_offset(text, getattr_node.attr)
-                self.error(
-                    "E410",
-                    f"names starting with '_' are not allowed in templates: '{getattr_node.attr}'",
-                    self.span(offset, offset + len(getattr_node.attr)),
-                )
-                continue
+                continue  # reported among the problems
             target = getattr_node.node
             if isinstance(target, nodes.Name) and target.name in allowed:
                 record = allowed[target.name]
                 if isinstance(record, dict) and target.name not in site.scope.open_roots:
                     if getattr_node.attr not in record:
-                        offset = _word_offset(text, getattr_node.attr, after=f"{target.name}.")
+                        offset = parsed.attr_offset(getattr_node)
                         self._missing_field(
                             target.name,
                             getattr_node.attr,
@@ -794,6 +801,9 @@ class Checker:
 
     def _arith(self, op: str, left: Type, right: Type, node: ast.Node) -> Type:
         a, b = strip_optional(left), strip_optional(right)
+        if op == "*" and (ANY in (a, b) or a == STR or isinstance(a, ListOf)):
+            self.repetitions.add(node)  # may repeat a string or list: size-checked at run
+            self._check_constant_repetition(node)
         if op in ("==", "!="):
             return BOOL
         if op in ("in", "not in"):
@@ -823,6 +833,20 @@ class Checker:
             hint=_operator_hint(op, a, b),
         )
         return ANY
+
+    def _check_constant_repetition(self, node: ast.Node) -> None:
+        from agentspec.stdlib.functions import ValueTooLarge, repeat
+
+        if not isinstance(node, ast.BinOp):
+            return
+        left, right = node.left, node.right
+        if isinstance(left, ast.Literal) and isinstance(right, ast.Literal):
+            try:
+                repeat(left.value, right.value)
+            except ValueTooLarge as exc:
+                self.error("E510", str(exc), self.node_span(node))
+            except TypeError:
+                pass
 
     def visit_BoolOp(self, node: ast.BoolOp) -> Type:
         left, right = self.infer(node.left), self.infer(node.right)

@@ -22,6 +22,12 @@ CODES: dict[str, str] = {
     "E102": "duplicate key",
     "E103": "cannot read file",
     "E104": "the document is not a mapping",
+    "E105": "file too large",
+    "E106": "document nested too deeply",
+    "E107": "document expands to too many values",
+    "E108": "recursive alias",
+    "E109": "integer too long",
+    "E110": "string too long",
     # 2xx: the spec's schema
     "E201": "unknown key",
     "E202": "missing required key",
@@ -39,6 +45,9 @@ CODES: dict[str, str] = {
     "E305": "unterminated string",
     "E306": "invalid effect statement",
     "E307": "unmatched closing parenthesis or bracket",
+    "E308": "number literal too long",
+    "E309": "expression nested too deeply",
+    "E310": "expression too long",
     # 4xx: names and scopes
     "E401": "unknown name",
     "E402": "unknown state variable",
@@ -63,9 +72,13 @@ CODES: dict[str, str] = {
     "E507": "invalid type",
     "E508": "initial value does not match the declared type",
     "E509": "value cannot be indexed",
+    "E510": "value too large",
     # 6xx: Jinja2 templates
     "E601": "template syntax error",
     "E602": "undefined template variable",
+    "E603": "template nested too deeply",
+    "E604": "template feature not allowed",
+    "E605": "template exceeds a resource limit",
     # 7xx: tool parameter schemas
     "E701": "invalid JSON Schema for a tool parameter",
     # 8xx: warnings
@@ -132,16 +145,32 @@ def render_text(diagnostic: Diagnostic, sources: dict[str, SourceFile]) -> str:
         text = source.line_text(span.line)
         if text is not None:
             gutter = f"{span.line:>4} | "
-            lines.append(gutter + text)
             if span.end_line == span.line and span.end_column > span.column:
                 width = span.end_column - span.column
             else:
                 width = 1
-            width = max(1, min(width, len(text) - span.column + 2))
-            lines.append(" " * (len(gutter) + span.column - 1) + "^" * width)
+            text, column = _clip_line(text, span.column)
+            lines.append(gutter + text)
+            width = max(1, min(width, len(text) - column + 2))
+            lines.append(" " * (len(gutter) + column - 1) + "^" * width)
     if diagnostic.hint:
         lines.append(f"  hint: {diagnostic.hint}")
     return "\n".join(lines)
+
+
+_SHOWN_LINE = 120  # characters of a source line shown around the caret
+
+
+def _clip_line(text: str, column: int) -> tuple[str, int]:
+    """A long line (a hostile spec's 1 MB line) cut to a window around `column`;
+    returns the text to show and the caret's column in it."""
+    if len(text) <= _SHOWN_LINE:
+        return text, column
+    start = max(0, min(column - 1 - _SHOWN_LINE // 3, len(text) - _SHOWN_LINE))
+    shown = text[start : start + _SHOWN_LINE]
+    prefix = "…" if start > 0 else ""
+    suffix = "…" if start + _SHOWN_LINE < len(text) else ""
+    return prefix + shown + suffix, column - start + len(prefix)
 
 
 def to_json(diagnostic: Diagnostic) -> dict[str, object]:

@@ -63,8 +63,13 @@ def empty_value(t: Type) -> Any:
 class ExpressionWriter:
     """AST → Python source over the scope `s`; one `visit_<Node>` per node."""
 
-    def __init__(self, optional_args: frozenset[str] = frozenset()):
+    def __init__(
+        self,
+        optional_args: frozenset[str] = frozenset(),
+        repetitions: set[ast.Node] | None = None,
+    ):
         self.optional_args = optional_args
+        self.repetitions = repetitions or set()
 
     def write(self, node: ast.Node) -> str:
         return self._visit(node)[0]
@@ -124,6 +129,9 @@ class ExpressionWriter:
         return f"fn.{name}" if name in BUILTINS else function_access(name)
 
     def visit_BinOp(self, node: ast.BinOp) -> tuple[str, int]:
+        if node in self.repetitions:  # `text * n`: bounded, so no spec can ask for gigabytes
+            code = f"fn.repeat({self.write(node.left)}, {self.write(node.right)})"
+            return code, _PRECEDENCE["atom"]
         strength = _PRECEDENCE[node.op]
         if node.op in ("==", "!=") and (_is_none(node.left) or _is_none(node.right)):
             # `x == None` is `x is None` for every value (and ruff's E711 asks for it).
@@ -356,7 +364,7 @@ def _is_and(node: ast.Node) -> bool:
 def lower(checked: CheckedSpec, *, spec_path: str, spec_sha256: str, version: str) -> ModuleModel:
     """The checked spec as a `ModuleModel` for the emitter."""
     spec = checked.spec
-    plain = ExpressionWriter()
+    plain = ExpressionWriter(repetitions=checked.repetitions)
 
     state_fields = []
     for name, var in spec.state.items():
@@ -380,7 +388,7 @@ def lower(checked: CheckedSpec, *, spec_path: str, spec_sha256: str, version: st
         optional: frozenset[str] = frozenset()
         if reward.on.startswith("tool:"):
             optional = _optional_args(spec.tools[reward.on.removeprefix("tool:")])
-        writer = ExpressionWriter(optional)
+        writer = ExpressionWriter(optional, checked.repetitions)
         base = ("rewards", name)
         value = (
             writer.write(checked.expressions[(*base, "value")].node)
@@ -477,7 +485,7 @@ def _optional_args(tool: ToolSpec) -> frozenset[str]:
 
 
 def _tool_model(checked: CheckedSpec, name: str, tool: ToolSpec, cls: str) -> ToolModel:
-    writer = ExpressionWriter(_optional_args(tool))
+    writer = ExpressionWriter(_optional_args(tool), checked.repetitions)
     base = ("tools", name)
     required = list(tool.required) if tool.required is not None else list(tool.parameters)
     parameters: dict[str, Any] = {"type": "object", "properties": dict(tool.parameters)}

@@ -317,12 +317,11 @@ class StateSummary(ContextPolicy):
     ) -> None:
         super().__init__(max_prompt_tokens, overflow)
         if isinstance(template, str):
-            from jinja2 import StrictUndefined
-            from jinja2.sandbox import SandboxedEnvironment
+            from agentspec import sandbox
 
-            compiled = SandboxedEnvironment(undefined=StrictUndefined).from_string(template)
-            self._render: Callable[[ContextView], str] = lambda view: compiled.render(
-                **self.variables(view)
+            compiled = sandbox.environment(keep_trailing_newline=False).from_string(template)
+            self._render: Callable[[ContextView], str] = lambda view: sandbox.render(
+                compiled, self.variables(view)
             )
         else:
             self._render = template

@@ -17,7 +17,6 @@ import dataclasses
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import cache
 from typing import Any, ClassVar
 
 from agentspec.runtime.envs import AgentEnv, StepResult, ToolEnv
@@ -88,33 +87,21 @@ class Scope:
         raise ToolFailure(message)
 
 
-@cache
-def _sandbox() -> Any:
-    from jinja2 import StrictUndefined
-    from jinja2.sandbox import SandboxedEnvironment
-
-    return SandboxedEnvironment(undefined=StrictUndefined, keep_trailing_newline=True)
-
-
 class SpecTemplate:
-    """A spec template (prompt, observation, oracle action), sandboxed and strict.
-
-    Rendering builds the context from the environment's globals and the
-    variables directly (`shared=True`), which skips the chained lookup of a
-    plain `Template.render` — prompts are rendered once per episode, so
-    this is on the rollout's hot path.
-    """
+    """A spec template (prompt, observation, oracle action), sandboxed, strict
+    and within resource limits (`runtime/sandbox.py`): a template
+    that passes one raises `TemplateLimitError`."""
 
     def __init__(self, source: str):
+        from agentspec import sandbox
+
         self.source = source
-        self._template = _sandbox().from_string(source)
+        self._template = sandbox.environment().from_string(source)
 
     def render(self, **variables: Any) -> str:
-        from jinja2.utils import concat
+        from agentspec import sandbox
 
-        template = self._template
-        context = template.new_context({**template.globals, **variables}, shared=True)
-        return str(concat(template.root_render_func(context)))
+        return sandbox.render(self._template, variables)
 
 
 def template(source: str) -> SpecTemplate:

@@ -21,7 +21,7 @@ from agentspec.compiler.diagnostics import Diagnostic
 from agentspec.spec.model import LANGUAGE_VERSION, TaskSpec
 from agentspec.spec.scalars import clean_scalars
 from agentspec.spec.source import SourceFile
-from agentspec.spec.yaml_loader import Path, SourceMap, load_yaml
+from agentspec.spec.yaml_loader import MAX_FILE_CHARS, Path, SourceMap, load_yaml
 
 # Keys people put in the wrong section (often following older examples).
 _RELOCATED = {
@@ -44,6 +44,8 @@ _FINITE_HINTS = {
     "value": "a reward must be finite, or one step's reward swamps training: use a finite number",
 }
 
+MAX_SCHEMA_DIAGNOSTICS = 200
+
 
 @dataclass
 class LoadedSpec:
@@ -65,9 +67,19 @@ def read_source(path: str | FsPath) -> tuple[SourceFile | None, Diagnostic | Non
     """
     name = str(path)
     try:
-        raw = FsPath(path).read_bytes()
+        with open(path, "rb") as file:  # never more than the limit, whatever the file's size
+            raw = file.read(MAX_FILE_CHARS + 1)
     except OSError as exc:
         return None, Diagnostic("E103", f"cannot read {name}: {exc.strerror or exc}", None)
+    if len(raw) > MAX_FILE_CHARS:
+        source = SourceFile(name, raw[:MAX_FILE_CHARS].decode("utf-8", errors="replace"))
+        end = len(source.text)
+        return source, Diagnostic(
+            "E105",
+            f"the file is larger than {MAX_FILE_CHARS:,} bytes",
+            source.span(end - 1, end),
+            hint="keep data (samples, documents) in data files; a spec is a few kilobytes",
+        )
     try:
         return SourceFile(name, raw.decode("utf-8")), None
     except UnicodeDecodeError as exc:
@@ -126,12 +138,13 @@ def _schema_diagnostics(
     located = [(p, e) for p, e in located if p not in infinite or e["type"] == "finite_number"]
     # A union tries each branch; when one branch got inside the value, its
     # errors are the useful ones and the others' "wrong type" errors are noise.
-    paths = {path for path, _ in located}
+    # (Proper prefixes of every path, computed once: thousands of errors stay linear.)
+    ancestors = {path[:cut] for path, _ in located for cut in range(len(path))}
     result: list[Diagnostic] = []
     seen: set[tuple[Path, str]] = set()
     for path, error in located:
         kind = error["type"]
-        deeper = any(p[: len(path)] == path and len(p) > len(path) for p in paths)
+        deeper = path in ancestors
         if deeper and kind not in ("missing", "extra_forbidden", "value_error"):
             continue
         diagnostic = _one_diagnostic(path, error, data, source_map)
@@ -140,6 +153,15 @@ def _schema_diagnostics(
             continue
         seen.add(key)
         result.append(diagnostic)
+        if len(result) == MAX_SCHEMA_DIAGNOSTICS:
+            break
+    if len(result) == MAX_SCHEMA_DIAGNOSTICS and len(located) > len(result):
+        # Thousands of unknown keys are one mistake; listing them all costs
+        # seconds and helps no one.
+        last = result[-1]
+        more = f"{len(located) - len(result):,} more schema problems are not shown"
+        hint = f"{last.hint}; {more}" if last.hint else more
+        result[-1] = Diagnostic(last.code, last.message, last.span, hint)
     return result
 
 

@@ -30,9 +30,24 @@ _TIMESTAMP_TAG = "tag:yaml.org,2002:timestamp"
 
 
 class _Loader(yaml.SafeLoader):
-    """SafeLoader with YAML 1.2 booleans: only true/false, so that a key
-    named `on` (as in `on: final`) or a value `no` stays a string. As in
-    YAML 1.2, an unquoted date (`2024-01-01`) is a string, not a timestamp."""
+    """SafeLoader with YAML 1.2 booleans (only true/false, so that a key
+    named `on` (as in `on: final`) or a value `no` stays a string), YAML 1.2
+    dates (an unquoted `2024-01-01` is a string, not a timestamp), and
+    resource limits on what it composes (see `_Budget`)."""
+
+    def __init__(self, stream: str):
+        super().__init__(stream)
+        self.budget = _Budget()
+
+    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node | None:
+        event = self.peek_event()
+        if isinstance(event, yaml.AliasEvent):
+            self.budget.alias(event)
+            return super().compose_node(parent, index)
+        self.budget.enter(event)
+        node = super().compose_node(parent, index)
+        self.budget.leave(event)
+        return node
 
 
 _Loader.yaml_implicit_resolvers = {
@@ -42,6 +57,89 @@ _Loader.yaml_implicit_resolvers = {
 _Loader.add_implicit_resolver(
     _BOOL_TAG, re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF")
 )
+
+
+# Limits that keep `validate` fast and small on any file (docs/security.md).
+MAX_FILE_CHARS = 1_048_576
+MAX_DEPTH = 64
+MAX_VALUES = 10_000  # nodes after alias expansion (the largest shipped spec has ~300)
+MAX_EXPANDED_CHARS = 4_000_000  # scalar characters after alias expansion
+MAX_STRING_CHARS = 200_000
+MAX_INT_DIGITS = 100
+
+
+class LimitExceeded(Exception):
+    """A resource limit hit while composing: carries the diagnostic to report."""
+
+    def __init__(self, code: str, message: str, mark: Any, hint: str):
+        super().__init__(message)
+        self.code, self.message, self.mark, self.hint = code, message, mark, hint
+
+
+@dataclass
+class _Budget:
+    """Counts what a document expands to while it is composed.
+
+    An alias adds the full size of its anchored node, so a "billion laughs"
+    file (aliases of aliases) fails after a bounded amount of work instead
+    of expanding; an alias to a node that is still open is recursive.
+    """
+
+    depth: int = 0
+    values: int = 0
+    chars: int = 0
+    open_anchors: dict[str, tuple[int, int]] = field(default_factory=dict)
+    sizes: dict[str, tuple[int, int]] = field(default_factory=dict)
+
+    def enter(self, event: Any) -> None:
+        self.depth += 1
+        if self.depth > MAX_DEPTH:
+            raise LimitExceeded(
+                "E106",
+                f"the document is nested more than {MAX_DEPTH} levels deep",
+                event.start_mark,
+                "flatten the structure; no spec needs this depth",
+            )
+        length = len(event.value) if isinstance(event, yaml.ScalarEvent) else 0
+        if length > MAX_STRING_CHARS:
+            raise LimitExceeded(
+                "E110",
+                f"a string of {length:,} characters (the limit is {MAX_STRING_CHARS:,})",
+                event.start_mark,
+                "keep large text in a data file, not in the spec",
+            )
+        if event.anchor is not None:
+            self.open_anchors[event.anchor] = (self.values, self.chars)
+        self._add(1, length, event.start_mark)
+
+    def leave(self, event: Any) -> None:
+        self.depth -= 1
+        if event.anchor is not None:
+            values, chars = self.open_anchors.pop(event.anchor)
+            self.sizes[event.anchor] = (self.values - values, self.chars - chars)
+
+    def alias(self, event: Any) -> None:
+        if event.anchor in self.open_anchors:
+            raise LimitExceeded(
+                "E108",
+                f"the alias *{event.anchor} refers to a node that contains it",
+                event.start_mark,
+                "a recursive alias has no finite value; copy the part you need instead",
+            )
+        values, chars = self.sizes.get(event.anchor, (0, 0))
+        self._add(values, chars, event.start_mark)
+
+    def _add(self, values: int, chars: int, mark: Any) -> None:
+        self.values += values
+        self.chars += chars
+        if self.values > MAX_VALUES or self.chars > MAX_EXPANDED_CHARS:
+            raise LimitExceeded(
+                "E107",
+                f"the document expands to more than {MAX_VALUES:,} values or"
+                f" {MAX_EXPANDED_CHARS:,} characters",
+                mark,
+                "aliases (*name) count once per use; a spec this large is not a spec",
+            )
 
 
 @dataclass
@@ -157,6 +255,7 @@ class _Builder:
     def build(self, node: yaml.Node, path: Path, key: Span | None = None) -> Any:
         locator = None
         if isinstance(node, yaml.ScalarNode):
+            _check_int_size(node)
             value = self._scalars.construct_object(node, deep=True)
             if isinstance(value, str):
                 locator = ScalarLocator(
@@ -201,13 +300,37 @@ class _Builder:
         return result
 
 
+_INT_TAG = "tag:yaml.org,2002:int"
+
+
+def _check_int_size(node: yaml.ScalarNode) -> None:
+    # Python refuses to convert integers of more than 4,300 digits; far below
+    # that, no spec value is meaningful.
+    if node.tag == _INT_TAG and len(node.value) > MAX_INT_DIGITS:
+        raise LimitExceeded(
+            "E109",
+            f"an integer of {len(node.value):,} digits (the limit is {MAX_INT_DIGITS})",
+            node.start_mark,
+            "write a smaller number, or quote it to make it a string",
+        )
+
+
 def load_yaml(source: SourceFile) -> tuple[Any, SourceMap, list[Diagnostic]]:
     """Parse one YAML document into plain values plus its `SourceMap`.
 
-    Returns diagnostics instead of raising; on a syntax error the value is None.
+    Returns diagnostics instead of raising; on a syntax error or a resource
+    limit (size, depth, alias expansion) the value is None.
     """
+    if len(source.text) > MAX_FILE_CHARS:
+        return None, SourceMap(source), [_too_large(source)]
     try:
-        root = yaml.compose(source.text, Loader=_Loader)
+        loader = _Loader(source.text)
+        try:
+            root = loader.get_single_node()
+        finally:
+            loader.dispose()
+    except LimitExceeded as exc:
+        return None, SourceMap(source), [_limit_diagnostic(source, exc)]
     except yaml.MarkedYAMLError as exc:
         return None, SourceMap(source), [_syntax_diagnostic(source, exc)]
     except yaml.YAMLError as exc:  # e.g. a reader error on control characters
@@ -221,7 +344,23 @@ def load_yaml(source: SourceFile) -> tuple[Any, SourceMap, list[Diagnostic]]:
         value = builder.build(root, ())
     except yaml.MarkedYAMLError as exc:  # a bad scalar, e.g. an invalid timestamp
         return None, builder.map, [_syntax_diagnostic(source, exc)]
+    except LimitExceeded as exc:
+        return None, builder.map, [_limit_diagnostic(source, exc)]
     return value, builder.map, builder.diagnostics
+
+
+def _too_large(source: SourceFile) -> Diagnostic:
+    return Diagnostic(
+        "E105",
+        f"the file has {len(source.text):,} characters (the limit is {MAX_FILE_CHARS:,})",
+        source.span(MAX_FILE_CHARS, MAX_FILE_CHARS + 1),
+        hint="keep data (samples, documents) in data files; a spec is a few kilobytes",
+    )
+
+
+def _limit_diagnostic(source: SourceFile, exc: LimitExceeded) -> Diagnostic:
+    index = exc.mark.index if exc.mark is not None else 0
+    return Diagnostic(exc.code, exc.message, source.span(index, index + 1), exc.hint)
 
 
 def _syntax_diagnostic(source: SourceFile, exc: yaml.MarkedYAMLError) -> Diagnostic:
