@@ -141,6 +141,7 @@ class SpecTool(BaseTool):
     """
 
     terminal: ClassVar[bool] = False
+    blocking: ClassVar[bool] = True  # expressions over model text may be CPU-bound
     guard_text: ClassVar[str] = ""
     observation: ClassVar[Any] = None  # a template over args, state, result, sample, step
 
@@ -162,6 +163,9 @@ class SpecTool(BaseTool):
         return f"it requires {self.guard_text}"
 
     async def execute(self, args: dict[str, Any], context: ToolContext) -> str | ToolOutput:
+        return self.execute_blocking(args, context)
+
+    def execute_blocking(self, args: dict[str, Any], context: ToolContext) -> str | ToolOutput:
         env: SpecToolEnv = context.env
         s = env.scope(args=args)
         s.result = self.returns(s)

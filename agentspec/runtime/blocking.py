@@ -1,0 +1,149 @@
+"""Running synchronous, possibly CPU-bound tool work off the event loop, with a hard limit.
+
+A spec tool's `returns`, effects and observation are plain Python over the
+model's arguments; one of them can loop for a long time (a model-written
+regex, a huge computation). Run on the event loop, that would stall every
+concurrent episode and no ``asyncio`` timeout could fire. :func:`run_blocking`
+runs such work in a worker thread instead:
+
+* the caller awaits the result for at most ``timeout`` seconds; then it gets
+  :class:`asyncio.TimeoutError` while the event loop keeps serving the other
+  episodes (the worker gives the GIL back every few milliseconds);
+* at the timeout the worker itself is interrupted: :class:`Interrupted` is
+  raised in its thread at the next Python bytecode, so a pure-Python loop
+  stops instead of burning a core for the rest of the run. Work stuck inside
+  one long C call (e.g. a ``re`` match) stops when that call returns; the
+  pool starts another worker meanwhile (up to :data:`MAX_WORKERS`).
+
+``Interrupted`` derives from ``BaseException`` so that code catching
+``Exception`` (an expression's error capture) cannot swallow it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ctypes
+import queue
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future, InvalidStateError
+from typing import Any
+
+__all__ = ["MAX_WORKERS", "Interrupted", "run_blocking"]
+
+MAX_WORKERS = 64
+"""Worker threads at most (busy ones included); further jobs wait in a queue."""
+
+
+class Interrupted(BaseException):
+    """Raised inside a worker whose job ran past its time limit."""
+
+
+def _raise_in_thread(thread_id: int, exc_type: type[BaseException] | None) -> None:
+    """Schedule ``exc_type`` in another thread (``None`` clears a pending one)."""
+    target = ctypes.py_object(exc_type) if exc_type is not None else None
+    ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread_id), target)
+
+
+class _Job:
+    """One call: run in a worker, settled through a thread-safe future."""
+
+    def __init__(self, fn: Callable[[], Any]) -> None:
+        self.fn = fn
+        self.future: Future[Any] = Future()
+        self._lock = threading.Lock()
+        self._thread_id: int | None = None
+        self._stopped = False  # timed out: do not start, or interrupted once
+        self._interrupt_sent = False
+
+    def run(self) -> None:
+        with self._lock:
+            if self._stopped:
+                return
+            self._thread_id = threading.get_ident()
+        try:
+            try:
+                value = self.fn()
+            finally:
+                self._leave()
+        except Interrupted:
+            self._leave()
+            self._settle(exc=asyncio.TimeoutError())
+        except BaseException as exc:  # the caller re-raises it on the event loop
+            self._settle(exc=exc)
+        else:
+            self._settle(value=value)
+
+    def _leave(self) -> None:
+        """After this returns, no interrupt can reach the worker for this job."""
+        with self._lock:
+            if self._interrupt_sent and self._thread_id is not None:
+                _raise_in_thread(self._thread_id, None)  # drop it if not raised yet
+            self._thread_id = None
+
+    def stop(self) -> None:
+        """The caller gave up: skip the job if queued, interrupt it if running."""
+        with self._lock:
+            self._stopped = True
+            if self._thread_id is not None and not self._interrupt_sent:
+                self._interrupt_sent = True
+                _raise_in_thread(self._thread_id, Interrupted)
+
+    def _settle(self, value: Any = None, exc: BaseException | None = None) -> None:
+        try:
+            if exc is not None:
+                self.future.set_exception(exc)
+            else:
+                self.future.set_result(value)
+        except InvalidStateError:  # the caller cancelled the future at its timeout
+            pass
+
+
+class _Pool:
+    """Daemon worker threads that grow on demand up to ``MAX_WORKERS``."""
+
+    def __init__(self) -> None:
+        self._jobs: queue.SimpleQueue[_Job] = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._workers = 0
+        self._idle = 0
+
+    def submit(self, job: _Job) -> None:
+        self._jobs.put(job)
+        with self._lock:
+            if self._idle > 0 or self._workers >= MAX_WORKERS:
+                self._idle -= 1 if self._idle > 0 else 0
+                return
+            self._workers += 1
+        threading.Thread(target=self._work, name="agentspec-tool", daemon=True).start()
+
+    def _work(self) -> None:
+        while True:
+            job = self._jobs.get()
+            try:
+                job.run()
+            except Interrupted:  # only if it landed between two statements of run()
+                pass
+            with self._lock:
+                self._idle += 1
+
+
+_POOL = _Pool()
+
+
+async def run_blocking(fn: Callable[[], Any], timeout: float | None) -> Any:
+    """``fn()`` in a worker thread; :class:`asyncio.TimeoutError` after ``timeout`` seconds.
+
+    Exceptions of ``fn`` are re-raised here. At the timeout the worker is
+    interrupted (see the module docstring).
+    """
+    job = _Job(fn)
+    _POOL.submit(job)
+    waiter = asyncio.wrap_future(job.future)
+    try:
+        if timeout is None:
+            return await waiter
+        return await asyncio.wait_for(waiter, timeout)
+    except (asyncio.TimeoutError, asyncio.CancelledError):
+        job.stop()
+        raise
