@@ -24,6 +24,7 @@ from agentspec.runtime.context import ContextPolicy, ContextView, FullHistory
 from agentspec.runtime.envs import AgentEnv, StepResult
 from agentspec.runtime.policies.base import Generation, Policy, SamplingParams
 from agentspec.runtime.tokenizer import ChatTemplate, Tokenizer
+from agentspec.runtime.tools import cap_error
 from agentspec.runtime.trajectory import (
     Action,
     Event,
@@ -200,10 +201,17 @@ class AgentEnvLoop(AgentFlowBase):
             traj.info["overflow_tokens"] = len(prompt.ids)
             return traj
         for index in itertools.count():
-            anchor = env.anchor()
+            anchor = _guarded(env.anchor, None, traj.info, "anchor")
             gen = await self.generate(prompt.ids)
             action = Action(self.decode(gen.token_ids), list(gen.token_ids), gen.finish_reason)
-            result = await env.step(action)
+            try:
+                result = await env.step(action)
+            except Exception as exc:  # the environment's failure ends this episode only
+                result = StepResult(
+                    done=True,
+                    termination=TerminationReason.ENV_ERROR,
+                    info={"env_error": _error_text(exc)},
+                )
             results.append(result)
             events = [Event(EventKind.STEP), *result.events]
             if action.truncated:
@@ -236,13 +244,26 @@ class AgentEnvLoop(AgentFlowBase):
             if termination is not None and termination is not TerminationReason.DONE:
                 step.events.append(Event(EventKind.TRUNCATED, message=termination.value))
             step.done = termination is not None
-            step.rewards = {**result.rewards, **env.rewards(step)}
+            step.rewards = {**result.rewards, **_guarded(env.rewards, {}, step.info, "rewards", step)}
             traj.steps.append(step)
             if termination is not None:
                 traj.termination = termination
                 break
-        traj.success = env.success(traj.steps, results)
+        traj.success = _guarded(env.success, None, traj.info, "success", traj.steps, results)
         return traj
+
+
+def _error_text(exc: BaseException) -> str:
+    return cap_error(f"{type(exc).__name__}: {exc}")
+
+
+def _guarded(fn: Callable[..., Any], default: Any, info: dict[str, Any], what: str, *args: Any) -> Any:
+    """``fn(*args)``; an exception is recorded as ``info["env_error"]`` and gives ``default``."""
+    try:
+        return fn(*args)
+    except Exception as exc:  # a hook's failure stays in this episode, on its step
+        info["env_error"] = f"{what}: {_error_text(exc)}"
+        return default
 
 
 async def run_episodes(
