@@ -23,7 +23,7 @@ from typing import Any
 from agentspec.runtime.context import ContextPolicy, ContextView, FullHistory
 from agentspec.runtime.envs import AgentEnv, StepResult
 from agentspec.runtime.policies.base import Generation, Policy, SamplingParams
-from agentspec.runtime.tokenizer import ChatTemplate, Tokenizer
+from agentspec.runtime.tokenizer import ChatTemplate, Tokenizer, encode_chat
 from agentspec.runtime.tools import cap_error
 from agentspec.runtime.trajectory import (
     Action,
@@ -100,7 +100,7 @@ class AgentFlowBase(ABC):
 
     def encode_messages(self, messages: Sequence[Mapping[str, str]]) -> list[int]:
         """Prompt ids of a conversation, ending with the assistant's generation prompt."""
-        return self.tokenizer.encode(self.chat.render(messages), add_special_tokens=False)
+        return encode_chat(self.tokenizer, self.chat, messages)
 
     def make_step(
         self, index: int, prompt_ids: Sequence[int], gen: Generation, **fields: Any
