@@ -211,14 +211,16 @@ def _find_special_texts(tokenizer: Any) -> tuple[str, ...]:
     return tuple(sorted((t for t in found if len(t) > 1), key=len, reverse=True))
 
 
-def _special_pattern(tokenizer: Any) -> re.Pattern[str] | None:
+def _special_pattern(tokenizer: Any) -> re.Pattern[str]:
     texts = special_token_texts(tokenizer)
-    if not texts:
-        return None
     pattern = _PATTERNS.get(texts)
-    if pattern is None:
-        pattern = _PATTERNS[texts] = re.compile("|".join(re.escape(t) for t in texts))
+    if pattern is None:  # lone surrogates too: no tokenizer can encode them
+        alternatives = [*(re.escape(t) for t in texts), _SURROGATE]
+        pattern = _PATTERNS[texts] = re.compile("|".join(alternatives))
     return pattern
+
+
+_SURROGATE = "[\ud800-\udfff]"
 
 
 _PATTERNS: dict[tuple[str, ...], re.Pattern[str]] = {}
@@ -228,11 +230,13 @@ def encode_text(tokenizer: Tokenizer, text: str) -> list[int]:
     """``text`` encoded as text: special-token text in it never becomes a special id.
 
     Each special token's text is encoded in two pieces (its first character, then
-    the rest), which no tokenizer can merge back into the special token.
+    the rest), which no tokenizer can merge back into the special token. Lone
+    surrogates (from JSON escapes such as ``\\ud800``) are encoded as U+FFFD.
     """
     pattern = _special_pattern(tokenizer)
-    if pattern is None or pattern.search(text) is None:
+    if pattern.search(text) is None:
         return tokenizer.encode(text, add_special_tokens=False)
+    text = re.sub(_SURROGATE, "\ufffd", text)
     ids: list[int] = []
     pos = 0
     for m in pattern.finditer(text):
@@ -260,7 +264,7 @@ def encode_chat(
     is encoded with its special tokens and each content with :func:`encode_text`.
     """
     pattern = _special_pattern(tokenizer)
-    if pattern is None or not any(pattern.search(m["content"]) for m in messages):
+    if not any(pattern.search(m["content"]) for m in messages):
         text = prefix + chat.render(messages, add_generation_prompt)
         return tokenizer.encode(text, add_special_tokens=False)
     pre, _, post = chat.message.partition("{content}")
