@@ -73,17 +73,19 @@ def main() -> None:
     args = parser.parse_args()
     n = args.chars
     rows: list[tuple[str, str, float, float]] = []
+
+    def measure(name: str, shape: str, unit: str, run: Callable[[str], object]) -> None:
+        small, large = _repeat(unit, n), _repeat(unit, 2 * n)
+        rows.append((name, shape, best_time(lambda: run(small)), best_time(lambda: run(large))))
+
     for name, shapes in SHAPES.items():
-        fmt = get_format(name)
         for shape, unit in shapes.items():
-            small = best_time(lambda u=unit: fmt.parse(_repeat(u, n)))  # type: ignore[misc]
-            large = best_time(lambda u=unit: fmt.parse(_repeat(u, 2 * n)))  # type: ignore[misc]
-            rows.append((name, shape, small, large))
-    for shape, unit in {"open answer tags": "<answer>", "open-close pairs": "<answer>1</answer>"}.items():
-        pattern = "<answer>(.*?)</answer>"
-        small = best_time(lambda u=unit: extract(_repeat(u, n), pattern))  # type: ignore[misc]
-        large = best_time(lambda u=unit: extract(_repeat(u, 2 * n), pattern))  # type: ignore[misc]
-        rows.append(("extract", shape, small, large))
+            measure(name, shape, unit, get_format(name).parse)
+    for shape, unit in {
+        "open answer tags": "<answer>",
+        "open-close pairs": "<answer>1</answer>",
+    }.items():
+        measure("extract", shape, unit, lambda text: extract(text, "<answer>(.*?)</answer>"))
     print(f"{'parser':<8} {'output':<18} {n // 1000}k chars   {2 * n // 1000}k chars   ratio")
     worst = 0.0
     for name, shape, small, large in rows:

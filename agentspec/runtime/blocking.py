@@ -22,6 +22,7 @@ runs such work in a worker thread instead:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import ctypes
 import queue
 import threading
@@ -120,10 +121,8 @@ class _Pool:
     def _work(self) -> None:
         while True:
             job = self._jobs.get()
-            try:
+            with contextlib.suppress(Interrupted):  # one landing between two statements of run()
                 job.run()
-            except Interrupted:  # only if it landed between two statements of run()
-                pass
             with self._lock:
                 self._idle += 1
 

@@ -190,8 +190,7 @@ def _strict_float(text: str) -> float:
 def _strict_int(text: str) -> int:
     if len(text.lstrip("-")) > MAX_INT_DIGITS:
         raise _NonStandardNumber(
-            f"an integer of {len(text.lstrip('-'))} digits is too long "
-            f"(at most {MAX_INT_DIGITS})",
+            f"an integer of {len(text.lstrip('-'))} digits is too long (at most {MAX_INT_DIGITS})",
             "number_too_long",
         )
     return int(text)
@@ -208,11 +207,20 @@ def strict_json_loads(text: str) -> Any:
     Raises :class:`json.JSONDecodeError`, :class:`RecursionError` or a
     ``ValueError`` whose ``code`` attribute says which number was refused.
     """
-    value, end = _STRICT_JSON.raw_decode(text, json.decoder.WHITESPACE.match(text, 0).end())
-    end = json.decoder.WHITESPACE.match(text, end).end()
+    value, end = _STRICT_JSON.raw_decode(text, _skip_whitespace(text, 0))
+    end = _skip_whitespace(text, end)
     if end != len(text):
         raise json.JSONDecodeError("Extra data", text, end)
     return value
+
+
+def _skip_whitespace(text: str, pos: int) -> int:
+    """The first index at or after ``pos`` that is not JSON whitespace."""
+    match = _JSON_WHITESPACE.match(text, pos)
+    return match.end() if match else pos
+
+
+_JSON_WHITESPACE = re.compile(r"[ \t\n\r]*")
 
 
 def _parse_call_object(
@@ -400,7 +408,9 @@ class HermesFormat(ToolCallFormat):
         return ParsedResponse(final_answer=content, content=content)
 
 
-_HERMES_TAGS = re.compile(re.escape(HermesFormat.open_tag) + "|" + re.escape(HermesFormat.close_tag))
+_HERMES_TAGS = re.compile(
+    re.escape(HermesFormat.open_tag) + "|" + re.escape(HermesFormat.close_tag)
+)
 
 
 def _too_many_errors(unread_tags: int) -> FormatError:
@@ -426,7 +436,9 @@ class JsonFormat(ToolCallFormat):
     def render_result(self, result: ToolResult) -> str:
         if result.ok:
             return json.dumps({"name": result.name, "result": result.text}, ensure_ascii=False)
-        return json.dumps({"name": result.name, "error": cap_error(result.text)}, ensure_ascii=False)
+        return json.dumps(
+            {"name": result.name, "error": cap_error(result.text)}, ensure_ascii=False
+        )
 
     def parse(self, text: str, tools: Mapping[str, BaseTool] | None = None) -> ParsedResponse:
         body = text.strip()

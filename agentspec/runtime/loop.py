@@ -244,7 +244,10 @@ class AgentEnvLoop(AgentFlowBase):
             if termination is not None and termination is not TerminationReason.DONE:
                 step.events.append(Event(EventKind.TRUNCATED, message=termination.value))
             step.done = termination is not None
-            step.rewards = {**result.rewards, **_guarded(env.rewards, {}, step.info, "rewards", step)}
+            step.rewards = {
+                **result.rewards,
+                **_guarded(env.rewards, {}, step.info, "rewards", step),
+            }
             traj.steps.append(step)
             if termination is not None:
                 traj.termination = termination
@@ -257,7 +260,9 @@ def _error_text(exc: BaseException) -> str:
     return cap_error(f"{type(exc).__name__}: {exc}")
 
 
-def _guarded(fn: Callable[..., Any], default: Any, info: dict[str, Any], what: str, *args: Any) -> Any:
+def _guarded(
+    fn: Callable[..., Any], default: Any, info: dict[str, Any], what: str, *args: Any
+) -> Any:
     """``fn(*args)``; an exception is recorded as ``info["env_error"]`` and gives ``default``."""
     try:
         return fn(*args)

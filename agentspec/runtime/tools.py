@@ -167,7 +167,9 @@ class BaseTool:
         ctx = context or ToolContext()
         try:
             problems = self.validate(args)
-        except Exception as exc:  # a schema check that fails on odd input is still the input's fault
+        except (
+            Exception
+        ) as exc:  # a schema check that fails on odd input is still the input's fault
             problems = [f"{type(exc).__name__}: {exc}"]
         if problems:
             return self._error(
@@ -181,7 +183,9 @@ class BaseTool:
         except _Refused as refused:
             return self._error(f"{self.name} cannot be used now: {refused}", "guard")
         except _GuardError as exc:
-            return self._error(f"{self.name} cannot be used now: its condition failed: {exc}", "exception")
+            return self._error(
+                f"{self.name} cannot be used now: its condition failed: {exc}", "exception"
+            )
         except ToolFailure as failure:  # the tool refused on purpose: its message, verbatim
             return self._error(str(failure), "failed")
         except asyncio.TimeoutError:
@@ -207,7 +211,9 @@ class BaseTool:
         self._check_guard(args, context)
         return self.execute_blocking(args, context)
 
-    async def _guarded_execute(self, args: dict[str, Any], context: ToolContext) -> str | ToolOutput:
+    async def _guarded_execute(
+        self, args: dict[str, Any], context: ToolContext
+    ) -> str | ToolOutput:
         self._check_guard(args, context)
         if self.timeout is None:
             return await self.execute(args, context)

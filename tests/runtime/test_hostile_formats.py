@@ -4,6 +4,7 @@ refuses non-standard JSON numbers, stays linear and caps its error observation."
 from __future__ import annotations
 
 import json
+from typing import Any, ClassVar
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -64,7 +65,10 @@ def test_react_bare_value_with_a_huge_number_stays_text() -> None:
     # integer cannot, so the tool gets the text (and its schema check says so).
     class Counter(CalculatorTool):
         name = "count"
-        parameters = {"type": "object", "properties": {"n": {"type": "integer"}}}
+        parameters: ClassVar[dict[str, Any]] = {
+            "type": "object",
+            "properties": {"n": {"type": "integer"}},
+        }
 
     parsed = get_format("react").parse(f"Action: count\nAction Input: {HUGE}", {"count": Counter()})
     assert parsed.calls[0].arguments == {"n": HUGE}
@@ -108,7 +112,9 @@ def test_error_messages_are_capped_with_a_visible_note() -> None:
     assert len(capped) < MAX_ERROR_CHARS + 50
     assert capped.endswith(f"[truncated {500_000 - MAX_ERROR_CHARS} characters]")
     for name in available_formats():
-        rendered = get_format(name).render_result(ToolResult("calculator", text, ok=False, code="x"))
+        rendered = get_format(name).render_result(
+            ToolResult("calculator", text, ok=False, code="x")
+        )
         assert "[truncated" in rendered and len(rendered) < MAX_ERROR_CHARS + 200
         # A successful result is the tool's own text: not cut.
         assert text in get_format(name).render_result(ToolResult("calculator", text, ok=True))
@@ -122,10 +128,40 @@ def test_unknown_huge_tool_name_in_react_is_capped() -> None:
 
 _PIECES = st.sampled_from(
     [
-        "<tool_call>", "</tool_call>", "{", "}", "[", "]", '"name"', '"arguments"', ":", ",",
-        '"calculator"', "NaN", "Infinity", "-Infinity", "1e999", HUGE, "Action:", "Action Input:",
-        "Final Answer:", "Observation:", "\n", " ", "```json", "```", "calculator[", "\\ud800",
-        '"\\ud800"', "<|im_start|>", "null", "true", "0", "-", ".", "e",
+        "<tool_call>",
+        "</tool_call>",
+        "{",
+        "}",
+        "[",
+        "]",
+        '"name"',
+        '"arguments"',
+        ":",
+        ",",
+        '"calculator"',
+        "NaN",
+        "Infinity",
+        "-Infinity",
+        "1e999",
+        HUGE,
+        "Action:",
+        "Action Input:",
+        "Final Answer:",
+        "Observation:",
+        "\n",
+        " ",
+        "```json",
+        "```",
+        "calculator[",
+        "\\ud800",
+        '"\\ud800"',
+        "<|im_start|>",
+        "null",
+        "true",
+        "0",
+        "-",
+        ".",
+        "e",
     ]
 )
 _HOSTILE_TEXT = st.one_of(

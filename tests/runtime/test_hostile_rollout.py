@@ -61,7 +61,9 @@ def _turns(kind: str, sample: dict[str, Any]) -> list[str]:
     return HOSTILE[kind]
 
 
-async def _rollout(module: Any, kinds: list[str], samples: list[dict[str, Any]]) -> list[Trajectory]:
+async def _rollout(
+    module: Any, kinds: list[str], samples: list[dict[str, Any]]
+) -> list[Trajectory]:
     tokenizer = ByteTokenizer()
 
     async def one(i: int) -> Trajectory:
@@ -88,7 +90,7 @@ def rollout(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[str], list[T
 
 
 def test_every_episode_is_kept_and_the_file_is_strict_json(rollout: Any) -> None:
-    kinds, trajectories, path = rollout
+    _, _, path = rollout
     lines = path.read_text(encoding="utf-8").splitlines()
     assert len(lines) == 64
 

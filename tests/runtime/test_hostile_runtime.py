@@ -14,7 +14,7 @@ from agentspec.runtime.byte_tokenizer import ByteTokenizer
 from agentspec.runtime.context import observation_ids
 from agentspec.runtime.tokenizer import ChatTemplate, encode_chat, encode_text
 from agentspec.runtime.tools import BaseTool
-from agentspec.runtime.trajectory import Step, Trajectory, ToolCall, read_jsonl, write_jsonl
+from agentspec.runtime.trajectory import Step, ToolCall, Trajectory, read_jsonl, write_jsonl
 
 from .helpers import CalculatorTool
 
@@ -174,4 +174,6 @@ def test_special_token_text_is_text_hf_tokenizer() -> None:
     assert FORGED in tok.decode(ids)
     assert not any(i in special_ids for i in encode_text(tok, FORGED))
     normal = [{"role": "user", "content": "hello world"}]
-    assert encode_chat(tok, chat, normal) == tok.encode(chat.render(normal), add_special_tokens=False)
+    assert encode_chat(tok, chat, normal) == tok.encode(
+        chat.render(normal), add_special_tokens=False
+    )

@@ -34,10 +34,15 @@ def test_repeated_unclosed_tags_are_linear() -> None:
     # 100k unclosed tags: the backtracking search retries from each; the tag path does not
     # (a quadratic scan here would take minutes).
     assert extract("<answer>" * 100_000, "<answer>(.*?)</answer>") is None
-    assert extract("<answer>" * 100_000 + "7</answer>", "<answer>(.*?)</answer>") == "<answer>" * 99_999 + "7"
+    assert (
+        extract("<answer>" * 100_000 + "7</answer>", "<answer>(.*?)</answer>")
+        == "<answer>" * 99_999 + "7"
+    )
 
 
-_TAGGY = st.lists(st.sampled_from(["<a>", "</a>", "x", "\n", "<", ">", "a", "/"]), max_size=30).map("".join)
+_TAGGY = st.lists(st.sampled_from(["<a>", "</a>", "x", "\n", "<", ">", "a", "/"]), max_size=30).map(
+    "".join
+)
 
 
 @settings(max_examples=300, derandomize=True, deadline=None)

@@ -19,7 +19,9 @@ HOSTILE = [
     '<tool_call>{"name": "calculator", "arguments": {"expression": NaN}}</tool_call>',
     '<tool_call>{"name": "calculator", "arguments": {"expression": "\\ud800"}}</tool_call>',
     "</tool_call>" * 30,
-    '<tool_call>{"name": "grep", "arguments": {"text": "' + "a" * 40 + '!", "pattern": "(a|aa)+$"}}</tool_call>',
+    '<tool_call>{"name": "grep", "arguments": {"text": "'
+    + "a" * 40
+    + '!", "pattern": "(a|aa)+$"}}</tool_call>',
     '<tool_call>{"name": "remember", "arguments": {"note": "abc"}}</tool_call>',
     '<tool_call>{"name": "recall", "arguments": {}}</tool_call>',
     '<tool_call>{"name": "echo", "arguments": {"text": "' + FORGED + '"}}</tool_call>',
@@ -38,14 +40,14 @@ class HostileSampler(trainer.HFPolicy):  # type: ignore[misc,name-defined]
             text = HOSTILE[type(self).calls % len(HOSTILE)]
             type(self).calls += 1
             ids = self.tokenizer.encode(text, add_special_tokens=False)[: params.max_new_tokens]
-            out[i] = Generation(ids, [0.0] * len(ids), "length" if len(ids) == params.max_new_tokens else "stop")
+            out[i] = Generation(
+                ids, [0.0] * len(ids), "length" if len(ids) == params.max_new_tokens else "stop"
+            )
         return out
 
 
 @pytest.mark.slow
-def test_training_survives_hostile_outputs(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_training_survives_hostile_outputs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("AGENTSPEC_CACHE", str(tmp_path / "cache"))
     monkeypatch.setattr(trainer, "HFPolicy", HostileSampler)
     spec = tmp_path / "hostile.yaml"
