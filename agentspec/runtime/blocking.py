@@ -112,10 +112,13 @@ class _Pool:
     def submit(self, job: _Job) -> None:
         self._jobs.put(job)
         with self._lock:
-            if self._idle > 0 or self._workers >= MAX_WORKERS:
-                self._idle -= 1 if self._idle > 0 else 0
+            if self._idle > 0:  # a waiting worker takes it
+                self._idle -= 1
+                return
+            if self._workers >= MAX_WORKERS:  # the next free worker takes it
                 return
             self._workers += 1
+        # Daemon threads: a worker stuck in a long C call must not hold up interpreter exit.
         threading.Thread(target=self._work, name="agentspec-tool", daemon=True).start()
 
     def _work(self) -> None:

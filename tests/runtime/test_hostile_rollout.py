@@ -160,3 +160,29 @@ def test_repeated_tags_are_a_plain_wrong_answer(rollout: Any) -> None:
     kinds, trajectories, _ = rollout
     traj = trajectories[kinds.index("repeated_tags")]
     assert traj.success is False and traj.steps[0].rewards.get("correct") == 0.0
+
+
+def test_agentspec_run_and_view_on_hostile_scripted_turns(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from agentspec.cli import app
+
+    script = tmp_path / "script.txt"
+    script.write_text(
+        _call("calculator", '{"expression": "\\ud800"}')
+        + "\n"
+        + _call("calculator", '{"expression": NaN}')
+        + "\n",
+        encoding="utf-8",
+    )
+    calculator = Path(__file__).parents[2] / "specs" / "calculator.yaml"
+    out = tmp_path / "out"
+    runner = CliRunner()
+    run = ["run", str(calculator), "--policy", f"scripted:{script}", "-n", "3", "--out", str(out)]
+    result = runner.invoke(app, run)
+    assert result.exit_code == 0, result.output
+    trajectories = list(read_jsonl(out / "trajectories.jsonl"))
+    assert len(trajectories) == 3
+    assert all("non_finite_number" in _codes(t) for t in trajectories)
+    result = runner.invoke(app, ["view", str(out)])
+    assert result.exit_code == 0, result.output
