@@ -21,6 +21,13 @@ Parsing never raises on model output: a malformed response yields a
 :class:`ParsedResponse` whose ``errors`` say which call is wrong and how; the
 environment shows :meth:`ToolCallFormat.render_errors` to the model. A response
 with any error runs none of its calls.
+
+Hostile output is bounded: JSON is strict (NaN, ±Infinity, a float that
+overflows and an integer of more than :data:`MAX_INT_DIGITS` digits are parse
+errors), every parser runs in linear time in the response's length
+(``benchmarks/parse_worst_case.py``), at most :data:`MAX_LISTED_ERRORS`
+problems are listed, and error observations are capped with a visible
+``… [truncated N characters]`` note.
 """
 
 from __future__ import annotations

@@ -3,7 +3,9 @@
 :meth:`BaseTool.run` is what environments call. It never raises on bad input:
 arguments that fail the schema, a failed guard, an exception inside ``execute``
 and a timeout all come back as a :class:`ToolResult` with ``ok=False``, an error
-``code`` and a message meant for the model.
+``code`` and a message meant for the model (capped at :data:`MAX_ERROR_CHARS`).
+A ``blocking`` tool (every spec tool) runs its guard and body in a worker
+thread with a hard time limit, so CPU-bound work cannot stall other episodes.
 """
 
 from __future__ import annotations
@@ -167,9 +169,7 @@ class BaseTool:
         ctx = context or ToolContext()
         try:
             problems = self.validate(args)
-        except (
-            Exception
-        ) as exc:  # a schema check that fails on odd input is still the input's fault
+        except Exception as exc:  # a schema check that chokes on the input: the input's fault
             problems = [f"{type(exc).__name__}: {exc}"]
         if problems:
             return self._error(
