@@ -27,7 +27,6 @@ import ctypes
 import queue
 import threading
 from collections.abc import Callable
-from concurrent.futures import Future, InvalidStateError
 from typing import Any
 
 __all__ = ["MAX_WORKERS", "Interrupted", "run_blocking"]
@@ -47,11 +46,12 @@ def _raise_in_thread(thread_id: int, exc_type: type[BaseException] | None) -> No
 
 
 class _Job:
-    """One call: run in a worker, settled through a thread-safe future."""
+    """One call: run in a worker, its outcome handed to the event loop's future."""
 
     def __init__(self, fn: Callable[[], Any]) -> None:
         self.fn = fn
-        self.future: Future[Any] = Future()
+        self.loop = asyncio.get_running_loop()
+        self.future: asyncio.Future[Any] = self.loop.create_future()
         self._lock = threading.Lock()
         self._thread_id: int | None = None
         self._stopped = False  # timed out: do not start, or interrupted once
@@ -91,13 +91,17 @@ class _Job:
                 _raise_in_thread(self._thread_id, Interrupted)
 
     def _settle(self, value: Any = None, exc: BaseException | None = None) -> None:
-        try:
-            if exc is not None:
-                self.future.set_exception(exc)
-            else:
-                self.future.set_result(value)
-        except InvalidStateError:  # the caller cancelled the future at its timeout
-            pass
+        with contextlib.suppress(RuntimeError):  # the event loop is closed: nobody waits
+            self.loop.call_soon_threadsafe(_resolve, self.future, value, exc)
+
+
+def _resolve(future: asyncio.Future[Any], value: Any, exc: BaseException | None) -> None:
+    if future.done():  # the caller gave up at its timeout
+        return
+    if exc is not None:
+        future.set_exception(exc)
+    else:
+        future.set_result(value)
 
 
 class _Pool:
@@ -141,11 +145,10 @@ async def run_blocking(fn: Callable[[], Any], timeout: float | None) -> Any:
     """
     job = _Job(fn)
     _POOL.submit(job)
-    waiter = asyncio.wrap_future(job.future)
     try:
         if timeout is None:
-            return await waiter
-        return await asyncio.wait_for(waiter, timeout)
+            return await job.future
+        return await asyncio.wait_for(job.future, timeout)
     except (asyncio.TimeoutError, asyncio.CancelledError):
         job.stop()
         raise
