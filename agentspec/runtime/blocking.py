@@ -16,7 +16,8 @@ runs such work in a worker thread instead:
   pool starts another worker meanwhile (up to :data:`MAX_WORKERS`).
 
 ``Interrupted`` derives from ``BaseException`` so that code catching
-``Exception`` (an expression's error capture) cannot swallow it.
+``Exception`` (an expression's error capture) cannot swallow it. A call that
+times out may have applied some of its effects before it was stopped.
 """
 
 from __future__ import annotations

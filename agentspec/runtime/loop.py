@@ -20,7 +20,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from agentspec.runtime.context import ContextPolicy, ContextView, FullHistory
+from agentspec.runtime.context import (
+    ContextOverflowError,
+    ContextPolicy,
+    ContextView,
+    FullHistory,
+)
 from agentspec.runtime.envs import AgentEnv, StepResult
 from agentspec.runtime.policies.base import Generation, Policy, SamplingParams
 from agentspec.runtime.tokenizer import ChatTemplate, Tokenizer, encode_chat
@@ -237,10 +242,17 @@ class AgentEnvLoop(AgentFlowBase):
             termination = self._limit_reached(view.steps, step, result)
             view.steps.append(step)
             if termination is None:
-                prompt = self.context.prompt(view)
-                if prompt.overflow:
-                    termination = TerminationReason.CONTEXT_OVERFLOW
-                    traj.info["overflow_tokens"] = len(prompt.ids)
+                try:
+                    prompt = self.context.prompt(view)
+                except ContextOverflowError:
+                    raise
+                except Exception as exc:  # e.g. a state_summary template over model-written state
+                    termination = TerminationReason.ENV_ERROR
+                    step.info["env_error"] = f"context: {_error_text(exc)}"
+                else:
+                    if prompt.overflow:
+                        termination = TerminationReason.CONTEXT_OVERFLOW
+                        traj.info["overflow_tokens"] = len(prompt.ids)
             if termination is not None and termination is not TerminationReason.DONE:
                 step.events.append(Event(EventKind.TRUNCATED, message=termination.value))
             step.done = termination is not None

@@ -188,7 +188,7 @@ class BaseTool:
             )
         except ToolFailure as failure:  # the tool refused on purpose: its message, verbatim
             return self._error(str(failure), "failed")
-        except asyncio.TimeoutError:
+        except (asyncio.TimeoutError, TimeoutError):  # the same class from Python 3.11 on
             return self._error(f"{self.name} timed out after {self.timeout:g} s", "timeout")
         except Exception as exc:  # a tool's failure is an observation, not a crash
             return self._error(f"{self.name} failed: {type(exc).__name__}: {exc}", "exception")

@@ -9,7 +9,7 @@ import threading
 import time
 from typing import Any, ClassVar
 
-from agentspec.runtime import AgentEnvLoop, ScriptedPolicy, ToolContext, ToolEnv
+from agentspec.runtime import AgentEnvLoop, ScriptedPolicy, ToolContext, ToolEnv, run_episodes
 from agentspec.runtime.byte_tokenizer import ByteTokenizer
 from agentspec.runtime.context import observation_ids
 from agentspec.runtime.tokenizer import ChatTemplate, encode_chat, encode_text
@@ -177,3 +177,34 @@ def test_special_token_text_is_text_hf_tokenizer() -> None:
     assert encode_chat(tok, chat, normal) == tok.encode(
         chat.render(normal), add_special_tokens=False
     )
+
+
+class FragileEnv(ToolEnv):
+    """A calculator env whose hooks raise on the sample's command."""
+
+    def __init__(self) -> None:
+        super().__init__([CalculatorTool()])
+
+    async def step(self, action: Any) -> Any:
+        if self.sample["prompt"] == "step raises":
+            raise RuntimeError("environment bug")
+        return await super().step(action)
+
+    def rewards(self, step: Step) -> dict[str, float]:
+        if self.sample["prompt"] == "rewards raise":
+            raise ZeroDivisionError("reward bug")
+        return {"ok": 1.0}
+
+
+def test_environment_failures_stay_in_their_episode() -> None:
+    tokenizer = ByteTokenizer()
+    calc = '<tool_call>{"name": "calculator", "arguments": {"expression": "6*7"}}</tool_call>'
+    flow = AgentEnvLoop(FragileEnv, ScriptedPolicy([calc, "42"], tokenizer), tokenizer)
+    prompts = ["step raises", "rewards raise", "fine"]
+    trajectories = asyncio.run(run_episodes(flow, [{"prompt": p} for p in prompts]))
+    broken, no_reward, fine = trajectories
+    assert broken.termination.value == "env_error"
+    assert "RuntimeError: environment bug" in broken.steps[-1].info["env_error"]
+    assert no_reward.termination.value == "done" and no_reward.steps[0].rewards == {}
+    assert "ZeroDivisionError" in no_reward.steps[0].info["env_error"]
+    assert fine.termination.value == "done" and fine.total_reward == 2.0
