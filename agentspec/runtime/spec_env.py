@@ -15,12 +15,13 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from agentspec.runtime.envs import AgentEnv, StepResult, ToolEnv
-from agentspec.runtime.tools import BaseTool, ToolContext, ToolFailure, ToolOutput
+from agentspec.runtime.tools import BaseTool, ToolContext, ToolFailure, ToolOutput, cap_error
 from agentspec.runtime.trajectory import Action, Event, EventKind, Observation, Step
 
 __all__ = [
@@ -128,6 +129,7 @@ class SpecTool(BaseTool):
     """
 
     terminal: ClassVar[bool] = False
+    blocking: ClassVar[bool] = True  # expressions over model text may be CPU-bound
     guard_text: ClassVar[str] = ""
     observation: ClassVar[Any] = None  # a template over args, state, result, sample, step
 
@@ -149,6 +151,9 @@ class SpecTool(BaseTool):
         return f"it requires {self.guard_text}"
 
     async def execute(self, args: dict[str, Any], context: ToolContext) -> str | ToolOutput:
+        return self.execute_blocking(args, context)
+
+    def execute_blocking(self, args: dict[str, Any], context: ToolContext) -> str | ToolOutput:
         env: SpecToolEnv = context.env
         s = env.scope(args=args)
         s.result = self.returns(s)
@@ -211,10 +216,13 @@ class SpecEnvMixin:
         try:
             return getattr(self, method)(s)
         except Exception as exc:
-            message = f"{where}: {type(exc).__name__}: {exc}"
-            self.expression_errors.append(message)
-            log.debug("expression failed: %s", message)
-            return default
+            return self._expression_error(where, exc, default)
+
+    def _expression_error(self, where: str, exc: Exception, default: Any) -> Any:
+        message = cap_error(f"{where}: {type(exc).__name__}: {exc}")
+        self.expression_errors.append(message)
+        log.debug("expression failed: %s", message)
+        return default
 
     def on_tool_success(self, tool: str, s: Scope) -> None:
         """Evaluate the `tool:NAME` rewards while the call's args and result exist."""
@@ -229,8 +237,15 @@ class SpecEnvMixin:
             component.when, s, f"rewards.{component.name}.when", default=False
         ):
             return None
-        value = self.evaluate(component.value, s, f"rewards.{component.name}.value")
-        return component.weight * float(value if value is not None else 0.0)
+        where = f"rewards.{component.name}.value"
+        value = self.evaluate(component.value, s, where)
+        try:
+            number = float(value if value is not None else 0.0)
+        except (TypeError, ValueError, OverflowError) as exc:
+            return self._expression_error(where, exc, 0.0)
+        if not math.isfinite(number):  # a NaN reward would poison every update it enters
+            return self._expression_error(where, ValueError(f"the reward is {number}"), 0.0)
+        return component.weight * number
 
     def rewards(self, step: Step) -> dict[str, float]:
         self.action = ActionView.of(step)
@@ -262,6 +277,9 @@ class SpecEnvMixin:
         if steps:
             s.action = ActionView.of(steps[-1])
         outcome = self.evaluate("is_success", s, "episode.success", default=False)
+        if self.expression_errors and steps:  # recorded on the last step, like its rewards' errors
+            steps[-1].info.setdefault("expression_errors", []).extend(self.expression_errors)
+            self.expression_errors = []
         return None if outcome is None else bool(outcome)
 
     def is_done(self, s: Scope) -> bool:
