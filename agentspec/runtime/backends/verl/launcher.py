@@ -66,7 +66,7 @@ def _model_path(target: VerlTarget) -> str:
             from agentspec.runtime.models import build_tiny
             from agentspec.runtime.task_text import task_corpus
 
-            samples = target.module.load_samples("train", limit=256)
+            samples = target.module.load_samples(limit=256)  # the spec's own split
             build_tiny(task_corpus(target.module, samples), target.model_dir)
         return str(target.model_dir)
     if model.startswith("builtin:"):
