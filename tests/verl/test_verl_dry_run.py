@@ -96,7 +96,7 @@ def test_dry_run_output_composes_for_every_recipe(
 def test_main_ppo_cfg_job_prints_the_dry_runs_config(
     outputs: dict[tuple[str, str], str], device: str
 ) -> None:
-    env, overrides, printed = _parse(outputs[("calculator", device)])
+    _, overrides, printed = _parse(outputs[("calculator", device)])
     result = subprocess.run(
         [sys.executable, "-m", "verl.trainer.main_ppo", "--cfg", "job", *overrides],
         capture_output=True,
