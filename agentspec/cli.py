@@ -307,7 +307,7 @@ def train(
     name = f"{module.SPEC_NAME}-{overrides.get('algorithm', module.TRAINING['algorithm'])}"
     run_dir = out or Path("runs") / name
     if chosen_backend == "verl":
-        from agentspec.runtime.backends.verl.launcher import train_verl
+        from agentspec.runtime.backends.verl.launcher import VerlSetupError, train_verl
 
         overrides.pop("backend", None)
         # Plain keys are training settings (checked here like the local backend's);
@@ -323,11 +323,20 @@ def train(
                 "local backend only; verl trains the model as it is",
                 err=True,
             )
+        if resolved.algorithm == "opd" and resolved.opd_topk:
+            typer.echo(
+                f"note: training.opd_topk ({resolved.opd_topk}, the full-distribution loss) runs on "
+                "the local backend only; verl trains OPD on the sampled-token advantage",
+                err=True,
+            )
         verl_overrides = {k: str(v) for k, v in overrides.items()}
         if dry_run:
             _verl_dry_run(spec, run_dir, verl_overrides, ray_address)
             return
-        path = train_verl(spec, run_dir, verl_overrides, ray_address)
+        try:
+            path = train_verl(spec, run_dir, verl_overrides, ray_address)
+        except VerlSetupError as exc:
+            raise _fail(str(exc), code=2) from None
         typer.echo(f"run directory: {path}")
         return
     if dry_run:
@@ -343,12 +352,13 @@ def _verl_dry_run(
     from omegaconf.errors import OmegaConfBaseException
 
     from agentspec.runtime.backends.verl.dry_run import dry_run
+    from agentspec.runtime.backends.verl.launcher import VerlSetupError
 
     try:
         result = dry_run(spec, run_dir, overrides, ray_address)
     except (HydraException, OmegaConfBaseException) as exc:
         raise _fail(f"verl does not accept this configuration: {exc}", code=2) from None
-    except ValueError as exc:
+    except VerlSetupError as exc:
         raise _fail(str(exc), code=2) from None
     typer.echo(result.render(), nl=False)
 

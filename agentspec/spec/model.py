@@ -335,6 +335,10 @@ class TrainingSpec(Section):
         ge=0,
         description="CPU threads torch may use (0: torch's default). 1 is fastest on a busy machine.",
     )
+    device: Literal["auto", "cpu", "cuda"] = Field(
+        "auto",
+        description="Local backend: where the models run (auto: cuda when torch sees a GPU). On cuda, forward passes run in bfloat16 autocast where the GPU supports it; weights and optimiser stay float32.",
+    )
     trace_samples: int = Field(16, ge=0, description="Trajectories saved per evaluation (traces/).")
 
     kl_coef: float = Field(

@@ -332,6 +332,7 @@ def gpu_overrides(target: VerlTarget, model_path: str | None = None) -> dict[str
         "+trainer.v1.agentspec.dump_dir": "null",
         "+trainer.v1.agentspec.error_file": "null",
         "+trainer.v1.agentspec.max_failed_groups": str(10 * prompts),
+        **_teacher_overrides(algo.needs_teacher, t),
         "trainer.total_training_steps": str(int(t["iterations"])),
         "trainer.test_freq": str(int(t["eval_every"])),
         "trainer.save_freq": str(int(t.get("checkpoint_every", 10))),
@@ -343,6 +344,24 @@ def gpu_overrides(target: VerlTarget, model_path: str | None = None) -> dict[str
         "trainer.nnodes": "1",
     }
     return o
+
+
+def _teacher_overrides(needs_teacher: bool, t: Mapping[str, Any]) -> dict[str, str]:
+    """OPD: the teacher the ``agentspec`` trainer scores every row with (see
+    :mod:`.teacher`), and the task reward's weight. verl's own ``distillation.*``
+    stays off: its teacher scores only an episode's last output. ``opd_topk`` is the
+    local backend's (verl trains on the sampled-token advantage, as ``opd_topk=0``)."""
+    if not needs_teacher:
+        return {}
+    if not t.get("teacher"):
+        raise ValueError(
+            f"algorithm {t['algorithm']!r} needs `training.teacher` (a Hugging Face checkpoint "
+            "directory with the student's tokenizer); set it in the spec or with --set teacher=DIR"
+        )
+    return {
+        "+trainer.v1.agentspec.teacher_path": str(Path(str(t["teacher"])).resolve()),
+        "+trainer.v1.agentspec.opd_task_weight": str(float(t.get("opd_task_weight", 0.0))),
+    }
 
 
 def cpu_overrides() -> dict[str, str]:

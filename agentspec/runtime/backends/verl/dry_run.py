@@ -2,8 +2,8 @@
 
 :func:`dry_run` compiles the target into ``RUN/target`` exactly as the run does
 (``builtin:tiny`` and the CPU critic checkpoint are built: verl's
-``validate_config`` reads the model's config), merges the same overrides, and returns a :class:`DryRun`: the worker
-environment, the standalone ``python -m verl.trainer.main_ppo`` command line
+``validate_config`` reads the model's config), merges the same overrides, and
+returns a :class:`DryRun`: the worker environment, the standalone ``python -m verl.trainer.main_ppo`` command line
 equivalent to the run, and verl's config composed in-process by Hydra from those
 overrides (what ``main_ppo --cfg job`` prints) and checked with verl's own
 ``validate_config``. Ray is not started.
@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from agentspec.runtime.backends.verl.launcher import (
+    VerlSetupError,
     _has_cuda,
     compose_config,
     prepare_run,
@@ -102,7 +103,10 @@ def dry_run(
     run = Path(out_dir).resolve()
     user = {k: str(v) for k, v in overrides.items()}
     cpu = user.get("trainer.device", "cpu" if not _has_cuda() else "cuda") == "cpu"
-    target, merged = prepare_run(spec_path, run, user, cpu=cpu)
+    try:
+        target, merged = prepare_run(spec_path, run, user, cpu=cpu)
+    except (ValueError, FileNotFoundError) as exc:
+        raise VerlSetupError(str(exc)) from exc
     env = worker_env(target, run, cpu=cpu)
     full = standalone_overrides(merged, cpu=cpu, ray_address=ray_address)
     config = compose_config(full)
