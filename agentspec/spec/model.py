@@ -268,7 +268,7 @@ class TrainingSpec(Section):
     algorithm: Algorithm = Field("steppo", description="Training algorithm.")
     model: str = Field(
         "builtin:tiny",
-        description="`builtin:tiny` or `builtin:small` (a model and tokenizer built on the machine from the task's text) or a local Hugging Face checkpoint directory.",
+        description="`builtin:tiny`, `builtin:small` or `builtin:300m` (a model and tokenizer built on the machine from the task's text; 300m is ~285M parameters, for a GPU) or a local Hugging Face checkpoint directory.",
     )
     teacher: str | None = Field(None, description="Teacher checkpoint for `opd`.")
     seed: int = Field(0, description="Random seed.")

@@ -262,6 +262,8 @@ def train_iteration(
         **losses,
         "perf/rollout_tokens_per_s": generated / max(rollout_seconds, 1e-9),
         "perf/tokens_per_s": (generated + processed) / max(elapsed, 1e-9),
+        # scoring + epochs of updates: the tokens the forward/backward passes processed
+        "perf/update_tokens_per_s": processed / max(elapsed - rollout_seconds, 1e-9),
         "perf/iteration_s": elapsed,
         "optim/policy_lr": policy_lr,
     }
