@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import secrets
 import signal
 import socket
 import subprocess
@@ -62,8 +63,15 @@ def _wait_for(port: int, head: subprocess.Popen[bytes], timeout: float = 120.0) 
 
 
 @pytest.fixture
-def ray_head(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
-    # Ray's socket paths must stay short: a short temp dir of its own
+def ray_head(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[tuple[str, Path]]:
+    # Ray 2.60 authenticates clients with a token; by default the one in ~/.ray, which
+    # other Ray users of this machine may replace: this cluster and its driver share
+    # a token of their own
+    monkeypatch.setenv("RAY_AUTH_MODE", "token")
+    monkeypatch.setenv("RAY_AUTH_TOKEN", secrets.token_hex(32))
+    monkeypatch.delenv("RAY_AUTH_TOKEN_PATH", raising=False)
     temp_dir = Path(tmp_path_factory.mktemp("ray", numbered=True))
     port = _free_port()
     ray = Path(sys.executable).parent / "ray"
