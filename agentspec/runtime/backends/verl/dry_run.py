@@ -16,11 +16,13 @@ when torch sees a GPU, else the CPU path.
 from __future__ import annotations
 
 import contextlib
+import os
 import shlex
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from agentspec.runtime.backends.verl.launcher import (
     VerlSetupError,
@@ -78,7 +80,7 @@ def standalone_overrides(
     if ray_address:
         out["+ray_kwargs.ray_init.address"] = ray_address
     elif cpu:
-        out["ray_kwargs.ray_init.num_cpus"] = "16"
+        out["ray_kwargs.ray_init.num_cpus"] = str(max(16, os.cpu_count() or 1))
         out["+ray_kwargs.ray_init.num_gpus"] = str(merged.get("trainer.n_gpus_per_node", "1"))
         out["+ray_kwargs.ray_init.include_dashboard"] = "False"
     return out
@@ -119,7 +121,7 @@ def dry_run(
     )
 
 
-def _validate(config: object) -> None:
+def _validate(config: Any) -> None:
     """verl's own config check, as ``main_ppo`` runs it before starting Ray."""
     from verl.trainer.ppo.utils import need_critic, need_reference_policy
     from verl.utils.config import validate_config

@@ -182,15 +182,7 @@ class AgentspecTrainer(PPOTrainerSync):
             t = proto.batch.get(name, None) if name in proto.batch else None
             return None if t is None else t[keep]
 
-        teacher = None
-        if token_ids is not None:
-            teacher = self._teacher().log_probs(
-                [token_ids[0][i] for i in keep],
-                [token_ids[1][i] for i in keep],
-                width=int(response_mask.shape[1]),
-            )
-            proto.batch["teacher_log_probs"] = torch.zeros_like(response_mask, dtype=torch.float32)
-            proto.batch["teacher_log_probs"][keep] = teacher
+        teacher = self._teacher_scores(token_ids, keep, proto)
         adv_cfg = self.advantage_config()
         inputs = {
             "token_level_rewards": proto.batch["token_level_rewards"][keep],
@@ -204,7 +196,7 @@ class AgentspecTrainer(PPOTrainerSync):
             "advantage_config": adv_cfg,
         }
         adv_keep, ret_keep = core_algos.get_adv_estimator_fn(algo.adv_estimator)(**inputs)
-        if teacher is not None:
+        if teacher is not None and algo.adv_estimator == "agentspec_opd":
             adv_keep = self._add_task_advantage(adv_keep, inputs, metrics)
         advantages = torch.zeros_like(response_mask, dtype=torch.float32)
         returns = torch.zeros_like(advantages)
@@ -243,6 +235,24 @@ class AgentspecTrainer(PPOTrainerSync):
                 float(self.config.actor_rollout_ref.rollout.temperature),
             )
         return self._teacher_scorer
+
+    def _teacher_scores(
+        self,
+        token_ids: tuple[list[torch.Tensor], list[torch.Tensor]] | None,
+        keep: list[int],
+        proto: DataProto,
+    ) -> torch.Tensor | None:
+        """OPD: the teacher's log-prob of every response token of the kept rows
+        (``(kept rows, T)``, also stored as ``teacher_log_probs`` for the dump)."""
+        if token_ids is None:
+            return None
+        mask = proto.batch["response_mask"]
+        scores = self._teacher().log_probs(
+            [token_ids[0][i] for i in keep], [token_ids[1][i] for i in keep], width=mask.shape[1]
+        )
+        proto.batch["teacher_log_probs"] = torch.zeros_like(mask, dtype=torch.float32)
+        proto.batch["teacher_log_probs"][keep] = scores
+        return scores
 
     def _add_task_advantage(
         self, opd: torch.Tensor, inputs: dict[str, Any], metrics: dict[str, Any]
