@@ -24,13 +24,13 @@ from agentspec.runtime.backends.verl.compile_target import build_verl_target
 pytestmark = pytest.mark.slow
 
 SETTINGS = {
-    "iterations": "6",
+    "iterations": "4",
     "prompts_per_iteration": "4",
     "group_size": "2",
     "minibatch_size": "8",
     "epochs": "1",
-    "eval_every": "6",
-    "checkpoint_every": "6",
+    "eval_every": "4",
+    "checkpoint_every": "4",
     "eval_samples": "4",
     "temperature": "1.0",
     "learning_rate": "0.002",
@@ -71,14 +71,14 @@ def test_opd_trains_on_verl_with_per_step_teacher_scores(tmp_path: Path) -> None
 
     records = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
     train = [r for r in records if "loss/policy" in r]
-    assert [r["iteration"] for r in train] == list(range(1, 7))
+    assert [r["iteration"] for r in train] == [1, 2, 3, 4]
     kl = [r["opd/reverse_kl"] for r in train]
     assert sum(kl[-2:]) / 2 < sum(kl[:2]) / 2, kl
 
     teacher, _ = load_checkpoint(teacher_dir)
     teacher.eval()
     dumps = sorted((run / "dump").glob("advantages_step*.pt"))
-    assert len(dumps) == 6
+    assert len(dumps) == 4
     for path in dumps[:2]:
         dump = torch.load(path, weights_only=False)
         mask = dump["response_mask"].bool()
