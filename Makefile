@@ -46,8 +46,8 @@ docs: venv
 	$(VENV)/bin/mkdocs build --strict
 
 lint: venv
-	$(VENV)/bin/ruff check agentspec tests benchmarks
-	$(VENV)/bin/ruff format --check agentspec tests benchmarks
+	$(VENV)/bin/ruff check agentspec tests benchmarks scripts
+	$(VENV)/bin/ruff format --check agentspec tests benchmarks scripts
 
 typecheck: venv
 	$(VENV)/bin/mypy

@@ -305,6 +305,13 @@ def train(
     ray_address: Annotated[
         str | None, typer.Option(help="verl: join this Ray cluster instead of starting one.")
     ] = None,
+    dry_run: Annotated[
+        bool,
+        typer.Option(
+            help="verl: print the main_ppo command line and the composed config, start nothing "
+            "(GPU overrides: --set trainer.device=cuda)."
+        ),
+    ] = False,
 ) -> None:
     """Train a policy on a spec (settings from its `training` section, overridable with --set)."""
     from agentspec.compiler.diagnostics import SpecError
@@ -333,7 +340,7 @@ def train(
     name = f"{module.SPEC_NAME}-{overrides.get('algorithm', module.TRAINING['algorithm'])}"
     run_dir = out or Path("runs") / name
     if chosen_backend == "verl":
-        from agentspec.runtime.backends.verl.launcher import train_verl
+        from agentspec.runtime.backends.verl.launcher import VerlSetupError, train_verl
 
         overrides.pop("backend", None)
         # Plain keys are training settings (checked here like the local backend's);
@@ -349,11 +356,44 @@ def train(
                 "local backend only; verl trains the model as it is",
                 err=True,
             )
-        path = train_verl(spec, run_dir, {k: str(v) for k, v in overrides.items()}, ray_address)
+        if resolved.algorithm == "opd" and resolved.opd_topk:
+            typer.echo(
+                f"note: training.opd_topk ({resolved.opd_topk}, the full-distribution loss) runs on "
+                "the local backend only; verl trains OPD on the sampled-token advantage",
+                err=True,
+            )
+        verl_overrides = {k: str(v) for k, v in overrides.items()}
+        if dry_run:
+            _verl_dry_run(spec, run_dir, verl_overrides, ray_address)
+            return
+        try:
+            path = train_verl(spec, run_dir, verl_overrides, ray_address)
+        except VerlSetupError as exc:
+            raise _fail(str(exc), code=2) from None
         typer.echo(f"run directory: {path}")
         return
+    if dry_run:
+        raise _fail("--dry-run shows a verl run: add --backend verl", code=2)
     iterations = int(str(overrides.get("iterations", module.TRAINING["iterations"])))
     _train_local(spec, run_dir, overrides, resume, iterations)
+
+
+def _verl_dry_run(
+    spec: Path, run_dir: Path, overrides: dict[str, str], ray_address: str | None
+) -> None:
+    from hydra.errors import HydraException
+    from omegaconf.errors import OmegaConfBaseException
+
+    from agentspec.runtime.backends.verl.dry_run import dry_run
+    from agentspec.runtime.backends.verl.launcher import VerlSetupError
+
+    try:
+        result = dry_run(spec, run_dir, overrides, ray_address)
+    except (HydraException, OmegaConfBaseException) as exc:
+        raise _fail(f"verl does not accept this configuration: {exc}", code=2) from None
+    except VerlSetupError as exc:
+        raise _fail(str(exc), code=2) from None
+    typer.echo(result.render(), nl=False)
 
 
 def _train_local(

@@ -274,7 +274,7 @@ class TrainingSpec(Section):
     algorithm: Algorithm = Field("steppo", description="Training algorithm.")
     model: str = Field(
         "builtin:tiny",
-        description="`builtin:tiny` or `builtin:small` (a model and tokenizer built on the machine from the task's text) or a local Hugging Face checkpoint directory.",
+        description="`builtin:tiny`, `builtin:small` or `builtin:300m` (a model and tokenizer built on the machine from the task's text; 300m is ~285M parameters, for a GPU) or a local Hugging Face checkpoint directory.",
     )
     teacher: str | None = Field(None, description="Teacher checkpoint for `opd`.")
     seed: int = Field(0, description="Random seed.")
@@ -351,6 +351,10 @@ class TrainingSpec(Section):
         0,
         ge=0,
         description="CPU threads torch may use (0: torch's default). 1 is fastest on a busy machine.",
+    )
+    device: Literal["auto", "cpu", "cuda"] = Field(
+        "auto",
+        description="Local backend: where the models run (auto: cuda when torch sees a GPU). On cuda, forward passes run in bfloat16 autocast where the GPU supports it; weights and optimiser stay float32.",
     )
     trace_samples: int = Field(16, ge=0, description="Trajectories saved per evaluation (traces/).")
 
