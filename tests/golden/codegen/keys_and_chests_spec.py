@@ -57,6 +57,7 @@ TRAINING = {
     "warm_start_samples": 1024,
     "checkpoint_every": 10,
     "torch_threads": 1,
+    "device": "auto",
     "trace_samples": 16,
     "kl_coef": 0.0,
     "entropy_coef": 0.0,
