@@ -6,11 +6,20 @@ the attribute is a factory called once with the config as keyword arguments
 names a function of agentspec's library (`agentspec.stdlib.library`).
 Nothing is imported until the first call, so compiling a spec never runs
 user code.
+
+User modules are found in the spec's own folder first (`bind_spec_dir` puts
+it at the front of `sys.path`, as Python does for a script's folder), then on
+`sys.path`: a spec's `unitlib.py` beside it works from any working directory,
+without PYTHONPATH. The same holds for every `module:attr` a spec names
+(functions, oracle hooks, environment adapters, custom context policies).
 """
 
 from __future__ import annotations
 
 import importlib
+import sys
+from pathlib import Path
+from types import ModuleType
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -19,6 +28,21 @@ Impl = tuple[str, Mapping[str, Any]]
 
 class FunctionLoadError(ImportError):
     """A declared function that cannot be imported or built."""
+
+
+def add_import_root(folder: str | Path) -> Path:
+    """Put a spec's folder at the front of `sys.path` (once) so its modules import."""
+    root = Path(folder).resolve()
+    if str(root) not in sys.path:
+        sys.path.insert(0, str(root))
+        importlib.invalidate_caches()
+    return root
+
+
+def bind_spec_dir(module: ModuleType, folder: str | Path) -> None:
+    """Tell a generated module where its spec lives: relative data paths and
+    user modules resolve against that folder from now on."""
+    module.SPEC_DIR = add_import_root(folder)
 
 
 def resolve(impl: str, config: Mapping[str, Any]) -> Callable[..., Any]:
