@@ -59,6 +59,13 @@ def validate(
         typer.Option("--format", "-f", help="text, json, or github (Actions annotations)."),
     ] = OutputFormat.text,
     strict: Annotated[bool, typer.Option(help="Treat warnings as errors.")] = False,
+    import_user_code: Annotated[
+        bool,
+        typer.Option(
+            "--import",
+            help="Also import the spec's own Python modules (functions, hooks, adapters) and check their signatures. Runs their import-time code.",
+        ),
+    ] = False,
 ) -> None:
     """Check specs without running anything. Exit 0 if valid, 1 if not, 2 on usage errors."""
     from agentspec.compiler.diagnostics import render_github, render_json, render_text
@@ -67,7 +74,7 @@ def validate(
     files = _expand(paths)
     if not files:
         raise typer.BadParameter("no .yaml or .yml files found", param_hint="PATH")
-    results = [check_file(f) for f in files]
+    results = [check_file(f, import_user_code=import_user_code) for f in files]
     failed = [r for r in results if not r.ok or (strict and r.warnings)]
     diagnostics = [d for r in results for d in r.diagnostics]
     if output_format is OutputFormat.json:

@@ -24,7 +24,7 @@ from agentspec.spec.source import SourceFile
 from agentspec.spec.yaml_loader import Path, SourceMap, load_yaml
 
 # Keys people put in the wrong section (often following older examples).
-_RELOCATED = {
+_RELOCATED: dict[Path, str] = {
     ("success",): "episode.success",
     ("max_steps",): "episode.max_steps",
     ("tool_format",): "episode.tool_format",
@@ -139,7 +139,7 @@ def _one_diagnostic(
         key = str(path[-1])
         allowed = _allowed_keys(path[:-1])
         hint = None
-        elsewhere = _RELOCATED.get(path) or _other_section(path)
+        elsewhere = _RELOCATED.get(path[:1]) if len(path) == 1 else _other_section(path)
         if elsewhere is not None:
             hint = f"this key belongs in another section: did you mean `{elsewhere}`?"
         else:

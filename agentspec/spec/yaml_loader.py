@@ -257,13 +257,15 @@ def _odd_indentation(source: SourceFile) -> Diagnostic | None:
 
 
 def _reader_diagnostic(source: SourceFile, exc: yaml.reader.ReaderError) -> Diagnostic:
-    character = exc.character if isinstance(exc.character, int) else ord(str(exc.character)[:1] or "?")
+    character = (
+        exc.character if isinstance(exc.character, int) else ord(str(exc.character)[:1] or "?")
+    )
     position = exc.position if isinstance(exc.position, int) else 0
     return Diagnostic(
         "E101",
         f"the file contains the control character U+{character:04X}, which YAML does not allow",
         source.span(position, position + 1),
-        hint="delete it; inside a double-quoted string it can be written as an escape, e.g. \"\\x07\"",
+        hint='delete it; inside a double-quoted string it can be written as an escape, e.g. "\\x07"',
     )
 
 
@@ -282,7 +284,7 @@ def _missing_space_after_colon(source: SourceFile, exc: yaml.MarkedYAMLError) ->
         "E101",
         f"YAML syntax error: no space after the colon of '{key}'",
         source.span(colon, colon + 1),
-        hint=f"YAML needs a space after a key's colon: `{key}: {line[match.end():].strip()}`",
+        hint=f"YAML needs a space after a key's colon: `{key}: {line[match.end() :].strip()}`",
     )
 
 

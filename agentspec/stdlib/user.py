@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import importlib
 import sys
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import ModuleType
-from collections.abc import Callable, Mapping
 from typing import Any
 
 Impl = tuple[str, Mapping[str, Any]]
@@ -42,7 +42,7 @@ def add_import_root(folder: str | Path) -> Path:
 def bind_spec_dir(module: ModuleType, folder: str | Path) -> None:
     """Tell a generated module where its spec lives: relative data paths and
     user modules resolve against that folder from now on."""
-    module.SPEC_DIR = add_import_root(folder)
+    setattr(module, "SPEC_DIR", add_import_root(folder))  # noqa: B010 (a generated module's global)
 
 
 def resolve(impl: str, config: Mapping[str, Any]) -> Callable[..., Any]:
@@ -72,16 +72,26 @@ def resolve(impl: str, config: Mapping[str, Any]) -> Callable[..., Any]:
 
 
 class UserFunctions:
-    """Attribute access to a spec's functions: `user.search(query, 3)`."""
+    """Attribute access to a spec's functions: `user.search(query, 3)`.
 
-    def __init__(self, declared: Mapping[str, Impl]):
+    `spec_dir` returns the spec's folder (the generated module's `SPEC_DIR`,
+    read at first call): relative file paths in a `config` resolve against it.
+    """
+
+    def __init__(
+        self, declared: Mapping[str, Impl], spec_dir: Callable[[], Path | None] | None = None
+    ):
         self._declared = dict(declared)
+        self._spec_dir = spec_dir
         self._loaded: dict[str, Callable[..., Any]] = {}
 
     def __getattr__(self, name: str) -> Callable[..., Any]:
         if name.startswith("_") or name not in self._declared:
             raise AttributeError(name)
         if name not in self._loaded:
+            from agentspec.stdlib.data import resolve_config_paths
+
             impl, config = self._declared[name]
-            self._loaded[name] = resolve(impl, config)
+            base = self._spec_dir() if self._spec_dir is not None else None
+            self._loaded[name] = resolve(impl, resolve_config_paths(dict(config), base))
         return self._loaded[name]

@@ -73,7 +73,8 @@ TRAINING = {
 user = UserFunctions(
     {
         "numeric_match": ("stdlib:numeric_match", {}),
-    }
+    },
+    spec_dir=lambda: SPEC_DIR,
 )
 
 

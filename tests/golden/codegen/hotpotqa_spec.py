@@ -81,7 +81,8 @@ user = UserFunctions(
                 "render": "{title}: {text}",
             },
         ),
-    }
+    },
+    spec_dir=lambda: SPEC_DIR,
 )
 
 

@@ -82,7 +82,8 @@ user = UserFunctions(
         ),
         "f1_at_all": ("stdlib:f1_at_all", {}),
         "recall": ("stdlib:recall", {}),
-    }
+    },
+    spec_dir=lambda: SPEC_DIR,
 )
 
 

@@ -88,7 +88,8 @@ user = UserFunctions(
             "stdlib:webshop_reward",
             {"products": "${AGENTSPEC_DATA}/webshop/products_1k.jsonl"},
         ),
-    }
+    },
+    spec_dir=lambda: SPEC_DIR,
 )
 
 

@@ -25,9 +25,9 @@ from types import ModuleType
 from typing import Any
 
 from agentspec.compiler.codegen import compile_spec, import_file, write_compiled
-from agentspec.stdlib.user import bind_spec_dir
 from agentspec.compiler.frontend import load_checked
 from agentspec.runtime.algorithms.presets import ALGORITHMS, clip_range
+from agentspec.stdlib.user import bind_spec_dir
 
 __all__ = [
     "VerlTarget",

@@ -1,0 +1,149 @@
+"""Deep checks beyond the invalid corpus: user modules found from the spec's
+folder, `validate --import`, user generators, oracle values, registry metadata."""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from agentspec.compiler.frontend import FrontendResult, check_file
+
+HEAD = """\
+agentspec: 1
+name: units
+data: {source: jsonl:rows.jsonl, fields: {value: float, unit: str}}
+prompt: {user: "Convert {{ sample.value }} {{ sample.unit }}"}
+"""
+
+MODULE = """\
+def convert(value, unit):
+    return value * 2
+
+
+def make_convert(factor):
+    return lambda value, unit: value * factor
+"""
+
+
+def write(folder: Path, body: str, module: str | None = MODULE, name: str = "spec.yaml") -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "rows.jsonl").write_text('{"value": 1.5, "unit": "km"}\n', encoding="utf-8")
+    if module is not None:
+        (folder / f"unitlib_{folder.name}.py").write_text(module, encoding="utf-8")
+    path = folder / name
+    path.write_text(HEAD + textwrap.dedent(body).replace("MOD", f"unitlib_{folder.name}"))
+    return path
+
+
+def codes(result: FrontendResult) -> list[str]:
+    return [d.code for d in result.diagnostics]
+
+
+TOOL = """
+tools:
+  convert:
+    description: Convert.
+    parameters: {value: {type: number}, unit: {type: string}}
+    returns: conv(args.value, args.unit)
+"""
+
+
+def test_user_module_beside_the_spec_is_found_without_importing_it(tmp_path: Path) -> None:
+    path = write(
+        tmp_path / "a", "functions:\n  conv: {impl: 'MOD:convert', params: [float, str]}\n" + TOOL
+    )
+    assert codes(check_file(path)) == []
+    assert "unitlib_a" not in sys.modules  # found, not run
+
+
+def test_import_flag_checks_the_signature(tmp_path: Path) -> None:
+    body = "functions:\n  conv: {impl: 'MOD:convert', params: [float, str, str]}\n" + TOOL.replace(
+        "conv(args.value, args.unit)", "conv(args.value, args.unit, args.unit)"
+    )
+    path = write(tmp_path / "b", body)
+    assert codes(check_file(path)) == []
+    result = check_file(path, import_user_code=True)
+    assert codes(result) == ["E903"]
+    assert result.diagnostics[0].span is not None and result.diagnostics[0].span.line == 6
+
+
+def test_import_flag_checks_factory_config_and_attributes(tmp_path: Path) -> None:
+    body = (
+        "functions:\n"
+        "  conv: {impl: 'MOD:make_convert', params: [float, str], config: {scale: 2}}\n"
+        "  other: {impl: 'MOD:convrt', params: [float, str]}\n"
+        + TOOL.replace(
+            "conv(args.value, args.unit)", "conv(args.value, args.unit) + other(1.0, 'x')"
+        )
+    )
+    result = check_file(write(tmp_path / "c", body), import_user_code=True)
+    assert codes(result) == ["E902", "E904"]
+    assert result.diagnostics[1].hint is not None and "convert" in result.diagnostics[1].hint
+
+
+def test_module_that_raises_on_import_is_a_located_error(tmp_path: Path) -> None:
+    body = "functions:\n  conv: {impl: 'MOD:convert', params: [float, str]}\n" + TOOL
+    path = write(tmp_path / "d", body, module="raise RuntimeError('no licence')\n")
+    result = check_file(path, import_user_code=True)
+    assert codes(result) == ["E904"]
+    assert "no licence" in result.diagnostics[0].message
+
+
+def test_user_generator_in_the_spec_folder(tmp_path: Path) -> None:
+    folder = tmp_path / "e"
+    module = "def rows(*, split='train'):\n    yield {'value': 1.0, 'unit': 'm'}\n"
+    path = write(folder, "rewards:\n  r: {on: final, value: 1.0}\n", module=module)
+    text = path.read_text().replace("jsonl:rows.jsonl", "generator:unitlib_e:rows")
+    path.write_text(text)
+    assert codes(check_file(path)) == []
+    path.write_text(text.replace("generator:unitlib_e:rows", "generator:nowhere_mod:rows"))
+    assert codes(check_file(path)) == ["E904"]
+
+
+def test_oracle_argument_values_are_checked_against_the_first_row(tmp_path: Path) -> None:
+    body = """
+    tools:
+      pick:
+        description: Pick a unit.
+        parameters: {unit: {type: string, enum: [m, cm]}}
+    episode: {tool_format: bracket}
+    rewards:
+      r: {on: final, value: 1.0}
+    oracle:
+      - "pick[{{ sample.unit }}]"
+    """
+    result = check_file(write(tmp_path / "f", body, module=None))
+    assert codes(result) == ["E910"] and "'km' is not one of" in result.diagnostics[0].message
+
+
+def test_generator_fields_metadata_matches_the_rows() -> None:
+    from agentspec.stdlib.data import _GENERATORS, GENERATOR_FIELDS, available_generators
+
+    available_generators()
+    assert set(GENERATOR_FIELDS) == set(_GENERATORS)
+    for name in ("arithmetic", "keys_and_doors"):
+        row = next(iter(_GENERATORS[name](split="train")))
+        assert sorted(row) == sorted(GENERATOR_FIELDS[name])
+
+
+def test_data_generator_fields_match_real_rows() -> None:
+    from agentspec.stdlib.data import _GENERATORS, GENERATOR_FIELDS, data_root
+
+    if not (data_root() / "webshop").is_dir():
+        pytest.skip("no shared data")
+    rows = {
+        "webshop_goals": next(iter(_GENERATORS["webshop_goals"](split="train"))),
+        "csfcube": next(iter(_GENERATORS["csfcube"](split="all"))),
+    }
+    for name, row in rows.items():
+        assert sorted(row) == sorted(GENERATOR_FIELDS[name])
+
+
+def test_every_stdlib_function_has_a_signature() -> None:
+    from agentspec.stdlib.library import SIGNATURES, load_library
+
+    library = load_library()
+    assert set(SIGNATURES) == set(library)
