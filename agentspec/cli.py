@@ -98,6 +98,36 @@ def validate(
     raise typer.Exit(1 if failed else 0)
 
 
+@app.command(name="test")
+def test_command(
+    paths: Annotated[list[str], typer.Argument(help="Spec files, directories or globs.")],
+    output_format: Annotated[
+        OutputFormat,
+        typer.Option("--format", "-f", help="text, or github (Actions annotations)."),
+    ] = OutputFormat.text,
+    oracle_samples: Annotated[
+        int | None,
+        typer.Option(
+            min=1,
+            help="Samples the oracle gate plays (the first N of the data; default: the spec's tests.oracle.samples).",
+        ),
+    ] = None,
+    oracle: Annotated[bool, typer.Option(help="Run the oracle gate.")] = True,
+    seed: Annotated[int, typer.Option(help="Seed of the random policy.")] = 0,
+) -> None:
+    """Run each spec's scripted episodes (`tests:`) and its oracle gate. Exit 0 if all pass, 1 if not."""
+    from agentspec.runtime.spec_tests import report_results, run_spec_tests
+
+    files = _expand(paths)
+    if not files:
+        raise typer.BadParameter("no .yaml or .yml files found", param_hint="PATH")
+    outcomes = [
+        run_spec_tests(f, oracle_samples=oracle_samples, seed=seed, gate=oracle) for f in files
+    ]
+    ok = report_results(outcomes, github=output_format is OutputFormat.github, echo=typer.echo)
+    raise typer.Exit(0 if ok else 1)
+
+
 @app.command()
 def schema(
     output: Annotated[
