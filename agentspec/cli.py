@@ -253,12 +253,16 @@ def run(
         else rng.sample(samples, episodes)
     )
     task_tokenizer = None
+    tokenizer_source: Path | None = Path(tokenizer) if tokenizer else None
     if policy == "oracle" or policy.split(":")[0] in ("random", "scripted"):
         from agentspec.compiler.codegen import cache_dir, cache_key
         from agentspec.runtime.task_text import task_bpe_tokenizer as build_task_tokenizer
 
         directory = cache_dir() / cache_key(spec)[:16] / "tokenizer"
         task_tokenizer = build_task_tokenizer(module, samples[:2000], directory)
+        tokenizer_source = directory
+    elif policy.startswith("hf:"):
+        tokenizer_source = Path(policy.removeprefix("hf:"))
     with Progress(console=console, transient=True) as progress:
         task = progress.add_task(f"{module.SPEC_NAME}: {policy}", total=len(chosen))
         try:
@@ -283,7 +287,21 @@ def run(
     out_dir = out or Path("runs") / f"{module.SPEC_NAME}-{policy.split(':')[0]}"
     out_dir.mkdir(parents=True, exist_ok=True)
     write_jsonl(out_dir / "trajectories.jsonl", trajectories)
+    _keep_tokenizer(tokenizer_source, out_dir / "tokenizer")
     typer.echo(f"trajectories: {out_dir / 'trajectories.jsonl'}")
+
+
+def _keep_tokenizer(source: Path | None, target: Path) -> None:
+    """Copy the rollout's tokenizer beside the trajectories, so that `agentspec view`
+    shows every prompt and response as the exact text the policy saw (not ids)."""
+    import shutil
+
+    if source is None or not (source / "tokenizer.json").is_file():
+        return
+    target.mkdir(parents=True, exist_ok=True)
+    for name in ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"):
+        if (source / name).is_file():
+            shutil.copyfile(source / name, target / name)
 
 
 @app.command()
