@@ -503,6 +503,7 @@ def deep_check(
 ) -> list[Diagnostic]:
     """Every deep finding of one checked spec (see the module docstring)."""
     from agentspec.compiler.oracle_check import check_oracle
+    from agentspec.compiler.tests_check import check_tests
 
     found = DeepChecker(checked, spec_dir, import_user_code).run()
-    return found + check_oracle(checked, spec_dir)
+    return found + check_oracle(checked, spec_dir) + check_tests(checked)
