@@ -147,3 +147,37 @@ def test_every_stdlib_function_has_a_signature() -> None:
 
     library = load_library()
     assert set(SIGNATURES) == set(library)
+
+
+def test_bracket_oracle_calling_an_unknown_tool(tmp_path: Path) -> None:
+    body = """
+    tools:
+      pick:
+        description: Pick a unit.
+        parameters: {unit: {type: string}}
+    episode: {tool_format: bracket}
+    rewards:
+      r: {on: final, value: 1.0}
+    oracle:
+      - "pik[{{ sample.unit }}]"
+    """
+    result = check_file(write(tmp_path / "g", body, module=None))
+    assert codes(result) == ["E909"]
+    assert result.diagnostics[0].hint == "did you mean 'pick'?"
+    span = result.diagnostics[0].span
+    assert span is not None and (span.line, span.end_column - span.column) == (14, 3)
+
+
+def test_missing_corpus_of_a_stdlib_function_is_a_warning(tmp_path: Path) -> None:
+    body = (
+        "functions:\n"
+        "  search: {impl: 'stdlib:bm25', params: [str], returns: str, config: {corpus: wiki/corpus.jsonl}}\n"
+        "tools:\n  look:\n    description: Look.\n    parameters: {q: {type: string}}\n"
+        "    returns: search(args.q)\n"
+    )
+    result = check_file(write(tmp_path / "h", body, module=None))
+    assert codes(result) == ["W901"]
+    assert "wiki/corpus.jsonl" in result.diagnostics[0].message
+    (tmp_path / "h" / "wiki").mkdir()
+    (tmp_path / "h" / "wiki" / "corpus.jsonl").write_text('{"title": "a", "text": "b"}\n')
+    assert codes(check_file(tmp_path / "h" / "spec.yaml")) == []
