@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import functools
 import importlib
 import importlib.util
 import inspect
@@ -430,12 +431,20 @@ def _calls(node: Any) -> Iterator[ast.Call]:
     """Every call inside an AST (any node type, present or future)."""
     if isinstance(node, ast.Call):
         yield node
-    if dataclasses.is_dataclass(node):
-        for field in dataclasses.fields(node):
-            yield from _calls(getattr(node, field.name))
+    if isinstance(node, ast.Node):
+        for name in _child_fields(type(node)):
+            yield from _calls(getattr(node, name))
     elif isinstance(node, (tuple, list)):
         for item in node:
             yield from _calls(item)
+
+
+@functools.cache
+def _child_fields(kind: type) -> tuple[str, ...]:
+    """The fields of an AST node class that can hold nodes (not positions or names)."""
+    return tuple(
+        f.name for f in dataclasses.fields(kind) if f.name not in ("start", "end", "func_end")
+    )
 
 
 def _first_row_fields(path: FsPath) -> list[str] | None:

@@ -14,6 +14,7 @@ rendering depends on real values); with a real row, it is.
 
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import dataclass, field
 from pathlib import Path as FsPath
@@ -55,6 +56,15 @@ def placeholder(typ: Type) -> Any:
     return values.get(inner, "x")  # str, any: "x"
 
 
+@functools.cache
+def _sandbox() -> Any:
+    """The runtime's template environment (sandboxed, undefined names are errors)."""
+    from jinja2 import StrictUndefined
+    from jinja2.sandbox import SandboxedEnvironment
+
+    return SandboxedEnvironment(undefined=StrictUndefined, keep_trailing_newline=True)
+
+
 def _object_schema(tool: ToolSpec) -> dict[str, Any]:
     required = list(tool.parameters) if tool.required is None else list(tool.required)
     return {"type": "object", "properties": dict(tool.parameters), "required": required}
@@ -89,13 +99,10 @@ class _OracleChecker:
                 )
 
     def _turns(self, templates: list[str]) -> None:
-        from jinja2 import StrictUndefined
-        from jinja2.sandbox import SandboxedEnvironment
-
         from agentspec.runtime.formats import get_format
 
         sample, real = self._sample()
-        env = SandboxedEnvironment(undefined=StrictUndefined, keep_trailing_newline=True)
+        env = _sandbox()
         fmt = get_format(self.spec.episode.tool_format)
         tools = {name: _ToolView(_object_schema(tool)) for name, tool in self.spec.tools.items()}
         for i, template in enumerate(templates):

@@ -23,7 +23,9 @@ def check_tests(checked: CheckedSpec) -> list[Diagnostic]:
     def unknown(code: str, what: str, name: str, path: Path, known: Iterable[str]) -> None:
         options = sorted(known)
         close = difflib.get_close_matches(name, options, n=1, cutoff=0.6)
-        hint = f"did you mean '{close[0]}'?" if close else "known: " + (", ".join(options) or "none")
+        hint = (
+            f"did you mean '{close[0]}'?" if close else "known: " + (", ".join(options) or "none")
+        )
         found.append(Diagnostic(code, f"unknown {what} '{name}'", source_map.key_span(path), hint))
 
     for i, test in enumerate(spec.tests.episodes):
@@ -31,7 +33,9 @@ def check_tests(checked: CheckedSpec) -> list[Diagnostic]:
         expect = test.expect
         for name in expect.state or {}:
             if name not in spec.state:
-                unknown("E402", "state variable", name, (*base, "expect", "state", name), spec.state)
+                unknown(
+                    "E402", "state variable", name, (*base, "expect", "state", name), spec.state
+                )
         for name in expect.rewards or {}:
             if name not in spec.rewards:
                 path = (*base, "expect", "rewards", name)
