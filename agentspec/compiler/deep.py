@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
-import functools
 import importlib
 import importlib.util
 import inspect
@@ -252,8 +251,11 @@ class DeepChecker:
         `sys.path`. Only the top-level name is looked up, which runs no code."""
         top = module_name.split(".")[0]
         for candidate in (self.spec_dir / f"{top}.py", self.spec_dir / top):
-            if candidate.exists():
-                return str(candidate)
+            try:
+                if candidate.exists():
+                    return str(candidate)
+            except (OSError, ValueError):
+                return None
         try:
             found = importlib.util.find_spec(top)
         except (ImportError, ValueError):
@@ -306,7 +308,7 @@ class DeepChecker:
         path = resolve_path(location, self.spec_dir)
         if not self._reachable(location, ("data", "source")):
             return
-        if path.is_dir():
+        if _is_dir(path):
             files = sorted(path.glob(f"{data.split}*.jsonl")) or sorted(path.glob("*.jsonl"))
             if not files:
                 return
@@ -379,8 +381,11 @@ class DeepChecker:
         from agentspec.stdlib.data import DATA_ENV, resolve_path
 
         resolved = resolve_path(raw, self.spec_dir)
-        if resolved.exists():
-            return True
+        try:
+            if resolved.exists():
+                return True
+        except (OSError, ValueError):  # e.g. a NUL byte or a name too long for the file system
+            pass
         if DATA_ENV in raw:
             hint = (
                 f"set ${DATA_ENV} to the data folder (default: ../shared/data beside the checkout)"
@@ -439,24 +444,55 @@ def _calls(node: Any) -> Iterator[ast.Call]:
             yield from _calls(item)
 
 
-@functools.cache
+_CHILD_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
 def _child_fields(kind: type) -> tuple[str, ...]:
-    """The fields of an AST node class that can hold nodes (not positions or names)."""
-    return tuple(
-        f.name for f in dataclasses.fields(kind) if f.name not in ("start", "end", "func_end")
-    )
+    """The fields of an AST node class that can hold nodes (not positions), cached."""
+    if kind not in _CHILD_FIELDS:
+        names = (f.name for f in dataclasses.fields(kind))
+        _CHILD_FIELDS[kind] = tuple(n for n in names if n not in ("start", "end", "func_end"))
+    return _CHILD_FIELDS[kind]
+
+
+def _is_dir(path: FsPath) -> bool:
+    try:
+        return path.is_dir()
+    except (OSError, ValueError):
+        return False
+
+
+# The most of a data file validate reads: its first rows, never a whole file.
+FIRST_ROW_BYTES = 1 << 20
+
+
+def first_jsonl_row(path: FsPath) -> dict[str, Any] | None:
+    """The first object of a JSONL file, reading at most `FIRST_ROW_BYTES`
+    (None when there is none, or it is longer, or the file cannot be read)."""
+    try:
+        with path.open(encoding="utf-8", errors="replace") as handle:
+            budget = FIRST_ROW_BYTES
+            while budget > 0:
+                line = handle.readline(budget)
+                if not line:
+                    return None
+                budget -= len(line)
+                if line.strip():
+                    if not line.endswith("\n") and budget <= 0:
+                        return None  # the row is longer than the budget
+                    row = json.loads(line)
+                    return row if isinstance(row, dict) else None
+    except (OSError, ValueError, RecursionError):
+        return None
+    return None
 
 
 def _first_row_fields(path: FsPath) -> list[str] | None:
     """Column names of a data file's first row (None when they cannot be read cheaply)."""
     try:
         if path.suffix == ".jsonl":
-            with path.open(encoding="utf-8") as handle:
-                for line in handle:
-                    if line.strip():
-                        row = json.loads(line)
-                        return list(row) if isinstance(row, dict) else None
-            return None
+            row = first_jsonl_row(path)
+            return None if row is None else list(row)
         if path.suffix == ".parquet":
             import pyarrow.parquet as pq
 

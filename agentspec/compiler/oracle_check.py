@@ -15,7 +15,6 @@ rendering depends on real values); with a real row, it is.
 from __future__ import annotations
 
 import functools
-import json
 from dataclasses import dataclass, field
 from pathlib import Path as FsPath
 from typing import Any, cast
@@ -65,6 +64,17 @@ def _sandbox() -> Any:
     return SandboxedEnvironment(undefined=StrictUndefined, keep_trailing_newline=True)
 
 
+def _bounded(tree: Any) -> bool:
+    """Whether rendering a template surely stays small: no loop inside a loop, no
+    macros (recursion), no `*` or `**` (a string repeated a billion times). The
+    sandbox already caps `range` at 100,000; validate must not be exhausted."""
+    from jinja2 import nodes
+
+    if any(True for _ in tree.find_all((nodes.Macro, nodes.CallBlock, nodes.Mul, nodes.Pow))):
+        return False
+    return not any(True for loop in tree.find_all(nodes.For) for _ in loop.find_all(nodes.For))
+
+
 def _object_schema(tool: ToolSpec) -> dict[str, Any]:
     required = list(tool.parameters) if tool.required is None else list(tool.required)
     return {"type": "object", "properties": dict(tool.parameters), "required": required}
@@ -107,8 +117,16 @@ class _OracleChecker:
         tools = {name: _ToolView(_object_schema(tool)) for name, tool in self.spec.tools.items()}
         for i, template in enumerate(templates):
             try:
-                text = env.from_string(template).render(sample=sample)
-            except Exception as exc:  # template errors are the checker's (E6xx) unless data is real
+                tree = env.parse(template)
+            except Exception:  # a syntax error: the checker reports it (E601)
+                continue
+            if not _bounded(tree):
+                continue  # rendering could take unbounded time or memory: not at validate time
+            try:
+                text = env.from_string(tree).render(sample=sample)
+            except (
+                Exception
+            ) as exc:  # undefined names etc. are the checker's (E6xx) unless data is real
                 if real:
                     self._report(
                         "E911",
@@ -193,18 +211,10 @@ class _OracleChecker:
         kind, _, location = data.source.partition(":")
         if kind != "jsonl":
             return None
+        from agentspec.compiler.deep import first_jsonl_row
         from agentspec.stdlib.data import resolve_path
 
-        path = resolve_path(location, self.spec_dir)
-        try:
-            with path.open(encoding="utf-8") as handle:
-                for line in handle:
-                    if line.strip():
-                        row = json.loads(line)
-                        return row if isinstance(row, dict) else None
-        except (OSError, ValueError):
-            return None
-        return None
+        return first_jsonl_row(resolve_path(location, self.spec_dir))
 
     def _report(
         self, code: str, turn: int, message: str, hint: str | None = None, word: str | None = None

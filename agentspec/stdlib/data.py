@@ -99,7 +99,11 @@ def resolve_config_paths(config: dict[str, Any], base_dir: Path | None) -> dict[
     for key, value in config.items():
         if isinstance(value, str) and value and not value.startswith(("$", "/", "~")):
             candidate = base_dir / value
-            if ("/" in value or "." in value) and candidate.exists():
+            try:
+                exists = ("/" in value or "." in value) and candidate.exists()
+            except (OSError, ValueError):  # not a path after all
+                exists = False
+            if exists:
                 resolved[key] = str(candidate)
     return resolved
 

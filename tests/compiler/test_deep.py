@@ -181,3 +181,36 @@ def test_missing_corpus_of_a_stdlib_function_is_a_warning(tmp_path: Path) -> Non
     (tmp_path / "h" / "wiki").mkdir()
     (tmp_path / "h" / "wiki" / "corpus.jsonl").write_text('{"title": "a", "text": "b"}\n')
     assert codes(check_file(tmp_path / "h" / "spec.yaml")) == []
+
+
+def test_oracle_templates_that_could_explode_are_not_rendered(tmp_path: Path) -> None:
+    # Nested loops over the sandbox's largest range, and a string repeated 10**9
+    # times: validate must neither hang nor exhaust memory.
+    body = """
+    tools:
+      pick:
+        description: Pick a unit.
+        parameters: {unit: {type: string}}
+    episode: {tool_format: bracket}
+    rewards:
+      r: {on: final, value: 1.0}
+    oracle:
+      - "{% for a in range(100000) %}{% for b in range(100000) %}x{% endfor %}{% endfor %}"
+      - "{{ 'x' * 1000000000 }}"
+      - "{% macro f(n) %}{{ f(n) }}{{ f(n) }}{% endmacro %}{{ f(1) }}"
+      - "pick[{{ sample.unit }}]"
+    """
+    result = check_file(write(tmp_path / "i", body, module=None))
+    assert codes(result) == []
+
+
+def test_first_row_reading_is_bounded(tmp_path: Path) -> None:
+    from agentspec.compiler.deep import FIRST_ROW_BYTES, first_jsonl_row
+
+    path = tmp_path / "big.jsonl"
+    path.write_text('{"q": "' + "x" * (2 * FIRST_ROW_BYTES) + '"}\n{"q": "y"}\n')
+    assert first_jsonl_row(path) is None
+    path.write_text('\n\n{"q": "y", "n": 1}\n' + "z" * (2 * FIRST_ROW_BYTES))
+    assert first_jsonl_row(path) == {"q": "y", "n": 1}
+    path.write_text("[1, 2]\n")
+    assert first_jsonl_row(path) is None
