@@ -355,6 +355,8 @@ def run_spec_tests(
         runner = SpecTestRunner(path, oracle_samples, seed)
     except SpecError as exc:
         return [], exc
+    except Exception as exc:  # e.g. data that cannot be loaded: one failed case, not a crash
+        return [CaseResult(str(path), "load", [Failure(f"{type(exc).__name__}: {exc}")])], None
     results: list[CaseResult] = []
     for index, test in enumerate(runner.spec.tests.episodes):
         start = time.perf_counter()
