@@ -211,7 +211,7 @@ class _OracleChecker:
         kind, _, location = data.source.partition(":")
         if kind != "jsonl":
             return None
-        from agentspec.compiler.deep import first_jsonl_row
+        from agentspec.compiler.data_check import first_jsonl_row
         from agentspec.stdlib.data import resolve_path
 
         return first_jsonl_row(resolve_path(location, self.spec_dir))

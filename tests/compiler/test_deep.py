@@ -205,7 +205,7 @@ def test_oracle_templates_that_could_explode_are_not_rendered(tmp_path: Path) ->
 
 
 def test_first_row_reading_is_bounded(tmp_path: Path) -> None:
-    from agentspec.compiler.deep import FIRST_ROW_BYTES, first_jsonl_row
+    from agentspec.compiler.data_check import FIRST_ROW_BYTES, first_jsonl_row
 
     path = tmp_path / "big.jsonl"
     path.write_text('{"q": "' + "x" * (2 * FIRST_ROW_BYTES) + '"}\n{"q": "y"}\n')
