@@ -43,6 +43,8 @@ chromium:
 docs: venv
 	$(PY) docs/gen_reference.py
 	$(PY) docs/gen_recipes.py
+	$(PY) docs/gen_library.py
+	$(PY) docs/gen_errors.py
 	$(VENV)/bin/mkdocs build --strict
 
 lint: venv

@@ -67,6 +67,13 @@ def validate(
             " (functions, adapter, oracle hook, custom context): code outside the sandbox.",
         ),
     ] = False,
+    import_user_code: Annotated[
+        bool,
+        typer.Option(
+            "--import",
+            help="Also import the spec's own Python modules (functions, hooks, adapters) and check their signatures. Runs their import-time code.",
+        ),
+    ] = False,
 ) -> None:
     """Check specs without running anything. Exit 0 if valid, 1 if not, 2 on usage errors."""
     import json
@@ -78,7 +85,7 @@ def validate(
     files = _expand(paths)
     if not files:
         raise typer.BadParameter("no .yaml or .yml files found", param_hint="PATH")
-    results = [check_file(f) for f in files]
+    results = [check_file(f, import_user_code=import_user_code) for f in files]
     failed = [r for r in results if not r.ok or (strict and r.warnings)]
     diagnostics = [d for r in results for d in r.diagnostics]
     found = [
@@ -122,6 +129,36 @@ def validate(
         )
         typer.echo(summary, err=True)
     raise typer.Exit(1 if failed else 0)
+
+
+@app.command(name="test")
+def test_command(
+    paths: Annotated[list[str], typer.Argument(help="Spec files, directories or globs.")],
+    output_format: Annotated[
+        OutputFormat,
+        typer.Option("--format", "-f", help="text, or github (Actions annotations)."),
+    ] = OutputFormat.text,
+    oracle_samples: Annotated[
+        int | None,
+        typer.Option(
+            min=1,
+            help="Samples the oracle gate plays (the first N of the data; default: the spec's tests.oracle.samples).",
+        ),
+    ] = None,
+    oracle: Annotated[bool, typer.Option(help="Run the oracle gate.")] = True,
+    seed: Annotated[int, typer.Option(help="Seed of the random policy.")] = 0,
+) -> None:
+    """Run each spec's scripted episodes (`tests:`) and its oracle gate. Exit 0 if all pass, 1 if not."""
+    from agentspec.runtime.spec_tests import report_results, run_spec_tests
+
+    files = _expand(paths)
+    if not files:
+        raise typer.BadParameter("no .yaml or .yml files found", param_hint="PATH")
+    outcomes = [
+        run_spec_tests(f, oracle_samples=oracle_samples, seed=seed, gate=oracle) for f in files
+    ]
+    ok = report_results(outcomes, github=output_format is OutputFormat.github, echo=typer.echo)
+    raise typer.Exit(0 if ok else 1)
 
 
 @app.command()
@@ -249,12 +286,16 @@ def run(
         else rng.sample(samples, episodes)
     )
     task_tokenizer = None
+    tokenizer_source: Path | None = Path(tokenizer) if tokenizer else None
     if policy == "oracle" or policy.split(":")[0] in ("random", "scripted"):
         from agentspec.compiler.codegen import cache_dir, cache_key
         from agentspec.runtime.task_text import task_bpe_tokenizer as build_task_tokenizer
 
         directory = cache_dir() / cache_key(spec)[:16] / "tokenizer"
         task_tokenizer = build_task_tokenizer(module, samples[:2000], directory)
+        tokenizer_source = directory
+    elif policy.startswith("hf:"):
+        tokenizer_source = Path(policy.removeprefix("hf:"))
     with Progress(console=console, transient=True) as progress:
         task = progress.add_task(f"{module.SPEC_NAME}: {policy}", total=len(chosen))
         try:
@@ -279,7 +320,21 @@ def run(
     out_dir = out or Path("runs") / f"{module.SPEC_NAME}-{policy.split(':')[0]}"
     out_dir.mkdir(parents=True, exist_ok=True)
     write_jsonl(out_dir / "trajectories.jsonl", trajectories)
+    _keep_tokenizer(tokenizer_source, out_dir / "tokenizer")
     typer.echo(f"trajectories: {out_dir / 'trajectories.jsonl'}")
+
+
+def _keep_tokenizer(source: Path | None, target: Path) -> None:
+    """Copy the rollout's tokenizer beside the trajectories, so that `agentspec view`
+    shows every prompt and response as the exact text the policy saw (not ids)."""
+    import shutil
+
+    if source is None or not (source / "tokenizer.json").is_file():
+        return
+    target.mkdir(parents=True, exist_ok=True)
+    for name in ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"):
+        if (source / name).is_file():
+            shutil.copyfile(source / name, target / name)
 
 
 @app.command()

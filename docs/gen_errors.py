@@ -29,6 +29,7 @@ STAGES = {
     "6": "Templates",
     "7": "Tool parameter schemas",
     "8": "Warnings",
+    "9": "Deep checks: functions, modules, data, regexes, the oracle",
 }
 
 

@@ -48,6 +48,11 @@ SECTIONS: list[tuple[type[BaseModel], str]] = [
     (model.RewardSpec, "rewards.NAME"),
     (model.OracleHook, "oracle (hook or walkthrough)"),
     (model.TrainingSpec, "training"),
+    (model.TestsSpec, "tests"),
+    (model.OracleGateSpec, "tests.oracle"),
+    (model.SpecTest, "tests.episodes[N]"),
+    (model.SpecTestExpect, "tests.episodes[N].expect"),
+    (model.TextMatch, "an expected observation given by a pattern"),
 ]
 
 # Named string kinds of the language (aliases in model.py).

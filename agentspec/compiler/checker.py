@@ -371,6 +371,9 @@ class Checker:
                 node = parse_expression(text)
         except ExprSyntaxError as exc:
             self.error(exc.code, exc.message, self.span(exc.start, exc.end), exc.hint)
+            if site.path[-1] == "returns" and site.tool is not None:
+                # The tool does have a result; its type is unknown, not missing.
+                self.result_types[site.tool] = ANY
             return
         if site.kind == "statement":
             self.statements[site.path] = statement

@@ -85,6 +85,20 @@ CODES: dict[str, str] = {
     "W801": "state variable is read but never written",
     "W802": "state variable is never used",
     "W803": "expression with a redundant part",
+    # 9xx: deep checks (what the spec points to: functions, modules, data, regexes, the oracle)
+    "E901": "unknown stdlib function",
+    "E902": "invalid config",
+    "E903": "declared signature does not match the function",
+    "E904": "user module or object not found",
+    "E905": "unknown generator",
+    "E906": "invalid generator parameter",
+    "E907": "declared field is not in the data",
+    "E908": "invalid regular expression",
+    "E909": "oracle calls an unknown tool",
+    "E910": "oracle arguments do not match the tool",
+    "E911": "oracle turn is not valid in the tool format",
+    "E912": "tool cannot be called in the tool format",
+    "W901": "data not reachable from this machine",
 }
 
 

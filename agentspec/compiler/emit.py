@@ -131,7 +131,7 @@ def format_source(source: str) -> str:
 def render_manifest(model: ModuleModel, module_file: str) -> str:
     manifest = {
         "agentspec_version": model.version,
-        "spec": {"name": model.spec_name, "path": model.spec_path, "sha256": model.spec_sha256},
+        "spec": {"name": model.spec_name, "file": model.spec_file, "sha256": model.spec_sha256},
         "module": module_file,
         "classes": {
             "env": model.env_class,

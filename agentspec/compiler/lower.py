@@ -284,7 +284,7 @@ class ModuleModel:
     """Everything the module template needs, already in Python spelling."""
 
     spec_name: str
-    spec_path: str
+    spec_file: str  # the spec's file name: no directory, so output is the same from anywhere
     spec_sha256: str
     description: str
     version: str
@@ -361,7 +361,7 @@ def _is_and(node: ast.Node) -> bool:
     return isinstance(node, ast.BoolOp) and node.op == "and"
 
 
-def lower(checked: CheckedSpec, *, spec_path: str, spec_sha256: str, version: str) -> ModuleModel:
+def lower(checked: CheckedSpec, *, spec_file: str, spec_sha256: str, version: str) -> ModuleModel:
     """The checked spec as a `ModuleModel` for the emitter."""
     spec = checked.spec
     plain = ExpressionWriter(repetitions=checked.repetitions)
@@ -423,7 +423,7 @@ def lower(checked: CheckedSpec, *, spec_path: str, spec_sha256: str, version: st
     oracle = spec.oracle
     return ModuleModel(
         spec_name=spec.name,
-        spec_path=spec_path,
+        spec_file=spec_file,
         spec_sha256=spec_sha256,
         description=spec.description,
         version=version,

@@ -246,6 +246,15 @@ def _classify(exc: UnexpectedInput, text: str, start: str) -> ExprSyntaxError:
             end,
             hint="join them with an operator, or a comma inside a call or list",
         )
+    if expected & _OPERAND_TERMINALS and token.value == "*" and text[:pos].endswith("*"):
+        # `**` (power) is a Python operator the language leaves out.
+        return ExprSyntaxError(
+            "E301",
+            "'**' is not an operator of the agentspec language (there is no power operator)",
+            pos - 1,
+            end,
+            hint="write the product out (`x * x * x`), or declare a function under `functions:`",
+        )
     if expected & _OPERAND_TERMINALS:
         before = text[:pos].rstrip()
         after = f" after '{before.split()[-1]}'" if before.split() else ""

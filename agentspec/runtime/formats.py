@@ -39,10 +39,13 @@ import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from agentspec.runtime.tools import BaseTool, ToolResult, cap_error
+from agentspec.runtime.caps import cap_error
 from agentspec.runtime.trajectory import ToolCall
+
+if TYPE_CHECKING:  # annotations only: parsing stays light enough for `validate`
+    from agentspec.runtime.tools import BaseTool, ToolResult
 
 __all__ = [
     "BracketFormat",

@@ -20,6 +20,7 @@ from typing import Any, ClassVar
 import jsonschema
 
 from agentspec.runtime.blocking import run_blocking
+from agentspec.runtime.caps import MAX_ERROR_CHARS, cap_error
 
 __all__ = [
     "MAX_ERROR_CHARS",
@@ -226,14 +227,3 @@ class _Refused(Exception):
 
 class _GuardError(Exception):
     """The guard itself raised."""
-
-
-MAX_ERROR_CHARS = 2000
-"""Longest error message shown to the model (it goes back into the context)."""
-
-
-def cap_error(text: str, limit: int = MAX_ERROR_CHARS) -> str:
-    """``text`` cut to ``limit`` characters with a visible note of how much was cut."""
-    if len(text) <= limit:
-        return text
-    return f"{text[:limit]}… [truncated {len(text) - limit} characters]"

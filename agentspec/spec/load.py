@@ -9,6 +9,7 @@ the error into a `Diagnostic` with a stable code and a hint.
 from __future__ import annotations
 
 import difflib
+import re
 import types
 import typing
 from dataclasses import dataclass
@@ -24,7 +25,7 @@ from agentspec.spec.source import SourceFile
 from agentspec.spec.yaml_loader import MAX_FILE_CHARS, Path, SourceMap, load_yaml
 
 # Keys people put in the wrong section (often following older examples).
-_RELOCATED = {
+_RELOCATED: dict[Path, str] = {
     ("success",): "episode.success",
     ("max_steps",): "episode.max_steps",
     ("tool_format",): "episode.tool_format",
@@ -97,11 +98,12 @@ def load_spec(source: SourceFile) -> tuple[LoadedSpec | None, list[Diagnostic]]:
     """YAML + schema stage. Returns the spec (None if invalid) and diagnostics."""
     data, source_map, diagnostics = load_yaml(source)
     if data is None and not diagnostics:
+        only_comments = bool(source.text.strip())
         diagnostics.append(
             Diagnostic(
                 "E104",
-                "the file is empty",
-                None,
+                "the file has only comments" if only_comments else "the file is empty",
+                source_map.value_span(()),
                 hint="a spec starts with `agentspec: 1`, `name:` and `prompt:`",
             )
         )
@@ -175,8 +177,9 @@ def _one_diagnostic(
         key = str(path[-1])
         allowed = _allowed_keys(path[:-1])
         hint = None
-        if path in _RELOCATED:
-            hint = f"this key belongs in a section: write it as `{_RELOCATED[path]}`"
+        elsewhere = _RELOCATED.get(path[:1]) if len(path) == 1 else _other_section(path)
+        if elsewhere is not None:
+            hint = f"this key belongs in another section: did you mean `{elsewhere}`?"
         else:
             close = difflib.get_close_matches(key, allowed, n=1, cutoff=0.6)
             if close:
@@ -226,6 +229,10 @@ def _one_diagnostic(
         hint = None
         if kind == "string_type" and isinstance(value, dict) and len(value) == 1:
             hint = "YAML read this as a mapping because it contains ': '; quote the whole value"
+        elif expected == "a mapping" and isinstance(value, str):
+            glued = re.match(r"([A-Za-z_][\w-]*):(\S.*)", value)
+            if glued:
+                hint = f"YAML needs a space after a key's colon: `{glued[1]}: {glued[2]}`"
         return Diagnostic(
             "E203",
             f"{where or 'the spec'}: expected {expected}, got {_describe(value)}",
@@ -264,6 +271,19 @@ def _one_diagnostic(
     ):
         message = f"{message}, got {_describe(value)}"
     return Diagnostic("E204", f"{where or 'the spec'}: {message}" if where else message, span)
+
+
+def _other_section(path: Path) -> str | None:
+    """`episode.max_response_tokens` for a misplaced `training.max_response_tokens`:
+    the one other top-level section that has a key of this name, if any."""
+    if len(path) != 2 or path[1] in _allowed_keys(path[:1]):
+        return None
+    homes = [
+        section
+        for section in TaskSpec.model_fields
+        if section != path[0] and path[1] in _allowed_keys((section,))
+    ]
+    return f"{homes[0]}.{path[1]}" if len(homes) == 1 else None
 
 
 def _expected(kind: str) -> str:

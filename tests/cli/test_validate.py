@@ -140,9 +140,21 @@ rewards:
 """
 
 
-def test_list_imports_names_every_python_import_with_its_position(tmp_path: Path) -> None:
+def _importing_spec(tmp_path: Path) -> Path:
+    """IMPORTING_SPEC beside its data file and the user package it names."""
+    (tmp_path / "d.jsonl").write_text('{"q": "hello"}\n', encoding="utf-8")
+    package = tmp_path / "mypkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("", encoding="utf-8")
+    (package / "context.py").write_text("class Policy: ...\n", encoding="utf-8")
+    (package / "experts.py").write_text("def solve(sample): return []\n", encoding="utf-8")
     path = tmp_path / "importing.yaml"
     path.write_text(IMPORTING_SPEC, encoding="utf-8")
+    return path
+
+
+def test_list_imports_names_every_python_import_with_its_position(tmp_path: Path) -> None:
+    path = _importing_spec(tmp_path)
     result = runner.invoke(app, ["validate", "--list-imports", str(path)])
     assert result.exit_code == 0, result.output
     lines = [line for line in result.output.splitlines() if " imports " in line]
@@ -162,8 +174,7 @@ def test_list_imports_names_every_python_import_with_its_position(tmp_path: Path
 
 
 def test_list_imports_in_json(tmp_path: Path) -> None:
-    path = tmp_path / "importing.yaml"
-    path.write_text(IMPORTING_SPEC, encoding="utf-8")
+    path = _importing_spec(tmp_path)
     result = runner.invoke(app, ["validate", "--list-imports", "--format", "json", str(path)])
     report = json.loads(result.stdout)
     assert report["diagnostics"] == []

@@ -155,7 +155,10 @@ tools:
     from agentspec.compiler.codegen import compile_spec
 
     source = compile_spec(path).source
-    assert "import Path" not in source and "Policy," in source  # the flow uses Policy
+    imports = [line for line in source.splitlines() if line.startswith(("import ", "from "))]
+    assert not any("make_adapter" in line or "UserFunctions" in line for line in imports)
+    assert "ClassVar" not in "\n".join(imports) or "ClassVar[" in source
+    assert "Policy," in source  # the flow does use Policy
     assert ruff_problems(source) == ""
 
 

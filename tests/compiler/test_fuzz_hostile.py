@@ -63,7 +63,7 @@ def assert_validate_survives(text: str) -> None:
         assert d.span is not None, f"{d.code} has no location: {d.message}"
         render_text(d, result.sources)
     if result.ok and result.checked is not None:
-        model = lower(result.checked, spec_path="fuzz.yaml", spec_sha256="0" * 64, version="0")
+        model = lower(result.checked, spec_file="fuzz.yaml", spec_sha256="0" * 64, version="0")
         compile(render_module(model), "<generated>", "exec")
 
 

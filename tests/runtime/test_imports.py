@@ -13,7 +13,7 @@ def _modules_after(statement: str) -> set[str]:
 def test_runtime_does_not_import_torch() -> None:
     loaded = _modules_after(
         "import agentspec.runtime\n"
-        "from agentspec.runtime import ScriptedPolicy, OpenAIPolicy, load_tokenizer\n"
+        "from agentspec.runtime import AgentEnvLoop, ScriptedPolicy, OpenAIPolicy, load_tokenizer\n"
         "import agentspec.runtime.policies.serve"
     )
     assert "agentspec.runtime.loop" in loaded

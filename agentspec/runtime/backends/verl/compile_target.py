@@ -27,6 +27,7 @@ from typing import Any
 from agentspec.compiler.codegen import compile_spec, import_file, write_compiled
 from agentspec.compiler.frontend import load_checked
 from agentspec.runtime.algorithms.presets import ALGORITHMS, clip_range
+from agentspec.stdlib.user import bind_spec_dir
 
 __all__ = [
     "VerlTarget",
@@ -91,6 +92,9 @@ _LOOP_TEMPLATE = '''\
 import {module_name} as spec_module
 
 from agentspec.runtime.backends.verl.agent_loop import SpecAgentLoop
+from agentspec.stdlib.user import bind_spec_dir
+
+bind_spec_dir(spec_module, {spec_dir})
 
 
 class {class_name}(SpecAgentLoop):
@@ -193,6 +197,7 @@ def build_verl_target(
     compiled = compile_spec(spec_path)
     module_path, manifest = write_compiled(compiled, out)
     module = load_generated(module_path)
+    bind_spec_dir(module, Path(spec_path).resolve().parent)
     settings = dict(module.TRAINING)
     unknown = sorted(set(training or {}) - set(settings))
     if unknown:
@@ -207,6 +212,7 @@ def build_verl_target(
         out / f"{compiled.module_name.removesuffix('_spec')}_verl.py",
         _LOOP_TEMPLATE.format(
             spec_path=Path(spec_path).as_posix(),
+            spec_dir=repr(str(Path(spec_path).resolve().parent)),
             name=name,
             module_name=compiled.module_name,
             class_name=_class_name(name),
