@@ -131,9 +131,9 @@ def smollm2_tokenizer_dir() -> Path:
 
 
 def load_tokenizer(directory: Path) -> Any:
-    from transformers import AutoTokenizer
+    from transformers import PreTrainedTokenizerFast
 
-    tokenizer = AutoTokenizer.from_pretrained(directory)
+    tokenizer = PreTrainedTokenizerFast.from_pretrained(directory)
     tokenizer.chat_template = HERMES_CHATML
     if tokenizer.convert_tokens_to_ids("<|im_end|>") != tokenizer.eos_token_id:
         raise SystemExit(f"{directory}: a ChatML tokenizer ending turns with <|im_end|> is needed")
