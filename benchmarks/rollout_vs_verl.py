@@ -44,9 +44,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import concurrent.futures
 import contextlib
 import cProfile
 import io
+import itertools
 import os
 import pstats
 import statistics
@@ -167,7 +169,7 @@ def make_task(tokenizer: Any, episodes: int) -> Task:
     samples = module.load_samples("train", limit=episodes)
     eos = tokenizer.eos_token_id
     turns = [
-        [tokenizer.encode(text, add_special_tokens=False) + [eos] for text in canned_texts(s)]
+        [[*tokenizer.encode(text, add_special_tokens=False), eos] for text in canned_texts(s)]
         for s in samples
     ]
     return Task(module, tokenizer, samples, turns)
@@ -204,15 +206,13 @@ class CannedPolicy:
 
 
 async def agentspec_episodes(task: Task, n: int) -> list[Any]:
-    flows = [
-        task.module.FLOW_CLASS(CannedPolicy(task.turns[i]), task.tokenizer) for i in range(n)
-    ]
+    flows = [task.module.FLOW_CLASS(CannedPolicy(task.turns[i]), task.tokenizer) for i in range(n)]
     return await asyncio.gather(*(f.run(s) for f, s in zip(flows, task.samples[:n], strict=True)))
 
 
 def agentspec_tokens(trajectory: Any) -> Episode:
     steps = trajectory.steps
-    for before, after in zip(steps, steps[1:], strict=False):  # full_history: append-only
+    for before, after in itertools.pairwise(steps):  # full_history: append-only
         assert after.prompt_ids == before.prompt_ids + before.response_ids + before.observation_ids
     return Episode(
         tuple(steps[0].prompt_ids),
@@ -252,7 +252,7 @@ def verl_calculator(module: Any) -> Any:
         ) -> tuple[ToolResponse, float, dict[str, Any]]:
             try:
                 text = calc(str(parameters["expression"]))
-            except Exception as e:  # noqa: BLE001 - the model sees any failure as text
+            except Exception as e:  # the model sees any failure as text
                 text = f"Error: {e}"
             return ToolResponse(text=text), 0.0, {}
 
@@ -360,7 +360,9 @@ def assert_identical(task: Task, verl: VerlSide, n: int) -> tuple[int, int]:
     theirs = [verl_tokens(o) for o in asyncio.run(verl.episodes(n))]
     for i, (a, b) in enumerate(zip(ours, theirs, strict=True)):
         if a != b:
-            raise AssertionError(f"episode {i}: token sequences differ\nagentspec: {a}\nverl:      {b}")
+            raise AssertionError(
+                f"episode {i}: token sequences differ\nagentspec: {a}\nverl:      {b}"
+            )
         if len(a.responses) != 3 or len(a.observations) != 2:
             raise AssertionError(f"episode {i}: expected 3 turns and 2 tool results, got {a}")
     first = ours[0]
@@ -374,10 +376,34 @@ def steps_per_second(run: Callable[[int], Any], n: int) -> float:
     return 3 * n / (time.perf_counter() - start)
 
 
+class InlineExecutor(concurrent.futures.ThreadPoolExecutor):
+    """Runs each submitted call at once in the calling thread (for profiling only;
+    asyncio accepts only a ThreadPoolExecutor as the default executor)."""
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
+        future: concurrent.futures.Future[Any] = concurrent.futures.Future()
+        try:
+            future.set_result(fn(*args, **kwargs))
+        except BaseException as e:  # handed to the awaiting coroutine, as a thread pool does
+            future.set_exception(e)
+        return future
+
+
 def profile(run: Callable[[int], Any], n: int, top: int) -> str:
+    """cProfile of one run of `n` episodes.
+
+    cProfile sees one thread; verl renders chat templates, encodes and decodes in
+    the event loop's default executor (a thread pool), so the profiled run puts
+    that work on the loop's own thread (both sides, so agentspec's run is the same).
+    """
+
+    async def inline() -> Any:
+        asyncio.get_running_loop().set_default_executor(InlineExecutor())
+        return await run(n)
+
     profiler = cProfile.Profile()
     profiler.enable()
-    asyncio.run(run(n))
+    asyncio.run(inline())
     profiler.disable()
     out = io.StringIO()
     stats = pstats.Stats(profiler, stream=out).strip_dirs()
@@ -395,7 +421,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--episodes", type=int, nargs="+", default=[1, 32, 256])
     parser.add_argument("--repeats", type=int, default=5, help="timed repetitions per N")
     parser.add_argument("--tokenizer", type=Path, help="a Hugging Face ChatML tokenizer directory")
-    parser.add_argument("--profile", action="store_true", help="cProfile each side at the largest N")
+    parser.add_argument(
+        "--profile", action="store_true", help="cProfile each side at the largest N"
+    )
     parser.add_argument("--top", type=int, default=25, help="functions listed per profile")
     options = parser.parse_args(argv)
 
@@ -434,7 +462,9 @@ def main(argv: list[str] | None = None) -> int:
             f"({min(ratios):.2f}–{max(ratios):.2f}) |",
             flush=True,
         )
-    print(f"\nmedian (range) of {options.repeats} repetitions; ratio: median of per-repetition ratios")
+    print(
+        f"\nmedian (range) of {options.repeats} repetitions; ratio: median of per-repetition ratios"
+    )
     if options.profile:
         n = max(options.episodes)
         for name, run in (("agentspec", ours), ("verl", theirs)):
