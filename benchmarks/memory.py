@@ -100,7 +100,8 @@ def main(argv: list[str] | None = None) -> int:
             if options.only and name != options.only:
                 continue
             result = peak_rss(command)
-            shown = " ".join(["agentspec", *command[3:]]).replace(tmp, "$TMP")
+            shown = " ".join(["agentspec", *command[3:]])
+            shown = shown.replace(tmp, "$TMP").replace(f"{ROOT}/", "")
             print(
                 f"| `{shown}` | {result['peak_rss_mib']:,.0f} MiB | {result['seconds']:.0f} s |",
                 flush=True,
