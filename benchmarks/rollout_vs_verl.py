@@ -123,7 +123,12 @@ def smollm2_tokenizer_dir() -> Path:
         return out
     from transformers import AutoTokenizer
 
-    gguf = smollm2_gguf()
+    try:
+        gguf = smollm2_gguf()
+    except FileNotFoundError as e:
+        raise SystemExit(
+            f"{e}\n(or pass --tokenizer DIR: a Hugging Face ChatML tokenizer)"
+        ) from None
     tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
     tokenizer.add_special_tokens(dict(CHATML_SPECIAL_TOKENS))
     tmp = out.with_name(f".{out.name}.tmp")
