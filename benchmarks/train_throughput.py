@@ -18,10 +18,18 @@ per episode: for agentspec the last step's prompt (which, with the task's
 `full_history` context, holds the whole episode before it, tool results
 included) plus its response; for TRL its own count (`num_input_tokens_seen`:
 prompt + completion tokens). The first iteration of each round is a warm-up and
-is not timed. Reports the median over all timed iterations and the ratio.
+is not timed. Reports the median over all timed iterations, the ratio, and the
+share of agentspec's iteration time in each phase (rollout generation, scoring,
+update, other), timed around the trainer's own functions.
 
-    pip install -c constraints.txt trl      # a benchmark-only dependency
-    .venv/bin/python benchmarks/train_throughput.py [--rounds 3 --iterations 3]
+TRL runs in its own virtual environment (`runs/bench-venvs/trl`, created on first
+use: the same local torch build, then trl and transformers under
+constraints.txt), as a subprocess (benchmarks/train_throughput_trl.py) that loads
+the model, tokenizer and prompts this script saves; the project's `.venv` is
+never changed. Rounds alternate between the two sides, so both see the same
+machine load.
+
+    .venv/bin/python benchmarks/train_throughput.py --threads 1 [--rounds 3 --iterations 3]
 
 The two loops differ in what an iteration can do: agentspec's episodes are
 multi-turn (the calculator tool; up to 4 turns), TRL's are one completion. With
@@ -32,8 +40,10 @@ the work per iteration is comparable; the token counts are printed.
 from __future__ import annotations
 
 import argparse
-import re
+import json
+import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -98,11 +108,18 @@ def tiny_model(shared: dict[str, Any], tokenizer_dir: Path) -> tuple[Any, Any]:
 # ----------------------------------------------------------------- agentspec
 
 
+PHASES = ("rollout", "score", "update")
+"""The trainer's functions timed as phases: rollout generation, scoring (log-probs of
+the policy, reference, critic), the update (epochs x minibatches); the rest of an
+iteration (batching, advantages, summaries) is `other`."""
+
+
 def run_agentspec(shared: dict[str, Any], iterations: int, work: Path) -> list[tuple[int, float]]:
     """(tokens, seconds) of `iterations` timed iterations after one warm-up.
 
-    Also records the mean turns per episode (`shared["turns"]`) and the share of
-    the iteration spent in the rollout (`shared["rollout_share"]`).
+    Also records the mean turns per episode (`shared["turns"]`) and each timed
+    iteration's seconds per phase (`shared["phases"]`), timed around the trainer's
+    own functions (the work is unchanged).
     """
     import torch
 
@@ -115,22 +132,27 @@ def run_agentspec(shared: dict[str, Any], iterations: int, work: Path) -> list[t
     run = RunLog(work / "run")
     pack = shared["module"].LAYOUT == "packed"  # as `trainer.train` decides
     episodes: list[Any] = []
-    original = trainer.rollout
+    seconds_in: dict[str, float] = {}
+    originals = {name: getattr(trainer, name) for name in PHASES}
 
-    rollout_seconds = [0.0]
+    def timed(name: str) -> Callable[..., Any]:
+        def call(*args: Any, **kwargs: Any) -> Any:
+            started = time.perf_counter()
+            out = originals[name](*args, **kwargs)
+            seconds_in[name] = seconds_in.get(name, 0.0) + time.perf_counter() - started
+            if name == "rollout":
+                episodes.extend(out)  # count the iteration's episodes
+            return out
 
-    def recording_rollout(*args: Any, **kwargs: Any) -> Any:
-        started = time.perf_counter()
-        trajectories = original(*args, **kwargs)
-        rollout_seconds[0] = time.perf_counter() - started
-        episodes.extend(trajectories)
-        return trajectories
+        return call
 
-    trainer.rollout = recording_rollout  # count the iteration's episodes; the work is unchanged
+    for name in PHASES:
+        setattr(trainer, name, timed(name))
     results = []
     try:
         for iteration in range(1, iterations + 2):
             episodes.clear()
+            seconds_in.clear()
             started = time.perf_counter()
             trainer.train_iteration(
                 shared["module"], models, "grpo", shared["samples"], cfg, pack, iteration, run
@@ -146,9 +168,12 @@ def run_agentspec(shared: dict[str, Any], iterations: int, work: Path) -> list[t
                 shared.setdefault("turns", []).append(
                     sum(len(t.steps) for t in episodes) / max(len(episodes), 1)
                 )
-                shared.setdefault("rollout_share", []).append(rollout_seconds[0] / seconds)
+                phases = {name: seconds_in.get(name, 0.0) for name in PHASES}
+                phases["other"] = seconds - sum(phases.values())
+                shared.setdefault("phases", []).append(phases)
     finally:
-        trainer.rollout = original
+        for name, original in originals.items():
+            setattr(trainer, name, original)
         run.close()
     return results
 
@@ -156,94 +181,73 @@ def run_agentspec(shared: dict[str, Any], iterations: int, work: Path) -> list[t
 # ----------------------------------------------------------------------- TRL
 
 
-def answer_reward(completions: list[Any], answer: list[int], **_: Any) -> list[float | None]:
-    """1.0 when the completion's `<answer>N</answer>` equals the sample's answer."""
-    scores: list[float | None] = []
-    for completion, expected in zip(completions, answer, strict=True):
-        text = completion[-1]["content"] if isinstance(completion, list) else str(completion)
-        found = re.search(r"<answer>(.*?)</answer>", text, re.DOTALL)
-        try:
-            value = float(found.group(1).strip()) if found else None
-        except ValueError:
-            value = None
-        scores.append(1.0 if value is not None and value == float(expected) else 0.0)
-    return scores
+def trl_python(venv: Path) -> Path:
+    """The Python of TRL's own virtual environment, created on first use.
+
+    torch is the same local CPU build as the project's (pip finds it as the
+    Makefile's install does), then trl and transformers under the project's
+    constraints; nothing is installed into the project's own environment.
+    """
+    python = venv / "bin" / "python"
+    stamp = venv / ".agentspec-installed"
+    if stamp.is_file():
+        return python
+    print(f"creating TRL's virtual environment in {venv} (once)", file=sys.stderr)
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    pip = [str(python), "-m", "pip", "install", "-q"]
+    subprocess.run([*pip, "torch==2.13.0"], check=True)
+    subprocess.run([*pip, "-c", str(ROOT / "constraints.txt"), "trl", "transformers"], check=True)
+    stamp.write_text("torch==2.13.0 trl transformers\n", encoding="utf-8")
+    return python
+
+
+def export_for_trl(shared: dict[str, Any], iterations: int, work: Path) -> Path:
+    """The model, its tokenizer, the prompts and the GRPO settings, for the TRL worker."""
+    cfg = shared["cfg"]
+    model, tokenizer = tiny_model(shared, work / "tokenizer")  # as build_models makes it
+    model.save_pretrained(work / "model")
+    tokenizer.save_pretrained(work / "model")
+    steps = iterations + 1
+    env = shared["module"].ENV_CLASS()  # the same first prompt: system + tool instructions + user
+    rows = [
+        {"prompt": env.initial_messages(s), "answer": int(s["answer"])}
+        for s in shared["samples"][: cfg.prompts_per_iteration * steps]
+    ]
+    job = {
+        "steps": steps,
+        "batch": cfg.prompts_per_iteration * cfg.group_size,
+        "group_size": cfg.group_size,
+        "max_new_tokens": shared["max_new_tokens"],
+        "temperature": cfg.temperature,
+        "learning_rate": cfg.learning_rate,
+        "max_grad_norm": cfg.max_grad_norm,
+        "seed": cfg.seed,
+        "threads": shared["threads"],
+        "rows": rows,
+    }
+    (work / "job.json").write_text(json.dumps(job), encoding="utf-8")
+    return work
 
 
 def run_trl(shared: dict[str, Any], iterations: int, work: Path) -> list[tuple[int, float]]:
-    import torch
-    from datasets import Dataset
-    from transformers import PrinterCallback, TrainerCallback
-    from trl import GRPOConfig, GRPOTrainer
-
-    cfg = shared["cfg"]
-    torch.manual_seed(cfg.seed)
-    model, tokenizer = tiny_model(shared, work / "tokenizer")
-    batch = cfg.prompts_per_iteration * cfg.group_size
-    steps = iterations + 1
-    needed = cfg.prompts_per_iteration * steps
-    rows = shared["samples"][:needed]
-    env = shared["module"].ENV_CLASS()  # the same first prompt: system + tool instructions + user
-    dataset = Dataset.from_list(
-        [{"prompt": env.initial_messages(s), "answer": int(s["answer"])} for s in rows]
+    """(tokens, seconds) of TRL's timed steps, from the worker in TRL's venv."""
+    export_for_trl(shared, iterations, work)
+    done = subprocess.run(
+        [
+            str(shared["trl_python"]),
+            str(ROOT / "benchmarks" / "train_throughput_trl.py"),
+            "--work",
+            str(work),
+        ],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": "", "TOKENIZERS_PARALLELISM": "false"},
     )
-    args = GRPOConfig(
-        output_dir=str(work / "trl"),
-        use_cpu=True,
-        bf16=False,
-        fp16=False,
-        report_to=[],
-        max_steps=steps,
-        per_device_train_batch_size=batch,
-        gradient_accumulation_steps=1,
-        num_generations=cfg.group_size,
-        steps_per_generation=1,
-        num_iterations=1,
-        max_completion_length=shared["max_new_tokens"],
-        temperature=cfg.temperature,
-        top_p=1.0,
-        beta=0.0,
-        learning_rate=cfg.learning_rate,
-        lr_scheduler_type="constant",
-        warmup_steps=0,
-        max_grad_norm=cfg.max_grad_norm,
-        logging_steps=1,
-        save_strategy="no",
-        disable_tqdm=True,
-        dataloader_num_workers=0,
-        seed=cfg.seed,
-    )
-
-    class StepTimer(TrainerCallback):
-        def __init__(self) -> None:
-            self.results: list[tuple[int, float]] = []
-            self.started = 0.0
-            self.tokens = 0
-
-        def on_step_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
-            self.started = time.perf_counter()
-            self.tokens = state.num_input_tokens_seen
-
-        def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
-            self.results.append(
-                (
-                    int(state.num_input_tokens_seen - self.tokens),
-                    time.perf_counter() - self.started,
-                )
-            )
-
-    timer = StepTimer()
-    grpo = GRPOTrainer(
-        model=model,
-        reward_funcs=answer_reward,
-        args=args,
-        train_dataset=dataset,
-        processing_class=tokenizer,
-        callbacks=[timer],
-    )
-    grpo.remove_callback(PrinterCallback)  # the logs are computed (logging_steps=1), not printed
-    grpo.train()
-    return timer.results[1:]
+    if done.returncode != 0:
+        raise SystemExit(f"the TRL worker failed:\n{done.stderr[-4000:]}")
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    shared["trl_versions"] = f"trl {report['trl']} · torch {report['torch']} (TRL's venv)"
+    return [(int(t), float(s)) for t, s in report["results"]]
 
 
 # ---------------------------------------------------------------------- main
@@ -257,6 +261,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--iterations", type=int, default=3, help="timed iterations per round")
     parser.add_argument("--threads", type=int, default=2, help="torch threads (both sides)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--trl-venv",
+        type=Path,
+        default=ROOT / "runs" / "bench-venvs" / "trl",
+        help="TRL's own virtual environment (created on first use)",
+    )
     options = parser.parse_args(argv)
 
     import torch
@@ -264,8 +274,11 @@ def main(argv: list[str] | None = None) -> int:
 
     warnings.filterwarnings("ignore")
     hf_logging.set_verbosity_error()
+    hf_logging.disable_progress_bar()
     torch.set_num_threads(options.threads)
     shared = setup(options.threads, options.prompts, options.group, options.seed)
+    shared["threads"] = options.threads
+    shared["trl_python"] = trl_python(options.trl_venv)
     runners: dict[str, Callable[[dict[str, Any], int, Path], list[tuple[int, float]]]] = {
         "agentspec": run_agentspec,
         "trl": run_trl,
@@ -282,14 +295,12 @@ def main(argv: list[str] | None = None) -> int:
                 file=sys.stderr,
             )
 
-    import trl
-
     cfg = shared["cfg"]
     print(
         f"calculator · {MODEL} · {cfg.prompts_per_iteration} prompts × {cfg.group_size} "
         f"· max {shared['max_new_tokens']} new tokens · 1 epoch · {options.threads} torch threads "
         f"· {options.rounds} rounds × {options.iterations} timed iterations "
-        f"· torch {torch.__version__} · trl {trl.__version__}"
+        f"· agentspec: torch {torch.__version__} · {shared['trl_versions']}"
     )
     print()
     print("| trainer | turns / episode | tokens / iteration | s / iteration | tokens/s (median) |")
@@ -304,8 +315,14 @@ def main(argv: list[str] | None = None) -> int:
         )
     print()
     print(f"ratio agentspec / TRL: {rates['agentspec'] / rates['trl']:.2f}×")
-    share = statistics.median(shared["rollout_share"])
-    print(f"agentspec: {share:.0%} of an iteration is the rollout (median)")
+    phases = shared["phases"]
+    total = sum(sum(p.values()) for p in phases)
+    print(
+        "agentspec, share of iteration time (all timed iterations): "
+        + ", ".join(
+            f"{name} {sum(p[name] for p in phases) / total:.0%}" for name in (*PHASES, "other")
+        )
+    )
     return 0
 
 

@@ -1,0 +1,62 @@
+"""benchmarks/rollout_vs_verl.py runs, and both sides produce the same tokens."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("verl")
+
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPT = ROOT / "benchmarks" / "rollout_vs_verl.py"
+spec = importlib.util.spec_from_file_location("rollout_vs_verl", SCRIPT)
+assert spec is not None and spec.loader is not None
+bench = importlib.util.module_from_spec(spec)
+sys.modules[spec.name] = bench  # its dataclasses look their module up
+spec.loader.exec_module(bench)
+
+
+@pytest.fixture(scope="module")
+def tokenizer_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The built-in tiny ChatML tokenizer, trained on the task's text (fast; the
+    benchmark's default, SmolLM2's, needs a one-off conversion)."""
+    from agentspec.compiler.codegen import import_spec
+    from agentspec.runtime.models import build_tiny_tokenizer
+    from agentspec.runtime.task_text import task_corpus
+
+    module = import_spec(bench.SPEC)
+    samples = module.load_samples("train", limit=64)
+    texts = task_corpus(module, samples) + [t for s in samples for t in bench.canned_texts(s)]
+    directory = tmp_path_factory.mktemp("tokenizer")
+    build_tiny_tokenizer(texts, vocab_size=512).save_pretrained(directory)
+    return directory
+
+
+@pytest.mark.slow
+def test_both_sides_play_the_same_tokens(tokenizer_dir: Path) -> None:
+    task = bench.make_task(bench.load_tokenizer(tokenizer_dir), 3)
+    episodes, tokens = bench.assert_identical(task, bench.VerlSide(task), 3)
+    assert episodes == 3 and tokens > 0
+
+
+@pytest.mark.slow
+def test_a_changed_observation_is_caught(tokenizer_dir: Path) -> None:
+    """The identity check compares observations, not just lengths."""
+    task = bench.make_task(bench.load_tokenizer(tokenizer_dir), 1)
+    side = bench.VerlSide(task)
+    side.task.tokenizer.chat_template = bench.HERMES_CHATML.replace(
+        "<tool_response>\\n", "<tool_response> "
+    )
+    with pytest.raises(AssertionError, match="token sequences differ"):
+        bench.assert_identical(task, side, 1)
+
+
+@pytest.mark.slow
+def test_the_script_prints_its_table(tokenizer_dir: Path, capsys: pytest.CaptureFixture) -> None:
+    assert bench.main(["--episodes", "1", "--repeats", "1", "--tokenizer", str(tokenizer_dir)]) == 0
+    out = capsys.readouterr().out
+    assert "token sequences identical on both sides (1 episodes checked)" in out
+    assert "| 1 |" in out and "×" in out
