@@ -2,7 +2,9 @@
 
 Policies: `oracle` (the spec's expert turns, per sample), `random` (uniform
 tokens), `scripted:FILE` (one response per line, cycling), `hf:PATH` (a local
-Hugging Face checkpoint), `openai:URL` (an OpenAI-compatible server).
+Hugging Face checkpoint), `openai:URL` (an OpenAI-compatible completions server
+that returns token ids), `chat:URL` (an OpenAI-compatible chat-completions API
+with native tool calling; baselines only, see `policies.chat`).
 """
 
 from __future__ import annotations
@@ -38,6 +40,8 @@ async def rollout(
     tokenizer_dir: str | None = None,
     served_model: str = "default",
     task_tokenizer: Tokenizer | None = None,
+    api_key_env: str = "OPENAI_API_KEY",
+    max_concurrency: int = 8,
 ) -> list[Trajectory]:
     """One episode per sample with the named policy, concurrently.
 
@@ -66,6 +70,8 @@ async def rollout(
         tokenizer_dir=tokenizer_dir,
         served_model=served_model,
         task_tokenizer=task_tokenizer,
+        api_key_env=api_key_env,
+        max_concurrency=max_concurrency,
     )
     flow = flow_class(model_policy, tokenizer, temperature=temperature, seed=seed)
     return list(await asyncio.gather(*(one(flow, s, i) for s, i in zip(samples, ids, strict=True))))
@@ -145,8 +151,11 @@ def make_policy(
     tokenizer_dir: str | None = None,
     served_model: str = "default",
     task_tokenizer: Tokenizer | None = None,
+    api_key_env: str = "OPENAI_API_KEY",
+    max_concurrency: int = 8,
 ) -> tuple[Any, Tokenizer]:
-    """A model policy and its tokenizer from a `--policy` value: random, hf:PATH, openai:URL."""
+    """A model policy and its tokenizer from a `--policy` value: random, hf:PATH,
+    openai:URL, chat:URL."""
     kind, _, location = name.partition(":")
     if kind == "random":
         from agentspec.runtime.policies.random import RandomPolicy
@@ -174,6 +183,36 @@ def make_policy(
 
         served_tokenizer: Any = AutoTokenizer.from_pretrained(tokenizer_dir)
         return OpenAIPolicy(location, model=served_model), served_tokenizer
+    if kind == "chat":
+        return chat_policy(location, served_model, task_tokenizer, api_key_env, max_concurrency)
     raise PolicyError(
-        f"unknown policy {name!r}: use oracle, random, scripted:FILE, hf:PATH or openai:URL"
+        f"unknown policy {name!r}: use oracle, random, scripted:FILE, hf:PATH, openai:URL "
+        "or chat:URL"
     )
+
+
+def chat_policy(
+    url: str,
+    served_model: str,
+    task_tokenizer: Tokenizer | None,
+    api_key_env: str,
+    max_concurrency: int,
+) -> tuple[Any, Tokenizer]:
+    """`chat:URL`: a chat-completions API; the key (if any) from the `api_key_env` variable."""
+    import os
+
+    from agentspec.runtime.policies.chat import ChatPolicy
+
+    if not url.startswith(("http://", "https://")):
+        raise PolicyError(f"chat: needs the API's base URL (http://HOST:PORT/v1), got {url!r}")
+    if max_concurrency < 1:
+        raise PolicyError("the chat policy's concurrency must be at least 1")
+    tokenizer: Any = task_tokenizer or ByteTokenizer()
+    policy = ChatPolicy(
+        url,
+        served_model,
+        tokenizer,
+        api_key=os.environ.get(api_key_env) or None,
+        max_concurrency=max_concurrency,
+    )
+    return policy, tokenizer

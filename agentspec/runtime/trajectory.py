@@ -75,6 +75,8 @@ class TerminationReason(str, Enum):
     TOOL_TIMEOUT = "tool_timeout"
     """A tool timed out and the loop is set to end on that."""
     TOOL_ERROR_LIMIT = "tool_error_limit"
+    POLICY_ERROR = "policy_error"
+    """The policy could not answer (a chat API's error after its retries, a malformed reply)."""
 
 
 class EventKind:

@@ -43,3 +43,43 @@ def evaluate_checkpoint(
     ids = [str(s.get("id", i)) for i, s in enumerate(samples)]
     trajectories = asyncio.run(run_episodes(flow, samples, sample_ids=ids))
     return summarize(trajectories, [c.name for c in module.ENV_CLASS.reward_components])
+
+
+def evaluate_policy(
+    spec: Path,
+    policy: str,
+    episodes: int,
+    temperature: float = 0.0,
+    *,
+    served_model: str = "default",
+    api_key_env: str = "OPENAI_API_KEY",
+    max_concurrency: int = 8,
+) -> RolloutSummary:
+    """A named policy (`chat:URL`, `openai:URL`, `hf:PATH`, `random`) on the held-out
+    samples a checkpoint is evaluated on: a baseline for the same table."""
+    import asyncio
+
+    from agentspec.compiler.codegen import cache_dir, cache_key, import_spec
+    from agentspec.runtime.backends.local.trainer import split_samples
+    from agentspec.runtime.loop import run_episodes
+    from agentspec.runtime.spec_run import make_policy
+    from agentspec.runtime.summary import summarize
+    from agentspec.runtime.task_text import task_bpe_tokenizer
+    from agentspec.spec.model import TrainingSpec
+
+    module = import_spec(spec)
+    cfg = TrainingSpec.model_validate({**module.TRAINING, "eval_samples": episodes})
+    train_samples, samples = split_samples(module, cfg)
+    directory = cache_dir() / cache_key(spec)[:16] / "tokenizer"
+    task_tokenizer = task_bpe_tokenizer(module, train_samples[:2000], directory)
+    model_policy, tokenizer = make_policy(
+        policy,
+        served_model=served_model,
+        task_tokenizer=task_tokenizer,
+        api_key_env=api_key_env,
+        max_concurrency=max_concurrency,
+    )
+    flow = module.FLOW_CLASS(model_policy, tokenizer, temperature=temperature)
+    ids = [str(s.get("id", i)) for i, s in enumerate(samples)]
+    trajectories = asyncio.run(run_episodes(flow, samples, sample_ids=ids))
+    return summarize(trajectories, [c.name for c in module.ENV_CLASS.reward_components])
