@@ -482,6 +482,36 @@ def view(
         webbrowser.open(path.resolve().as_uri())
 
 
+mcp_app = typer.Typer(help="MCP servers a spec takes tools from.", no_args_is_help=True)
+app.add_typer(mcp_app, name="mcp")
+
+
+@mcp_app.command("pin")
+def mcp_pin(
+    spec: Annotated[Path, typer.Argument(help="The spec.", exists=True, dir_okay=False)],
+    check: Annotated[
+        bool, typer.Option(help="Write nothing; exit 1 if the pins differ from the servers.")
+    ] = False,
+) -> None:
+    """Read the tools of the spec's MCP servers into its `mcp.NAME.tools` pins."""
+    from agentspec.runtime.mcp_pin import PinError, pin_spec
+
+    try:
+        report = pin_spec(spec, check=check)
+    except PinError as exc:
+        raise _fail(str(exc)) from None
+    for server, tools in report.tools.items():
+        typer.echo(f"mcp.{server}: {len(tools)} tools ({', '.join(tools) or 'none'})")
+    for change in report.changes:
+        typer.echo(f"  {change}")
+    if check and report.changes:
+        raise _fail(f"{spec}: the MCP pins are out of date; run agentspec mcp pin {spec}")
+    if not report.changes:
+        typer.echo("pins are up to date")
+    elif not check:
+        typer.echo(f"pinned into {spec}")
+
+
 @app.command()
 def init(
     name: Annotated[str, typer.Argument(help="Task name; the spec is written to NAME.yaml.")],

@@ -36,6 +36,8 @@ _IMPORTS: dict[str, str] = {
     "SpecTool": "from agentspec.runtime.spec_env import SpecTool",
     "SpecToolEnv": "from agentspec.runtime.spec_env import SpecToolEnv",
     "template": "from agentspec.runtime.spec_env import template",
+    "McpServer": "from agentspec.runtime.mcp_tools import McpServer",
+    "McpTool": "from agentspec.runtime.mcp_tools import McpTool",
     "make_adapter": "from agentspec.stdlib.adapters import make_adapter",
     "load_source": "from agentspec.stdlib.data import load_samples as load_source",
     "fn": "from agentspec.stdlib.functions import fn",

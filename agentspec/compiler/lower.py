@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import keyword
 import re
+import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
 from agentspec.compiler import ast
 from agentspec.compiler.ir import CheckedSpec
+from agentspec.compiler.mcp import McpTool, mcp_tools, optional_arguments
 from agentspec.compiler.types import ListOf, Optional, Prim, Type
 from agentspec.spec.model import TaskSpec, ToolSpec
 
@@ -205,6 +207,8 @@ class ToolModel:
     returns: str | None = None
     effects: list[str] = field(default_factory=list)
     observe: str | None = None
+    mcp_server: dict[str, Any] | None = None
+    """For a tool of an MCP server: how to reach it (command or url, env, timeout)."""
 
 
 @dataclass
@@ -300,15 +304,24 @@ def lower(checked: CheckedSpec, *, spec_path: str, spec_sha256: str, version: st
         state_fields.append(StateField(python_name(name), name, python_type(t), default))
 
     tools = []
-    class_names = _unique([class_name(n, "Tool") for n in spec.tools])
-    for (name, tool), cls in zip(spec.tools.items(), class_names, strict=True):
+    served = list(mcp_tools(spec))
+    class_names = _unique([class_name(n, "Tool") for n in [*spec.tools, *(t.name for t in served)]])
+    for (name, tool), cls in zip(spec.tools.items(), class_names, strict=False):
         tools.append(_tool_model(checked, name, tool, cls))
+    for served_tool, cls in zip(served, class_names[len(spec.tools) :], strict=True):
+        tools.append(_mcp_tool_model(served_tool, cls))
 
     rewards = []
     for name, reward in spec.rewards.items():
         optional: frozenset[str] = frozenset()
         if reward.on.startswith("tool:"):
-            optional = _optional_args(spec.tools[reward.on.removeprefix("tool:")])
+            tool_name = reward.on.removeprefix("tool:")
+            pins = {t.name: t.pin for t in served}
+            optional = (
+                _optional_args(spec.tools[tool_name])
+                if tool_name in spec.tools
+                else optional_arguments(pins[tool_name])
+            )
         writer = ExpressionWriter(optional)
         base = ("rewards", name)
         value = (
@@ -426,4 +439,20 @@ def _tool_model(checked: CheckedSpec, name: str, tool: ToolSpec, cls: str) -> To
     for i in range(len(tool.effect)):
         model.effects += writer.statement(checked.statements[(*base, "effect", i)])
     model.observe = tool.observe
+    return model
+
+
+def _mcp_tool_model(tool: McpTool, cls: str) -> ToolModel:
+    server = tool.server
+    command = server.command
+    connection: dict[str, Any] = {
+        "command": shlex.split(command) if isinstance(command, str) else command,
+        "url": server.url,
+        "env": dict(server.env),
+        "timeout": server.timeout,
+    }
+    model = ToolModel(
+        tool.name, cls, tool.pin.description, dict(tool.pin.parameters), server.timeout, False
+    )
+    model.mcp_server = {k: v for k, v in connection.items() if v is not None}
     return model

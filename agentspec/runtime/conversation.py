@@ -180,8 +180,9 @@ def render_calls(tool_format: str, content: str | None, calls: Sequence[ChatCall
         blocks = [f"Action: {c.name}\nAction Input: {_react_input(c.arguments)}" for c in calls]
         return "\n".join([text, *blocks] if text else blocks)
     if tool_format == "bracket":
-        lines = [f"{c.name}[{_bracket_argument(c.arguments)}]" for c in calls]
-        return "\n".join([text, *lines] if text else lines)
+        # One line: the format reads the last line, and two actions there are `multiple_calls`.
+        line = " ".join(f"{c.name}[{_bracket_argument(c.arguments)}]" for c in calls)
+        return f"{text}\n{line}" if text else line
     # hermes, and any format that reads <tool_call> blocks
     blocks = [
         "<tool_call>"
@@ -194,7 +195,11 @@ def render_calls(tool_format: str, content: str | None, calls: Sequence[ChatCall
 
 def _react_input(arguments: str) -> str:
     value = _arguments_value(arguments)
-    return json.dumps(value, ensure_ascii=False) if isinstance(value, dict) else arguments
+    if isinstance(value, dict):
+        return json.dumps(value, ensure_ascii=False)
+    # Not a JSON object: written so that react's bare-value rule cannot take it
+    # for a one-string-parameter call; the parser reports "must be a JSON object".
+    return json.dumps([value], ensure_ascii=False)
 
 
 def _bracket_argument(arguments: str) -> str:
