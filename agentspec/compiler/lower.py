@@ -18,7 +18,7 @@ from agentspec.compiler import ast
 from agentspec.compiler.ir import CheckedSpec
 from agentspec.compiler.mcp import McpTool, mcp_tools, optional_arguments
 from agentspec.compiler.types import ListOf, Optional, Prim, Type
-from agentspec.spec.model import TaskSpec, ToolSpec
+from agentspec.spec.model import McpServerSpec, TaskSpec, ToolSpec
 
 # Binding strength, as in Python's grammar (higher binds tighter).
 _PRECEDENCE = {
@@ -207,8 +207,8 @@ class ToolModel:
     returns: str | None = None
     effects: list[str] = field(default_factory=list)
     observe: str | None = None
-    mcp_server: dict[str, Any] | None = None
-    """For a tool of an MCP server: how to reach it (command or url, env, timeout)."""
+    mcp_server: str | None = None
+    """For a tool of an MCP server: the module variable holding the server."""
 
 
 @dataclass
@@ -270,6 +270,8 @@ class ModuleModel:
     adapter: str | None
     adapter_config: dict[str, Any]
     training: dict[str, Any]
+    mcp_servers: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Module variable → how to reach one MCP server (command or url, env, timeout)."""
 
 
 def _condition_or_constant(
@@ -356,6 +358,7 @@ def lower(checked: CheckedSpec, *, spec_path: str, spec_sha256: str, version: st
 
     oracle = spec.oracle
     return ModuleModel(
+        mcp_servers={_server_variable(n): _connection(server) for n, server in spec.mcp.items()},
         spec_name=spec.name,
         spec_path=spec_path,
         spec_sha256=spec_sha256,
@@ -442,8 +445,11 @@ def _tool_model(checked: CheckedSpec, name: str, tool: ToolSpec, cls: str) -> To
     return model
 
 
-def _mcp_tool_model(tool: McpTool, cls: str) -> ToolModel:
-    server = tool.server
+def _server_variable(name: str) -> str:
+    return "MCP_" + python_name(name).upper()
+
+
+def _connection(server: McpServerSpec) -> dict[str, Any]:
     command = server.command
     connection: dict[str, Any] = {
         "command": shlex.split(command) if isinstance(command, str) else command,
@@ -451,8 +457,12 @@ def _mcp_tool_model(tool: McpTool, cls: str) -> ToolModel:
         "env": dict(server.env),
         "timeout": server.timeout,
     }
+    return {k: v for k, v in connection.items() if v is not None}
+
+
+def _mcp_tool_model(tool: McpTool, cls: str) -> ToolModel:
     model = ToolModel(
-        tool.name, cls, tool.pin.description, dict(tool.pin.parameters), server.timeout, False
+        tool.name, cls, tool.pin.description, dict(tool.pin.parameters), tool.server.timeout, False
     )
-    model.mcp_server = {k: v for k, v in connection.items() if v is not None}
+    model.mcp_server = _server_variable(tool.server_name)
     return model

@@ -1,11 +1,13 @@
 """A unit-converter MCP server over stdio, written with the official SDK (for the tests).
 
 Run as `python units_server.py`; it speaks MCP on stdin/stdout. Tools: `convert`
-(a length between units; an unknown unit is an error result) and `add` (two numbers).
+(a length between units; an unknown unit is an error result) `add` (two numbers) and
+`wait` (sleeps; for timeouts).
 """
 
 from __future__ import annotations
 
+import anyio
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
@@ -28,6 +30,13 @@ def convert(value: float, source: str, target: str) -> str:
 def add(a: float, b: float) -> str:
     """Add two numbers."""
     return f"{a + b:g}"
+
+
+@server.tool()
+async def wait(seconds: float) -> str:
+    """Wait for the given seconds (to test call timeouts)."""
+    await anyio.sleep(seconds)
+    return "waited"
 
 
 if __name__ == "__main__":
