@@ -418,8 +418,7 @@ def eval_command(
 ) -> None:
     """Evaluate a checkpoint (or a baseline policy) on held-out samples; print the table of `run`."""
 
-    from agentspec.runtime.backends.local.evaluation import evaluate_checkpoint, evaluate_policy
-    from agentspec.runtime.spec_run import PolicyError
+    from agentspec.runtime.spec_run import PolicyError, evaluate_policy
 
     if (checkpoint is None) == (policy is None):
         raise _fail("give exactly one of --checkpoint or --policy", code=2)
@@ -435,6 +434,8 @@ def eval_command(
                 max_concurrency=concurrency,
             )
         else:
+            from agentspec.runtime.backends.local.evaluation import evaluate_checkpoint
+
             assert checkpoint is not None
             summary = evaluate_checkpoint(spec, checkpoint, episodes, temperature)
     except FileNotFoundError as exc:

@@ -216,3 +216,54 @@ def chat_policy(
         max_concurrency=max_concurrency,
     )
     return policy, tokenizer
+
+
+def held_out_split(
+    module: ModuleType, eval_samples: int
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Training samples and held-out evaluation samples (what `train` and `eval` use).
+
+    The held-out set is the spec's `eval_split`, a generator's `test` split, or
+    else the last `eval_samples` samples of the data (removed from training).
+    """
+    train_samples = module.load_samples()
+    eval_split = module.EVAL_SPLIT or (
+        "test" if module.DATA_SOURCE.startswith("generator:") else None
+    )
+    if eval_split is not None:
+        return train_samples, module.load_samples(split=eval_split, limit=eval_samples)
+    cut = max(1, len(train_samples) - eval_samples)
+    return train_samples[:cut], train_samples[cut:]
+
+
+def evaluate_policy(
+    spec: Path,
+    policy: str,
+    episodes: int,
+    temperature: float = 0.0,
+    *,
+    served_model: str = "default",
+    api_key_env: str = "OPENAI_API_KEY",
+    max_concurrency: int = 8,
+) -> Any:
+    """`agentspec eval --policy`: a named policy (`chat:URL`, `openai:URL`, `hf:PATH`,
+    `random`) on the held-out samples a checkpoint is evaluated on; no torch for chat."""
+    from agentspec.compiler.codegen import cache_dir, cache_key, import_spec
+    from agentspec.runtime.loop import run_episodes
+    from agentspec.runtime.summary import summarize
+    from agentspec.runtime.task_text import task_bpe_tokenizer
+
+    module = import_spec(spec)
+    train_samples, samples = held_out_split(module, episodes)
+    directory = cache_dir() / cache_key(spec)[:16] / "tokenizer"
+    task_tokenizer = task_bpe_tokenizer(module, train_samples[:2000], directory)
+    model_policy, tokenizer = make_policy(
+        policy,
+        served_model=served_model,
+        task_tokenizer=task_tokenizer,
+        api_key_env=api_key_env,
+        max_concurrency=max_concurrency,
+    )
+    flow = module.FLOW_CLASS(model_policy, tokenizer, temperature=temperature)
+    trajectories = asyncio.run(run_episodes(flow, samples, sample_ids=sample_ids(samples)))
+    return summarize(trajectories, [c.name for c in module.ENV_CLASS.reward_components])
