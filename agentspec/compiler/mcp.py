@@ -77,14 +77,16 @@ def check_mcp(checker: Checker) -> None:
                 )
     seen: dict[str, str] = {}
     for tool in mcp_tools(spec):
-        path = ("mcp", tool.server_name, "tools", tool.name)
+        where = ("mcp", tool.server_name, "tools", tool.name)
         clash = "a spec tool" if tool.name in spec.tools else seen.get(tool.name)
         if clash is not None or not TOOL_NAME.match(tool.name):
-            problem = f"clashes with {clash}" if clash else "is not a name every tool format can call"
+            problem = (
+                f"clashes with {clash}" if clash else "is not a name every tool format can call"
+            )
             checker.error(
                 "E703",
                 f"MCP tool '{tool.name}' of server '{tool.server_name}' {problem}",
-                source_map.key_span(path),
+                source_map.key_span(where),
                 hint="use `include:` to leave one of them out"
                 if clash
                 else "leave it out with `include:`",
@@ -98,7 +100,7 @@ def check_mcp(checker: Checker) -> None:
             checker.error(
                 "E704",
                 f"parameters of MCP tool '{tool.name}' are not a JSON Schema object: {message}",
-                source_map.value_span((*path, "parameters")),
+                source_map.value_span((*where, "parameters")),
                 hint="re-pin the server with `agentspec mcp pin SPEC`",
             )
         checker.arg_types[tool.name] = _argument_types(schema)

@@ -75,7 +75,7 @@ def conversation_of(view: ContextView, prompt: Prompt, context: ContextPolicy) -
         messages = [m for m in initial if m["role"] == "system"][:1]
         messages.append({"role": "user", "content": context.render(view)})
     elif isinstance(context, CustomContext):
-        out = list(context.fn(view))
+        out: list[Any] = list(context.fn(view))
         if out and not isinstance(out[0], Mapping):
             raise ConversationError(
                 "a custom context that returns token ids cannot feed a chat-completions policy; "
@@ -126,10 +126,12 @@ def _step_messages(step: Step, fmt: Any) -> list[dict[str, Any]]:
     assistant: dict[str, Any] = {
         "role": "assistant",
         "content": content or None,
-        "tool_calls": [_call_json(call, call_id) for call, call_id in zip(step.tool_calls, ids)],
+        "tool_calls": [
+            _call_json(call, call_id) for call, call_id in zip(step.tool_calls, ids, strict=False)
+        ],
     }
     messages = [assistant]
-    for call, call_id, result in zip(step.tool_calls, ids, results):
+    for call, call_id, result in zip(step.tool_calls, ids, results, strict=False):
         messages.append(
             {
                 "role": "tool",
@@ -145,7 +147,10 @@ def _call_json(call: ToolCall, call_id: str) -> dict[str, Any]:
     return {
         "id": call_id,
         "type": "function",
-        "function": {"name": call.name, "arguments": json.dumps(call.arguments, ensure_ascii=False)},
+        "function": {
+            "name": call.name,
+            "arguments": json.dumps(call.arguments, ensure_ascii=False),
+        },
     }
 
 
@@ -186,7 +191,9 @@ def render_calls(tool_format: str, content: str | None, calls: Sequence[ChatCall
     # hermes, and any format that reads <tool_call> blocks
     blocks = [
         "<tool_call>"
-        + json.dumps({"name": c.name, "arguments": _arguments_value(c.arguments)}, ensure_ascii=False)
+        + json.dumps(
+            {"name": c.name, "arguments": _arguments_value(c.arguments)}, ensure_ascii=False
+        )
         + "</tool_call>"
         for c in calls
     ]

@@ -49,7 +49,7 @@ def pin_spec(path: Path, *, check: bool = False) -> PinReport:
     except yaml.YAMLError as exc:
         raise PinError(f"{path}: not valid YAML ({exc}); run agentspec validate") from None
     servers = data.get("mcp") if isinstance(data, dict) else None
-    if not isinstance(servers, dict) or not servers:
+    if not isinstance(servers, dict) or not servers or root is None:
         raise PinError(f"{path} has no `mcp:` servers to pin")
     report = PinReport()
     for name, config in servers.items():

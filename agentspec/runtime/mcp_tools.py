@@ -41,9 +41,7 @@ def _sdk() -> Any:
     try:
         import mcp
     except ImportError:
-        raise McpError(
-            "MCP tools need the `mcp` package: pip install 'agentspec[mcp]'"
-        ) from None
+        raise McpError("MCP tools need the `mcp` package: pip install 'agentspec[mcp]'") from None
     return mcp
 
 
@@ -91,9 +89,7 @@ class McpServer:
         loop = asyncio.get_running_loop()
         connection = self._connections.get(loop)
         if connection is None:
-            self._connections = {
-                lp: c for lp, c in self._connections.items() if not lp.is_closed()
-            }
+            self._connections = {lp: c for lp, c in self._connections.items() if not lp.is_closed()}
             connection = self._connections[loop] = _Connection(self)
         return await asyncio.shield(connection.ready)
 

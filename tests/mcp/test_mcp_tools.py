@@ -86,7 +86,9 @@ def test_pin_keeps_comments_and_handles_a_flow_style_server(tmp_path: Path) -> N
     start = text.index("mcp:\n")
     end = text.index("\nepisode:")
     spec.write_text(
-        text[:start] + "mcp:\n  units: {command: python units_server.py, timeout: 20}\n" + text[end:]
+        text[:start]
+        + "mcp:\n  units: {command: python units_server.py, timeout: 20}\n"
+        + text[end:]
     )
     result = runner.invoke(app, ["mcp", "pin", str(spec)])
     assert result.exit_code == 0, result.output
@@ -105,7 +107,9 @@ def test_pin_reports_a_server_that_does_not_start(tmp_path: Path) -> None:
 
 def test_the_oracle_succeeds_through_the_server(tmp_path: Path) -> None:
     out = tmp_path / "run"
-    result = runner.invoke(app, ["run", str(SPEC), "--policy", "oracle", "-n", "8", "--out", str(out)])
+    result = runner.invoke(
+        app, ["run", str(SPEC), "--policy", "oracle", "-n", "8", "--out", str(out)]
+    )
     assert result.exit_code == 0, result.output
     assert "success rate     │ 1.000" in result.output
     assert "tool error rate  │ 0.000" in result.output

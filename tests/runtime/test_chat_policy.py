@@ -49,7 +49,9 @@ class ScriptedServer:
             def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length", "0"))
                 server.requests.append(json.loads(self.rfile.read(length)))
-                status, headers, body = server.replies[min(len(server.requests), len(server.replies)) - 1]
+                status, headers, body = server.replies[
+                    min(len(server.requests), len(server.replies)) - 1
+                ]
                 data = body.encode() if isinstance(body, str) else json.dumps(body).encode()
                 self.send_response(status)
                 for key, value in headers.items():
@@ -113,7 +115,9 @@ def test_rate_limits_are_retried_after_the_servers_wait(scripted: Any) -> None:
     gen = _ask(policy)
     assert gen.error is None
     text = ByteTokenizer().decode(gen.token_ids, skip_special_tokens=True)
-    assert text == '<tool_call>{"name": "calculator", "arguments": {"expression": "2+3"}}</tool_call>'
+    assert (
+        text == '<tool_call>{"name": "calculator", "arguments": {"expression": "2+3"}}</tool_call>'
+    )
     assert len(server.requests) == 3
     assert policy.waits[0] == 0.0  # Retry-After decided the first wait
     assert 0.0 < policy.waits[1] <= 0.01 * 2  # then exponential backoff with jitter
@@ -171,12 +175,14 @@ def test_rendered_calls_parse_back_to_the_same_calls(fmt: str) -> None:
     call = ChatCall("calculator", '{"expression": "2 + 3"}')
     parsed = get_format(fmt).parse(render_calls(fmt, "Let me compute.", [call]), tools)
     assert parsed.ok, parsed.errors
-    assert [(c.name, c.arguments) for c in parsed.calls] == [("calculator", {"expression": "2 + 3"})]
+    assert [(c.name, c.arguments) for c in parsed.calls] == [
+        ("calculator", {"expression": "2 + 3"})
+    ]
 
 
 @pytest.mark.parametrize("fmt", ["hermes", "json", "react"])
 def test_arguments_that_are_not_json_become_parse_errors(fmt: str) -> None:
-    for arguments in ['{"expression": ', 'expression=2+3']:
+    for arguments in ['{"expression": ', "expression=2+3"]:
         text = render_calls(fmt, None, [ChatCall("calculator", arguments)])
         parsed = get_format(fmt).parse(text, {"calculator": CalculatorTool()})
         assert not parsed.ok, (fmt, arguments, text)
@@ -185,7 +191,9 @@ def test_arguments_that_are_not_json_become_parse_errors(fmt: str) -> None:
 def test_two_calls_in_a_one_call_format_are_a_parse_error() -> None:
     calls = [ChatCall("calculator", '{"expression": "1"}')] * 2
     for fmt in ("react", "bracket"):
-        parsed = get_format(fmt).parse(render_calls(fmt, None, calls), {"calculator": CalculatorTool()})
+        parsed = get_format(fmt).parse(
+            render_calls(fmt, None, calls), {"calculator": CalculatorTool()}
+        )
         assert not parsed.ok and parsed.errors[0].code == "multiple_calls"
 
 
@@ -204,7 +212,9 @@ def calculator(tmp_path_factory: pytest.TempPathFactory) -> Any:
 
 def test_policy_errors_end_only_their_episode(scripted: Any, calculator: Any, tok: Any) -> None:
     call = _completion(None, [("calculator", '{"expression": "1+1"}')])
-    server = scripted([(200, {}, call), (200, {}, "garbage"), (200, {}, _completion("<answer>2</answer>"))])
+    server = scripted(
+        [(200, {}, call), (200, {}, "garbage"), (200, {}, _completion("<answer>2</answer>"))]
+    )
     flow = calculator.FLOW_CLASS(ChatPolicy(server.url, "m", tok, max_concurrency=1), tok)
     samples = calculator.load_samples()[:2]
     trajectories = asyncio.run(run_episodes(flow, samples))
@@ -261,7 +271,7 @@ def oracle_model(tiny: Any, calculator: Any) -> tuple[Any, Any, list[dict[str, A
     ]
     rows = [
         row
-        for flow, sample in zip(flows, samples)
+        for flow, sample in zip(flows, samples, strict=False)
         for traj in asyncio.run(run_episodes(flow, [sample]))
         for row in training_rows(traj)
     ]
@@ -322,8 +332,20 @@ def test_cli_run_and_eval_with_a_chat_policy_print_the_table(
     with ChatCompletionServer(HFPolicy(model, tokenizer), "tiny") as server:
         result = runner.invoke(
             app,
-            ["run", str(CALCULATOR), "--policy", f"chat:{server.url}", "--served-model", "tiny"]
-            + ["-n", "4", "--temperature", "0", "--out", str(tmp_path / "c")],
+            [
+                "run",
+                str(CALCULATOR),
+                "--policy",
+                f"chat:{server.url}",
+                "--served-model",
+                "tiny",
+                "-n",
+                "4",
+                "--temperature",
+                "0",
+                "--out",
+                str(tmp_path / "c"),
+            ],
         )
         assert result.exit_code == 0, result.output
         evaluated = runner.invoke(
@@ -345,8 +367,14 @@ def test_train_refuses_a_chat_model(tmp_path: Path) -> None:
 
     result = CliRunner().invoke(
         app,
-        ["train", str(CALCULATOR), "--set", "model=chat:http://127.0.0.1:1/v1"]
-        + ["--out", str(tmp_path / "r")],
+        [
+            "train",
+            str(CALCULATOR),
+            "--set",
+            "model=chat:http://127.0.0.1:1/v1",
+            "--out",
+            str(tmp_path / "r"),
+        ],
     )
     assert result.exit_code == 2
     assert "chat-completions API" in result.output and "--policy chat:" in result.output

@@ -219,5 +219,7 @@ def _call(raw: Any, index: int) -> ChatCall:
     if isinstance(arguments, dict):  # some servers send the object itself
         arguments = json.dumps(arguments, ensure_ascii=False)
     if not isinstance(arguments, str):
-        raise ChatPolicyError(f"tool call {index + 1}: arguments are neither JSON text nor an object")
+        raise ChatPolicyError(
+            f"tool call {index + 1}: arguments are neither JSON text nor an object"
+        )
     return ChatCall(function["name"], arguments, str(raw.get("id", "")))

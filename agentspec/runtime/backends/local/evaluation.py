@@ -43,4 +43,3 @@ def evaluate_checkpoint(
     ids = [str(s.get("id", i)) for i, s in enumerate(samples)]
     trajectories = asyncio.run(run_episodes(flow, samples, sample_ids=ids))
     return summarize(trajectories, [c.name for c in module.ENV_CLASS.reward_components])
-
