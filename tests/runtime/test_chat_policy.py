@@ -378,3 +378,15 @@ def test_train_refuses_a_chat_model(tmp_path: Path) -> None:
     )
     assert result.exit_code == 2
     assert "chat-completions API" in result.output and "--policy chat:" in result.output
+
+
+def test_a_chat_policy_needs_a_url(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from agentspec.cli import app
+
+    result = CliRunner().invoke(
+        app,
+        ["run", str(CALCULATOR), "--policy", "chat:localhost", "-n", "1", "--out", str(tmp_path)],
+    )
+    assert result.exit_code == 2 and "needs the API's base URL" in result.output

@@ -1,4 +1,4 @@
-"""Tools from a real MCP server: tests/mcp/units_server.py (the official SDK, over stdio).
+"""Tools from a real MCP server: tests/mcp_tools/units_server.py (the official SDK, over stdio).
 
 Every test that talks to the server starts it through the spec's `command`, as
 users' specs do; nothing is mocked.
