@@ -21,14 +21,16 @@ background task and closed when the loop ends (``asyncio.run`` cancels it).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
+import subprocess
 import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
-from agentspec.runtime.tools import BaseTool, ToolContext, ToolFailure
+from agentspec.runtime.tools import BaseTool, ToolContext, ToolFailure, ToolResult
 
 __all__ = ["McpError", "McpServer", "McpTool", "list_server_tools", "result_text"]
 
@@ -69,7 +71,7 @@ class McpServer:
         return self.url if self.url is not None else " ".join(self.command or [])
 
     def target(self) -> Any:
-        """What `mcp.Client` connects to: the URL, or the stdio command's parameters."""
+        """What `mcp.Client` connects to: the URL, or a stdio transport running the command."""
         mcp = _sdk()
         if self.url is not None:
             return self.url
@@ -77,12 +79,13 @@ class McpServer:
         program = self.command[0]
         if program in ("python", "python3"):  # the interpreter (and packages) agentspec runs on
             program = sys.executable
-        return mcp.StdioServerParameters(
+        parameters = mcp.StdioServerParameters(
             command=program,
             args=self.command[1:],
             env={**os.environ, **self.env},
             cwd=str(self.base_dir),
         )
+        return mcp.stdio_client(parameters, errlog=_server_log())
 
     async def client(self) -> Any:
         """This event loop's connected client (opened on first use)."""
@@ -121,6 +124,19 @@ class _Connection:
                 )
 
 
+def _server_log() -> Any:
+    """Where a stdio server's stderr goes: ours when it is a real file (a captured
+    stream, as under a test runner, has no descriptor to hand to the process)."""
+    for stream in (sys.stderr, sys.__stderr__):
+        try:
+            if stream is not None:
+                stream.fileno()
+                return stream
+        except (OSError, ValueError, AttributeError):
+            continue
+    return subprocess.DEVNULL
+
+
 def _reason(exc: BaseException) -> str:
     """The innermost message of an exception (task groups wrap them in groups)."""
     while getattr(exc, "exceptions", None):  # an ExceptionGroup
@@ -151,6 +167,13 @@ class McpTool(BaseTool):
     `description`, `parameters` (the pins), `timeout` and `server`."""
 
     server: ClassVar[McpServer]
+
+    async def run(self, args: dict[str, Any], context: ToolContext | None = None) -> ToolResult:
+        # Connect (start a stdio server) before the call's time limit starts: the
+        # spec's `timeout` bounds the call, not the server's start-up.
+        with contextlib.suppress(McpError):  # execute() reports it as the call's error
+            await self.server.client()
+        return await super().run(args, context)
 
     async def execute(self, args: dict[str, Any], context: ToolContext) -> str:
         try:

@@ -31,20 +31,25 @@ def private_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("AGENTSPEC_CACHE", str(tmp_path / "cache"))
 
 
-def _copy(tmp_path: Path, edit: Any = None) -> Path:
-    """The units spec, its server and data in a fresh folder; ``edit(data)`` changes the YAML."""
+def _copy(tmp_path: Path, *edits: tuple[str, str]) -> Path:
+    """The units spec, its server and data in a fresh folder, with text ``edits`` (old, new)."""
     folder = tmp_path / "task"
     folder.mkdir()
     shutil.copy(HERE / "units_server.py", folder)
     shutil.copytree(HERE / "data", folder / "data")
+    text = SPEC.read_text()
+    for old, new in edits:
+        assert old in text, old
+        text = text.replace(old, new)
     spec = folder / "units.yaml"
-    if edit is None:
-        shutil.copy(SPEC, spec)
-    else:
-        data = yaml.safe_load(SPEC.read_text())
-        edit(data)
-        spec.write_text(yaml.safe_dump(data, sort_keys=False))
+    spec.write_text(text)
     return spec
+
+
+PINS = SPEC.read_text()[
+    SPEC.read_text().index("    tools:\n") : SPEC.read_text().index("\nepisode:")
+]
+COMMAND = "command: [python, units_server.py]"
 
 
 def test_validate_reads_only_the_pins() -> None:
@@ -63,7 +68,7 @@ def test_validate_reads_only_the_pins() -> None:
 
 def test_pin_writes_the_servers_tools_and_check_finds_drift(tmp_path: Path) -> None:
     committed = yaml.safe_load(SPEC.read_text())["mcp"]["units"]["tools"]
-    spec = _copy(tmp_path, lambda d: d["mcp"]["units"].pop("tools"))
+    spec = _copy(tmp_path, (PINS, ""))
     assert runner.invoke(app, ["validate", str(spec)]).exit_code == 1  # E702: not pinned
 
     result = runner.invoke(app, ["mcp", "pin", str(spec)])
@@ -99,7 +104,7 @@ def test_pin_keeps_comments_and_handles_a_flow_style_server(tmp_path: Path) -> N
 
 
 def test_pin_reports_a_server_that_does_not_start(tmp_path: Path) -> None:
-    spec = _copy(tmp_path, lambda d: d["mcp"]["units"].update(command="python missing.py"))
+    spec = _copy(tmp_path, (COMMAND, "command: python missing.py"))
     result = runner.invoke(app, ["mcp", "pin", str(spec)])
     assert result.exit_code == 1
     assert "error: mcp.units:" in result.output and "Traceback" not in result.output
@@ -121,14 +126,16 @@ def test_the_oracle_succeeds_through_the_server(tmp_path: Path) -> None:
 
 
 def _episode(spec: Path, turns: list[str]) -> Any:
+    """One scripted episode, tokenised by the task tokenizer (as `agentspec run` does)."""
     from agentspec.compiler.codegen import import_spec
     from agentspec.runtime import ScriptedPolicy, run_episodes
-    from agentspec.runtime.byte_tokenizer import ByteTokenizer
+    from agentspec.runtime.task_text import task_bpe_tokenizer
 
     module = import_spec(spec)
-    tok = ByteTokenizer()
+    samples = module.load_samples()
+    tok = task_bpe_tokenizer(module, samples, spec.parent / "tokenizer")
     flow = module.FLOW_CLASS(ScriptedPolicy(turns, tok), tok)
-    (traj,) = asyncio.run(run_episodes(flow, module.load_samples()[:1]))
+    (traj,) = asyncio.run(run_episodes(flow, samples[:1]))
     return traj
 
 
@@ -145,40 +152,36 @@ def test_server_errors_and_bad_arguments_are_tool_errors(tmp_path: Path) -> None
         _call("convert", value=1, source="parsec", target="m"),  # the server's error result
         _call("convert", value="one", source="m", target="cm"),  # fails the pinned schema
         _call("add", a=2, b=3),
-        "<answer>0</answer>",
     ]
     traj = _episode(_copy(tmp_path), turns)
     errors = _tool_errors(traj)
     assert errors[0][0] == "failed" and "unknown unit 'parsec'" in errors[0][1]
     assert errors[1][0] == "invalid_arguments"
     assert traj.steps[2].observation == "<tool_response>\n5\n</tool_response>"
-    assert len(traj.steps) == 4 and traj.termination.value == "done"
+    assert len(traj.steps) == 3 and traj.termination.value == "max_steps"  # the run went on
 
 
 def test_a_slow_call_times_out_with_the_specs_timeout(tmp_path: Path) -> None:
-    def edit(data: dict[str, Any]) -> None:
-        server = data["mcp"]["units"]
-        server["timeout"] = 1
-        server["include"] = ["wait"]
-        server["tools"] = {
-            "wait": {
-                "description": "Wait.",
-                "parameters": {
-                    "type": "object",
-                    "properties": {"seconds": {"type": "number"}},
-                    "required": ["seconds"],
-                },
-            }
-        }
-        data["rewards"].pop("converted")
-
-    traj = _episode(_copy(tmp_path, edit), [_call("wait", seconds=30), _call("wait", seconds=0)])
+    wait = (
+        "    tools:\n"
+        "      wait:\n"
+        '        description: "Wait."\n'
+        '        parameters: {"type": "object", "properties": {"seconds": {"type": "number"}}}\n'
+    )
+    spec = _copy(
+        tmp_path,
+        ("timeout: 20", "timeout: 2"),
+        ("include: [convert, add]", "include: [wait]"),
+        (PINS, wait),
+        ('  converted: {on: "tool:convert"', '  # converted: {on: "tool:convert"'),
+    )
+    traj = _episode(spec, [_call("wait", seconds=30), _call("wait", seconds=0)])
     assert _tool_errors(traj)[0][0] == "timeout"
     assert traj.steps[1].observation == "<tool_response>\nwaited\n</tool_response>"
 
 
 def test_a_server_that_does_not_start_fails_its_calls_not_the_run(tmp_path: Path) -> None:
-    spec = _copy(tmp_path, lambda d: d["mcp"]["units"].update(command=["python", "missing.py"]))
+    spec = _copy(tmp_path, (COMMAND, "command: [python, missing.py]"))
     traj = _episode(spec, [_call("add", a=1, b=2), "<answer>3</answer>"])
     code, message = _tool_errors(traj)[0]
     assert code == "exception" and "MCP server 'python missing.py'" in message

@@ -8,7 +8,6 @@ Run as `python units_server.py`; it speaks MCP on stdin/stdout. Tools: `convert`
 from __future__ import annotations
 
 import anyio
-
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 

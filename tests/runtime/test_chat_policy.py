@@ -258,36 +258,38 @@ def test_the_conversation_carries_native_tool_calls_and_results(
 
 @pytest.fixture(scope="module")
 def oracle_model(tiny: Any, calculator: Any) -> tuple[Any, Any, list[dict[str, Any]]]:
-    """The tiny model trained for a few seconds to repeat the oracle on four samples."""
+    """The tiny model trained for a few seconds to repeat the oracle on two samples."""
     import torch
 
     from agentspec.runtime.trajectory import training_rows
 
     model, tokenizer = copy.deepcopy(tiny[0]).train(), tiny[1]
-    samples = calculator.load_samples()[:4]
-    flows = [
-        calculator.FLOW_CLASS(ScriptedPolicy(calculator.oracle_actions(s), tokenizer), tokenizer)
-        for s in samples
-    ]
-    rows = [
-        row
-        for flow, sample in zip(flows, samples, strict=False)
-        for traj in asyncio.run(run_episodes(flow, [sample]))
-        for row in training_rows(traj)
-    ]
+    samples = calculator.load_samples()[:2]
+    rows = []
+    for sample in samples:
+        policy = ScriptedPolicy(calculator.oracle_actions(sample), tokenizer)
+        flow = calculator.FLOW_CLASS(policy, tokenizer)
+        rows += [row for t in asyncio.run(run_episodes(flow, [sample])) for row in training_rows(t)]
+    ids = [torch.tensor(row.input_ids) for row in rows]
+    masks = [torch.tensor(row.response_mask[1:], dtype=torch.bool) for row in rows]
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
     torch.manual_seed(0)
     optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3)
-    for _ in range(300):
-        for row in rows:
-            ids = torch.tensor([row.input_ids])
-            logits = model(input_ids=ids).logits[0, :-1]
-            mask = torch.tensor(row.response_mask[1:], dtype=torch.bool)
-            loss = torch.nn.functional.cross_entropy(logits[mask], ids[0, 1:][mask])
-            optimizer.zero_grad()
-            loss.backward()
-            optimizer.step()
-        if loss.item() < 0.01:
-            break
+    try:
+        for _ in range(400):
+            losses = []
+            for row_ids, mask in zip(ids, masks, strict=True):
+                logits = model(input_ids=row_ids[None]).logits[0, :-1]
+                loss = torch.nn.functional.cross_entropy(logits[mask], row_ids[1:][mask])
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+                losses.append(loss.item())
+            if max(losses) < 0.02:
+                break
+    finally:
+        torch.set_num_threads(threads)
     return model.eval(), tokenizer, samples
 
 
