@@ -196,3 +196,46 @@ def test_training_two_iterations_on_mcp_tools(tmp_path: Path) -> None:
     records = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
     iterations = {r["iteration"] for r in records if "iteration" in r}
     assert {1, 2} <= iterations
+
+
+@pytest.fixture
+def http_server() -> Any:
+    """The same server over Streamable HTTP, in its own process."""
+    import socket
+    import time
+
+    import httpx
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    process = subprocess.Popen(
+        [sys.executable, "units_server.py", "--http", str(port)],
+        cwd=HERE,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    url = f"http://127.0.0.1:{port}/mcp"
+    try:
+        for _ in range(600):  # the server imports the SDK first: wait until it listens
+            try:
+                httpx.get(url, timeout=1)
+                break
+            except httpx.TransportError:
+                time.sleep(0.1)
+        yield url
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+
+
+def test_a_server_reached_by_url(tmp_path: Path, http_server: str) -> None:
+    spec = _copy(tmp_path, (COMMAND, f"url: {http_server}"), (PINS, ""))
+    result = runner.invoke(app, ["mcp", "pin", str(spec)])
+    assert result.exit_code == 0, result.output
+    assert "mcp.units: 2 tools (convert, add)" in result.output
+    traj = _episode(
+        spec, [_call("convert", value=2, source="km", target="m"), "<answer>0</answer>"]
+    )
+    assert traj.steps[0].observation == "<tool_response>\n2000\n</tool_response>"
+    assert traj.steps[0].has_event("tool:convert") and traj.termination.value == "done"

@@ -1,6 +1,7 @@
 """A unit-converter MCP server over stdio, written with the official SDK (for the tests).
 
-Run as `python units_server.py`; it speaks MCP on stdin/stdout. Tools: `convert`
+Run as `python units_server.py` (MCP on stdin/stdout) or `python units_server.py --http
+PORT` (Streamable HTTP at http://127.0.0.1:PORT/mcp). Tools: `convert`
 (a length between units; an unknown unit is an error result) `add` (two numbers) and
 `wait` (sleeps; for timeouts).
 """
@@ -40,4 +41,9 @@ async def wait(seconds: float) -> str:
 
 
 if __name__ == "__main__":
-    server.run()
+    import sys
+
+    if len(sys.argv) == 3 and sys.argv[1] == "--http":  # Streamable HTTP at /mcp on this port
+        server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
+    else:
+        server.run()
