@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from agentspec.runtime import SamplingParams, ScriptedPolicy, run_episodes
+from agentspec.runtime import ChatTemplate, SamplingParams, ScriptedPolicy, run_episodes
 from agentspec.runtime.byte_tokenizer import ByteTokenizer
 from agentspec.runtime.conversation import ChatCall, Conversation, render_calls
 from agentspec.runtime.formats import get_format
@@ -392,3 +392,48 @@ def test_a_chat_policy_needs_a_url(tmp_path: Path) -> None:
         ["run", str(CALCULATOR), "--policy", "chat:localhost", "-n", "1", "--out", str(tmp_path)],
     )
     assert result.exit_code == 2 and "needs the API's base URL" in result.output
+
+
+def _step(index: int, text: str, observation: str, calls: list[Any], results: list[Any]) -> Any:
+    from agentspec.runtime.trajectory import Step
+
+    info = {"tool_results": results} if results else {}
+    return Step(
+        index, [], [], [], action_text=text, observation=observation, tool_calls=calls, info=info
+    )
+
+
+def test_the_conversation_keeps_only_the_turns_the_context_policy_keeps(tok: Any) -> None:
+    from agentspec.runtime import ToolEnv
+    from agentspec.runtime.context import ContextView, SlidingWindow, StateSummary
+    from agentspec.runtime.conversation import conversation_of
+    from agentspec.runtime.trajectory import ToolCall
+
+    env = ToolEnv([CalculatorTool()], "hermes", system_prompt="Be exact.")
+    initial = env.initial_messages({"question": "2+3?"})
+    call = ToolCall("calculator", {"expression": "2+3"})
+    view = ContextView(tok, ChatTemplate(), initial, env=env)
+    view.steps = [
+        _step(0, "hmm", "Error: parse", [], []),
+        _step(
+            1,
+            "<tool_call>…</tool_call>",
+            "<tool_response>…",
+            [call],
+            [{"name": "calculator", "ok": False, "code": "exception", "text": "boom"}],
+        ),
+    ]
+    window = SlidingWindow(k=1)
+    conversation = conversation_of(view, window.prompt(view), window)
+    roles = [m["role"] for m in conversation.messages]
+    assert roles == ["system", "user", "assistant", "tool"]  # step 0 was dropped
+    assert conversation.messages[0]["content"] == "Be exact."  # the tool paragraph is cut
+    assert conversation.messages[-1]["content"] == "Error: boom"
+    assert conversation.tools == [CalculatorTool().schema()]
+
+    summary = StateSummary("Question: {{ task }} after {{ step }} steps")
+    conversation = conversation_of(view, summary.prompt(view), summary)
+    assert conversation.messages == [
+        {"role": "system", "content": "Be exact."},
+        {"role": "user", "content": "Question: 2+3? after 2 steps"},
+    ]
