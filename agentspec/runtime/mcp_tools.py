@@ -98,7 +98,9 @@ class McpServer:
 
     async def call(self, name: str, arguments: dict[str, Any]) -> Any:
         client = await self.client()
-        return await client.call_tool(name, arguments, read_timeout_seconds=self.timeout)
+        # A second of slack: within a tool run, the spec's timeout (BaseTool.run) fires
+        # first and reports `timeout`; the SDK's own bound only stops a stray call.
+        return await client.call_tool(name, arguments, read_timeout_seconds=self.timeout + 1.0)
 
 
 class _Connection:
