@@ -243,7 +243,8 @@ def run(
         Path, typer.Argument(help="The spec to roll out.", exists=True, dir_okay=False)
     ],
     policy: Annotated[
-        str, typer.Option(help="oracle, random, scripted:FILE, hf:PATH or openai:URL.")
+        str,
+        typer.Option(help="oracle, random, scripted:FILE, hf:PATH, openai:URL or chat:URL."),
     ] = "oracle",
     episodes: Annotated[int, typer.Option("-n", "--episodes", min=1, help="Episodes to run.")] = 10,
     seed: Annotated[int, typer.Option(help="Seed of the sampler and of sample order.")] = 0,
@@ -253,7 +254,15 @@ def run(
     tokenizer: Annotated[
         str | None, typer.Option(help="Tokenizer directory (for openai:URL policies).")
     ] = None,
-    served_model: Annotated[str, typer.Option(help="Model name for openai:URL.")] = "default",
+    served_model: Annotated[
+        str, typer.Option(help="Model name for openai:URL and chat:URL.")
+    ] = "default",
+    api_key_env: Annotated[
+        str, typer.Option(help="chat:URL: the environment variable holding the API key.")
+    ] = "OPENAI_API_KEY",
+    concurrency: Annotated[
+        int, typer.Option(min=1, help="chat:URL: requests in flight at once.")
+    ] = 8,
 ) -> None:
     """Roll out N episodes of a spec with a policy; print a summary and write the trajectories."""
     import asyncio
@@ -287,7 +296,7 @@ def run(
     )
     task_tokenizer = None
     tokenizer_source: Path | None = Path(tokenizer) if tokenizer else None
-    if policy == "oracle" or policy.split(":")[0] in ("random", "scripted"):
+    if policy == "oracle" or policy.split(":")[0] in ("random", "scripted", "chat"):
         from agentspec.compiler.codegen import cache_dir, cache_key
         from agentspec.runtime.task_text import task_bpe_tokenizer as build_task_tokenizer
 
@@ -310,6 +319,8 @@ def run(
                     tokenizer_dir=tokenizer,
                     served_model=served_model,
                     task_tokenizer=task_tokenizer,
+                    api_key_env=api_key_env,
+                    max_concurrency=concurrency,
                 )
             )
         except PolicyError as exc:
@@ -391,6 +402,15 @@ def train(
         module = import_spec(spec)
     except SpecError as exc:
         raise _report_spec_error(exc) from None
+    for key in ("model", "teacher"):
+        value = str(overrides.get(key, module.TRAINING.get(key)) or "")
+        if value.startswith("chat:"):
+            raise _fail(
+                f"training.{key} {value!r} is a chat-completions API: it returns text without "
+                "token ids or log-probs, so it cannot be trained or distilled from; use it as "
+                f"a baseline: agentspec run {spec} --policy {value}",
+                code=2,
+            )
     chosen_backend = overrides.get("backend", module.TRAINING["backend"])
     name = f"{module.SPEC_NAME}-{overrides.get('algorithm', module.TRAINING['algorithm'])}"
     run_dir = out or Path("runs") / name
@@ -506,22 +526,52 @@ def eval_command(
         Path, typer.Argument(help="The spec to evaluate on.", exists=True, dir_okay=False)
     ],
     checkpoint: Annotated[
-        Path, typer.Option(help="A checkpoint or run directory (latest checkpoint).")
-    ],
+        Path | None, typer.Option(help="A checkpoint or run directory (latest checkpoint).")
+    ] = None,
+    policy: Annotated[
+        str | None,
+        typer.Option(help="Instead of a checkpoint, a baseline policy: chat:URL, openai:URL, ..."),
+    ] = None,
     episodes: Annotated[
         int, typer.Option("-n", "--episodes", min=1, help="Held-out episodes.")
     ] = 200,
     temperature: Annotated[float, typer.Option(min=0.0, help="0 for greedy decoding.")] = 0.0,
+    served_model: Annotated[str, typer.Option(help="Model name for chat:URL.")] = "default",
+    api_key_env: Annotated[
+        str, typer.Option(help="chat:URL: the environment variable holding the API key.")
+    ] = "OPENAI_API_KEY",
+    concurrency: Annotated[
+        int, typer.Option(min=1, help="chat:URL: requests in flight at once.")
+    ] = 8,
 ) -> None:
-    """Evaluate a checkpoint on held-out samples; print the per-component table of `run`."""
+    """Evaluate a checkpoint (or a baseline policy) on held-out samples; print the table of `run`."""
 
-    from agentspec.runtime.backends.local.evaluation import evaluate_checkpoint
+    from agentspec.runtime.spec_run import PolicyError, evaluate_policy
 
+    if (checkpoint is None) == (policy is None):
+        raise _fail("give exactly one of --checkpoint or --policy", code=2)
     try:
-        summary = evaluate_checkpoint(spec, checkpoint, episodes, temperature)
+        if policy is not None:
+            summary = evaluate_policy(
+                spec,
+                policy,
+                episodes,
+                temperature,
+                served_model=served_model,
+                api_key_env=api_key_env,
+                max_concurrency=concurrency,
+            )
+        else:
+            from agentspec.runtime.backends.local.evaluation import evaluate_checkpoint
+
+            assert checkpoint is not None
+            summary = evaluate_checkpoint(spec, checkpoint, episodes, temperature)
     except FileNotFoundError as exc:
         raise _fail(str(exc)) from None
-    _print_summary(f"{spec.name} · {checkpoint} · {summary.episodes} episodes", summary)
+    except PolicyError as exc:
+        raise _fail(str(exc), code=2) from None
+    source = policy if policy is not None else checkpoint
+    _print_summary(f"{spec.name} · {source} · {summary.episodes} episodes", summary)
 
 
 @app.command()
@@ -559,6 +609,36 @@ def view(
         import webbrowser
 
         webbrowser.open(path.resolve().as_uri())
+
+
+mcp_app = typer.Typer(help="MCP servers a spec takes tools from.", no_args_is_help=True)
+app.add_typer(mcp_app, name="mcp")
+
+
+@mcp_app.command("pin")
+def mcp_pin(
+    spec: Annotated[Path, typer.Argument(help="The spec.", exists=True, dir_okay=False)],
+    check: Annotated[
+        bool, typer.Option(help="Write nothing; exit 1 if the pins differ from the servers.")
+    ] = False,
+) -> None:
+    """Read the tools of the spec's MCP servers into its `mcp.NAME.tools` pins."""
+    from agentspec.runtime.mcp_pin import PinError, pin_spec
+
+    try:
+        report = pin_spec(spec, check=check)
+    except PinError as exc:
+        raise _fail(str(exc)) from None
+    for server, tools in report.tools.items():
+        typer.echo(f"mcp.{server}: {len(tools)} tools ({', '.join(tools) or 'none'})")
+    for change in report.changes:
+        typer.echo(f"  {change}")
+    if check and report.changes:
+        raise _fail(f"{spec}: the MCP pins are out of date; run agentspec mcp pin {spec}")
+    if not report.changes:
+        typer.echo("pins are up to date")
+    elif not check:
+        typer.echo(f"pinned into {spec}")
 
 
 @app.command()

@@ -42,6 +42,8 @@ SECTIONS: list[tuple[type[BaseModel], str]] = [
     (model.StateVar, "state.NAME"),
     (model.FunctionSpec, "functions.NAME"),
     (model.ToolSpec, "tools.NAME"),
+    (model.McpServerSpec, "mcp.NAME"),
+    (model.McpToolSpec, "mcp.NAME.tools.TOOL"),
     (model.EnvironmentSpec, "environment"),
     (model.EpisodeSpec, "episode"),
     (model.ContextSpec, "context"),

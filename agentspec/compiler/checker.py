@@ -20,6 +20,7 @@ from agentspec.compiler import ast
 from agentspec.compiler.builtins import BUILTINS, EFFECT_CALLS, Signature
 from agentspec.compiler.diagnostics import Diagnostic
 from agentspec.compiler.ir import CheckedSpec, TypedExpr
+from agentspec.compiler.mcp import check_mcp, mcp_tools
 from agentspec.compiler.parser import ExprSyntaxError, parse_expression, parse_statement
 from agentspec.compiler.types import (
     ANY,
@@ -119,6 +120,7 @@ class Checker:
     def run(self) -> CheckedSpec:
         self._declarations()
         self._tool_schemas()
+        check_mcp(self)
         self._reward_events()
         for site in self._sites():
             self._check_site(site)
@@ -259,13 +261,14 @@ class Checker:
         for name, reward in self.spec.rewards.items():
             if reward.on.startswith("tool:"):
                 tool = reward.on.removeprefix("tool:")
-                if tool not in self.spec.tools:
+                known = [*self.spec.tools, *(t.name for t in mcp_tools(self.spec))]
+                if tool not in known:
                     self._unknown(
                         "E409",
                         f"reward '{name}' is on unknown tool '{tool}'",
                         self.map.value_span(("rewards", name, "on")),
                         tool,
-                        self.spec.tools,
+                        known,
                     )
 
     # ------------------------------------------------------------------- sites

@@ -81,6 +81,10 @@ CODES: dict[str, str] = {
     "E605": "template exceeds a resource limit",
     # 7xx: tool parameter schemas
     "E701": "invalid JSON Schema for a tool parameter",
+    "E702": "MCP server without pinned tools",
+    "E703": "MCP tool name clashes or cannot be called",
+    "E704": "pinned MCP tool parameters are not a JSON Schema object",
+    "E705": "MCP `include` names a tool the server does not have",
     # 8xx: warnings
     "W801": "state variable is read but never written",
     "W802": "state variable is never used",

@@ -9,12 +9,14 @@ the spec is validated or renamed, so no spec can inject code.
 from __future__ import annotations
 
 import dataclasses
+import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
 from agentspec.compiler import ast
 from agentspec.compiler.ir import CheckedSpec
 from agentspec.compiler.literals import py_literal
+from agentspec.compiler.mcp import McpTool, mcp_tools, optional_arguments
 from agentspec.compiler.names import (
     MODULE_NAMES,
     class_name,
@@ -23,7 +25,7 @@ from agentspec.compiler.names import (
     unique_names,
 )
 from agentspec.compiler.types import ListOf, Optional, Prim, Type
-from agentspec.spec.model import TaskSpec, ToolSpec
+from agentspec.spec.model import McpServerSpec, TaskSpec, ToolSpec
 
 # Binding strength, as in Python's grammar (higher binds tighter).
 _PRECEDENCE = {
@@ -260,6 +262,8 @@ class ToolModel:
     returns: str | None = None
     effects: list[str] = field(default_factory=list)
     observe: str | None = None
+    mcp_server: str | None = None
+    """For a tool of an MCP server: the module variable holding the server."""
 
 
 @dataclass
@@ -321,6 +325,8 @@ class ModuleModel:
     adapter: str | None
     adapter_config: dict[str, Any]
     training: dict[str, Any]
+    mcp_servers: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Module variable → how to reach one MCP server (command or url, env, timeout)."""
 
 
 def _condition_or_constant(
@@ -375,19 +381,30 @@ def lower(checked: CheckedSpec, *, spec_file: str, spec_sha256: str, version: st
     # Generated classes never take a name the module already binds (`SpecTool`
     # for a tool named `spec`, `SpecToolEnv` for a spec named `spec_tool`).
     taken = set(MODULE_NAMES)
-    class_names = unique_names([class_name(n, "Tool") for n in spec.tools], taken)
+    served = list(mcp_tools(spec))
+    class_names = unique_names(
+        [class_name(n, "Tool") for n in [*spec.tools, *(t.name for t in served)]], taken
+    )
     env_class, flow_class = unique_names(
         [class_name(spec.name, "Env"), class_name(spec.name, "Flow")], taken
     )
     tools = []
-    for (name, tool), cls in zip(spec.tools.items(), class_names, strict=True):
+    for (name, tool), cls in zip(spec.tools.items(), class_names, strict=False):
         tools.append(_tool_model(checked, name, tool, cls))
+    for served_tool, cls in zip(served, class_names[len(spec.tools) :], strict=True):
+        tools.append(_mcp_tool_model(served_tool, cls))
 
     rewards = []
     for name, reward in spec.rewards.items():
         optional: frozenset[str] = frozenset()
         if reward.on.startswith("tool:"):
-            optional = _optional_args(spec.tools[reward.on.removeprefix("tool:")])
+            tool_name = reward.on.removeprefix("tool:")
+            pins = {t.name: t.pin for t in served}
+            optional = (
+                _optional_args(spec.tools[tool_name])
+                if tool_name in spec.tools
+                else optional_arguments(pins[tool_name])
+            )
         writer = ExpressionWriter(optional, checked.repetitions)
         base = ("rewards", name)
         value = (
@@ -422,6 +439,7 @@ def lower(checked: CheckedSpec, *, spec_file: str, spec_sha256: str, version: st
 
     oracle = spec.oracle
     return ModuleModel(
+        mcp_servers={_server_variable(n): _connection(server) for n, server in spec.mcp.items()},
         spec_name=spec.name,
         spec_file=spec_file,
         spec_sha256=spec_sha256,
@@ -503,4 +521,28 @@ def _tool_model(checked: CheckedSpec, name: str, tool: ToolSpec, cls: str) -> To
     for i in range(len(tool.effect)):
         model.effects += writer.statement(checked.statements[(*base, "effect", i)])
     model.observe = tool.observe
+    return model
+
+
+def _server_variable(name: str) -> str:
+    # MCP_ + an identifier: never a keyword, never one of the module's own names
+    return "MCP_" + name.upper()
+
+
+def _connection(server: McpServerSpec) -> dict[str, Any]:
+    command = server.command
+    connection: dict[str, Any] = {
+        "command": shlex.split(command) if isinstance(command, str) else command,
+        "url": server.url,
+        "env": dict(server.env),
+        "timeout": server.timeout,
+    }
+    return {k: v for k, v in connection.items() if v is not None}
+
+
+def _mcp_tool_model(tool: McpTool, cls: str) -> ToolModel:
+    model = ToolModel(
+        tool.name, cls, tool.pin.description, dict(tool.pin.parameters), tool.server.timeout, False
+    )
+    model.mcp_server = _server_variable(tool.server_name)
     return model

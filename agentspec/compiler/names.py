@@ -32,6 +32,8 @@ IMPORTS: dict[str, str] = {
     "SpecTool": "from agentspec.runtime.spec_env import SpecTool",
     "SpecToolEnv": "from agentspec.runtime.spec_env import SpecToolEnv",
     "template": "from agentspec.runtime.spec_env import template",
+    "McpServer": "from agentspec.runtime.mcp_tools import McpServer",
+    "McpTool": "from agentspec.runtime.mcp_tools import McpTool",
     "make_adapter": "from agentspec.stdlib.adapters import make_adapter",
     "load_source": "from agentspec.stdlib.data import load_samples as load_source",
     "fn": "from agentspec.stdlib.functions import fn",
@@ -43,7 +45,8 @@ IMPORTS: dict[str, str] = {
 TEMPLATE_NAMES = frozenset(
     {
         "SPEC_NAME",
-        "SPEC_PATH",
+        "SPEC_FILE",
+        "SPEC_DIR",
         "SPEC_SHA256",
         "LAYOUT",
         "TRAINING",

@@ -349,9 +349,13 @@ class StateSummary(ContextPolicy):
             "env": env_info() if callable(env_info) else {},
         }
 
+    def render(self, view: ContextView) -> str:
+        """The user message of the next prompt (also what chat-completions policies send)."""
+        return self._render(view)
+
     def build(self, view: ContextView) -> list[int]:
         messages = [m for m in view.initial_messages if m["role"] == "system"][:1]
-        messages.append({"role": "user", "content": self._render(view)})
+        messages.append({"role": "user", "content": self.render(view)})
         return view.encode_messages(messages)
 
 

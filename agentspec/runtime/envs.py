@@ -233,7 +233,12 @@ class ToolEnv(AgentEnv):
         success = next((r.success for r in results if r.success is not None), None)
         if done:
             events.append(Event(EventKind.FINAL, message="terminal tool"))
-        info = {"tool_results": [{"name": r.name, "ok": r.ok, "code": r.code} for r in results]}
+        # Each call's own result text: chat-completions policies answer each call by id.
+        info = {
+            "tool_results": [
+                {"name": r.name, "ok": r.ok, "code": r.code, "text": r.text} for r in results
+            ]
+        }
         for r in results:
             info.update(r.info)
         return StepResult(

@@ -20,16 +20,23 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from agentspec.runtime.caps import cap_error
 from agentspec.runtime.context import (
     ContextOverflowError,
     ContextPolicy,
     ContextView,
     FullHistory,
+    Prompt,
 )
+from agentspec.runtime.conversation import ConversationError, conversation_of
 from agentspec.runtime.envs import AgentEnv, StepResult
-from agentspec.runtime.policies.base import Generation, Policy, SamplingParams
+from agentspec.runtime.policies.base import (
+    ConversationPolicy,
+    Generation,
+    Policy,
+    SamplingParams,
+)
 from agentspec.runtime.tokenizer import ChatTemplate, Tokenizer, encode_chat
-from agentspec.runtime.tools import cap_error
 from agentspec.runtime.trajectory import (
     Action,
     Event,
@@ -187,6 +194,35 @@ class AgentEnvLoop(AgentFlowBase):
             return TerminationReason.MAX_STEPS
         return None
 
+    async def generate_step(self, view: ContextView, prompt: Prompt) -> Generation:
+        """The policy's response: from the prompt ids, or — for a
+        :class:`ConversationPolicy` — from the same turns written as chat messages."""
+        if not isinstance(self.policy, ConversationPolicy):
+            return await self.generate(prompt.ids)
+        try:
+            conversation = conversation_of(view, prompt, self.context)
+        except ConversationError as exc:
+            return Generation([], [], error=str(exc))
+        return await self.policy.generate_chat(conversation, self.config.sampling)
+
+    def _failed_step(
+        self, env: AgentEnv, index: int, prompt: Prompt, gen: Generation, anchor: str | None
+    ) -> Step:
+        """The last step of an episode whose policy could not answer (``policy_error``)."""
+        step = Step(
+            index=index,
+            prompt_ids=list(prompt.ids),
+            response_ids=[],
+            response_logprobs=[],
+            events=[Event(EventKind.STEP), Event(EventKind.TRUNCATED, message="policy_error")],
+            anchor=anchor,
+            done=True,
+            context_truncated=prompt.truncated,
+            info={"policy_error": gen.error},
+        )
+        step.rewards = env.rewards(step)
+        return step
+
     async def _run(
         self, env: AgentEnv, sample: Mapping[str, Any], sample_id: str, group_id: str
     ) -> Trajectory:
@@ -207,7 +243,11 @@ class AgentEnvLoop(AgentFlowBase):
             return traj
         for index in itertools.count():
             anchor = _guarded(env.anchor, None, traj.info, "anchor")
-            gen = await self.generate(prompt.ids)
+            gen = await self.generate_step(view, prompt)
+            if gen.error is not None:
+                traj.steps.append(self._failed_step(env, index, prompt, gen, anchor))
+                traj.termination = TerminationReason.POLICY_ERROR
+                break
             action = Action(self.decode(gen.token_ids), list(gen.token_ids), gen.finish_reason)
             try:
                 result = await env.step(action)

@@ -2,7 +2,9 @@
 
 Policies: `oracle` (the spec's expert turns, per sample), `random` (uniform
 tokens), `scripted:FILE` (one response per line, cycling), `hf:PATH` (a local
-Hugging Face checkpoint), `openai:URL` (an OpenAI-compatible server).
+Hugging Face checkpoint), `openai:URL` (an OpenAI-compatible completions server
+that returns token ids), `chat:URL` (an OpenAI-compatible chat-completions API
+with native tool calling; baselines only, see `policies.chat`).
 """
 
 from __future__ import annotations
@@ -38,6 +40,8 @@ async def rollout(
     tokenizer_dir: str | None = None,
     served_model: str = "default",
     task_tokenizer: Tokenizer | None = None,
+    api_key_env: str = "OPENAI_API_KEY",
+    max_concurrency: int = 8,
 ) -> list[Trajectory]:
     """One episode per sample with the named policy, concurrently.
 
@@ -66,6 +70,8 @@ async def rollout(
         tokenizer_dir=tokenizer_dir,
         served_model=served_model,
         task_tokenizer=task_tokenizer,
+        api_key_env=api_key_env,
+        max_concurrency=max_concurrency,
     )
     flow = flow_class(model_policy, tokenizer, temperature=temperature, seed=seed)
     return list(await asyncio.gather(*(one(flow, s, i) for s, i in zip(samples, ids, strict=True))))
@@ -145,8 +151,11 @@ def make_policy(
     tokenizer_dir: str | None = None,
     served_model: str = "default",
     task_tokenizer: Tokenizer | None = None,
+    api_key_env: str = "OPENAI_API_KEY",
+    max_concurrency: int = 8,
 ) -> tuple[Any, Tokenizer]:
-    """A model policy and its tokenizer from a `--policy` value: random, hf:PATH, openai:URL."""
+    """A model policy and its tokenizer from a `--policy` value: random, hf:PATH,
+    openai:URL, chat:URL."""
     kind, _, location = name.partition(":")
     if kind == "random":
         from agentspec.runtime.policies.random import RandomPolicy
@@ -174,6 +183,87 @@ def make_policy(
 
         served_tokenizer: Any = AutoTokenizer.from_pretrained(tokenizer_dir)
         return OpenAIPolicy(location, model=served_model), served_tokenizer
+    if kind == "chat":
+        return chat_policy(location, served_model, task_tokenizer, api_key_env, max_concurrency)
     raise PolicyError(
-        f"unknown policy {name!r}: use oracle, random, scripted:FILE, hf:PATH or openai:URL"
+        f"unknown policy {name!r}: use oracle, random, scripted:FILE, hf:PATH, openai:URL "
+        "or chat:URL"
     )
+
+
+def chat_policy(
+    url: str,
+    served_model: str,
+    task_tokenizer: Tokenizer | None,
+    api_key_env: str,
+    max_concurrency: int,
+) -> tuple[Any, Tokenizer]:
+    """`chat:URL`: a chat-completions API; the key (if any) from the `api_key_env` variable."""
+    import os
+
+    from agentspec.runtime.policies.chat import ChatPolicy
+
+    if not url.startswith(("http://", "https://")):
+        raise PolicyError(f"chat: needs the API's base URL (http://HOST:PORT/v1), got {url!r}")
+    if max_concurrency < 1:
+        raise PolicyError("the chat policy's concurrency must be at least 1")
+    tokenizer: Any = task_tokenizer or ByteTokenizer()
+    policy = ChatPolicy(
+        url,
+        served_model,
+        tokenizer,
+        api_key=os.environ.get(api_key_env) or None,
+        max_concurrency=max_concurrency,
+    )
+    return policy, tokenizer
+
+
+def held_out_split(
+    module: ModuleType, eval_samples: int
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Training samples and held-out evaluation samples (what `train` and `eval` use).
+
+    The held-out set is the spec's `eval_split`, a generator's `test` split, or
+    else the last `eval_samples` samples of the data (removed from training).
+    """
+    train_samples = module.load_samples()
+    eval_split = module.EVAL_SPLIT or (
+        "test" if module.DATA_SOURCE.startswith("generator:") else None
+    )
+    if eval_split is not None:
+        return train_samples, module.load_samples(split=eval_split, limit=eval_samples)
+    cut = max(1, len(train_samples) - eval_samples)
+    return train_samples[:cut], train_samples[cut:]
+
+
+def evaluate_policy(
+    spec: Path,
+    policy: str,
+    episodes: int,
+    temperature: float = 0.0,
+    *,
+    served_model: str = "default",
+    api_key_env: str = "OPENAI_API_KEY",
+    max_concurrency: int = 8,
+) -> Any:
+    """`agentspec eval --policy`: a named policy (`chat:URL`, `openai:URL`, `hf:PATH`,
+    `random`) on the held-out samples a checkpoint is evaluated on; no torch for chat."""
+    from agentspec.compiler.codegen import cache_dir, cache_key, import_spec
+    from agentspec.runtime.loop import run_episodes
+    from agentspec.runtime.summary import summarize
+    from agentspec.runtime.task_text import task_bpe_tokenizer
+
+    module = import_spec(spec)
+    train_samples, samples = held_out_split(module, episodes)
+    directory = cache_dir() / cache_key(spec)[:16] / "tokenizer"
+    task_tokenizer = task_bpe_tokenizer(module, train_samples[:2000], directory)
+    model_policy, tokenizer = make_policy(
+        policy,
+        served_model=served_model,
+        task_tokenizer=task_tokenizer,
+        api_key_env=api_key_env,
+        max_concurrency=max_concurrency,
+    )
+    flow = module.FLOW_CLASS(model_policy, tokenizer, temperature=temperature)
+    trajectories = asyncio.run(run_episodes(flow, samples, sample_ids=sample_ids(samples)))
+    return summarize(trajectories, [c.name for c in module.ENV_CLASS.reward_components])

@@ -80,6 +80,8 @@ class TerminationReason(str, Enum):
     TOOL_ERROR_LIMIT = "tool_error_limit"
     ENV_ERROR = "env_error"
     """The environment raised; the error is in the last step's (or the trajectory's) ``info``."""
+    POLICY_ERROR = "policy_error"
+    """The policy could not answer (a chat API's error after its retries, a malformed reply)."""
 
 
 class EventKind:

@@ -161,6 +161,47 @@ class ToolSpec(Section):
     )
 
 
+class McpToolSpec(Section):
+    """A tool of an MCP server as pinned in the spec (written by `agentspec mcp pin`)."""
+
+    description: str = Field("", description="The server's description of the tool.")
+    parameters: dict[str, Any] = Field(
+        default_factory=lambda: {"type": "object", "properties": {}},
+        description="The tool's input JSON Schema (an `object` schema), as the server declares it.",
+    )
+
+
+class McpServerSpec(Section):
+    """An MCP server whose tools the agent may call (through the official `mcp` SDK)."""
+
+    command: list[str] | str | None = Field(
+        None,
+        description="Start the server and talk over stdio: a command line (list or string), run in the spec's folder.",
+    )
+    url: str | None = Field(
+        None,
+        description="Or connect to a running server over Streamable HTTP (e.g. `http://127.0.0.1:8000/mcp`).",
+        pattern=r"^https?://\S+$",
+    )
+    env: dict[str, str] = Field(
+        default_factory=dict, description="Environment variables for a stdio server."
+    )
+    timeout: float = Field(30.0, gt=0, description="Seconds before one call is abandoned.")
+    include: list[str] | None = Field(
+        None, description="The server's tools to use (default: all); pinning keeps only these."
+    )
+    tools: dict[str, McpToolSpec] | None = Field(
+        None,
+        description="The pinned tools (name → description and parameters); `agentspec mcp pin` writes them, and `validate` / `compile` read only these.",
+    )
+
+    @model_validator(mode="after")
+    def _one_transport(self) -> McpServerSpec:
+        if (self.command is None) == (self.url is None):
+            raise ValueError("an MCP server needs exactly one of `command` or `url`")
+        return self
+
+
 class EnvironmentSpec(Section):
     """An external environment adapter, instead of or beside tools."""
 
@@ -492,6 +533,10 @@ class TaskSpec(Section):
     tools: dict[Identifier, ToolSpec] = Field(
         default_factory=dict, description="The agent's tools."
     )
+    mcp: dict[Identifier, McpServerSpec] = Field(
+        default_factory=dict,
+        description="MCP servers whose (pinned) tools the agent may call beside `tools`.",
+    )
     environment: EnvironmentSpec | None = Field(None, description="External environment adapter.")
     episode: EpisodeSpec = Field(default_factory=EpisodeSpec, description="Episode rules.")
     context: ContextSpec = Field(default_factory=ContextSpec, description="The context policy.")
@@ -510,6 +555,8 @@ class TaskSpec(Section):
 
     @model_validator(mode="after")
     def _has_something_to_do(self) -> TaskSpec:
-        if not self.tools and self.environment is None and self.rewards == {}:
-            raise ValueError("a spec needs at least one of `tools`, `environment` or `rewards`")
+        if not self.tools and not self.mcp and self.environment is None and self.rewards == {}:
+            raise ValueError(
+                "a spec needs at least one of `tools`, `mcp`, `environment` or `rewards`"
+            )
         return self

@@ -1,11 +1,20 @@
 """Policies: what generates actions. ``HFPolicy`` (torch) lives in ``policies.hf``."""
 
-from agentspec.runtime.policies.base import BatchingPolicy, Generation, Policy, SamplingParams
+from agentspec.runtime.policies.base import (
+    BatchingPolicy,
+    ConversationPolicy,
+    Generation,
+    Policy,
+    SamplingParams,
+)
+from agentspec.runtime.policies.chat import ChatPolicy
 from agentspec.runtime.policies.openai import OpenAIPolicy
 from agentspec.runtime.policies.scripted import ScriptedPolicy
 
 __all__ = [
     "BatchingPolicy",
+    "ChatPolicy",
+    "ConversationPolicy",
     "Generation",
     "OpenAIPolicy",
     "Policy",

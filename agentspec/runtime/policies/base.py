@@ -5,9 +5,9 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
-__all__ = ["BatchingPolicy", "Generation", "Policy", "SamplingParams"]
+__all__ = ["BatchingPolicy", "ConversationPolicy", "Generation", "Policy", "SamplingParams"]
 
 
 @dataclass(frozen=True)
@@ -43,12 +43,17 @@ class Generation:
             chosen token, before top-p/top-k filtering (at temperature 0: the raw
             model distribution); same length as ``token_ids``.
         finish_reason: ``stop`` (EOS or a stop string) or ``length``.
+        error: set when the policy could not produce a response (a remote API that
+            kept failing, a malformed reply): the loop ends the episode on this step
+            with ``policy_error`` instead of acting, and keeps the message in the
+            step's ``info``.
     """
 
     token_ids: list[int]
     logprobs: list[float]
     finish_reason: str = "stop"
     info: dict[str, float] = field(default_factory=dict)
+    error: str | None = None
 
 
 @runtime_checkable
@@ -58,6 +63,19 @@ class Policy(Protocol):
     async def generate(
         self, prompts: Sequence[Sequence[int]], params: SamplingParams
     ) -> list[Generation]: ...
+
+
+@runtime_checkable
+class ConversationPolicy(Protocol):
+    """A policy that reads the episode as chat messages (a chat-completions API).
+
+    The loop gives it the step's :class:`~agentspec.runtime.conversation.Conversation`
+    instead of prompt ids. Its :class:`Generation` carries the response's text
+    encoded by the task tokenizer and no real log-probs: such a policy serves
+    baselines and evaluation, never training.
+    """
+
+    async def generate_chat(self, conversation: Any, params: SamplingParams) -> Generation: ...
 
 
 @dataclass

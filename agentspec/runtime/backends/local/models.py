@@ -44,6 +44,13 @@ def load_policy(
     seed: int,
 ) -> tuple[Any, Any]:
     """(model, tokenizer) for `training.model`."""
+    if name.startswith("chat:"):
+        from agentspec.runtime.backends.local.config import ConfigError
+
+        raise ConfigError(
+            f"training.model {name!r} is a chat-completions API (text, no token ids): "
+            "it can be a baseline in agentspec run / eval, not a model to train"
+        )
     if name.startswith("builtin:"):
         shape = name.removeprefix("builtin:")
         if shape not in BUILTIN_SHAPES:

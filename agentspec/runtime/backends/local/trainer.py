@@ -280,14 +280,9 @@ def split_samples(
     The held-out set is the spec's `eval_split`, a generator's `test` split, or
     else the last `eval_samples` samples of the data (removed from training).
     """
-    train_samples = module.load_samples()
-    eval_split = module.EVAL_SPLIT or (
-        "test" if module.DATA_SOURCE.startswith("generator:") else None
-    )
-    if eval_split is not None:
-        return train_samples, module.load_samples(split=eval_split, limit=cfg.eval_samples)
-    cut = max(1, len(train_samples) - cfg.eval_samples)
-    return train_samples[:cut], train_samples[cut:]
+    from agentspec.runtime.spec_run import held_out_split
+
+    return held_out_split(module, cfg.eval_samples)
 
 
 def build_models(

@@ -1,0 +1,115 @@
+"""MCP tools in the compiler: the pinned tools of a spec's `mcp:` servers, checked.
+
+A spec's `mcp:` section names servers; each server's `tools:` holds what
+`agentspec mcp pin` read from it (description and input JSON Schema per tool).
+The checker and the code generator only ever read these pins, so `validate`
+and `compile` stay offline; the runtime talks to the server (see
+:mod:`agentspec.runtime.mcp_tools`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from agentspec.compiler.types import Type, json_schema_type
+from agentspec.spec.model import McpServerSpec, McpToolSpec, TaskSpec
+
+if TYPE_CHECKING:
+    from agentspec.compiler.checker import Checker
+
+__all__ = ["McpTool", "check_mcp", "mcp_tools", "optional_arguments"]
+
+# What every tool-call format accepts as a tool name (react's is the narrowest).
+TOOL_NAME = re.compile(r"^[A-Za-z_][\w.-]*$")
+
+
+@dataclass(frozen=True)
+class McpTool:
+    """One pinned tool the spec uses: its name, its server, and the pin."""
+
+    name: str
+    server_name: str
+    server: McpServerSpec
+    pin: McpToolSpec
+
+
+def mcp_tools(spec: TaskSpec) -> Iterator[McpTool]:
+    """The pinned tools of every server, restricted to `include`, in spec order."""
+    for server_name, server in spec.mcp.items():
+        for name, pin in (server.tools or {}).items():
+            if server.include is None or name in server.include:
+                yield McpTool(name, server_name, server, pin)
+
+
+def optional_arguments(pin: McpToolSpec) -> frozenset[str]:
+    properties = pin.parameters.get("properties") or {}
+    required = pin.parameters.get("required") or []
+    return frozenset(set(properties) - set(required))
+
+
+def check_mcp(checker: Checker) -> None:
+    """Diagnostics E702–E705 and the argument types of MCP tools (for `tool:NAME` rewards)."""
+    from jsonschema import Draft202012Validator
+
+    meta = Draft202012Validator(Draft202012Validator.META_SCHEMA)
+    spec, source_map = checker.spec, checker.map
+    for server_name, server in spec.mcp.items():
+        path = ("mcp", server_name)
+        if server.tools is None:
+            checker.error(
+                "E702",
+                f"MCP server '{server_name}' has no pinned tools",
+                source_map.key_span(path),
+                hint="run `agentspec mcp pin SPEC` to read them from the server into the spec",
+            )
+            continue
+        for i, wanted in enumerate(server.include or []):
+            if wanted not in server.tools:
+                checker._unknown(
+                    "E705",
+                    f"MCP server '{server_name}' has no pinned tool '{wanted}'",
+                    source_map.value_span((*path, "include", i)),
+                    wanted,
+                    server.tools,
+                )
+    seen: dict[str, str] = {}
+    for tool in mcp_tools(spec):
+        where = ("mcp", tool.server_name, "tools", tool.name)
+        clash = "a spec tool" if tool.name in spec.tools else seen.get(tool.name)
+        if clash is not None or not TOOL_NAME.match(tool.name):
+            problem = (
+                f"clashes with {clash}" if clash else "is not a name every tool format can call"
+            )
+            checker.error(
+                "E703",
+                f"MCP tool '{tool.name}' of server '{tool.server_name}' {problem}",
+                source_map.key_span(where),
+                hint="use `include:` to leave one of them out"
+                if clash
+                else "leave it out with `include:`",
+            )
+        seen.setdefault(tool.name, f"the tool of MCP server '{tool.server_name}'")
+        schema = tool.pin.parameters
+        problems = [p.message for p in meta.iter_errors(schema)]
+        if schema.get("type") != "object":
+            problems.append(f"its type is {schema.get('type')!r}, not 'object'")
+        for message in problems[:1]:
+            checker.error(
+                "E704",
+                f"parameters of MCP tool '{tool.name}' are not a JSON Schema object: {message}",
+                source_map.value_span((*where, "parameters")),
+                hint="re-pin the server with `agentspec mcp pin SPEC`",
+            )
+        checker.arg_types[tool.name] = _argument_types(schema)
+
+
+def _argument_types(schema: dict[str, Any]) -> dict[str, Type]:
+    properties = schema.get("properties")
+    if not isinstance(properties, dict):
+        return {}
+    return {
+        name: json_schema_type(sub) for name, sub in properties.items() if isinstance(sub, dict)
+    }

@@ -1,0 +1,157 @@
+"""`agentspec mcp pin SPEC`: read each MCP server's tools into the spec (or check them).
+
+For every server of the spec's `mcp:` section, the server is started (or
+reached) and asked for its tools; their descriptions and input schemas are
+written under that server's `tools:` key, replacing the previous pins and
+leaving the rest of the file — comments included — as it was. `--check`
+writes nothing and lists what differs (for CI: the pins are current).
+
+The edit is textual, located by the YAML parser's marks: a block-style server
+gets a block `tools:` entry whose values are one-line JSON (valid YAML); a
+flow-style server (`units: {command: ...}`) is rewritten as one JSON mapping.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import shlex
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from agentspec.runtime.mcp_tools import McpServer, list_server_tools
+
+__all__ = ["PinError", "PinReport", "pin_spec"]
+
+
+class PinError(RuntimeError):
+    """The spec has no usable `mcp:` section, or a server could not be listed."""
+
+
+@dataclass
+class PinReport:
+    """What pinning found: per server, the pinned tools and the differences from the spec."""
+
+    tools: dict[str, dict[str, Any]] = field(default_factory=dict)
+    changes: list[str] = field(default_factory=list)
+
+
+def pin_spec(path: Path, *, check: bool = False) -> PinReport:
+    """Pin (or, with ``check``, compare) the tools of every MCP server of the spec at ``path``."""
+    text = path.read_text(encoding="utf-8")
+    try:
+        data = yaml.safe_load(text)
+        root = yaml.compose(text)
+    except yaml.YAMLError as exc:
+        raise PinError(f"{path}: not valid YAML ({exc}); run agentspec validate") from None
+    servers = data.get("mcp") if isinstance(data, dict) else None
+    if not isinstance(servers, dict) or not servers or root is None:
+        raise PinError(f"{path} has no `mcp:` servers to pin")
+    report = PinReport()
+    for name, config in servers.items():
+        live = _server_tools(name, config, path.parent)
+        report.tools[name] = live
+        pinned = config.get("tools") if isinstance(config, dict) else None
+        report.changes += _differences(name, pinned or {}, live)
+    if not check and report.changes:
+        path.write_text(_rewrite(text, root, report.tools), encoding="utf-8")
+    return report
+
+
+def _server_tools(name: str, config: Any, base_dir: Path) -> dict[str, Any]:
+    if not isinstance(config, dict):
+        raise PinError(f"mcp.{name} must be a mapping with `command` or `url`")
+    command = config.get("command")
+    connection = {
+        "command": shlex.split(command) if isinstance(command, str) else command,
+        "url": config.get("url"),
+        "env": config.get("env") or {},
+        "timeout": config.get("timeout", 30.0),
+    }
+    try:
+        server = McpServer(connection, base_dir=base_dir)
+        tools = asyncio.run(list_server_tools(server))
+    except (ValueError, RuntimeError) as exc:
+        raise PinError(f"mcp.{name}: {exc}") from None
+    include = config.get("include")
+    if include is not None:
+        missing = [t for t in include if t not in tools]
+        if missing:
+            raise PinError(
+                f"mcp.{name}: the server has no tool {missing[0]!r}; it offers {', '.join(tools)}"
+            )
+        tools = {t: tools[t] for t in tools if t in include}
+    return tools
+
+
+def _differences(server: str, pinned: dict[str, Any], live: dict[str, Any]) -> list[str]:
+    changes = [f"mcp.{server}: new tool {t!r}" for t in live if t not in pinned]
+    changes += [f"mcp.{server}: tool {t!r} is gone" for t in pinned if t not in live]
+    for tool in live:
+        if tool in pinned and pinned[tool] != live[tool]:
+            changes.append(f"mcp.{server}: tool {tool!r} changed its description or parameters")
+    return changes
+
+
+def _rewrite(text: str, root: yaml.Node, tools: dict[str, dict[str, Any]]) -> str:
+    """``text`` with each server's `tools:` replaced by ``tools[server]`` (edits from the end)."""
+    edits: list[tuple[int, int, str]] = []
+    servers = _value(root, "mcp")
+    assert isinstance(servers, yaml.MappingNode)
+    for key, node in servers.value:
+        if key.value not in tools or not isinstance(node, yaml.MappingNode):
+            continue
+        pinned = tools[key.value]
+        if node.flow_style:
+            config = yaml.safe_load(text[node.start_mark.index : node.end_mark.index])
+            config["tools"] = pinned
+            edits.append(
+                (node.start_mark.index, node.end_mark.index, json.dumps(config, ensure_ascii=False))
+            )
+            continue
+        indent = node.value[0][0].start_mark.column
+        block = _tools_block(pinned, indent)
+        existing = [(k, v) for k, v in node.value if k.value == "tools"]
+        if existing:
+            k, v = existing[0]
+            edits.append((k.start_mark.index, _end(v), block))
+        else:
+            end = _end(node.value[-1][1])
+            edits.append((end, end, "\n" + " " * indent + block))
+    for start, end, replacement in sorted(edits, reverse=True):
+        text = text[:start] + replacement + text[end:]
+    return text
+
+
+def _tools_block(tools: dict[str, Any], indent: int) -> str:
+    if not tools:
+        return "tools: {}"
+    pad = " " * (indent + 2)
+    lines = ["tools:"]
+    for name, pin in tools.items():
+        key = name if re.fullmatch(r"[A-Za-z_][\w.-]*", name) else json.dumps(name)
+        lines.append(f"{pad}{key}:")
+        lines.append(f"{pad}  description: {json.dumps(pin['description'], ensure_ascii=False)}")
+        lines.append(f"{pad}  parameters: {json.dumps(pin['parameters'], ensure_ascii=False)}")
+    return "\n".join(lines)
+
+
+def _value(mapping: yaml.Node, key: str) -> yaml.Node | None:
+    if isinstance(mapping, yaml.MappingNode):
+        for k, v in mapping.value:
+            if k.value == key:
+                return v
+    return None
+
+
+def _end(node: yaml.Node) -> int:
+    """Where a node's own text ends (a block collection's mark runs on to the next key)."""
+    if isinstance(node, yaml.MappingNode) and not node.flow_style and node.value:
+        return _end(node.value[-1][1])
+    if isinstance(node, yaml.SequenceNode) and not node.flow_style and node.value:
+        return _end(node.value[-1])
+    return int(node.end_mark.index)
