@@ -17,9 +17,11 @@ from typing import Any
 
 from agentspec.compiler import ast
 from agentspec.compiler.builtins import BUILTINS, EFFECT_CALLS, Signature
+from agentspec.compiler.comprehensions import LocalsMixin
 from agentspec.compiler.diagnostics import Diagnostic
 from agentspec.compiler.ir import CheckedSpec, TypedExpr
 from agentspec.compiler.parser import ExprSyntaxError, parse_expression, parse_statement
+from agentspec.compiler.sections import SectionsMixin
 from agentspec.compiler.types import (
     ANY,
     BOOL,
@@ -51,7 +53,7 @@ ACTION_FIELDS: dict[str, Type] = {
 }
 STEP_FIELDS: dict[str, Type] = {"index": INT, "max_steps": INT}
 
-ROOTS = ("state", "args", "sample", "action", "step", "result", "reward", "env")
+ROOTS = ("state", "args", "sample", "action", "step", "result", "reward", "env", "constants")
 
 # Why a scope is unavailable, for the E407 hint.
 _WHERE = {
@@ -63,6 +65,7 @@ _WHERE = {
     "step": "everywhere except prompts and `data.derived`",
     "env": "when the spec declares an `environment`",
     "sample": "everywhere",
+    "constants": "everywhere",
 }
 
 _JSON_TYPES = ["string", "integer", "number", "boolean", "array", "object", "null"]
@@ -94,7 +97,7 @@ class _Usage:
     writes: set[str] = field(default_factory=set)
 
 
-class Checker:
+class Checker(LocalsMixin, SectionsMixin):
     """Checks one spec. Use `check(loaded)`."""
 
     def __init__(self, loaded: LoadedSpec):
@@ -110,7 +113,11 @@ class Checker:
         self.result_types: dict[str, Type] = {}
         self.expressions: dict[Path, TypedExpr] = {}
         self.statements: dict[Path, ast.Statement] = {}
+        self.value_types: dict[Path, Type] = {}
+        self.constant_types: dict[str, Type] = {}
         self._site: _Site | None = None
+        self._frames: list[dict[str, Type]] = [{}]
+        self._lets: dict[str, dict[str, Type]] = {}
 
     # ------------------------------------------------------------------ driver
 
@@ -129,6 +136,8 @@ class Checker:
             result_types=self.result_types,
             expressions=self.expressions,
             statements=self.statements,
+            value_types=self.value_types,
+            constant_types=self.constant_types,
             warnings=[d for d in self.diagnostics if not d.is_error],
         )
 
@@ -154,10 +163,15 @@ class Checker:
 
     def _declarations(self) -> None:
         spec = self.spec
+        self.constant_types = {
+            name: python_value_type(value) for name, value in spec.constants.items()
+        }
         for name, var in spec.state.items():
             path = ("state", name)
             declared = self._type_at((*path, "type"), var.type)
             self.state_types[name] = declared
+            if self.initial_is_expression(name):
+                continue
             if var.initial is not None and not assignable(python_value_type(var.initial), declared):
                 self.error(
                     "E508",
@@ -238,8 +252,8 @@ class Checker:
 
     def _reward_events(self) -> None:
         for name, reward in self.spec.rewards.items():
-            if reward.on.startswith("tool:"):
-                tool = reward.on.removeprefix("tool:")
+            if ":" in reward.on:
+                tool = reward.on.partition(":")[2]
                 if tool not in self.spec.tools:
                     self._unknown(
                         "E409",
@@ -252,7 +266,7 @@ class Checker:
     # ------------------------------------------------------------------- sites
 
     def _scope(self, *roots: str, tool: str | None = None, writable: Iterable[str] = ()) -> Scope:
-        available: dict[str, dict[str, Type] | Type] = {}
+        available: dict[str, dict[str, Type] | Type] = {"constants": self.constant_types}
         for root in roots:
             if root == "state":
                 available[root] = self.state_types
@@ -279,7 +293,10 @@ class Checker:
         `result`.
         """
         spec = self.spec
-        prompt_scope = Scope({"sample": self.sample_types, "tools": ANY})
+        prompt_scope = Scope(
+            {"sample": self.sample_types, "tools": ANY, "constants": self.constant_types}
+        )
+        yield from self.initial_sites()
         if spec.data is not None:
             for name in spec.data.derived:
                 yield _Site(("data", "derived", name), "expression", self._scope("sample"))
@@ -287,10 +304,7 @@ class Checker:
         yield _Site(("prompt", "user"), "template", prompt_scope)
         for tool_name, tool in spec.tools.items():
             base: Path = ("tools", tool_name)
-            if isinstance(tool.when, str):
-                yield _Site(
-                    (*base, "when"), "condition", self._scope("state", "sample", "step", "env")
-                )
+            yield from self.guard_sites(tool_name, tool)
             if tool.returns is not None:
                 yield _Site(
                     (*base, "returns"),
@@ -335,12 +349,12 @@ class Checker:
             summary = self._scope("state", "sample", "step", "env")
             summary.roots.update(last_observation=STR, task=STR, steps=ANY)
             yield _Site(("context", "summary"), "template", summary)
-        if isinstance(spec.oracle, list):
-            for i in range(len(spec.oracle)):
-                yield _Site(("oracle", i), "template", self._scope("sample", "state", "step"))
+        yield from self.oracle_sites()
 
     def _check_site(self, site: _Site) -> None:
         self._site = site
+        in_effects = site.kind == "statement" and site.tool is not None
+        self._frames = [self._lets.setdefault(site.tool, {}) if in_effects else {}]
         text = self._text(site.path)
         if site.kind == "template":
             self._check_template(site, text)
@@ -355,12 +369,17 @@ class Checker:
             return
         if site.kind == "statement":
             self.statements[site.path] = statement
-            self._statement(statement)
+            if isinstance(statement, ast.Let):
+                self.let_statement(statement)
+            else:
+                self._statement(statement)
             return
         typ = self.infer(node)
         self.expressions[site.path] = TypedExpr(node, typ)
         if site.kind == "condition":
             self._expect_condition(node, typ)
+        elif site.kind == "list":
+            self.expect_list(node, typ)
         elif site.kind == "number" and not is_numeric(typ):
             self.error(
                 "E506",
@@ -368,6 +387,8 @@ class Checker:
                 self.node_span(node),
                 hint="e.g. `1.0 if … else 0.0`, or convert with number(…)",
             )
+        if site.path[0] == "state":
+            self.check_initial_type(site.path, node, typ)
         if site.path[:2] == ("data", "derived"):
             self.sample_types[str(site.path[2])] = typ
         if site.path[-1] == "returns" and site.tool is not None:
@@ -523,6 +544,8 @@ class Checker:
         if root is None:
             return
         value_type = self.infer(statement.value)
+        assert self._site is not None
+        self.value_types[self._site.path] = value_type
         if root != "state":
             self.error(
                 "E408",
@@ -592,6 +615,9 @@ class Checker:
         scope = self._scope_now()
         span = self.node_span(node)
         name = node.id
+        local = self.local_type(name)
+        if local is not None:
+            return local
         if name.startswith("__"):
             self.error("E410", f"names starting with '__' are not allowed: '{name}'", span)
         elif name in scope.roots:
@@ -631,7 +657,8 @@ class Checker:
         if node.attr.startswith("__"):
             self.error("E410", f"names starting with '__' are not allowed: '{node.attr}'", span)
             return ANY
-        if isinstance(node.obj, ast.Name) and node.obj.id not in ROOTS:
+        is_local = isinstance(node.obj, ast.Name) and self.local_type(node.obj.id) is not None
+        if isinstance(node.obj, ast.Name) and node.obj.id not in ROOTS and not is_local:
             name = node.obj.id
             if name.startswith("__"):
                 self.error(
@@ -648,7 +675,7 @@ class Checker:
                     list(self._scope_now().roots),
                 )
             return ANY
-        if not isinstance(node.obj, ast.Name):
+        if not isinstance(node.obj, ast.Name) or is_local:
             self.infer(node.obj)
             self.error(
                 "E411",
@@ -834,7 +861,13 @@ class Checker:
         self.error("E407", f"'{root}' is not available in {where}", span, hint)
 
     def _missing_field(self, root: str, name: str, span: Span, record: dict[str, Type]) -> None:
-        code = {"state": "E402", "args": "E403", "sample": "E404", "reward": "E406"}.get(
+        code = {
+            "state": "E402",
+            "args": "E403",
+            "sample": "E404",
+            "reward": "E406",
+            "constants": "E414",
+        }.get(
             root, "E411"
         )
         noun = {
@@ -842,6 +875,7 @@ class Checker:
             "args": "tool argument",
             "sample": "sample field",
             "reward": "reward component",
+            "constants": "constant",
         }.get(root, f"field of '{root}'")
         self._unknown(code, f"unknown {noun} '{name}'", span, name, record)
         if code == "E404" and self.spec.data is None:

@@ -36,6 +36,7 @@ CODES: dict[str, str] = {
     "E305": "unterminated string",
     "E306": "invalid effect statement",
     "E307": "unmatched closing parenthesis or bracket",
+    "E308": "method call (not in the language)",
     # 4xx: names and scopes
     "E401": "unknown name",
     "E402": "unknown state variable",
@@ -49,6 +50,8 @@ CODES: dict[str, str] = {
     "E410": "forbidden name",
     "E411": "unknown attribute",
     "E412": "name clash",
+    "E413": "invalid local name",
+    "E414": "unknown constant",
     # 5xx: types and arity
     "E501": "operator not supported for these types",
     "E502": "wrong argument type",
@@ -59,6 +62,7 @@ CODES: dict[str, str] = {
     "E507": "invalid type",
     "E508": "initial value does not match the declared type",
     "E509": "value cannot be indexed",
+    "E510": "value cannot be iterated",
     # 6xx: Jinja2 templates
     "E601": "template syntax error",
     "E602": "undefined template variable",

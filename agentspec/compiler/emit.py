@@ -21,6 +21,7 @@ from agentspec.compiler.lower import ModuleModel
 _IMPORTS: dict[str, str] = {
     "dataclasses": "import dataclasses",
     "Path": "from pathlib import Path",
+    "Iterator": "from collections.abc import Iterator",
     "Any": "from typing import Any",
     "ClassVar": "from typing import ClassVar",
     "AgentEnvLoop": "from agentspec.runtime import AgentEnvLoop",
@@ -32,6 +33,8 @@ _IMPORTS: dict[str, str] = {
     "make_context_policy": "from agentspec.runtime import make_context_policy",
     "RewardComponent": "from agentspec.runtime.spec_env import RewardComponent",
     "Scope": "from agentspec.runtime.spec_env import Scope",
+    "OracleStep": "from agentspec.runtime.oracle import OracleStep",
+    "oracle_turns": "from agentspec.runtime.oracle import oracle_turns",
     "SpecAdapterEnv": "from agentspec.runtime.spec_env import SpecAdapterEnv",
     "SpecTool": "from agentspec.runtime.spec_env import SpecTool",
     "SpecToolEnv": "from agentspec.runtime.spec_env import SpecToolEnv",

@@ -29,7 +29,20 @@ def task_corpus(
         messages = env.initial_messages(dict(sample)) if hasattr(env, "initial_messages") else []
         texts.append(chat.render(messages))
         if hasattr(module, "oracle_actions"):
-            texts.extend(module.oracle_actions(dict(sample)))
+            texts.extend(_oracle_texts(module, sample))
+    return texts
+
+
+def _oracle_texts(module: ModuleType, sample: Mapping[str, Any]) -> list[str]:
+    """The oracle's actions for a sample, as far as they render (an action that
+    indexes past a short per-sample path is never reached in an episode either)."""
+    from agentspec.runtime.oracle import OracleError
+
+    texts: list[str] = []
+    try:
+        texts.extend(module.oracle_actions(dict(sample)))
+    except OracleError:
+        pass
     return texts
 
 

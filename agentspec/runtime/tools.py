@@ -17,12 +17,25 @@ from typing import Any, ClassVar
 
 import jsonschema
 
-__all__ = ["BaseTool", "ToolContext", "ToolFailure", "ToolOutput", "ToolResult", "schema_errors"]
+__all__ = [
+    "BaseTool",
+    "GuardMessage",
+    "ToolContext",
+    "ToolFailure",
+    "ToolOutput",
+    "ToolResult",
+    "schema_errors",
+]
 
 
 class ToolFailure(Exception):
     """Raised by a tool to fail the call with a message meant for the model
     (a spec's `fail(message)` effect); :meth:`BaseTool.run` reports it verbatim."""
+
+
+class GuardMessage(str):
+    """A guard's refusal written by the spec: shown to the model verbatim,
+    without the generic "NAME cannot be used now" prefix."""
 
 
 @dataclass
@@ -151,9 +164,8 @@ class BaseTool:
             )
         refusal = self.guard(args, ctx)
         if refusal is not None:
-            return ToolResult(
-                self.name, f"{self.name} cannot be used now: {refusal}", False, "guard"
-            )
+            text = refusal if isinstance(refusal, GuardMessage) else f"{self.name} cannot be used now: {refusal}"
+            return ToolResult(self.name, str(text), False, "guard")
         try:
             if self.timeout is None:
                 out = await self.execute(args, ctx)
