@@ -561,8 +561,8 @@ class Checker(LocalsMixin, SectionsMixin):
             return
         self.usage.writes.add(var)
         var_type = self.state_types[var]
-        if isinstance(target, ast.Index):
-            self.infer(target.index)
+        for index in _indices(target):  # `state.db[k][j] = …`: one item type per level
+            self.infer(index)
             base = strip_optional(var_type)
             var_type = base.item if isinstance(base, ListOf) else ANY
         if statement.op != "=":
@@ -576,8 +576,10 @@ class Checker(LocalsMixin, SectionsMixin):
             )
 
     def _target(self, target: ast.Node) -> tuple[str | None, str]:
-        """(root, variable) of an assignment target: `root.var` or `root.var[i]`."""
-        node = target.obj if isinstance(target, ast.Index) else target
+        """(root, variable) of an assignment target: `root.var`, `root.var[i]`, `root.var[i][j]`…"""
+        node = target
+        while isinstance(node, ast.Index):
+            node = node.obj
         if isinstance(node, ast.Attr) and isinstance(node.obj, ast.Name) and node.obj.id in ROOTS:
             return node.obj.id, node.attr
         self.error(
@@ -900,6 +902,15 @@ class Checker(LocalsMixin, SectionsMixin):
                     self.map.key_span(path),
                     hint="remove it, or read it in a guard, reward or observation",
                 )
+
+
+def _indices(target: ast.Node) -> list[ast.Node]:
+    """The indices of an assignment target, outermost variable first."""
+    indices = []
+    while isinstance(target, ast.Index):
+        indices.append(target.index)
+        target = target.obj
+    return indices[::-1]
 
 
 def _dotted(path: Path) -> str:
