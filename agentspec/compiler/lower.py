@@ -43,10 +43,15 @@ _SCALARS = (STR, INT, FLOAT, BOOL, NONE)
 def needs_copy(value: ast.Node, value_type: Type | None) -> bool:
     """Whether an assigned value may alias a sample, a constant or other state:
     containers (and values of unknown type) are copied; literals never are."""
-    if isinstance(value, ast.Literal):
-        return False
     t = value_type.inner if isinstance(value_type, Optional) else value_type
-    return t not in _SCALARS
+    if isinstance(value, ast.Literal) or t in _SCALARS:
+        return False
+    if isinstance(value, ast.ListExpr) and all(isinstance(i, ast.Literal) for i in value.items):
+        return False  # a fresh list of literals (`[]`, `[1, 2]`)
+    if isinstance(value, ast.DictExpr) and all(isinstance(v, ast.Literal) for _, v in value.pairs):
+        return False
+    fresh = isinstance(value, (ast.ListExpr, ast.Comprehension, ast.BinOp))
+    return not (fresh and isinstance(t, ListOf) and t.item in _SCALARS)  # a new list of scalars
 
 
 def _literal_index(node: ast.Node) -> bool:
@@ -157,6 +162,15 @@ class ExpressionWriter:
         if _literal_index(node.index):
             return f"{obj}[{self.write(node.index)}]", _PRECEDENCE["atom"]
         return f"s.at({obj}, {self.write(node.index)})", _PRECEDENCE["atom"]
+
+    def negated(self, node: ast.Node) -> str:
+        """`not (node)`, with `==`/`!=` and `in`/`not in` flipped rather than wrapped."""
+        flipped = {"==": "!=", "!=": "==", "in": "not in", "not in": "in"}
+        if isinstance(node, ast.BinOp) and node.op in flipped:
+            return self.write(ast.BinOp(node.start, node.end, flipped[node.op], node.left, node.right))
+        if isinstance(node, ast.UnaryOp) and node.op == "not":
+            return self.write(node.operand)
+        return f"not {self._operand(node, _PRECEDENCE['not'])}"
 
     def target(self, node: ast.Node) -> str:
         """An assignment target: a computed index is checked (`s.slot`), not wrapped."""

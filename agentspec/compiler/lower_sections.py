@@ -34,11 +34,12 @@ def location(checked: CheckedSpec, path: tuple[Any, ...], spec_path: str) -> str
 def guard_models(
     checked: CheckedSpec, tool_name: str, tool: ToolSpec, writer: ExpressionWriter
 ) -> list[tuple[str, str]]:
-    """(condition code, message template) of each guard with a message."""
+    """(code of the guard's failure — its condition negated —, message template)
+    of each guard with a message."""
     models = []
     for i, guard in enumerate(guards_of(tool)):
         path = ("tools", tool_name, *guard_path(tool, i), "if")
-        models.append((writer.write(checked.expressions[path].node), guard.message))
+        models.append((writer.negated(checked.expressions[path].node), guard.message))
     return models
 
 

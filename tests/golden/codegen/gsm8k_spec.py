@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -17,6 +18,7 @@ from agentspec.runtime import (
     Tokenizer,
     make_context_policy,
 )
+from agentspec.runtime.oracle import OracleStep, oracle_turns
 from agentspec.runtime.spec_env import RewardComponent, Scope, SpecTool, SpecToolEnv, template
 from agentspec.stdlib.data import load_samples as load_source
 from agentspec.stdlib.functions import fn
@@ -89,6 +91,7 @@ class CalculatorTool(SpecTool):
         "additionalProperties": False,
     }
     timeout = 30.0
+    location = "specs/gsm8k.yaml:32"
 
     def returns(self, s: Scope) -> Any:
         return fn.calc(s.args["expression"])
@@ -175,16 +178,22 @@ def load_samples(split: str | None = None, limit: int | None = None) -> list[dic
 DATA_SOURCE = "hf:${AGENTSPEC_DATA}/gsm8k"
 EVAL_SPLIT = "test"
 ORACLE = (
-    template(
-        '{% for expression in (sample.calls or [sample.final | string]) -%} <tool_call>{"name": "calculator", "arguments": {"expression": {{ expression | tojson }}}}</tool_call> {% endfor %}'
+    OracleStep(
+        template(
+            '{% for expression in (sample.calls or [sample.final | string]) -%} <tool_call>{"name": "calculator", "arguments": {"expression": {{ expression | tojson }}}}</tool_call> {% endfor %}'
+        ),
+        "specs/gsm8k.yaml:53",
     ),
-    template("<answer>{{ sample.answer.split('####')[-1].strip() }}</answer>"),
+    OracleStep(
+        template("<answer>{{ sample.answer.split('####')[-1].strip() }}</answer>"),
+        "specs/gsm8k.yaml:57",
+    ),
 )
 
 
-def oracle_actions(sample: dict[str, Any]) -> list[str]:
-    """The expert's turns for `sample`, one per step."""
-    return [action.render(sample=sample) for action in ORACLE]
+def oracle_actions(sample: dict[str, Any]) -> Iterator[str]:
+    """The expert's turns for `sample`, rendered lazily, one per step."""
+    return oracle_turns(ORACLE, Scope(sample=sample))
 
 
 ENV_CLASS = Gsm8kEnv

@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -17,6 +18,7 @@ from agentspec.runtime import (
     Tokenizer,
     make_context_policy,
 )
+from agentspec.runtime.oracle import OracleStep, oracle_turns
 from agentspec.runtime.spec_env import RewardComponent, Scope, SpecTool, SpecToolEnv, template
 from agentspec.stdlib.data import load_samples as load_source
 from agentspec.stdlib.functions import fn
@@ -103,6 +105,7 @@ class SearchTool(SpecTool):
         "additionalProperties": False,
     }
     timeout = 30.0
+    location = "specs/hotpotqa.yaml:29"
 
     def returns(self, s: Scope) -> Any:
         return user.search(s.args["query"])
@@ -188,16 +191,19 @@ def load_samples(split: str | None = None, limit: int | None = None) -> list[dic
 DATA_SOURCE = "jsonl:${AGENTSPEC_DATA}/hotpotqa/questions.jsonl"
 EVAL_SPLIT = None
 ORACLE = (
-    template(
-        '{% for title in sample.supporting_titles -%} <tool_call>{"name": "search", "arguments": {"query": {{ title | tojson }}}}</tool_call> {% endfor %}'
+    OracleStep(
+        template(
+            '{% for title in sample.supporting_titles -%} <tool_call>{"name": "search", "arguments": {"query": {{ title | tojson }}}}</tool_call> {% endfor %}'
+        ),
+        "specs/hotpotqa.yaml:54",
     ),
-    template("<answer>{{ sample.answer }}</answer>"),
+    OracleStep(template("<answer>{{ sample.answer }}</answer>"), "specs/hotpotqa.yaml:58"),
 )
 
 
-def oracle_actions(sample: dict[str, Any]) -> list[str]:
-    """The expert's turns for `sample`, one per step."""
-    return [action.render(sample=sample) for action in ORACLE]
+def oracle_actions(sample: dict[str, Any]) -> Iterator[str]:
+    """The expert's turns for `sample`, rendered lazily, one per step."""
+    return oracle_turns(ORACLE, Scope(sample=sample))
 
 
 ENV_CLASS = HotpotqaEnv

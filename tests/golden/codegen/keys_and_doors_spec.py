@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -17,6 +18,7 @@ from agentspec.runtime import (
     Tokenizer,
     make_context_policy,
 )
+from agentspec.runtime.oracle import OracleStep, oracle_turns
 from agentspec.runtime.spec_env import RewardComponent, Scope, SpecTool, SpecToolEnv, template
 from agentspec.stdlib.data import load_samples as load_source
 from agentspec.stdlib.functions import fn
@@ -86,6 +88,7 @@ class TakeTool(SpecTool):
         "additionalProperties": False,
     }
     timeout = 30.0
+    location = "specs/keys_and_doors.yaml:26"
     observation = template("You take the key.")
 
     def effects(self, s: Scope) -> None:
@@ -104,6 +107,7 @@ class OpenTool(SpecTool):
         "additionalProperties": False,
     }
     timeout = 30.0
+    location = "specs/keys_and_doors.yaml:33"
     observation = template("The {{ sample.colour }} door swings open.")
 
     def effects(self, s: Scope) -> None:
@@ -126,6 +130,7 @@ class GoTool(SpecTool):
         "additionalProperties": False,
     }
     timeout = 30.0
+    location = "specs/keys_and_doors.yaml:42"
     observation = template("You are in the {{ state.room }} room.")
 
     def effects(self, s: Scope) -> None:
@@ -214,17 +219,20 @@ def load_samples(split: str | None = None, limit: int | None = None) -> list[dic
 DATA_SOURCE = "generator:keys_and_doors"
 EVAL_SPLIT = None
 ORACLE = (
-    template("go[{{ sample.key_room }}]"),
-    template("take[key]"),
-    template("go[{{ 'east' if sample.key_room == 'west' else 'west' }}]"),
-    template("open[door]"),
-    template("go[north]"),
+    OracleStep(template("go[{{ sample.key_room }}]"), "specs/keys_and_doors.yaml:61"),
+    OracleStep(template("take[key]"), "specs/keys_and_doors.yaml:62"),
+    OracleStep(
+        template("go[{{ 'east' if sample.key_room == 'west' else 'west' }}]"),
+        "specs/keys_and_doors.yaml:63",
+    ),
+    OracleStep(template("open[door]"), "specs/keys_and_doors.yaml:64"),
+    OracleStep(template("go[north]"), "specs/keys_and_doors.yaml:65"),
 )
 
 
-def oracle_actions(sample: dict[str, Any]) -> list[str]:
-    """The expert's turns for `sample`, one per step."""
-    return [action.render(sample=sample) for action in ORACLE]
+def oracle_actions(sample: dict[str, Any]) -> Iterator[str]:
+    """The expert's turns for `sample`, rendered lazily, one per step."""
+    return oracle_turns(ORACLE, Scope(sample=sample))
 
 
 ENV_CLASS = KeysAndDoorsEnv

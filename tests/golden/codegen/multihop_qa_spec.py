@@ -92,6 +92,7 @@ class SearchTool(SpecTool):
         "additionalProperties": False,
     }
     timeout = 30.0
+    location = "tests/specs/valid/react_sliding_window.yaml:24"
     observation = template(
         "{% for passage in result %}[{{ loop.index }}] {{ passage }}\n{% endfor %}\n"
     )

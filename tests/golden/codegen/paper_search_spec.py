@@ -103,6 +103,7 @@ class SearchTool(SpecTool):
         "additionalProperties": False,
     }
     timeout = 30.0
+    location = "specs/paper_search.yaml:53"
 
     def returns(self, s: Scope) -> Any:
         return user.paper_search(s.args["query"])
@@ -121,6 +122,7 @@ class SimilarTool(SpecTool):
         "additionalProperties": False,
     }
     timeout = 30.0
+    location = "specs/paper_search.yaml:60"
     guard_text = "len(state.seen) > 0"
 
     def available(self, s: Scope) -> bool:
@@ -145,12 +147,13 @@ class SubmitTool(SpecTool):
         "additionalProperties": False,
     }
     timeout = 30.0
+    location = "specs/paper_search.yaml:69"
     observation = template("Submitted {{ args.paper_ids | length }} papers.")
 
     def effects(self, s: Scope) -> None:
         if user.recall(s.state.seen, s.args["paper_ids"]) < 1.0:
             s.fail("submit only papers a search has shown")
-        s.state.submitted = s.args["paper_ids"]
+        s.state.submitted = s.own(s.args["paper_ids"])
         s.done()
 
 

@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -17,6 +18,7 @@ from agentspec.runtime import (
     Tokenizer,
     make_context_policy,
 )
+from agentspec.runtime.oracle import OracleStep, oracle_turns
 from agentspec.runtime.spec_env import RewardComponent, Scope, SpecTool, SpecToolEnv, template
 from agentspec.stdlib.data import load_samples as load_source
 from agentspec.stdlib.functions import fn
@@ -99,6 +101,7 @@ class ConvertTool(SpecTool):
         "additionalProperties": False,
     }
     timeout = 30.0
+    location = "tests/specs/valid/all_reward_events.yaml:23"
     observation = template("{{ result if result is not none else 'unknown unit' }}")
 
     def returns(self, s: Scope) -> Any:
@@ -107,7 +110,9 @@ class ConvertTool(SpecTool):
     def effects(self, s: Scope) -> None:
         s.state.calls += 1
         s.state.last = s.result
-        s.state.history = s.state.history + [s.result] if s.result != None else s.state.history
+        s.state.history = s.own(
+            s.state.history + [s.result] if s.result != None else s.state.history
+        )
 
 
 class GiveUpTool(SpecTool):
@@ -119,6 +124,7 @@ class GiveUpTool(SpecTool):
         "additionalProperties": False,
     }
     timeout = 30.0
+    location = "tests/specs/valid/all_reward_events.yaml:35"
     terminal = True
 
 
@@ -236,16 +242,19 @@ def load_samples(split: str | None = None, limit: int | None = None) -> list[dic
 DATA_SOURCE = "generator:conversions"
 EVAL_SPLIT = None
 ORACLE = (
-    template(
-        '<tool_call>{"name": "convert", "arguments": {"quantity": {{ sample.quantity }}, "unit": "{{ sample.unit }}", "target": "{{ sample.target }}"}}</tool_call>'
+    OracleStep(
+        template(
+            '<tool_call>{"name": "convert", "arguments": {"quantity": {{ sample.quantity }}, "unit": "{{ sample.unit }}", "target": "{{ sample.target }}"}}</tool_call>'
+        ),
+        "tests/specs/valid/all_reward_events.yaml:54",
     ),
-    template("{{ sample.expected }}"),
+    OracleStep(template("{{ sample.expected }}"), "tests/specs/valid/all_reward_events.yaml:55"),
 )
 
 
-def oracle_actions(sample: dict[str, Any]) -> list[str]:
-    """The expert's turns for `sample`, one per step."""
-    return [action.render(sample=sample) for action in ORACLE]
+def oracle_actions(sample: dict[str, Any]) -> Iterator[str]:
+    """The expert's turns for `sample`, rendered lazily, one per step."""
+    return oracle_turns(ORACLE, Scope(sample=sample))
 
 
 ENV_CLASS = UnitConverterEnv

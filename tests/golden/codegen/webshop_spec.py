@@ -116,6 +116,7 @@ class SearchTool(SpecTool):
         "additionalProperties": False,
     }
     timeout = 30.0
+    location = "specs/webshop.yaml:58"
     guard_text = 'state.page == "search"'
     observation = template("{{ state.view }}")
 
@@ -127,7 +128,7 @@ class SearchTool(SpecTool):
 
     def effects(self, s: Scope) -> None:
         s.state.query = s.args["query"]
-        s.state.results = s.result
+        s.state.results = s.own(s.result)
         s.state.page = "results"
         s.state.view = user.webshop_page(
             s.state.page, s.state.query, s.state.results, s.state.asin, s.state.chosen
@@ -144,6 +145,7 @@ class ClickTool(SpecTool):
         "additionalProperties": False,
     }
     timeout = 30.0
+    location = "specs/webshop.yaml:70"
     guard_text = 'state.page == "results"'
     observation = template("{{ state.view }}")
 
@@ -171,6 +173,7 @@ class ChooseTool(SpecTool):
         "additionalProperties": False,
     }
     timeout = 30.0
+    location = "specs/webshop.yaml:82"
     guard_text = 'state.page == "item"'
     observation = template("{{ state.view }}")
 
@@ -180,9 +183,9 @@ class ChooseTool(SpecTool):
     def effects(self, s: Scope) -> None:
         if user.webshop_option(s.state.asin, s.args["value"]) == None:
             s.fail("this product has no option " + s.args["value"])
-        s.state.chosen[user.webshop_option(s.state.asin, s.args["value"])] = fn.lower(
-            fn.strip(s.args["value"])
-        )
+        s.state.chosen[
+            s.slot(s.state.chosen, user.webshop_option(s.state.asin, s.args["value"]))
+        ] = fn.lower(fn.strip(s.args["value"]))
         s.state.view = user.webshop_page(
             s.state.page, s.state.query, s.state.results, s.state.asin, s.state.chosen
         )
@@ -198,6 +201,7 @@ class BuyTool(SpecTool):
         "additionalProperties": False,
     }
     timeout = 30.0
+    location = "specs/webshop.yaml:92"
     guard_text = 'state.page == "item"'
     observation = template("{{ state.view }}")
 
@@ -224,6 +228,7 @@ class BackTool(SpecTool):
         "additionalProperties": False,
     }
     timeout = 30.0
+    location = "specs/webshop.yaml:103"
     guard_text = 'state.page == "results" or state.page == "item"'
     observation = template("{{ state.view }}")
 
