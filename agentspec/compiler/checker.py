@@ -57,7 +57,7 @@ ROOTS = ("state", "args", "sample", "action", "step", "result", "reward", "env",
 
 # Why a scope is unavailable, for the E407 hint.
 _WHERE = {
-    "args": "inside a tool's `returns`, `effect` and `observe`, and in rewards `on: tool:NAME`",
+    "args": "inside a tool's `when`, `returns`, `effect` and `observe`, and in rewards `on: tool:NAME`",
     "result": "after a tool's `returns` (in its `effect` and `observe`), and in rewards `on: tool:NAME`",
     "reward": "in `episode.success`",
     "action": "in rewards, `episode.done_when` and `episode.success`",
@@ -856,8 +856,6 @@ class Checker(LocalsMixin, SectionsMixin):
         site = self._site
         where = _dotted(site.path) if site else "here"
         hint = f"'{root}' is available {_WHERE[root]}"
-        if root == "args" and site is not None and site.path[-1] == "when":
-            hint = "a `when` guard decides whether the tool can be called at all; check arguments in `effect` with `fail(…) if …`"
         if root == "result" and site is not None and site.tool is not None:
             hint = f"declare `returns:` on tool '{site.tool}' to give it a result"
         self.error("E407", f"'{root}' is not available in {where}", span, hint)
