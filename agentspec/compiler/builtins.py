@@ -16,6 +16,7 @@ from agentspec.compiler.types import (
     DICT,
     FLOAT,
     INT,
+    NONE,
     STR,
     ListOf,
     Optional,
@@ -87,11 +88,12 @@ def _list_of_first(args: Sequence[Type]) -> Type:
 
 
 def _default_or_any(args: Sequence[Type]) -> Type:
-    """`get(xs, i, default)` on a `list[T]`: T joined with the default's type."""
+    """`get(xs, i, default)` on a `list[T]`: T joined with the default's type
+    (none when there is no default)."""
     container = strip_optional(args[0]) if args else ANY
-    if isinstance(container, ListOf) and len(args) == 3:
-        return join(container.item, args[2])
-    return ANY
+    if not isinstance(container, ListOf):
+        return ANY
+    return join(container.item, args[2]) if len(args) == 3 else join(container.item, NONE)
 
 
 BUILTINS: dict[str, Signature] = {
