@@ -225,7 +225,7 @@ def render() -> str:
         "scopes below only, and calls to built-in or declared functions only. Effects are "
         "`state.x = expr`, `state.x += expr`, `state.x -= expr`, `done()` and `fail(msg)`, "
         "each optionally followed by `if cond`; a target may index into a variable "
-        "(`state.db[k][\"seats\"] -= 1`).",
+        '(`state.db[k]["seats"] -= 1`).',
         "",
         *LANGUAGE_NOTES,
         "",
@@ -290,7 +290,7 @@ LANGUAGE_NOTES = [
     "### Indexing",
     "",
     "A literal index is Python's: `xs[0]`, `xs[-1]` (the last item; a literal negative "
-    "index is allowed because it says what it means) and `d[\"key\"]`. A **computed** "
+    'index is allowed because it says what it means) and `d["key"]`. A **computed** '
     "index on a list or str must be in `0 … len − 1`: a negative or out-of-range one is "
     "an expression error (IndexError), never a wrap — so `sample.rows[y][x]` with "
     "`x = -1` fails instead of reading the last column. `get(xs, i, default)` returns "

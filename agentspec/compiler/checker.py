@@ -15,13 +15,11 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from agentspec.compiler import ast
+from agentspec.compiler import ast, comprehensions, sections
 from agentspec.compiler.builtins import BUILTINS, EFFECT_CALLS, Signature
-from agentspec.compiler.comprehensions import LocalsMixin
 from agentspec.compiler.diagnostics import Diagnostic
 from agentspec.compiler.ir import CheckedSpec, TypedExpr
 from agentspec.compiler.parser import ExprSyntaxError, parse_expression, parse_statement
-from agentspec.compiler.sections import SectionsMixin
 from agentspec.compiler.types import (
     ANY,
     BOOL,
@@ -97,7 +95,7 @@ class _Usage:
     writes: set[str] = field(default_factory=set)
 
 
-class Checker(LocalsMixin, SectionsMixin):
+class Checker:
     """Checks one spec. Use `check(loaded)`."""
 
     def __init__(self, loaded: LoadedSpec):
@@ -170,7 +168,7 @@ class Checker(LocalsMixin, SectionsMixin):
             path = ("state", name)
             declared = self._type_at((*path, "type"), var.type)
             self.state_types[name] = declared
-            if self.initial_is_expression(name):
+            if sections.initial_is_expression(self, name):
                 continue
             if var.initial is not None and not assignable(python_value_type(var.initial), declared):
                 self.error(
@@ -296,7 +294,7 @@ class Checker(LocalsMixin, SectionsMixin):
         prompt_scope = Scope(
             {"sample": self.sample_types, "tools": ANY, "constants": self.constant_types}
         )
-        yield from self.initial_sites()
+        yield from sections.initial_sites(self)
         if spec.data is not None:
             for name in spec.data.derived:
                 yield _Site(("data", "derived", name), "expression", self._scope("sample"))
@@ -304,7 +302,7 @@ class Checker(LocalsMixin, SectionsMixin):
         yield _Site(("prompt", "user"), "template", prompt_scope)
         for tool_name, tool in spec.tools.items():
             base: Path = ("tools", tool_name)
-            yield from self.guard_sites(tool_name, tool)
+            yield from sections.guard_sites(self, tool_name, tool)
             if tool.returns is not None:
                 yield _Site(
                     (*base, "returns"),
@@ -349,12 +347,13 @@ class Checker(LocalsMixin, SectionsMixin):
             summary = self._scope("state", "sample", "step", "env")
             summary.roots.update(last_observation=STR, task=STR, steps=ANY)
             yield _Site(("context", "summary"), "template", summary)
-        yield from self.oracle_sites()
+        yield from sections.oracle_sites(self)
 
     def _check_site(self, site: _Site) -> None:
         self._site = site
+        # A tool's `let` names live in one frame its later effects share.
         in_effects = site.kind == "statement" and site.tool is not None
-        self._frames = [self._lets.setdefault(site.tool, {}) if in_effects else {}]
+        self._frames = [self._lets.setdefault(site.tool or "", {}) if in_effects else {}]
         text = self._text(site.path)
         if site.kind == "template":
             self._check_template(site, text)
@@ -370,7 +369,7 @@ class Checker(LocalsMixin, SectionsMixin):
         if site.kind == "statement":
             self.statements[site.path] = statement
             if isinstance(statement, ast.Let):
-                self.let_statement(statement)
+                comprehensions.check_let(self, statement)
             else:
                 self._statement(statement)
             return
@@ -379,7 +378,7 @@ class Checker(LocalsMixin, SectionsMixin):
         if site.kind == "condition":
             self._expect_condition(node, typ)
         elif site.kind == "list":
-            self.expect_list(node, typ)
+            sections.expect_list(self, node, typ)
         elif site.kind == "number" and not is_numeric(typ):
             self.error(
                 "E506",
@@ -388,7 +387,7 @@ class Checker(LocalsMixin, SectionsMixin):
                 hint="e.g. `1.0 if … else 0.0`, or convert with number(…)",
             )
         if site.path[0] == "state":
-            self.check_initial_type(site.path, node, typ)
+            sections.check_initial_type(self, site.path, node, typ)
         if site.path[:2] == ("data", "derived"):
             self.sample_types[str(site.path[2])] = typ
         if site.path[-1] == "returns" and site.tool is not None:
@@ -518,7 +517,7 @@ class Checker(LocalsMixin, SectionsMixin):
 
     # ------------------------------------------------------------- statements
 
-    def _statement(self, statement: ast.Statement) -> None:
+    def _statement(self, statement: ast.Assign | ast.CallStatement) -> None:
         if statement.cond is not None:
             self._expect_condition(statement.cond, self.infer(statement.cond))
         if isinstance(statement, ast.CallStatement):
@@ -613,11 +612,14 @@ class Checker(LocalsMixin, SectionsMixin):
             self.infer(value)
         return DICT
 
+    def visit_Comprehension(self, node: ast.Comprehension) -> Type:
+        return comprehensions.check_comprehension(self, node)
+
     def visit_Name(self, node: ast.Name) -> Type:
         scope = self._scope_now()
         span = self.node_span(node)
         name = node.id
-        local = self.local_type(name)
+        local = comprehensions.local_type(self, name)
         if local is not None:
             return local
         if name.startswith("__"):
@@ -659,7 +661,10 @@ class Checker(LocalsMixin, SectionsMixin):
         if node.attr.startswith("__"):
             self.error("E410", f"names starting with '__' are not allowed: '{node.attr}'", span)
             return ANY
-        is_local = isinstance(node.obj, ast.Name) and self.local_type(node.obj.id) is not None
+        is_local = (
+            isinstance(node.obj, ast.Name)
+            and comprehensions.local_type(self, node.obj.id) is not None
+        )
         if isinstance(node.obj, ast.Name) and node.obj.id not in ROOTS and not is_local:
             name = node.obj.id
             if name.startswith("__"):
@@ -867,9 +872,7 @@ class Checker(LocalsMixin, SectionsMixin):
             "sample": "E404",
             "reward": "E406",
             "constants": "E414",
-        }.get(
-            root, "E411"
-        )
+        }.get(root, "E411")
         noun = {
             "state": "state variable",
             "args": "tool argument",

@@ -1,6 +1,6 @@
 """Checking local names: comprehension variables and `let` bindings.
 
-A mixin of the checker. Locals live in a stack of frames: a tool's `let`
+Functions of the checker (`checker` is the running `Checker`). Locals live in a stack of frames: a tool's `let`
 names form the frame its later effects see (scoped to the tool call), and
 each comprehension pushes a frame for its loop variables while its element
 and filters are typed. Element types flow through: iterating a `list[T]`
@@ -18,101 +18,101 @@ from agentspec.compiler.types import ANY, DICT, STR, ListOf, Type, strip_optiona
 
 if TYPE_CHECKING:
     from agentspec.compiler.checker import Checker
+    from agentspec.spec.source import Span
 
 # Names the generated code or the language itself owns: a local cannot take them.
 RESERVED_LOCALS = frozenset({"self", "s", "fn", "user", "True", "False", "None"})
 
 
-class LocalsMixin:
-    """Local-name scoping and comprehension typing, mixed into `Checker`."""
+def local_type(checker: Checker, name: str) -> Type | None:
+    for frame in reversed(checker._frames):
+        if name in frame:
+            return frame[name]
+    return None
 
-    _frames: list[dict[str, Type]]
 
-    def local_type(self: Checker, name: str) -> Type | None:
-        for frame in reversed(self._frames):
-            if name in frame:
-                return frame[name]
-        return None
-
-    def visit_Comprehension(self: Checker, node: ast.Comprehension) -> Type:
-        iterable = strip_optional(self.infer(node.iterable))
-        item = self._element_type(iterable, node)
-        frame: dict[str, Type] = {}
-        if len(node.names) == 2:
-            pair_item = item.item if isinstance(item, ListOf) else ANY
-            if item not in (ANY,) and not isinstance(item, ListOf):
-                self.error(
-                    "E510",
-                    f"`for {node.names[0]}, {node.names[1]} in …` needs pairs, but the items are {item}",
-                    self.node_span(node.iterable),
-                    hint="iterate over items(d) to get key, value pairs",
-                )
-            frame = dict.fromkeys(node.names, pair_item)
-        else:
-            frame = {node.names[0]: item}
-        for name in node.names:
-            self._check_local_name(name, self.node_span(node))
-        self._frames.append(frame)
-        try:
-            for cond in node.conds:
-                self._expect_condition(cond, self.infer(cond))
-            element = self.infer(node.element)
-            if node.key is not None:
-                self.infer(node.key)
-                return DICT
-            return ListOf(element)
-        finally:
-            self._frames.pop()
-
-    def _element_type(self: Checker, iterable: Type, node: ast.Comprehension) -> Type:
-        if isinstance(iterable, ListOf):
-            return iterable.item
-        if iterable == DICT:
-            return STR  # iterating a dict gives its keys
-        if iterable == STR:
-            return STR
-        if iterable == ANY:
-            return ANY
-        self.error(
-            "E510",
-            f"a comprehension cannot iterate over a value of type {iterable}",
-            self.node_span(node.iterable),
-            hint="iterate over a list, a dict (its keys) or items(d)",
-        )
-        return ANY
-
-    def _check_local_name(self: Checker, name: str, span: object) -> bool:
-        """E413 for a local that would hide a scope, a function or a reserved name."""
-        from agentspec.compiler.checker import ROOTS
-
-        clash = None
-        if name in ROOTS:
-            clash = "a scope"
-        elif name in BUILTINS or name in EFFECT_CALLS or name in self.functions:
-            clash = "a function"
-        elif name in RESERVED_LOCALS or name.startswith("_"):
-            clash = "a reserved name"
-        if clash is None:
-            return True
-        self.error(
-            "E413",
-            f"local name '{name}' is {clash}",
-            span,  # type: ignore[arg-type]
-            hint="choose another name",
-        )
-        return False
-
-    def let_statement(self: Checker, statement: ast.Let) -> None:
-        value = self.infer(statement.value)
-        span = self.span(statement.name_start, statement.name_start + len(statement.name))
-        if not self._check_local_name(statement.name, span):
-            return
-        if self.local_type(statement.name) is not None:
-            self.error(
-                "E413",
-                f"'{statement.name}' is already defined in this tool's effects",
-                span,
-                hint="a let binds once per tool call; use another name",
+def check_comprehension(checker: Checker, node: ast.Comprehension) -> Type:
+    iterable = strip_optional(checker.infer(node.iterable))
+    item = _element_type(checker, iterable, node)
+    frame: dict[str, Type] = {}
+    if len(node.names) == 2:
+        pair_item = item.item if isinstance(item, ListOf) else ANY
+        if item not in (ANY,) and not isinstance(item, ListOf):
+            checker.error(
+                "E510",
+                f"`for {node.names[0]}, {node.names[1]} in …` needs pairs, but the items are {item}",
+                checker.node_span(node.iterable),
+                hint="iterate over items(d) to get key, value pairs",
             )
-            return
-        self._frames[0][statement.name] = value
+        frame = dict.fromkeys(node.names, pair_item)
+    else:
+        frame = {node.names[0]: item}
+    for name in node.names:
+        check_local_name(checker, name, checker.node_span(node))
+    checker._frames.append(frame)
+    try:
+        for cond in node.conds:
+            checker._expect_condition(cond, checker.infer(cond))
+        element = checker.infer(node.element)
+        if node.key is not None:
+            checker.infer(node.key)
+            return DICT
+        return ListOf(element)
+    finally:
+        checker._frames.pop()
+
+
+def _element_type(checker: Checker, iterable: Type, node: ast.Comprehension) -> Type:
+    if isinstance(iterable, ListOf):
+        return iterable.item
+    if iterable == DICT:
+        return STR  # iterating a dict gives its keys
+    if iterable == STR:
+        return STR
+    if iterable == ANY:
+        return ANY
+    checker.error(
+        "E510",
+        f"a comprehension cannot iterate over a value of type {iterable}",
+        checker.node_span(node.iterable),
+        hint="iterate over a list, a dict (its keys) or items(d)",
+    )
+    return ANY
+
+
+def check_local_name(checker: Checker, name: str, span: Span) -> bool:
+    """E413 for a local that would hide a scope, a function or a reserved name."""
+    from agentspec.compiler.checker import ROOTS
+
+    clash = None
+    if name in ROOTS:
+        clash = "a scope"
+    elif name in BUILTINS or name in EFFECT_CALLS or name in checker.functions:
+        clash = "a function"
+    elif name in RESERVED_LOCALS or name.startswith("_"):
+        clash = "a reserved name"
+    if clash is None:
+        return True
+    checker.error(
+        "E413",
+        f"local name '{name}' is {clash}",
+        span,
+        hint="choose another name",
+    )
+    return False
+
+
+def check_let(checker: Checker, statement: ast.Let) -> None:
+    value = checker.infer(statement.value)
+    span = checker.span(statement.name_start, statement.name_start + len(statement.name))
+    if not check_local_name(checker, statement.name, span):
+        return
+    if local_type(checker, statement.name) is not None:
+        checker.error(
+            "E413",
+            f"'{statement.name}' is already defined in this tool's effects",
+            span,
+            hint="a let binds once per tool call; use another name",
+        )
+        return
+    checker._frames[0][statement.name] = value

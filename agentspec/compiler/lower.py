@@ -167,7 +167,9 @@ class ExpressionWriter:
         """`not (node)`, with `==`/`!=` and `in`/`not in` flipped rather than wrapped."""
         flipped = {"==": "!=", "!=": "==", "in": "not in", "not in": "in"}
         if isinstance(node, ast.BinOp) and node.op in flipped:
-            return self.write(ast.BinOp(node.start, node.end, flipped[node.op], node.left, node.right))
+            return self.write(
+                ast.BinOp(node.start, node.end, flipped[node.op], node.left, node.right)
+            )
         if isinstance(node, ast.UnaryOp) and node.op == "not":
             return self.write(node.operand)
         return f"not {self._operand(node, _PRECEDENCE['not'])}"
@@ -370,7 +372,9 @@ def lower(checked: CheckedSpec, *, spec_path: str, spec_sha256: str, version: st
             code = plain.write(checked.expressions[path].node)
             initial_exprs.append((python_name(name), f"s.own({code})"))
         default = (
-            var.initial if var.initial is not None and path not in checked.expressions else empty_value(t)
+            var.initial
+            if var.initial is not None and path not in checked.expressions
+            else empty_value(t)
         )
         state_fields.append(StateField(python_name(name), name, python_type(t), default))
 
@@ -508,4 +512,3 @@ def _tool_model(checked: CheckedSpec, name: str, tool: ToolSpec, cls: str) -> To
         model.effects += writer.statement(checked.statements[path], checked.value_types.get(path))
     model.observe = tool.observe
     return model
-

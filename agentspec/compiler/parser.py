@@ -335,7 +335,7 @@ class _ToAst(Transformer[Token, Any]):
         return ast.Call(*_span(meta), name.value, name.end_pos, tuple(args))
 
     def method_call(self, meta: Any, children: list[Any]) -> ast.Node:
-        obj, name, *_ = children
+        name = children[1]
         raise method_call_error(name.value, name.start_pos or 0, meta.end_pos)
 
     def list_comp(self, meta: Any, children: list[Any]) -> ast.Comprehension:
@@ -358,7 +358,10 @@ class _ToAst(Transformer[Token, Any]):
         name, op, value = children
         if op.value != "=":
             raise ExprSyntaxError(
-                "E306", f"'{op.value}' cannot appear here", op.start_pos, op.end_pos,
+                "E306",
+                f"'{op.value}' cannot appear here",
+                op.start_pos,
+                op.end_pos,
                 hint="a let binds once: `let NAME = value`",
             )
         return ast.Let(*_span(meta), name.value, name.start_pos, value)

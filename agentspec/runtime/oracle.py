@@ -42,7 +42,9 @@ def oracle_turns(steps: tuple[OracleStep, ...], s: Any) -> Iterator[str]:
         try:
             items = list(step.each(s))
         except Exception as exc:
-            raise OracleError(f"{step.location}: `each` failed: {type(exc).__name__}: {exc}") from None
+            raise OracleError(
+                f"{step.location}: `each` failed: {type(exc).__name__}: {exc}"
+            ) from None
         for index, item in enumerate(items):
             variables = {"sample": s.sample, "constants": s.constants, "item": item, "index": index}
             text = _render(step, variables)

@@ -99,10 +99,10 @@ class Scope:
     def slot(container: Any, key: Any) -> Any:
         """A computed index, checked: a list or str index must be in range and
         not negative (no wrapping); dict keys pass through."""
-        if isinstance(container, (list, str)) and isinstance(key, int) and not isinstance(key, bool):
-            if not 0 <= key < len(container):
-                kind = "list" if isinstance(container, list) else "str"
-                raise IndexError(f"index {key} is out of range for a {kind} of length {len(container)}")
+        is_index = isinstance(key, int) and not isinstance(key, bool)
+        if isinstance(container, (list, str)) and is_index and not 0 <= key < len(container):
+            kind = "list" if isinstance(container, list) else "str"
+            raise IndexError(f"index {key} is out of range for a {kind} of length {len(container)}")
         return key
 
     @classmethod

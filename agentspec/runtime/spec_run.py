@@ -71,9 +71,11 @@ async def rollout(
     return list(await asyncio.gather(*(one(flow, s, i) for s, i in zip(samples, ids, strict=True))))
 
 
-def episode_script(
-    module: ModuleType, policy: str
-) -> Callable[[Mapping[str, Any]], list[str]] | None:
+Script = list[str] | Callable[[str], str]
+"""One episode's turns: a list, or a function of the prompt giving the next turn."""
+
+
+def episode_script(module: ModuleType, policy: str) -> Callable[[Mapping[str, Any]], Script] | None:
     """The turns of one episode for `oracle` and `scripted:FILE`, else None."""
     kind, _, location = policy.partition(":")
     if kind == "oracle":

@@ -9,6 +9,7 @@ scripted), so token limits mean what they will mean in training.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -39,10 +40,8 @@ def _oracle_texts(module: ModuleType, sample: Mapping[str, Any]) -> list[str]:
     from agentspec.runtime.oracle import OracleError
 
     texts: list[str] = []
-    try:
+    with contextlib.suppress(OracleError):
         texts.extend(module.oracle_actions(dict(sample)))
-    except OracleError:
-        pass
     return texts
 
 

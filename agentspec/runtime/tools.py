@@ -164,7 +164,11 @@ class BaseTool:
             )
         refusal = self.guard(args, ctx)
         if refusal is not None:
-            text = refusal if isinstance(refusal, GuardMessage) else f"{self.name} cannot be used now: {refusal}"
+            text = (
+                refusal
+                if isinstance(refusal, GuardMessage)
+                else f"{self.name} cannot be used now: {refusal}"
+            )
             return ToolResult(self.name, str(text), False, "guard")
         try:
             if self.timeout is None:

@@ -270,7 +270,9 @@ class OracleEach(Section):
 
 OracleStep = Annotated[
     Template | OracleEach,
-    Field(description="An action template, or `{each: LIST, action: TEMPLATE}` for one action per item."),
+    Field(
+        description="An action template, or `{each: LIST, action: TEMPLATE}` for one action per item."
+    ),
 ]
 
 

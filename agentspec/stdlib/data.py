@@ -50,7 +50,11 @@ def register_generator(name: str) -> Callable[[Generator], Generator]:
 
 
 # Modules whose import registers generators (imported when a name is not found).
-GENERATOR_MODULES = ("agentspec.stdlib.webshop", "agentspec.stdlib.papers", "agentspec.stdlib.worlds")
+GENERATOR_MODULES = (
+    "agentspec.stdlib.webshop",
+    "agentspec.stdlib.papers",
+    "agentspec.stdlib.worlds",
+)
 
 
 def _load_generator_modules() -> None:

@@ -17,7 +17,9 @@ from agentspec.stdlib.data import DataError, Sample, register_generator, split_s
 MOVES = {"up": (0, -1), "down": (0, 1), "left": (-1, 0), "right": (1, 0)}
 
 
-def shortest_path(rows: list[str], start: tuple[int, int], goal: tuple[int, int]) -> list[str] | None:
+def shortest_path(
+    rows: list[str], start: tuple[int, int], goal: tuple[int, int]
+) -> list[str] | None:
     """Moves (`up`, `down`, `left`, `right`) of a shortest path, or None if the goal is walled off."""
     previous: dict[tuple[int, int], tuple[tuple[int, int], str] | None] = {start: None}
     queue = deque([start])
@@ -66,7 +68,9 @@ def gridworld(
         if len(free) < 2:
             continue
         start, goal = rng.sample(free, 2)
-        rows = ["".join("#" if (x, y) in walls else "." for x in range(width)) for y in range(height)]
+        rows = [
+            "".join("#" if (x, y) in walls else "." for x in range(width)) for y in range(height)
+        ]
         path = shortest_path(rows, start, goal)
         if path is None or not min_distance <= len(path) <= max_distance:
             continue
@@ -91,7 +95,7 @@ def _flights(rng: random.Random, route: tuple[str, str], dates: list[str]) -> di
     flights: dict[str, Any] = {}
     numbers = rng.sample(range(100, 1000), 8)
     prices = rng.sample(range(120, 600, 10), 8)  # distinct: "the cheapest" is one flight
-    for number, price in zip(numbers[:4], prices[:4]):
+    for number, price in zip(numbers[:4], prices[:4], strict=True):
         flights[f"F{number}"] = {
             "origin": route[0],
             "destination": route[1],
@@ -99,7 +103,7 @@ def _flights(rng: random.Random, route: tuple[str, str], dates: list[str]) -> di
             "price": price,
             "seats": rng.randint(0, 4),
         }
-    for number, price in zip(numbers[4:], prices[4:]):
+    for number, price in zip(numbers[4:], prices[4:], strict=True):
         origin, destination = rng.sample(AIRPORTS, 2)
         flights[f"F{number}"] = {
             "origin": origin,
@@ -140,7 +144,9 @@ def _resolve(db: dict[str, Any], request: dict[str, Any]) -> tuple[dict[str, Any
 
 
 @register_generator("airline_service")
-def airline_service(*, split: str = "train", seed: int = 0, count: int = 10_000) -> Iterator[Sample]:
+def airline_service(
+    *, split: str = "train", seed: int = 0, count: int = 10_000
+) -> Iterator[Sample]:
     """Customer requests for specs/airline_service.yaml, each over its own
     database of flights and reservations: `db`, the `user` asking, the
     `reservation` and `kind` (`change` to the cheapest other flight on the same
@@ -155,7 +161,9 @@ def airline_service(*, split: str = "train", seed: int = 0, count: int = 10_000)
         on_route = [fid for fid, f in flights.items() if f["origin"] == route[0]]
         owner, other = rng.sample(NAMES, 2)
         reservations = {}
-        for number, user in zip(rng.sample(range(1000, 10000), 3), (owner, other, owner)):
+        for number, user in zip(
+            rng.sample(range(1000, 10000), 3), (owner, other, owner), strict=True
+        ):
             reservations[f"R{number}"] = {
                 "user": user,
                 "flight": rng.choice(on_route),

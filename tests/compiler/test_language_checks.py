@@ -157,8 +157,8 @@ def test_oracle_each_must_be_a_list_and_its_template_reads_item() -> None:
         ("let state = 1", "E413", None),
         ("let _x = 1", "E413", None),
         ("state.n = constants.limt", "E414", "did you mean 'limit'?"),
-        ('state.n = len([x for x in sample.n])', "E510", "items(d)"),
-        ('state.n = len([a for a, b in sample.tags])', "E510", "items(d)"),
+        ("state.n = len([x for x in sample.n])", "E510", "items(d)"),
+        ("state.n = len([a for a, b in sample.tags])", "E510", "items(d)"),
         ("state.n = [t for t in sample.tags]", "E504", None),
     ],
 )
@@ -201,7 +201,9 @@ def test_parser_shapes() -> None:
     assert type(node).__name__ == "Comprehension"
     assert node.names == ("k", "v") and len(node.conds) == 2  # type: ignore[attr-defined]
     assert type(parse_statement("let total = a + 1")).__name__ == "Let"
-    assert type(parse_statement("state.let = 1")).__name__ == "Assign"  # `let` is a keyword only first
+    assert (
+        type(parse_statement("state.let = 1")).__name__ == "Assign"
+    )  # `let` is a keyword only first
     with pytest.raises(ExprSyntaxError) as info:
         parse_expression("xs.count(1) > 0")
     assert info.value.code == "E308" and info.value.start == 3

@@ -15,7 +15,9 @@ import pytest
 from .recipe_helpers import load, play, run, totals
 
 
-@pytest.mark.parametrize(("spec", "component"), [("gridworld", "goal"), ("airline_service", "database")])
+@pytest.mark.parametrize(
+    ("spec", "component"), [("gridworld", "goal"), ("airline_service", "database")]
+)
 def test_oracle_scores_one_and_random_far_below(spec: str, component: str, tmp_path: Path) -> None:
     oracle = run(spec, "oracle", 40, tmp_path / "oracle")
     assert oracle.success_rate == 1.0 and oracle.component(component) == 1.0
@@ -49,7 +51,13 @@ def test_gridworld_random_walk_of_valid_moves_is_far_below_the_oracle(grid) -> N
 
 
 def test_gridworld_walls_and_edges_are_errors_that_cost(grid) -> None:  # type: ignore[no-untyped-def]
-    sample = {"id": "g", "rows": [".#", ".."], "start": [0, 0], "goal": [1, 1], "path": ["down", "right"]}
+    sample = {
+        "id": "g",
+        "rows": [".#", ".."],
+        "start": [0, 0],
+        "goal": [1, 1],
+        "path": ["down", "right"],
+    }
     trajectory = play(grid, sample, ["move[up]", "move[right]", "move[down]", "move[right]"])
     texts = [s.observation or "" for s in trajectory.steps]
     assert "the edge of the map blocks the way" in texts[0]  # row -1 is not the last row
@@ -83,7 +91,9 @@ def test_cancelling_a_basic_reservation_is_refused_with_the_policy(desk) -> None
         "I am sorry, I cannot cancel it.",
     ]
     trajectory = play(desk, sample, actions)
-    assert "Policy: basic-cabin reservations cannot be cancelled." in (trajectory.steps[1].observation or "")
+    assert "Policy: basic-cabin reservations cannot be cancelled." in (
+        trajectory.steps[1].observation or ""
+    )
     assert totals(trajectory) == {"policy_violation": -0.5, "database": 1.0}  # db untouched
 
 
