@@ -544,6 +544,8 @@ class Checker:
             return
         value_type = self.infer(statement.value)
         assert self._site is not None
+        # The type code generation sees (a container is copied into state); a
+        # scalar target (`state.n -= price`) needs no copy, whatever `price` is.
         self.value_types[self._site.path] = value_type
         if root != "state":
             self.error(
@@ -564,6 +566,8 @@ class Checker:
             self.infer(index)
             base = strip_optional(var_type)
             var_type = base.item if isinstance(base, ListOf) else ANY
+        if strip_optional(var_type) in (STR, INT, FLOAT, BOOL):
+            self.value_types[self._site.path] = var_type
         if statement.op != "=":
             value_type = self._arith(statement.op[0], var_type, value_type, statement)
         if not assignable(value_type, var_type):

@@ -217,3 +217,21 @@ def test_oracle_error_names_the_sample(tmp_path: Path) -> None:
 def test_an_empty_action_ends_the_oracle(tmp_path: Path) -> None:
     module = build(ORACLE.replace("{{ sample.items[5] }}", "{{ '' }}"), tmp_path, head=HEAD)
     assert len(list(module.oracle_actions(SAMPLE))) == 3
+
+
+def test_the_valid_corpus_spec_of_these_constructs_runs(tmp_path: Path) -> None:
+    from agentspec.compiler.codegen import compile_spec
+
+    from .helpers import import_source
+
+    spec = Path(__file__).resolve().parents[1] / "specs" / "valid" / "collections_and_guards.yaml"
+    module = import_source(compile_spec(spec).source)
+    sample = {"id": "i1", "stock": {"apple": 1, "pear": 2}, "wanted": ["pear", "apple"], "start": 0}
+    actions = list(module.oracle_actions(sample))
+    assert actions == ["order[apple]", "order[pear]"]
+    traj, env = play(module, [*actions, "done"], sample)
+    assert traj.success and env.state.stock == {"pear": 1} and env.state.budget == 0
+    assert sample["stock"] == {"apple": 1, "pear": 2}
+    refused, _ = play(module, ["order[apple]", "order[apple]", "done"], sample)
+    assert "apple is out of stock." in (refused.steps[1].observation or "")
+    assert refused.steps[1].rewards == {"refused": -0.5, "failed_order": -0.1}

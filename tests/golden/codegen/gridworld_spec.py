@@ -106,8 +106,8 @@ class MoveTool(SpecTool):
             s.fail("the edge of the map blocks the way")
         if s.at(s.at(s.sample["rows"], ny), nx) == "#":
             s.fail("a wall blocks the way")
-        s.state.x = s.own(nx)
-        s.state.y = s.own(ny)
+        s.state.x = nx
+        s.state.y = ny
         if [nx, ny] == s.sample["goal"]:
             s.done()
 
