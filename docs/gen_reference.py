@@ -294,9 +294,10 @@ LANGUAGE_NOTES = [
     "index on a list or str must be in `0 … len − 1`: a negative or out-of-range one is "
     "an expression error (IndexError), never a wrap — so `sample.rows[y][x]` with "
     "`x = -1` fails instead of reading the last column. `get(xs, i, default)` returns "
-    "the default for any index outside the list. An expression error in a tool is "
-    "recorded on the step (`info.expression_errors`, with the tool's spec line) and the "
-    "call is a tool error; in a reward it counts 0.",
+    "the default for any index outside the list. An expression error is recorded on "
+    "the step (`info.expression_errors`) with its spec line, e.g. `rewards.goal.value "
+    "(specs/grid.yaml:40): IndexError: index -1 is out of range for a list of length 6`; "
+    "in a tool the call is a tool error, in a reward the component counts 0.",
     "",
     "### Samples, state and copies",
     "",

@@ -17,6 +17,7 @@ from agentspec.compiler import ast
 from agentspec.compiler.ir import CheckedSpec
 from agentspec.compiler.lower_sections import (
     OracleStepModel,
+    expression_locations,
     guard_models,
     location,
     oracle_models,
@@ -308,6 +309,7 @@ class ModuleModel:
     layout: str  # packed | per_step
     state_fields: list[StateField]
     initial_exprs: list[tuple[str, str]]  # (Python field name, expression) set at reset
+    locations: dict[str, str]  # dotted path of an env expression → spec file:line
     constants: dict[str, Any]
     tools: list[ToolModel]
     rewards: list[RewardModel]
@@ -436,6 +438,7 @@ def lower(checked: CheckedSpec, *, spec_path: str, spec_sha256: str, version: st
         layout="packed" if context.policy == "full_history" else "per_step",
         state_fields=state_fields,
         initial_exprs=initial_exprs,
+        locations=expression_locations(checked, spec_path, bool(initial_exprs)),
         constants=dict(spec.constants),
         tools=tools,
         rewards=rewards,

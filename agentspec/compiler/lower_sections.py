@@ -31,6 +31,16 @@ def location(checked: CheckedSpec, path: tuple[Any, ...], spec_path: str) -> str
     return f"{spec_path}:{checked.loaded.source_map.value_span(path).line}"
 
 
+def expression_locations(checked: CheckedSpec, spec_path: str, initial: bool) -> dict[str, str]:
+    """`file:line` of each expression the environment evaluates (rewards, episode
+    rules, initial state), by the dotted path its errors are reported under."""
+    found = {"state.initial": location(checked, ("state",), spec_path)} if initial else {}
+    for path in checked.expressions:
+        if path[0] in ("rewards", "episode"):
+            found[".".join(map(str, path))] = location(checked, path, spec_path)
+    return found
+
+
 def guard_models(
     checked: CheckedSpec, tool_name: str, tool: ToolSpec, writer: ExpressionWriter
 ) -> list[tuple[str, str]]:

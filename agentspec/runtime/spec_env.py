@@ -239,6 +239,7 @@ class SpecEnvMixin:
     max_steps: ClassVar[int] = 8
     state_class: ClassVar[type | None] = None
     constants: ClassVar[Mapping[str, Any]] = {}
+    locations: ClassVar[Mapping[str, str]] = {}  # expression path → spec file:line
 
     sample: Mapping[str, Any]
     state: Any
@@ -267,6 +268,8 @@ class SpecEnvMixin:
         return copy.deepcopy(dict(sample))
 
     def expression_error(self, where: str, exc: Exception) -> None:
+        if where in self.locations:
+            where = f"{where} ({self.locations[where]})"
         message = f"{where}: {type(exc).__name__}: {exc}"
         self.expression_errors.append(message)
         log.debug("expression failed: %s", message)

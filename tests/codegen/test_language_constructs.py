@@ -235,3 +235,22 @@ def test_the_valid_corpus_spec_of_these_constructs_runs(tmp_path: Path) -> None:
     refused, _ = play(module, ["order[apple]", "order[apple]", "done"], sample)
     assert "apple is out of stock." in (refused.steps[1].observation or "")
     assert refused.steps[1].rewards == {"refused": -0.5, "failed_order": -0.1}
+
+
+def test_a_reward_expression_error_names_its_spec_line(tmp_path: Path) -> None:
+    module = build(
+        """
+        state:
+          n: {type: int, initial: "sample.n - 5"}
+        tools:
+          noop: {description: Nothing., parameters: {}}
+        rewards:
+          r: {on: final, value: "1.0 if sample.items[state.n] == 'apple' else 0.0"}
+        """,
+        tmp_path,
+        head=HEAD,
+    )
+    traj, _ = play(module, ["end"], SAMPLE)
+    assert traj.steps[0].rewards == {"r": 0.0}  # index -2 does not wrap to "banana"
+    (error,) = traj.steps[0].info["expression_errors"]
+    assert error.startswith("rewards.r.value (") and ".yaml:16): IndexError: index -2" in error

@@ -251,6 +251,11 @@ class AirlineServiceEnv(SpecToolEnv):
     final_answer = "end"
     state_class = State
     constants = CONSTANTS
+    locations: ClassVar[dict[str, str]] = {
+        "state.initial": "specs/airline_service.yaml:34",
+        "rewards.database.value": "specs/airline_service.yaml:112",
+        "episode.success": "specs/airline_service.yaml:110",
+    }
     max_steps = 6
     system_template = template(
         "You are an airline agent. Policy: (1) look up a reservation with get_reservation before acting on it or answering; (2) act only on the customer's own reservations; (3) a flight change keeps the origin and destination and moves to the cheapest other flight on that route with enough seats for every passenger; (4) basic-cabin reservations cannot be cancelled: refuse politely. When the request is handled (or refused), answer the customer in plain text."

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from agentspec.runtime import (
     AgentEnvLoop,
@@ -81,6 +81,12 @@ class AlfworldEnv(SpecAdapterEnv):
         )
     )
     state_class = State
+    locations: ClassVar[dict[str, str]] = {
+        "episode.done_when": "specs/alfworld.yaml:26",
+        "episode.anchor": "specs/alfworld.yaml:28",
+        "rewards.win.value": "specs/alfworld.yaml:36",
+        "episode.success": "specs/alfworld.yaml:27",
+    }
     max_steps = 50
     system_template = template(
         "You are playing a text game. Reach the goal the game describes. Reply with\nexactly one command per turn, chosen from the admissible commands.\n"

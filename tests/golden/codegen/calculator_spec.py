@@ -97,6 +97,10 @@ class CalculatorEnv(SpecToolEnv):
     tool_format = "hermes"
     final_answer = "end"
     state_class = State
+    locations: ClassVar[dict[str, str]] = {
+        "rewards.correct.value": "specs/calculator.yaml:35",
+        "episode.success": "specs/calculator.yaml:28",
+    }
     max_steps = 4
     system_template = template(
         "Use the calculator tool to compute the result, then answer as <answer>N</answer>."

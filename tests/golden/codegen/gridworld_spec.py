@@ -120,6 +120,12 @@ class GridworldEnv(SpecToolEnv):
     final_answer = "continue"
     state_class = State
     constants = CONSTANTS
+    locations: ClassVar[dict[str, str]] = {
+        "state.initial": "specs/gridworld.yaml:22",
+        "episode.anchor": "specs/gridworld.yaml:45",
+        "rewards.goal.value": "specs/gridworld.yaml:55",
+        "episode.success": "specs/gridworld.yaml:46",
+    }
     max_steps = 24
     system_template = template(
         "You walk through a maze. `#` is a wall, `.` is floor, `@` is you and `G` the goal. Move with move[up], move[down], move[left] or move[right], one move per turn."

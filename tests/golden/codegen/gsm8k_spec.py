@@ -104,6 +104,11 @@ class Gsm8kEnv(SpecToolEnv):
     tool_format = "hermes"
     final_answer = "end"
     state_class = State
+    locations: ClassVar[dict[str, str]] = {
+        "rewards.correct.value": "specs/gsm8k.yaml:45",
+        "rewards.format.value": "specs/gsm8k.yaml:48",
+        "episode.success": "specs/gsm8k.yaml:40",
+    }
     max_steps = 6
     system_template = template(
         "Solve the maths problem step by step. Use the calculator tool for arithmetic.\nWhen you know the result, reply with only the final number as <answer>N</answer>.\n"

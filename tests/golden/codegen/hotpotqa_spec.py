@@ -118,6 +118,11 @@ class HotpotqaEnv(SpecToolEnv):
     tool_format = "hermes"
     final_answer = "end"
     state_class = State
+    locations: ClassVar[dict[str, str]] = {
+        "rewards.f1.value": "specs/hotpotqa.yaml:47",
+        "rewards.format.value": "specs/hotpotqa.yaml:50",
+        "episode.success": "specs/hotpotqa.yaml:37",
+    }
     max_steps = 6
     system_template = template(
         "Answer the question. Search the Wikipedia paragraphs as often as you need\n(one fact at a time), then reply with only the answer as <answer>…</answer>.\n"

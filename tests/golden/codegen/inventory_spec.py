@@ -142,6 +142,11 @@ class InventoryEnv(SpecToolEnv):
     final_answer = "end"
     state_class = State
     constants = CONSTANTS
+    locations: ClassVar[dict[str, str]] = {
+        "state.initial": "tests/specs/valid/collections_and_guards.yaml:16",
+        "rewards.complete.value": "tests/specs/valid/collections_and_guards.yaml:42",
+        "episode.success": "tests/specs/valid/collections_and_guards.yaml:40",
+    }
     max_steps = 6
     system_template = None
     user_template = template(

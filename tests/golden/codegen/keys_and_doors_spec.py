@@ -158,6 +158,11 @@ class KeysAndDoorsEnv(SpecToolEnv):
     tool_format = "bracket"
     final_answer = "end"
     state_class = State
+    locations: ClassVar[dict[str, str]] = {
+        "episode.anchor": "specs/keys_and_doors.yaml:55",
+        "rewards.treasure.value": "specs/keys_and_doors.yaml:59",
+        "episode.success": "specs/keys_and_doors.yaml:56",
+    }
     max_steps = 8
     system_template = template(
         "You are in the middle room of a house with a west room, an east room and a door to the north. Act with one command per turn: go[west], go[east], go[north], take[key] or open[door]."

@@ -163,6 +163,12 @@ class MiniShopEnv(SpecToolEnv):
     tool_format = "bracket"
     final_answer = "end"
     state_class = State
+    locations: ClassVar[dict[str, str]] = {
+        "episode.anchor": "tests/specs/valid/shop_state_machine.yaml:52",
+        "rewards.purchase.value": "tests/specs/valid/shop_state_machine.yaml:59",
+        "rewards.purchase.when": "tests/specs/valid/shop_state_machine.yaml:60",
+        "episode.success": "tests/specs/valid/shop_state_machine.yaml:53",
+    }
     max_steps = 8
     system_template = template("Use search, click and choose to buy what the user asks for.")
     user_template = template("Instruction: {{ sample.goal }}")

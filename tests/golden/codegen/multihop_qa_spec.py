@@ -108,6 +108,11 @@ class MultihopQaEnv(SpecToolEnv):
     tool_format = "react"
     final_answer = "end"
     state_class = State
+    locations: ClassVar[dict[str, str]] = {
+        "rewards.f1.value": "tests/specs/valid/react_sliding_window.yaml:46",
+        "rewards.em.value": "tests/specs/valid/react_sliding_window.yaml:47",
+        "episode.success": "tests/specs/valid/react_sliding_window.yaml:37",
+    }
     max_steps = 6
     system_template = template(
         "Answer the question. Search as often as you need.\nFinish with: Final Answer: <answer>\n"

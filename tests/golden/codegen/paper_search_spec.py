@@ -168,6 +168,11 @@ class PaperSearchEnv(SpecToolEnv):
     tool_format = "hermes"
     final_answer = "end"
     state_class = State
+    locations: ClassVar[dict[str, str]] = {
+        "rewards.f1.value": "specs/paper_search.yaml:87",
+        "rewards.recall.value": "specs/paper_search.yaml:90",
+        "episode.success": "specs/paper_search.yaml:82",
+    }
     max_steps = 8
     system_template = template(
         "Find every paper similar to the query paper in the given facet. Search as\noften as you need with different queries, expand promising papers with\n`similar`, then submit the ids of the similar papers (only papers you have seen).\n"

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from agentspec.runtime import (
     AgentEnvLoop,
@@ -82,6 +82,13 @@ class TextworldCookingEnv(SpecAdapterEnv):
         )
     )
     state_class = State
+    locations: ClassVar[dict[str, str]] = {
+        "episode.done_when": "tests/specs/valid/textworld_environment.yaml:18",
+        "episode.anchor": "tests/specs/valid/textworld_environment.yaml:20",
+        "rewards.progress.value": "tests/specs/valid/textworld_environment.yaml:28",
+        "rewards.win.value": "tests/specs/valid/textworld_environment.yaml:29",
+        "episode.success": "tests/specs/valid/textworld_environment.yaml:19",
+    }
     max_steps = 40
     system_template = template("You are playing a text adventure. Reply with one command per turn.")
     user_template = template("Start the game.")

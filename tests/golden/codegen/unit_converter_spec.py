@@ -138,6 +138,11 @@ class UnitConverterEnv(SpecToolEnv):
     tool_format = "hermes"
     final_answer = "end"
     state_class = State
+    locations: ClassVar[dict[str, str]] = {
+        "rewards.answer.value": "tests/specs/valid/all_reward_events.yaml:46",
+        "rewards.used_tool.when": "tests/specs/valid/all_reward_events.yaml:47",
+        "episode.success": "tests/specs/valid/all_reward_events.yaml:41",
+    }
     max_steps = 5
     system_template = None
     user_template = template("Convert {{ sample.prompt_text }} to {{ sample.target }}.")

@@ -255,6 +255,11 @@ class WebshopEnv(SpecToolEnv):
     tool_format = "bracket"
     final_answer = "continue"
     state_class = State
+    locations: ClassVar[dict[str, str]] = {
+        "episode.anchor": "specs/webshop.yaml:116",
+        "rewards.purchase.value": "specs/webshop.yaml:128",
+        "episode.success": "specs/webshop.yaml:117",
+    }
     max_steps = 15
     system_template = template(
         "You are shopping in WebShop. Act with one action per turn, alone on the last line:\nsearch[query] on the search page, click[ASIN] on the results page, and on a\nproduct page choose[VALUE] for each option, then buy[ASIN]. back[search] or\nback[results] goes back.\n"
