@@ -43,11 +43,13 @@ chromium:
 docs: venv
 	$(PY) docs/gen_reference.py
 	$(PY) docs/gen_recipes.py
+	$(PY) docs/gen_library.py
+	$(PY) docs/gen_errors.py
 	$(VENV)/bin/mkdocs build --strict
 
 lint: venv
-	$(VENV)/bin/ruff check agentspec tests benchmarks
-	$(VENV)/bin/ruff format --check agentspec tests benchmarks
+	$(VENV)/bin/ruff check agentspec tests benchmarks scripts
+	$(VENV)/bin/ruff format --check agentspec tests benchmarks scripts
 
 typecheck: venv
 	$(VENV)/bin/mypy

@@ -59,23 +59,63 @@ def validate(
         typer.Option("--format", "-f", help="text, json, or github (Actions annotations)."),
     ] = OutputFormat.text,
     strict: Annotated[bool, typer.Option(help="Treat warnings as errors.")] = False,
+    list_imports: Annotated[
+        bool,
+        typer.Option(
+            "--list-imports",
+            help="Also list every Python `module:attribute` the spec imports at run"
+            " (functions, adapter, oracle hook, custom context): code outside the sandbox.",
+        ),
+    ] = False,
+    import_user_code: Annotated[
+        bool,
+        typer.Option(
+            "--import",
+            help="Also import the spec's own Python modules (functions, hooks, adapters) and check their signatures. Runs their import-time code.",
+        ),
+    ] = False,
 ) -> None:
     """Check specs without running anything. Exit 0 if valid, 1 if not, 2 on usage errors."""
+    import json
+
     from agentspec.compiler.diagnostics import render_github, render_json, render_text
     from agentspec.compiler.frontend import check_file
+    from agentspec.spec import imports
 
     files = _expand(paths)
     if not files:
         raise typer.BadParameter("no .yaml or .yml files found", param_hint="PATH")
-    results = [check_file(f) for f in files]
+    results = [check_file(f, import_user_code=import_user_code) for f in files]
     failed = [r for r in results if not r.ok or (strict and r.warnings)]
     diagnostics = [d for r in results for d in r.diagnostics]
-    if output_format is OutputFormat.json:
+    found = [
+        item
+        for r in results
+        if list_imports and r.checked is not None
+        for item in imports.python_imports(r.checked.loaded)
+    ]
+    if output_format is OutputFormat.json and list_imports:
+        report = {
+            "diagnostics": json.loads(render_json(diagnostics)),
+            "imports": [imports.to_json(item) for item in found],
+        }
+        typer.echo(json.dumps(report, indent=2, ensure_ascii=False))
+    elif output_format is OutputFormat.json:
         typer.echo(render_json(diagnostics))
     elif output_format is OutputFormat.github:
         for d in diagnostics:
             typer.echo(render_github(d))
+        for item in found:
+            span = item.span
+            typer.echo(
+                f"::notice file={span.file},line={span.line},col={span.column}"
+                f"::imports {item.target} ({item.field})"
+            )
     else:
+        for item in found:
+            typer.echo(imports.render_import(item))
+        if found:
+            typer.echo("")
         sources = {k: v for r in results for k, v in r.sources.items()}
         for d in diagnostics:
             typer.echo(render_text(d, sources), err=False)
@@ -89,6 +129,36 @@ def validate(
         )
         typer.echo(summary, err=True)
     raise typer.Exit(1 if failed else 0)
+
+
+@app.command(name="test")
+def test_command(
+    paths: Annotated[list[str], typer.Argument(help="Spec files, directories or globs.")],
+    output_format: Annotated[
+        OutputFormat,
+        typer.Option("--format", "-f", help="text, or github (Actions annotations)."),
+    ] = OutputFormat.text,
+    oracle_samples: Annotated[
+        int | None,
+        typer.Option(
+            min=1,
+            help="Samples the oracle gate plays (the first N of the data; default: the spec's tests.oracle.samples).",
+        ),
+    ] = None,
+    oracle: Annotated[bool, typer.Option(help="Run the oracle gate.")] = True,
+    seed: Annotated[int, typer.Option(help="Seed of the random policy.")] = 0,
+) -> None:
+    """Run each spec's scripted episodes (`tests:`) and its oracle gate. Exit 0 if all pass, 1 if not."""
+    from agentspec.runtime.spec_tests import report_results, run_spec_tests
+
+    files = _expand(paths)
+    if not files:
+        raise typer.BadParameter("no .yaml or .yml files found", param_hint="PATH")
+    outcomes = [
+        run_spec_tests(f, oracle_samples=oracle_samples, seed=seed, gate=oracle) for f in files
+    ]
+    ok = report_results(outcomes, github=output_format is OutputFormat.github, echo=typer.echo)
+    raise typer.Exit(0 if ok else 1)
 
 
 @app.command()
@@ -216,12 +286,16 @@ def run(
         else rng.sample(samples, episodes)
     )
     task_tokenizer = None
+    tokenizer_source: Path | None = Path(tokenizer) if tokenizer else None
     if policy == "oracle" or policy.split(":")[0] in ("random", "scripted"):
         from agentspec.compiler.codegen import cache_dir, cache_key
         from agentspec.runtime.task_text import task_bpe_tokenizer as build_task_tokenizer
 
         directory = cache_dir() / cache_key(spec)[:16] / "tokenizer"
         task_tokenizer = build_task_tokenizer(module, samples[:2000], directory)
+        tokenizer_source = directory
+    elif policy.startswith("hf:"):
+        tokenizer_source = Path(policy.removeprefix("hf:"))
     with Progress(console=console, transient=True) as progress:
         task = progress.add_task(f"{module.SPEC_NAME}: {policy}", total=len(chosen))
         try:
@@ -246,7 +320,21 @@ def run(
     out_dir = out or Path("runs") / f"{module.SPEC_NAME}-{policy.split(':')[0]}"
     out_dir.mkdir(parents=True, exist_ok=True)
     write_jsonl(out_dir / "trajectories.jsonl", trajectories)
+    _keep_tokenizer(tokenizer_source, out_dir / "tokenizer")
     typer.echo(f"trajectories: {out_dir / 'trajectories.jsonl'}")
+
+
+def _keep_tokenizer(source: Path | None, target: Path) -> None:
+    """Copy the rollout's tokenizer beside the trajectories, so that `agentspec view`
+    shows every prompt and response as the exact text the policy saw (not ids)."""
+    import shutil
+
+    if source is None or not (source / "tokenizer.json").is_file():
+        return
+    target.mkdir(parents=True, exist_ok=True)
+    for name in ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"):
+        if (source / name).is_file():
+            shutil.copyfile(source / name, target / name)
 
 
 @app.command()
@@ -272,6 +360,13 @@ def train(
     ray_address: Annotated[
         str | None, typer.Option(help="verl: join this Ray cluster instead of starting one.")
     ] = None,
+    dry_run: Annotated[
+        bool,
+        typer.Option(
+            help="verl: print the main_ppo command line and the composed config, start nothing "
+            "(GPU overrides: --set trainer.device=cuda)."
+        ),
+    ] = False,
 ) -> None:
     """Train a policy on a spec (settings from its `training` section, overridable with --set)."""
     from agentspec.compiler.diagnostics import SpecError
@@ -300,7 +395,7 @@ def train(
     name = f"{module.SPEC_NAME}-{overrides.get('algorithm', module.TRAINING['algorithm'])}"
     run_dir = out or Path("runs") / name
     if chosen_backend == "verl":
-        from agentspec.runtime.backends.verl.launcher import train_verl
+        from agentspec.runtime.backends.verl.launcher import VerlSetupError, train_verl
 
         overrides.pop("backend", None)
         # Plain keys are training settings (checked here like the local backend's);
@@ -316,11 +411,44 @@ def train(
                 "local backend only; verl trains the model as it is",
                 err=True,
             )
-        path = train_verl(spec, run_dir, {k: str(v) for k, v in overrides.items()}, ray_address)
+        if resolved.algorithm == "opd" and resolved.opd_topk:
+            typer.echo(
+                f"note: training.opd_topk ({resolved.opd_topk}, the full-distribution loss) runs on "
+                "the local backend only; verl trains OPD on the sampled-token advantage",
+                err=True,
+            )
+        verl_overrides = {k: str(v) for k, v in overrides.items()}
+        if dry_run:
+            _verl_dry_run(spec, run_dir, verl_overrides, ray_address)
+            return
+        try:
+            path = train_verl(spec, run_dir, verl_overrides, ray_address)
+        except VerlSetupError as exc:
+            raise _fail(str(exc), code=2) from None
         typer.echo(f"run directory: {path}")
         return
+    if dry_run:
+        raise _fail("--dry-run shows a verl run: add --backend verl", code=2)
     iterations = int(str(overrides.get("iterations", module.TRAINING["iterations"])))
     _train_local(spec, run_dir, overrides, resume, iterations)
+
+
+def _verl_dry_run(
+    spec: Path, run_dir: Path, overrides: dict[str, str], ray_address: str | None
+) -> None:
+    from hydra.errors import HydraException
+    from omegaconf.errors import OmegaConfBaseException
+
+    from agentspec.runtime.backends.verl.dry_run import dry_run
+    from agentspec.runtime.backends.verl.launcher import VerlSetupError
+
+    try:
+        result = dry_run(spec, run_dir, overrides, ray_address)
+    except (HydraException, OmegaConfBaseException) as exc:
+        raise _fail(f"verl does not accept this configuration: {exc}", code=2) from None
+    except VerlSetupError as exc:
+        raise _fail(str(exc), code=2) from None
+    typer.echo(result.render(), nl=False)
 
 
 def _train_local(

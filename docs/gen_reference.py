@@ -50,6 +50,11 @@ SECTIONS: list[tuple[type[BaseModel], str]] = [
     (model.OracleEach, "oracle[i] (one step per item)"),
     (model.OracleHook, "oracle (hook or walkthrough)"),
     (model.TrainingSpec, "training"),
+    (model.TestsSpec, "tests"),
+    (model.OracleGateSpec, "tests.oracle"),
+    (model.SpecTest, "tests.episodes[N]"),
+    (model.SpecTestExpect, "tests.episodes[N].expect"),
+    (model.TextMatch, "an expected observation given by a pattern"),
 ]
 
 # Named string kinds of the language (aliases in model.py).
@@ -216,6 +221,30 @@ def render() -> str:
         "`integer` → `int`, `number` → `float`, `boolean` → `bool`, `array` → `list[…]`, "
         "`object` → `dict`).",
         "",
+        "## Values and names",
+        "",
+        "Spec values are JSON's: strings, numbers, booleans, null, lists and mappings. "
+        "YAML reads an unquoted date (`2024-01-01`) as a string, as YAML 1.2 does; "
+        "`!!binary` and `!!timestamp` values are errors (E207), and so is a string with "
+        'half of a UTF-16 surrogate pair (`"\\ud83d"`, E208; a whole escaped pair, '
+        "as JSON writes it, is the character it spells). Number fields of the schema "
+        "(`timeout`, `weight`, a constant reward `value`, `training.*`) must be finite "
+        "(E206): a tool always has a time limit, and an infinite or NaN reward poisons "
+        "training. Tool parameter schemas are JSON, so `.inf` and `.nan` are errors there "
+        "too. Elsewhere (state initial values, function `config`, `1e999` in an expression) "
+        "infinite and NaN floats are ordinary floats.",
+        "",
+        "Names of state variables, functions and tools may be any identifier except those "
+        "starting with `__`, which belong to Python (E413). The generated module keeps your "
+        "names where it can and renames only what Python needs, never two names to one: a "
+        "state variable whose name without trailing underscores is a Python keyword, soft "
+        "keyword, `dataclasses`, `float`, `list`, `dict`, `l`, `I` or `O` gets one more `_` "
+        "(`class` → `state.class_`, `class_` → `state.class__`); a function that is not a "
+        'plain attribute name is called as `user["class"]`; a tool, environment or flow '
+        "class whose name the module already uses gets a number (`SpecTool2` for a tool "
+        "named `spec`). Traces, observations and `state_summary` templates always show the "
+        "spec's own names.",
+        "",
         "## Expressions and statements",
         "",
         "Guards (`when`), `returns`, reward values, `done_when`, `success`, `anchor` and "
@@ -275,15 +304,15 @@ LANGUAGE_NOTES = [
     "- **Comprehensions**: `[EXPR for x in LIST if COND …]` and "
     "`{KEY: VALUE for k, v in items(DICT) if COND}`. Iterating a `list[T]` binds `T`, a "
     "dict its keys (`str`), a str its characters; two names unpack pairs. The result "
-    "of a list comprehension is `list[T]` of its element's type (E510 when the value "
+    "of a list comprehension is `list[T]` of its element's type (E511 when the value "
     "cannot be iterated).",
     "- **`let NAME = EXPR`** in a tool's `effect` names a value for the rest of that "
     "tool call's effects; a name is bound once, and may not hide a scope, a function "
-    "or a reserved name (`s`, `fn`, `user`, `self`, names starting with `_`) (E413).",
+    "or a reserved name (`s`, `fn`, `user`, `self`, names starting with `_`) (E415).",
     "- **Constants**: `constants:` maps names to values, readable as `constants.NAME` "
     "in every expression and template; a constant's type is its value's (E414 for an "
     "unknown one).",
-    "- **Method calls are not in the language**: `d.get(k)` or `xs.append(x)` is E308, "
+    "- **Method calls are not in the language**: `d.get(k)` or `xs.append(x)` is E311, "
     "whose hint names the built-in to use (`get(d, k, default)`, "
     "`state.xs = state.xs + [x]`, …).",
     "",

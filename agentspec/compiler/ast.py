@@ -134,3 +134,28 @@ class Let(Node):
 
 
 Statement = Assign | CallStatement | Let
+
+
+def is_constant(node: Node) -> bool:
+    """A value written out in full (a literal, or a list or dict of them)."""
+    if isinstance(node, Literal):
+        return True
+    if isinstance(node, UnaryOp):
+        return node.op != "not" and is_constant(node.operand)
+    if isinstance(node, ListExpr):
+        return all(is_constant(item) for item in node.items)
+    if isinstance(node, DictExpr):
+        return all(is_constant(k) and is_constant(v) for k, v in node.pairs)
+    return False
+
+
+def truthy(node: Node) -> bool:
+    """The truth of a constant expression (see `is_constant`)."""
+    if isinstance(node, Literal):
+        return bool(node.value)
+    if isinstance(node, UnaryOp):
+        return truthy(node.operand) if node.op != "not" else not truthy(node.operand)
+    if isinstance(node, ListExpr):
+        return bool(node.items)
+    assert isinstance(node, DictExpr)
+    return bool(node.pairs)

@@ -9,6 +9,7 @@ at the first problem: the user sees all of them in one run.
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import re
 from collections.abc import Iterable, Iterator
@@ -113,6 +114,7 @@ class Checker:
         self.statements: dict[Path, ast.Statement] = {}
         self.value_types: dict[Path, Type] = {}
         self.constant_types: dict[str, Type] = {}
+        self.repetitions: set[ast.Node] = set()
         self._site: _Site | None = None
         self._frames: list[dict[str, Type]] = [{}]
         self._lets: dict[str, dict[str, Type]] = {}
@@ -136,6 +138,7 @@ class Checker:
             statements=self.statements,
             value_types=self.value_types,
             constant_types=self.constant_types,
+            repetitions=self.repetitions,
             warnings=[d for d in self.diagnostics if not d.is_error],
         )
 
@@ -159,11 +162,27 @@ class Checker:
             )
             return ANY
 
+    def _reserved_names(self) -> None:
+        """Declared names starting with `__` belong to Python: `__init__` or
+        `__post_init__` as a state variable would break the generated
+        dataclass, and no expression may mention such a name (E410)."""
+        for section in ("state", "functions", "tools"):
+            for name in getattr(self.spec, section):
+                if name.startswith("__"):
+                    kind = {"state": "state variable", "functions": "function", "tools": "tool"}
+                    self.error(
+                        "E413",
+                        f"{kind[section]} '{name}': names starting with '__' are reserved for Python",
+                        self.map.key_span((section, name)),
+                        hint=f"rename it, e.g. '{name.strip('_') or 'value'}'",
+                    )
+
     def _declarations(self) -> None:
         spec = self.spec
         self.constant_types = {
             name: python_value_type(value) for name, value in spec.constants.items()
         }
+        self._reserved_names()
         for name, var in spec.state.items():
             path = ("state", name)
             declared = self._type_at((*path, "type"), var.type)
@@ -365,6 +384,9 @@ class Checker:
                 node = parse_expression(text)
         except ExprSyntaxError as exc:
             self.error(exc.code, exc.message, self.span(exc.start, exc.end), exc.hint)
+            if site.path[-1] == "returns" and site.tool is not None:
+                # The tool does have a result; its type is unknown, not missing.
+                self.result_types[site.tool] = ANY
             return
         if site.kind == "statement":
             self.statements[site.path] = statement
@@ -413,6 +435,7 @@ class Checker:
         return self.span(node.start, node.end)
 
     def _expect_condition(self, node: ast.Node, typ: Type) -> None:
+        self._decided_condition(node)
         if strip_optional(typ) not in (BOOL, ANY):
             self.error(
                 "E505",
@@ -441,13 +464,13 @@ class Checker:
     # --------------------------------------------------------------- templates
 
     def _check_template(self, site: _Site, text: str) -> None:
-        from jinja2 import TemplateSyntaxError, meta, nodes
-        from jinja2.sandbox import SandboxedEnvironment
+        from jinja2 import TemplateSyntaxError, nodes
 
-        env = SandboxedEnvironment()
+        from agentspec.compiler import templates
+
         try:
-            tree = env.parse(text)
-            env.compile(tree)  # unknown filters and tests are reported here
+            parsed = templates.parse(text)
+            undeclared = parsed.undeclared()
         except TemplateSyntaxError as exc:
             offset = _line_offset(text, exc.lineno or 1)
             named = re.search(r"named '(\w+)'", exc.message or "")
@@ -460,11 +483,22 @@ class Checker:
                 hint="Jinja2 syntax: {{ sample.x }}, {% if … %}…{% endif %}",
             )
             return
+        except RecursionError:
+            self.error(
+                "E603",
+                "the template is nested too deeply to check",
+                self.span(0, 1),
+                hint="split the expression into {% set %} steps",
+            )
+            return
+        for finding in parsed.problems():
+            span = self.span(finding.start, finding.end)
+            self.error(finding.code, finding.message, span, finding.hint)
         allowed = dict(site.scope.roots)
-        for name in sorted(meta.find_undeclared_variables(tree)):
+        for name in sorted(undeclared):
             if name in allowed:
                 continue
-            offset = _word_offset(text, name)
+            offset = parsed.name_offset(name)
             if name in ROOTS:
                 self._unavailable(name, self.span(offset, offset + len(name)))
             else:
@@ -491,21 +525,15 @@ class Checker:
                         name,
                         [*allowed, *fields],
                     )
-        for getattr_node in tree.find_all(nodes.Getattr):
+        for getattr_node in parsed.find(nodes.Getattr):
             if getattr_node.attr.startswith("_"):
-                offset = _word_offset(text, getattr_node.attr)
-                self.error(
-                    "E410",
-                    f"names starting with '_' are not allowed in templates: '{getattr_node.attr}'",
-                    self.span(offset, offset + len(getattr_node.attr)),
-                )
-                continue
+                continue  # reported among the problems
             target = getattr_node.node
             if isinstance(target, nodes.Name) and target.name in allowed:
                 record = allowed[target.name]
                 if isinstance(record, dict) and target.name not in site.scope.open_roots:
                     if getattr_node.attr not in record:
-                        offset = _word_offset(text, getattr_node.attr, after=f"{target.name}.")
+                        offset = parsed.attr_offset(getattr_node)
                         self._missing_field(
                             target.name,
                             getattr_node.attr,
@@ -611,9 +639,15 @@ class Checker:
         return ListOf(item or ANY)
 
     def visit_DictExpr(self, node: ast.DictExpr) -> Type:
+        seen: set[tuple[type, Any]] = set()
         for key, value in node.pairs:
             self.infer(key)
             self.infer(value)
+            if isinstance(key, ast.Literal):
+                literal = (type(key.value), key.value)
+                if literal in seen:
+                    self._redundant(key, f"key {key.value!r} is repeated: the last value wins")
+                seen.add(literal)
         return DICT
 
     def visit_Comprehension(self, node: ast.Comprehension) -> Type:
@@ -808,6 +842,9 @@ class Checker:
 
     def _arith(self, op: str, left: Type, right: Type, node: ast.Node) -> Type:
         a, b = strip_optional(left), strip_optional(right)
+        if op == "*" and (ANY in (a, b) or a == STR or isinstance(a, ListOf)):
+            self.repetitions.add(node)  # may repeat a string or list: size-checked at run
+            self._check_constant_repetition(node)
         if op in ("==", "!="):
             return BOOL
         if op in ("in", "not in"):
@@ -816,6 +853,8 @@ class Checker:
         elif op in ("<", "<=", ">", ">="):
             if ANY in (a, b) or (is_numeric(a) and is_numeric(b)) or a == b == STR:
                 return BOOL
+        elif op == "%" and a == STR:
+            pass  # printf-style formatting is not part of the language (E501 below)
         elif ANY in (a, b):
             return ANY
         elif op == "+" and a == b == STR:
@@ -836,13 +875,31 @@ class Checker:
         )
         return ANY
 
+    def _check_constant_repetition(self, node: ast.Node) -> None:
+        from agentspec.stdlib.functions import ValueTooLarge, repeat
+
+        if not isinstance(node, ast.BinOp):
+            return
+        left, right = node.left, node.right
+        if isinstance(left, ast.Literal) and isinstance(right, ast.Literal):
+            try:
+                repeat(left.value, right.value)
+            except ValueTooLarge as exc:
+                self.error("E510", str(exc), self.node_span(node))
+            except TypeError:
+                pass
+
     def visit_BoolOp(self, node: ast.BoolOp) -> Type:
         left, right = self.infer(node.left), self.infer(node.right)
+        if _negates(node.left, node.right) or _negates(node.right, node.left):
+            value = "false" if node.op == "and" else "true"
+            self._redundant(node, f"`x {node.op} not x` is always {value}")
         return BOOL if left == right == BOOL else join(left, right)
 
     def visit_UnaryOp(self, node: ast.UnaryOp) -> Type:
         operand = self.infer(node.operand)
         if node.op == "not":
+            self._decided_condition(node.operand)
             return BOOL
         if not is_numeric(operand):
             self.error(
@@ -853,7 +910,28 @@ class Checker:
 
     def visit_IfExp(self, node: ast.IfExp) -> Type:
         self.infer(node.cond)
+        self._decided_condition(node.cond)
+        if _same(node.body, node.orelse):
+            self._redundant(node, "both branches of this `if … else` are the same")
         return join(self.infer(node.body), self.infer(node.orelse))
+
+    def _decided_condition(self, node: ast.Node) -> None:
+        """As a condition, `x or true` is always true and `x and false` always false."""
+        if isinstance(node, ast.UnaryOp) and node.op == "not":
+            self._decided_condition(node.operand)
+        elif isinstance(node, ast.BoolOp):
+            self._decided_condition(node.left)
+            self._decided_condition(node.right)
+            if ast.is_constant(node.right) and ast.truthy(node.right) == (node.op == "or"):
+                value = "true" if node.op == "or" else "false"
+                self._redundant(node, f"as a condition, this is always {value}")
+
+    def _redundant(self, node: ast.Node, message: str) -> None:
+        diagnostic = Diagnostic(
+            "W803", message, self.node_span(node), "probably a mistake: check it"
+        )
+        if diagnostic not in self.diagnostics:  # a condition can be reached twice
+            self.diagnostics.append(diagnostic)
 
     # ---------------------------------------------------------------- helpers
 
@@ -900,7 +978,11 @@ class Checker:
                     self.usage.reads[name],
                     hint=f"assign it in a tool's effect (`state.{name} = …`) or make it a constant",
                 )
-            elif name not in self.usage.reads and name not in self.usage.writes:
+            elif (
+                name not in self.usage.reads
+                and name not in self.usage.writes
+                and not name.startswith("__")  # already an error (E413)
+            ):
                 self.error(
                     "W802",
                     f"state.{name} is never used",
@@ -916,6 +998,37 @@ def _indices(target: ast.Node) -> list[ast.Node]:
         indices.append(target.index)
         target = target.obj
     return indices[::-1]
+
+
+def _same(a: ast.Node, b: ast.Node) -> bool:
+    """Whether two expressions are written the same (positions aside)."""
+    if type(a) is not type(b):
+        return False
+    for f in dataclasses.fields(a):
+        if f.name in ("start", "end") or f.name.endswith(("_start", "_end")):
+            continue
+        x, y = getattr(a, f.name), getattr(b, f.name)
+        if isinstance(x, tuple) and isinstance(y, tuple):
+            pairs = list(zip(_flat(x), _flat(y), strict=False))
+            if len(_flat(x)) != len(_flat(y)) or not all(_same_value(p, q) for p, q in pairs):
+                return False
+        elif not _same_value(x, y):
+            return False
+    return True
+
+
+def _flat(items: tuple[Any, ...]) -> list[Any]:
+    return [part for item in items for part in (item if isinstance(item, tuple) else (item,))]
+
+
+def _same_value(x: Any, y: Any) -> bool:
+    if isinstance(x, ast.Node) and isinstance(y, ast.Node):
+        return _same(x, y)
+    return type(x) is type(y) and x == y
+
+
+def _negates(a: ast.Node, b: ast.Node) -> bool:
+    return isinstance(b, ast.UnaryOp) and b.op == "not" and _same(a, b.operand)
 
 
 def _dotted(path: Path) -> str:

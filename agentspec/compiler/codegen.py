@@ -33,7 +33,7 @@ def compile_spec(path: str | Path) -> CompiledSpec:
     """Check and compile one spec. Raises `SpecError` for an invalid spec."""
     checked = load_checked(path)
     digest = spec_sha256(path)
-    model = lower(checked, spec_path=Path(path).as_posix(), spec_sha256=digest, version=__version__)
+    model = lower(checked, spec_file=Path(path).name, spec_sha256=digest, version=__version__)
     module_name = f"{checked.spec.name.replace('-', '_')}_spec"
     source = render_module(model)
     return CompiledSpec(
@@ -66,7 +66,14 @@ def compiler_fingerprint() -> str:
     version of the generator is never reused."""
     package = Path(__file__).parent
     digest = hashlib.sha256(__version__.encode())
-    for name in ("lower.py", "emit.py", "codegen.py", "templates/module.py.j2"):
+    for name in (
+        "literals.py",
+        "names.py",
+        "lower.py",
+        "emit.py",
+        "codegen.py",
+        "templates/module.py.j2",
+    ):
         digest.update((package / name).read_bytes())
     return digest.hexdigest()
 
@@ -77,13 +84,21 @@ def cache_key(path: str | Path) -> str:
 
 
 def import_spec(path: str | Path) -> ModuleType:
-    """Compile into the cache (keyed by the spec and the generator) and import the module."""
+    """Compile into the cache (keyed by the spec and the generator) and import the
+    module, bound to the spec's folder (data paths and user modules resolve there)."""
+    from agentspec.stdlib.user import bind_spec_dir
+
     digest = cache_key(path)
     target = cache_dir() / digest[:16]
     modules = list(target.glob("*_spec.py")) if target.is_dir() else []
     if not modules:
         modules = [write_compiled(compile_spec(path), target)[0]]
-    return import_file(modules[0], f"agentspec_generated_{digest[:16]}")
+    folder = Path(path).resolve().parent
+    # Equal specs in two folders share the cached file, not the module object.
+    place = hashlib.sha256(str(folder).encode()).hexdigest()[:8]
+    module = import_file(modules[0], f"agentspec_generated_{digest[:16]}_{place}")
+    bind_spec_dir(module, folder)
+    return module
 
 
 def import_file(module_path: Path, name: str) -> ModuleType:

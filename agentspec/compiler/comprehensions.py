@@ -39,7 +39,7 @@ def check_comprehension(checker: Checker, node: ast.Comprehension) -> Type:
         pair_item = item.item if isinstance(item, ListOf) else ANY
         if item not in (ANY,) and not isinstance(item, ListOf):
             checker.error(
-                "E510",
+                "E511",
                 f"`for {node.names[0]}, {node.names[1]} in …` needs pairs, but the items are {item}",
                 checker.node_span(node.iterable),
                 hint="iterate over items(d) to get key, value pairs",
@@ -72,7 +72,7 @@ def _element_type(checker: Checker, iterable: Type, node: ast.Comprehension) -> 
     if iterable == ANY:
         return ANY
     checker.error(
-        "E510",
+        "E511",
         f"a comprehension cannot iterate over a value of type {iterable}",
         checker.node_span(node.iterable),
         hint="iterate over a list, a dict (its keys) or items(d)",
@@ -81,7 +81,7 @@ def _element_type(checker: Checker, iterable: Type, node: ast.Comprehension) -> 
 
 
 def check_local_name(checker: Checker, name: str, span: Span) -> bool:
-    """E413 for a local that would hide a scope, a function or a reserved name."""
+    """E415 for a local that would hide a scope, a function or a reserved name."""
     from agentspec.compiler.checker import ROOTS
 
     clash = None
@@ -94,7 +94,7 @@ def check_local_name(checker: Checker, name: str, span: Span) -> bool:
     if clash is None:
         return True
     checker.error(
-        "E413",
+        "E415",
         f"local name '{name}' is {clash}",
         span,
         hint="choose another name",
@@ -109,7 +109,7 @@ def check_let(checker: Checker, statement: ast.Let) -> None:
         return
     if local_type(checker, statement.name) is not None:
         checker.error(
-            "E413",
+            "E415",
             f"'{statement.name}' is already defined in this tool's effects",
             span,
             hint="a let binds once per tool call; use another name",

@@ -22,12 +22,21 @@ CODES: dict[str, str] = {
     "E102": "duplicate key",
     "E103": "cannot read file",
     "E104": "the document is not a mapping",
+    "E105": "file too large",
+    "E106": "document nested too deeply",
+    "E107": "document expands to too many values",
+    "E108": "recursive alias",
+    "E109": "integer too long",
+    "E110": "string too long",
     # 2xx: the spec's schema
     "E201": "unknown key",
     "E202": "missing required key",
     "E203": "wrong type of value",
     "E204": "invalid value",
     "E205": "unsupported language version",
+    "E206": "number is not finite",
+    "E207": "value has no JSON equivalent",
+    "E208": "string contains a lone surrogate",
     # 3xx: expression and effect syntax
     "E301": "expression syntax error",
     "E302": "unclosed parenthesis or bracket",
@@ -36,7 +45,10 @@ CODES: dict[str, str] = {
     "E305": "unterminated string",
     "E306": "invalid effect statement",
     "E307": "unmatched closing parenthesis or bracket",
-    "E308": "method call (not in the language)",
+    "E308": "number literal too long",
+    "E309": "expression nested too deeply",
+    "E310": "expression too long",
+    "E311": "method call (not in the language)",
     # 4xx: names and scopes
     "E401": "unknown name",
     "E402": "unknown state variable",
@@ -50,8 +62,9 @@ CODES: dict[str, str] = {
     "E410": "forbidden name",
     "E411": "unknown attribute",
     "E412": "name clash",
-    "E413": "invalid local name",
+    "E413": "reserved name",
     "E414": "unknown constant",
+    "E415": "invalid local name",
     # 5xx: types and arity
     "E501": "operator not supported for these types",
     "E502": "wrong argument type",
@@ -62,15 +75,34 @@ CODES: dict[str, str] = {
     "E507": "invalid type",
     "E508": "initial value does not match the declared type",
     "E509": "value cannot be indexed",
-    "E510": "value cannot be iterated",
+    "E510": "value too large",
+    "E511": "value cannot be iterated",
     # 6xx: Jinja2 templates
     "E601": "template syntax error",
     "E602": "undefined template variable",
+    "E603": "template nested too deeply",
+    "E604": "template feature not allowed",
+    "E605": "template exceeds a resource limit",
     # 7xx: tool parameter schemas
     "E701": "invalid JSON Schema for a tool parameter",
     # 8xx: warnings
     "W801": "state variable is read but never written",
     "W802": "state variable is never used",
+    "W803": "expression with a redundant part",
+    # 9xx: deep checks (what the spec points to: functions, modules, data, regexes, the oracle)
+    "E901": "unknown stdlib function",
+    "E902": "invalid config",
+    "E903": "declared signature does not match the function",
+    "E904": "user module or object not found",
+    "E905": "unknown generator",
+    "E906": "invalid generator parameter",
+    "E907": "declared field is not in the data",
+    "E908": "invalid regular expression",
+    "E909": "oracle calls an unknown tool",
+    "E910": "oracle arguments do not match the tool",
+    "E911": "oracle turn is not valid in the tool format",
+    "E912": "tool cannot be called in the tool format",
+    "W901": "data not reachable from this machine",
 }
 
 
@@ -131,16 +163,32 @@ def render_text(diagnostic: Diagnostic, sources: dict[str, SourceFile]) -> str:
         text = source.line_text(span.line)
         if text is not None:
             gutter = f"{span.line:>4} | "
-            lines.append(gutter + text)
             if span.end_line == span.line and span.end_column > span.column:
                 width = span.end_column - span.column
             else:
                 width = 1
-            width = max(1, min(width, len(text) - span.column + 2))
-            lines.append(" " * (len(gutter) + span.column - 1) + "^" * width)
+            text, column = _clip_line(text, span.column)
+            lines.append(gutter + text)
+            width = max(1, min(width, len(text) - column + 2))
+            lines.append(" " * (len(gutter) + column - 1) + "^" * width)
     if diagnostic.hint:
         lines.append(f"  hint: {diagnostic.hint}")
     return "\n".join(lines)
+
+
+_SHOWN_LINE = 120  # characters of a source line shown around the caret
+
+
+def _clip_line(text: str, column: int) -> tuple[str, int]:
+    """A long line (a hostile spec's 1 MB line) cut to a window around `column`;
+    returns the text to show and the caret's column in it."""
+    if len(text) <= _SHOWN_LINE:
+        return text, column
+    start = max(0, min(column - 1 - _SHOWN_LINE // 3, len(text) - _SHOWN_LINE))
+    shown = text[start : start + _SHOWN_LINE]
+    prefix = "…" if start > 0 else ""
+    suffix = "…" if start + _SHOWN_LINE < len(text) else ""
+    return prefix + shown + suffix, column - start + len(prefix)
 
 
 def to_json(diagnostic: Diagnostic) -> dict[str, object]:

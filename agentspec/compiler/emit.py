@@ -8,61 +8,42 @@ gives the same bytes.
 
 from __future__ import annotations
 
+import ast
 import json
-import re
 import subprocess
 import sys
 from functools import cache
 from typing import Any
 
+from agentspec.compiler.literals import py_literal
 from agentspec.compiler.lower import ModuleModel
-
-# name used in the body → the import that provides it
-_IMPORTS: dict[str, str] = {
-    "dataclasses": "import dataclasses",
-    "Path": "from pathlib import Path",
-    "Iterator": "from collections.abc import Iterator",
-    "Any": "from typing import Any",
-    "ClassVar": "from typing import ClassVar",
-    "AgentEnvLoop": "from agentspec.runtime import AgentEnvLoop",
-    "ChatTemplate": "from agentspec.runtime import ChatTemplate",
-    "LoopConfig": "from agentspec.runtime import LoopConfig",
-    "Policy": "from agentspec.runtime import Policy",
-    "SamplingParams": "from agentspec.runtime import SamplingParams",
-    "Tokenizer": "from agentspec.runtime import Tokenizer",
-    "make_context_policy": "from agentspec.runtime import make_context_policy",
-    "RewardComponent": "from agentspec.runtime.spec_env import RewardComponent",
-    "Scope": "from agentspec.runtime.spec_env import Scope",
-    "OracleStep": "from agentspec.runtime.oracle import OracleStep",
-    "oracle_turns": "from agentspec.runtime.oracle import oracle_turns",
-    "SpecAdapterEnv": "from agentspec.runtime.spec_env import SpecAdapterEnv",
-    "SpecTool": "from agentspec.runtime.spec_env import SpecTool",
-    "SpecToolEnv": "from agentspec.runtime.spec_env import SpecToolEnv",
-    "template": "from agentspec.runtime.spec_env import template",
-    "make_adapter": "from agentspec.stdlib.adapters import make_adapter",
-    "load_source": "from agentspec.stdlib.data import load_samples as load_source",
-    "fn": "from agentspec.stdlib.functions import fn",
-    "UserFunctions": "from agentspec.stdlib.user import UserFunctions",
-}
+from agentspec.compiler.names import IMPORTS as _IMPORTS
 
 
 def _py(value: Any) -> str:
-    """A Python literal for a YAML/JSON value: `repr`, the only way user data enters code."""
-    return repr(value)
+    """A Python literal for a YAML/JSON value, the only way user data enters code."""
+    return py_literal(value)
 
 
 def _py_comment(value: Any) -> str:
-    """Text safe inside a comment or a docstring: one line, no quotes or backslashes."""
+    """Text safe inside a comment or a docstring: one printable line, no quotes or backslashes."""
     text = " ".join(str(value).split())
+    text = "".join(ch if ch.isprintable() else "?" for ch in text)
     return text.replace("\\", "/").replace('"""', "'''")
 
 
 def _py_docstring(value: Any) -> str:
-    """A docstring statement; falls back to a plain string literal for odd text."""
+    """A docstring statement; falls back to a plain string literal for odd text
+    (quotes, backslashes, and characters no source line may hold, such as NUL)."""
     text = " ".join(str(value).split())
-    if '"' in text or "\\" in text or not text:
+    if '"' in text or "\\" in text or not text or not text.isprintable():
         return repr(text)
     return f'"""{text}"""'
+
+
+def _as_bool(code: str) -> str:
+    """`bool(code)`, or the constant itself (`bool(True)` is ruff's UP018)."""
+    return code if code in ("True", "False") else f"bool({code})"
 
 
 @cache
@@ -77,12 +58,18 @@ def _environment() -> Any:
         keep_trailing_newline=True,
         autoescape=False,
     )
-    env.filters.update(py=_py, py_comment=_py_comment, py_docstring=_py_docstring)
+    env.filters.update(py=_py, py_comment=_py_comment, py_docstring=_py_docstring, as_bool=_as_bool)
     return env
 
 
+def _names_used(body: str) -> set[str]:
+    """The global names the body's code reads (never words inside its strings)."""
+    return {node.id for node in ast.walk(ast.parse(body)) if isinstance(node, ast.Name)}
+
+
 def _imports(body: str) -> str:
-    used = [name for name in _IMPORTS if re.search(rf"(?<![\w.]){re.escape(name)}\b", body)]
+    names = _names_used(body)
+    used = [name for name in _IMPORTS if name in names]
     plain = sorted({_IMPORTS[n] for n in used if _IMPORTS[n].startswith("import ")})
     grouped: dict[str, list[str]] = {}
     for name in used:
@@ -100,11 +87,28 @@ def _imports(body: str) -> str:
     )
 
 
+def _compares_with_bool(body: str) -> bool:
+    """Whether the code has `x == True`-style comparisons (ruff's E712)."""
+    for node in ast.walk(ast.parse(body)):
+        if not isinstance(node, ast.Compare):
+            continue
+        sides = [node.left, *node.comparators]
+        for op, left, right in zip(node.ops, sides[:-1], sides[1:], strict=True):
+            if isinstance(op, (ast.Eq, ast.NotEq)) and any(
+                isinstance(side, ast.Constant) and isinstance(side.value, bool)
+                for side in (left, right)
+            ):
+                return True
+    return False
+
+
 def render_module(model: ModuleModel) -> str:
     """The generated module's source, formatted."""
     module_template = _environment().get_template("module.py.j2")
-    body = module_template.render(m=model, imports="")
-    source = module_template.render(m=model, imports=_imports(body))
+    body = module_template.render(m=model, imports="", exempt_e712=False)
+    source = module_template.render(
+        m=model, imports=_imports(body), exempt_e712=_compares_with_bool(body)
+    )
     return format_source(source)
 
 
@@ -127,7 +131,7 @@ def format_source(source: str) -> str:
 def render_manifest(model: ModuleModel, module_file: str) -> str:
     manifest = {
         "agentspec_version": model.version,
-        "spec": {"name": model.spec_name, "path": model.spec_path, "sha256": model.spec_sha256},
+        "spec": {"name": model.spec_name, "file": model.spec_file, "sha256": model.spec_sha256},
         "module": module_file,
         "classes": {
             "env": model.env_class,

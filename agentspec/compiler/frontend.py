@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from pathlib import Path as FsPath
 
 from agentspec.compiler.checker import check
 from agentspec.compiler.diagnostics import Diagnostic, SpecError
@@ -36,25 +37,37 @@ class FrontendResult:
         return [d for d in self.diagnostics if not d.is_error]
 
 
-def check_source(source: SourceFile) -> FrontendResult:
-    """Load, parse and check one spec's text."""
+def check_source(
+    source: SourceFile, *, deep: bool = True, import_user_code: bool = False
+) -> FrontendResult:
+    """Load, parse and check one spec's text.
+
+    `deep` adds the checks of what the spec points to (`compiler.deep`): stdlib
+    functions, user modules, data, regexes, the oracle; `import_user_code`
+    also imports the user's modules to check their signatures.
+    """
     loaded, diagnostics = load_spec(source)
     result = FrontendResult(source.path, None, diagnostics, {source.path: source})
     if loaded is None:
         return result
     checked, found = check(loaded)
     result.diagnostics += found
+    if deep:
+        from agentspec.compiler.deep import deep_check
+
+        spec_dir = FsPath(source.path).resolve().parent
+        result.diagnostics += deep_check(checked, spec_dir, import_user_code=import_user_code)
     result.diagnostics.sort(key=Diagnostic.sort_key)
     result.checked = checked
     return result
 
 
-def check_file(path: str | Path) -> FrontendResult:
+def check_file(path: str | Path, *, import_user_code: bool = False) -> FrontendResult:
     source, problem = read_source(path)
     if source is None or problem is not None:
         sources = {source.path: source} if source is not None else {}
         return FrontendResult(str(path), None, [problem] if problem else [], sources)
-    return check_source(source)
+    return check_source(source, import_user_code=import_user_code)
 
 
 def require_ok(result: FrontendResult) -> CheckedSpec:

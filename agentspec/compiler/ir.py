@@ -36,6 +36,8 @@ class CheckedSpec:
     statements: dict[Path, ast.Statement] = field(default_factory=dict)
     value_types: dict[Path, Type] = field(default_factory=dict)  # effect path → assigned type
     constant_types: dict[str, Type] = field(default_factory=dict)
+    # `*` nodes that may repeat a string or list; lowered to a size-checked call
+    repetitions: set[ast.Node] = field(default_factory=set)
     warnings: list[Diagnostic] = field(default_factory=list)
 
     @property

@@ -8,19 +8,27 @@ the spec is validated or renamed, so no spec can inject code.
 
 from __future__ import annotations
 
-import keyword
-import re
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
 from agentspec.compiler import ast
 from agentspec.compiler.ir import CheckedSpec
+from agentspec.compiler.literals import py_literal
 from agentspec.compiler.lower_sections import (
     OracleStepModel,
     expression_locations,
     guard_models,
     location,
     oracle_models,
+)
+from agentspec.compiler.names import (
+    MODULE_NAMES,
+    class_name,
+    function_access,
+    local_name,
+    state_attribute,
+    unique_names,
 )
 from agentspec.compiler.types import BOOL, FLOAT, INT, NONE, STR, ListOf, Optional, Prim, Type
 from agentspec.spec.model import TaskSpec, ToolSpec
@@ -31,11 +39,6 @@ _PRECEDENCE = {
     "==": 5, "!=": 5, "<": 5, "<=": 5, ">": 5, ">=": 5, "in": 5, "not in": 5,
     "+": 6, "-": 6, "*": 7, "/": 7, "//": 7, "%": 7, "unary": 8, "atom": 9,
 }  # fmt: skip
-
-
-def python_name(name: str) -> str:
-    """A spec identifier as a Python identifier (keywords get a trailing `_`)."""
-    return f"{name}_" if keyword.iskeyword(name) or keyword.issoftkeyword(name) else name
 
 
 _SCALARS = (STR, INT, FLOAT, BOOL, NONE)
@@ -59,15 +62,6 @@ def _literal_index(node: ast.Node) -> bool:
     """A literal key or index (`xs[0]`, `xs[-1]`, `d["k"]`): indexed as in Python.
     Computed indices go through `s.at`, which refuses negative and out-of-range ones."""
     return isinstance(node, ast.Literal) and type(node.value) in (int, str)
-
-
-def class_name(name: str, suffix: str) -> str:
-    """`web_shop` + `Env` → `WebShopEnv`."""
-    words = [w for w in re.split(r"[^A-Za-z0-9]+", name) if w]
-    camel = "".join(w[:1].upper() + w[1:] for w in words) or "Spec"
-    if camel[0].isdigit():
-        camel = f"Spec{camel}"
-    return camel + suffix
 
 
 def python_type(t: Type) -> str:
@@ -100,8 +94,13 @@ def empty_value(t: Type) -> Any:
 class ExpressionWriter:
     """AST → Python source over the scope `s`; one `visit_<Node>` per node."""
 
-    def __init__(self, optional_args: frozenset[str] = frozenset()):
+    def __init__(
+        self,
+        optional_args: frozenset[str] = frozenset(),
+        repetitions: set[ast.Node] | None = None,
+    ):
         self.optional_args = optional_args
+        self.repetitions = repetitions or set()
 
     def write(self, node: ast.Node) -> str:
         return self._visit(node)[0]
@@ -116,9 +115,8 @@ class ExpressionWriter:
         return code if strength >= minimum else f"({code})"
 
     def visit_Literal(self, node: ast.Literal) -> tuple[str, int]:
-        code = repr(node.value)
-        negative = isinstance(node.value, (int, float)) and node.value < 0
-        return code, _PRECEDENCE["unary"] if negative else _PRECEDENCE["atom"]
+        code = py_literal(node.value)
+        return code, _PRECEDENCE["unary"] if code.startswith("-") else _PRECEDENCE["atom"]
 
     def visit_ListExpr(self, node: ast.ListExpr) -> tuple[str, int]:
         return "[" + ", ".join(self.write(i) for i in node.items) + "]", _PRECEDENCE["atom"]
@@ -130,10 +128,10 @@ class ExpressionWriter:
     def visit_Name(self, node: ast.Name) -> tuple[str, int]:
         if node.id == "result":
             return "s.result", _PRECEDENCE["atom"]
-        return python_name(node.id), _PRECEDENCE["atom"]  # a local (let or comprehension)
+        return local_name(node.id), _PRECEDENCE["atom"]  # a local (let or comprehension)
 
     def visit_Comprehension(self, node: ast.Comprehension) -> tuple[str, int]:
-        names = ", ".join(python_name(n) for n in node.names)
+        names = ", ".join(local_name(n) for n in node.names)
         clause = f"for {names} in {self._operand(node.iterable, _PRECEDENCE['or'])}"
         for cond in node.conds:
             clause += f" if {self._operand(cond, _PRECEDENCE['or'])}"
@@ -147,7 +145,7 @@ class ExpressionWriter:
         assert isinstance(node.obj, ast.Name)
         root, attr = node.obj.id, node.attr
         if root == "state":
-            code = f"s.state.{python_name(attr)}"
+            code = f"s.state.{state_attribute(attr)}"
         elif root == "args":
             code = f"s.args.get({attr!r})" if attr in self.optional_args else f"s.args[{attr!r}]"
         elif root in ("sample", "reward", "constants"):
@@ -189,10 +187,29 @@ class ExpressionWriter:
     def callee(self, name: str) -> str:
         from agentspec.compiler.builtins import BUILTINS
 
-        return f"fn.{name}" if name in BUILTINS else f"user.{python_name(name)}"
+        return f"fn.{name}" if name in BUILTINS else function_access(name)
 
     def visit_BinOp(self, node: ast.BinOp) -> tuple[str, int]:
+        if node in self.repetitions:  # `text * n`: bounded, so no spec can ask for gigabytes
+            code = f"fn.repeat({self.write(node.left)}, {self.write(node.right)})"
+            return code, _PRECEDENCE["atom"]
         strength = _PRECEDENCE[node.op]
+        if node.op in ("==", "!=") and (_is_none(node.left) or _is_none(node.right)):
+            # `x == None` is `x is None` for every value (and ruff's E711 asks for it).
+            other = node.left if _is_none(node.right) else node.right
+            if ast.is_constant(other):  # `3 == None`: decided here (`3 is None` warns)
+                return str(_is_none(other) == (node.op == "==")), _PRECEDENCE["atom"]
+            op = "is" if node.op == "==" else "is not"
+            return f"{self._operand(other, strength + 1)} {op} None", strength
+        if node.op in _MIRRORED and ast.is_constant(node.left) and not ast.is_constant(node.right):
+            # `0 < x` is written `x > 0` (same value; ruff's SIM300).
+            node = dataclasses.replace(
+                node, op=_MIRRORED[node.op], left=node.right, right=node.left
+            )
+        if node.op == "+" and (_is_list(node.left) or _is_list(node.right)):
+            # `a + [b]` is written `[*a, b]`, as ruff's RUF005 asks (the same list when
+            # `a` is a list; other iterables, which `+` would reject, are unpacked).
+            return "[" + ", ".join(self._list_items(node)) + "]", _PRECEDENCE["atom"]
         # Left-associative: the right operand needs parentheses at equal strength,
         # and comparisons never chain (a < b < c means something else in Python).
         left_min = strength + 1 if strength == _PRECEDENCE["=="] else strength
@@ -200,19 +217,58 @@ class ExpressionWriter:
         right = self._operand(node.right, strength + 1)
         return f"{left} {node.op} {right}", strength
 
+    def _list_items(self, node: ast.Node) -> list[str]:
+        """The items of a list display equal to `node` (`*x` for a list not written out)."""
+        if isinstance(node, ast.ListExpr):
+            return [self.write(item) for item in node.items]
+        if isinstance(node, ast.BinOp) and node.op == "+" and _is_list_concat(node):
+            return [*self._list_items(node.left), *self._list_items(node.right)]
+        return [f"*{self._operand(node, _PRECEDENCE['+'])}"]
+
     def visit_BoolOp(self, node: ast.BoolOp) -> tuple[str, int]:
+        if ast.is_constant(node.left):
+            # `true or x` is `true`, `0 or x` is `x`: Python decides on the constant
+            # alone, so the constant's side is the value (ruff's SIM222, SIM223).
+            decides = ast.truthy(node.left) == (node.op == "or")
+            return self._visit(node.left if decides else node.right)
         strength = _PRECEDENCE[node.op]
-        return (
-            f"{self._operand(node.left, strength)} {node.op} {self._operand(node.right, strength + 1)}",
-            strength,
-        )
+        left = self._operand(node.left, strength)
+        right = self._operand(node.right, strength + 1)
+        if node.op == "or":  # `a and b or c` is written `(a and b) or c`: plain to read
+            left = f"({left})" if _is_and(node.left) else left
+            right = f"({right})" if _is_and(node.right) else right
+        return f"{left} {node.op} {right}", strength
 
     def visit_UnaryOp(self, node: ast.UnaryOp) -> tuple[str, int]:
         if node.op == "not":
-            return f"not {self._operand(node.operand, _PRECEDENCE['not'])}", _PRECEDENCE["not"]
-        return f"{node.op}{self._operand(node.operand, _PRECEDENCE['unary'])}", _PRECEDENCE["unary"]
+            inner = node.operand
+            if isinstance(inner, ast.BinOp) and inner.op in _NEGATED:
+                # `not a == b` is `a != b`, `not a in b` is `a not in b` (as Python defines them).
+                return self._visit(dataclasses.replace(inner, op=_NEGATED[inner.op]))
+            if isinstance(inner, ast.UnaryOp) and inner.op == "not":
+                return f"bool({self.write(inner.operand)})", _PRECEDENCE["atom"]
+            return f"not {self._operand(inner, _PRECEDENCE['not'])}", _PRECEDENCE["not"]
+        inner = node.operand
+        if isinstance(inner, ast.UnaryOp) and inner.op != "not":
+            # Signs combine: `-(-x)` is `+x` for every number (and `--x` reads as a
+            # decrement, ruff's B002).
+            op = "+" if (node.op == "-") == (inner.op == "-") else "-"
+            return self._visit(dataclasses.replace(inner, op=op))
+        operand = self._operand(inner, _PRECEDENCE["unary"])
+        if operand.startswith(("-", "+")):  # a negative literal: `-(-1)`
+            operand = f"({operand})"
+        return f"{node.op}{operand}", _PRECEDENCE["unary"]
 
     def visit_IfExp(self, node: ast.IfExp) -> tuple[str, int]:
+        # Exact simplifications ruff asks for (SIM210, SIM211, SIM212).
+        if _is_bool(node.body, True) and _is_bool(node.orelse, False):
+            return f"bool({self.write(node.cond)})", _PRECEDENCE["atom"]
+        if _is_bool(node.body, False) and _is_bool(node.orelse, True):
+            return self._visit(ast.UnaryOp(node.start, node.end, "not", node.cond))
+        if isinstance(node.cond, ast.UnaryOp) and node.cond.op == "not":
+            node = dataclasses.replace(
+                node, body=node.orelse, cond=node.cond.operand, orelse=node.body
+            )
         body = self._operand(node.body, _PRECEDENCE["or"])
         cond = self._operand(node.cond, _PRECEDENCE["or"])
         orelse = self._operand(node.orelse, _PRECEDENCE["if"])
@@ -224,7 +280,7 @@ class ExpressionWriter:
         A container assigned to state is copied (`s.own`), so state never
         aliases the sample, a constant or another variable."""
         if isinstance(statement, ast.Let):
-            return [f"{python_name(statement.name)} = {self.write(statement.value)}"]
+            return [f"{local_name(statement.name)} = {self.write(statement.value)}"]
         if isinstance(statement, ast.CallStatement):
             args = ", ".join(self.write(a) for a in statement.call.args)
             line = f"s.{statement.call.func}({args})"
@@ -257,7 +313,7 @@ class StateField:
         """`default_factory` for a list or dict default: `list`, `dict`, or a lambda."""
         if not self.default:
             return type(self.default).__name__
-        return f"lambda: {self.default!r}"
+        return f"lambda: {py_literal(self.default)}"
 
 
 @dataclass
@@ -299,7 +355,7 @@ class ModuleModel:
     """Everything the module template needs, already in Python spelling."""
 
     spec_name: str
-    spec_path: str
+    spec_file: str  # the spec's file name: no directory, so output is the same from anywhere
     spec_sha256: str
     description: str
     version: str
@@ -348,23 +404,41 @@ def _condition_or_constant(
         return None
     if isinstance(value, str):
         return writer.write(checked.expressions[path].node)
-    return repr(value)
+    return py_literal(value)
 
 
-def _unique(names: list[str]) -> list[str]:
-    seen: dict[str, int] = {}
-    out = []
-    for name in names:
-        count = seen.get(name, 0)
-        seen[name] = count + 1
-        out.append(name if count == 0 else f"{name}{count + 1}")
-    return out
+_MIRRORED = {"==": "==", "!=": "!=", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
+_NEGATED = {"==": "!=", "!=": "==", "in": "not in", "not in": "in"}
 
 
-def lower(checked: CheckedSpec, *, spec_path: str, spec_sha256: str, version: str) -> ModuleModel:
+def _is_none(node: ast.Node) -> bool:
+    return isinstance(node, ast.Literal) and node.value is None
+
+
+def _is_bool(node: ast.Node, value: bool) -> bool:
+    return isinstance(node, ast.Literal) and node.value is value
+
+
+def _is_list(node: ast.Node) -> bool:
+    return isinstance(node, ast.ListExpr) or _is_list_concat(node)
+
+
+def _is_list_concat(node: ast.Node) -> bool:
+    return (
+        isinstance(node, ast.BinOp)
+        and node.op == "+"
+        and (_is_list(node.left) or _is_list(node.right))
+    )
+
+
+def _is_and(node: ast.Node) -> bool:
+    return isinstance(node, ast.BoolOp) and node.op == "and"
+
+
+def lower(checked: CheckedSpec, *, spec_file: str, spec_sha256: str, version: str) -> ModuleModel:
     """The checked spec as a `ModuleModel` for the emitter."""
     spec = checked.spec
-    plain = ExpressionWriter()
+    plain = ExpressionWriter(repetitions=checked.repetitions)
 
     state_fields, initial_exprs = [], []
     for name, var in spec.state.items():
@@ -372,20 +446,26 @@ def lower(checked: CheckedSpec, *, spec_path: str, spec_sha256: str, version: st
         path = ("state", name, "initial")
         if path in checked.expressions:
             code = plain.write(checked.expressions[path].node)
-            initial_exprs.append((python_name(name), f"s.own({code})"))
+            initial_exprs.append((state_attribute(name), f"s.own({code})"))
         default = (
             var.initial
             if var.initial is not None and path not in checked.expressions
             else empty_value(t)
         )
-        state_fields.append(StateField(python_name(name), name, python_type(t), default))
+        state_fields.append(StateField(state_attribute(name), name, python_type(t), default))
 
+    # Generated classes never take a name the module already binds (`SpecTool`
+    # for a tool named `spec`, `SpecToolEnv` for a spec named `spec_tool`).
+    taken = set(MODULE_NAMES)
+    class_names = unique_names([class_name(n, "Tool") for n in spec.tools], taken)
+    env_class, flow_class = unique_names(
+        [class_name(spec.name, "Env"), class_name(spec.name, "Flow")], taken
+    )
     tools = []
-    class_names = _unique([class_name(n, "Tool") for n in spec.tools])
     for (name, tool), cls in zip(spec.tools.items(), class_names, strict=True):
         model = _tool_model(checked, name, tool, cls)
         model.guards = guard_models(checked, name, tool, ExpressionWriter(_optional_args(tool)))
-        model.location = location(checked, ("tools", name), spec_path)
+        model.location = location(checked, ("tools", name), spec_file)
         tools.append(model)
 
     rewards = []
@@ -393,12 +473,12 @@ def lower(checked: CheckedSpec, *, spec_path: str, spec_sha256: str, version: st
         optional: frozenset[str] = frozenset()
         if reward.on.startswith("tool:"):
             optional = _optional_args(spec.tools[reward.on.removeprefix("tool:")])
-        writer = ExpressionWriter(optional)
+        writer = ExpressionWriter(optional, checked.repetitions)
         base = ("rewards", name)
         value = (
             writer.write(checked.expressions[(*base, "value")].node)
             if isinstance(reward.value, str)
-            else repr(float(reward.value))
+            else py_literal(float(reward.value))
         )
         when = writer.write(checked.expressions[(*base, "when")].node) if reward.when else None
         source = reward.value if isinstance(reward.value, str) else repr(reward.value)
@@ -428,23 +508,21 @@ def lower(checked: CheckedSpec, *, spec_path: str, spec_sha256: str, version: st
     oracle = spec.oracle
     return ModuleModel(
         spec_name=spec.name,
-        spec_path=spec_path,
+        spec_file=spec_file,
         spec_sha256=spec_sha256,
         description=spec.description,
         version=version,
-        env_class=class_name(spec.name, "Env"),
-        flow_class=class_name(spec.name, "Flow"),
+        env_class=env_class,
+        flow_class=flow_class,
         env_base="SpecAdapterEnv" if spec.environment is not None else "SpecToolEnv",
         layout="packed" if context.policy == "full_history" else "per_step",
         state_fields=state_fields,
         initial_exprs=initial_exprs,
-        locations=expression_locations(checked, spec_path, bool(initial_exprs)),
+        locations=expression_locations(checked, spec_file, bool(initial_exprs)),
         constants=dict(spec.constants),
         tools=tools,
         rewards=rewards,
-        functions=[
-            FunctionModel(python_name(n), f.impl, f.config) for n, f in spec.functions.items()
-        ],
+        functions=[FunctionModel(n, f.impl, f.config) for n, f in spec.functions.items()],
         system_prompt=spec.prompt.system,
         user_prompt=spec.prompt.user,
         tool_format=spec.episode.tool_format,
@@ -468,7 +546,7 @@ def lower(checked: CheckedSpec, *, spec_path: str, spec_sha256: str, version: st
         data_fields=dict(data.fields) if data else {},
         data_limit=data.limit if data else None,
         derived=derived,
-        oracle=oracle_models(checked, plain, spec_path) if isinstance(oracle, list) else None,
+        oracle=oracle_models(checked, plain, spec_file) if isinstance(oracle, list) else None,
         oracle_hook=oracle.hook if oracle is not None and not isinstance(oracle, list) else None,
         oracle_walkthrough=bool(
             oracle is not None and not isinstance(oracle, list) and oracle.walkthrough
@@ -495,7 +573,7 @@ def _optional_args(tool: ToolSpec) -> frozenset[str]:
 
 
 def _tool_model(checked: CheckedSpec, name: str, tool: ToolSpec, cls: str) -> ToolModel:
-    writer = ExpressionWriter(_optional_args(tool))
+    writer = ExpressionWriter(_optional_args(tool), checked.repetitions)
     base = ("tools", name)
     required = list(tool.required) if tool.required is not None else list(tool.parameters)
     parameters: dict[str, Any] = {"type": "object", "properties": dict(tool.parameters)}

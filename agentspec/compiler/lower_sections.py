@@ -26,18 +26,18 @@ class OracleStepModel:
     each: str | None = None  # Python expression over `s` giving the items
 
 
-def location(checked: CheckedSpec, path: tuple[Any, ...], spec_path: str) -> str:
+def location(checked: CheckedSpec, path: tuple[Any, ...], spec_file: str) -> str:
     """`file:line` of a spec value, as the generated code reports it."""
-    return f"{spec_path}:{checked.loaded.source_map.value_span(path).line}"
+    return f"{spec_file}:{checked.loaded.source_map.value_span(path).line}"
 
 
-def expression_locations(checked: CheckedSpec, spec_path: str, initial: bool) -> dict[str, str]:
+def expression_locations(checked: CheckedSpec, spec_file: str, initial: bool) -> dict[str, str]:
     """`file:line` of each expression the environment evaluates (rewards, episode
     rules, initial state), by the dotted path its errors are reported under."""
-    found = {"state.initial": location(checked, ("state",), spec_path)} if initial else {}
+    found = {"state.initial": location(checked, ("state",), spec_file)} if initial else {}
     for path in checked.expressions:
         if path[0] in ("rewards", "episode"):
-            found[".".join(map(str, path))] = location(checked, path, spec_path)
+            found[".".join(map(str, path))] = location(checked, path, spec_file)
     return found
 
 
@@ -54,7 +54,7 @@ def guard_models(
 
 
 def oracle_models(
-    checked: CheckedSpec, writer: ExpressionWriter, spec_path: str
+    checked: CheckedSpec, writer: ExpressionWriter, spec_file: str
 ) -> list[OracleStepModel]:
     spec = checked.spec
     assert isinstance(spec.oracle, list)
@@ -62,8 +62,8 @@ def oracle_models(
     for i, step in enumerate(spec.oracle):
         if isinstance(step, OracleEach):
             each = writer.write(checked.expressions[("oracle", i, "each")].node)
-            where = location(checked, ("oracle", i, "action"), spec_path)
+            where = location(checked, ("oracle", i, "action"), spec_file)
             steps.append(OracleStepModel(step.action, where, each))
         else:
-            steps.append(OracleStepModel(step, location(checked, ("oracle", i), spec_path)))
+            steps.append(OracleStepModel(step, location(checked, ("oracle", i), spec_file)))
     return steps

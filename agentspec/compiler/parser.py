@@ -14,7 +14,7 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-from lark import Lark, Token, Transformer, v_args
+from lark import Lark, Token, Transformer, Tree, v_args
 from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken, VisitError
 
 from agentspec.compiler import ast
@@ -30,6 +30,12 @@ _CONSTANTS = {
 _OPENERS = {"(": ")", "[": "]", "{": "}"}
 _CLOSERS = {v: k for k, v in _OPENERS.items()}
 _OPERAND_TERMINALS = {"NAME", "NUMBER", "STRING", "LPAR", "LSQB", "LBRACE"}
+
+# Every later stage (checker, code generator, Python itself) walks the tree
+# recursively; these limits keep them far from Python's recursion limit.
+MAX_DEPTH = 100
+MAX_NUMBER_DIGITS = 100
+MAX_CHARS = 10_000  # of one expression; the longest shipped one has ~150
 
 
 @dataclass(frozen=True)
@@ -71,11 +77,20 @@ def parse_statement(text: str) -> ast.Statement:
 
 
 def _parse(text: str, start: str) -> Any:
+    if len(text) > MAX_CHARS:
+        raise ExprSyntaxError(
+            "E310",
+            f"the {start} has {len(text):,} characters (the limit is {MAX_CHARS:,})",
+            MAX_CHARS,
+            MAX_CHARS + 1,
+            hint="split it: compute parts in `data.derived`, state or a function",
+        )
     _check_brackets(text)
     if not text.strip():
         raise ExprSyntaxError("E301", f"empty {start}", 0, max(1, len(text)))
     try:
         tree = _parser().parse(text, start=start)
+        _check_depth(tree)
         return _ToAst().transform(tree)
     except UnexpectedInput as exc:
         raise _classify(exc, text, start) from None
@@ -83,6 +98,24 @@ def _parse(text: str, start: str) -> Any:
         if isinstance(exc.orig_exc, ExprSyntaxError):
             raise exc.orig_exc from None
         raise
+
+
+def _check_depth(tree: Tree[Token]) -> None:
+    """Refuse trees deeper than MAX_DEPTH (walked without recursion)."""
+    stack: list[tuple[Tree[Token], int]] = [(tree, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            start = getattr(node.meta, "start_pos", 0) or 0
+            end = getattr(node.meta, "end_pos", start + 1) or start + 1
+            raise ExprSyntaxError(
+                "E309",
+                f"the expression is nested more than {MAX_DEPTH} levels deep",
+                start,
+                min(end, start + 1),
+                hint="split it: compute parts in `data.derived`, state or a function",
+            )
+        stack.extend((child, depth + 1) for child in node.children if isinstance(child, Tree))
 
 
 def _check_brackets(text: str) -> None:
@@ -213,6 +246,15 @@ def _classify(exc: UnexpectedInput, text: str, start: str) -> ExprSyntaxError:
             end,
             hint="join them with an operator, or a comma inside a call or list",
         )
+    if expected & _OPERAND_TERMINALS and token.value == "*" and text[:pos].endswith("*"):
+        # `**` (power) is a Python operator the language leaves out.
+        return ExprSyntaxError(
+            "E301",
+            "'**' is not an operator of the agentspec language (there is no power operator)",
+            pos - 1,
+            end,
+            hint="write the product out (`x * x * x`), or declare a function under `functions:`",
+        )
     if expected & _OPERAND_TERMINALS:
         before = text[:pos].rstrip()
         after = f" after '{before.split()[-1]}'" if before.split() else ""
@@ -258,7 +300,7 @@ _METHOD_ALTERNATIVES = {
 
 
 def method_call_error(method: str, start: int, end: int) -> ExprSyntaxError:
-    """E308: `x.method(…)` is not in the language; name what to write instead."""
+    """E311: `x.method(…)` is not in the language; name what to write instead."""
     alternative = _METHOD_ALTERNATIVES.get(method)
     hint = (
         f"use {alternative}"
@@ -266,7 +308,7 @@ def method_call_error(method: str, start: int, end: int) -> ExprSyntaxError:
         else "call a built-in function with the value as its first argument, e.g. len(xs)"
     )
     return ExprSyntaxError(
-        "E308", f"method calls are not in the language: '.{method}(…)'", start, end, hint=hint
+        "E311", f"method calls are not in the language: '.{method}(…)'", start, end, hint=hint
     )
 
 
@@ -308,6 +350,15 @@ class _ToAst(Transformer[Token, Any]):
 
     def number(self, meta: Any, children: list[Token]) -> ast.Literal:
         text = children[0].value
+        if len(text) > MAX_NUMBER_DIGITS:
+            start, _ = _span(meta)
+            raise ExprSyntaxError(
+                "E308",
+                f"a number of {len(text):,} characters (the limit is {MAX_NUMBER_DIGITS})",
+                start,
+                start + len(text),
+                hint="no reward, guard or state value needs a number this long",
+            )
         value: int | float = int(text) if text.isdigit() else float(text)
         return ast.Literal(*_span(meta), value)
 

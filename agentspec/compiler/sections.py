@@ -93,7 +93,7 @@ def oracle_sites(checker: Checker) -> Iterator[_Site]:
 def expect_list(checker: Checker, node: ast.Node, typ: Type) -> None:
     if not isinstance(strip_optional(typ), ListOf) and strip_optional(typ) != ANY:
         checker.error(
-            "E510",
+            "E511",
             f"`each` must be a list, but this is {typ}",
             checker.node_span(node),
             hint="e.g. `sample.moves`, or a comprehension [… for x in …]",

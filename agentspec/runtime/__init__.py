@@ -28,56 +28,130 @@ How a task plugs in (what generated code subclasses and overrides):
   → :class:`Trajectory` s → :func:`training_rows` for the trainer.
 """
 
-from agentspec.runtime.context import (
-    ContextOverflowError,
-    ContextPolicy,
-    ContextView,
-    CustomContext,
-    FullHistory,
-    Overflow,
-    Prompt,
-    SlidingWindow,
-    StateSummary,
-    TokenBudget,
-    available_context_policies,
-    make_context_policy,
-    register_context_policy,
-)
-from agentspec.runtime.envs import AgentEnv, StepResult, ToolEnv
-from agentspec.runtime.formats import (
-    FormatError,
-    ParsedResponse,
-    ToolCallFormat,
-    available_formats,
-    get_format,
-    register_format,
-)
-from agentspec.runtime.loop import AgentEnvLoop, AgentFlowBase, LoopConfig, run_episodes
-from agentspec.runtime.policies import (
-    BatchingPolicy,
-    Generation,
-    OpenAIPolicy,
-    Policy,
-    SamplingParams,
-    ScriptedPolicy,
-)
-from agentspec.runtime.tokenizer import BPETokenizer, ChatTemplate, Tokenizer, load_tokenizer
-from agentspec.runtime.tools import BaseTool, ToolContext, ToolOutput, ToolResult
-from agentspec.runtime.trajectory import (
-    FORMAT_VERSION,
-    Action,
-    Event,
-    EventKind,
-    Observation,
-    Step,
-    TerminationReason,
-    ToolCall,
-    TrainingRow,
-    Trajectory,
-    read_jsonl,
-    training_rows,
-    write_jsonl,
-)
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from agentspec.runtime.context import (
+        ContextOverflowError,
+        ContextPolicy,
+        ContextView,
+        CustomContext,
+        FullHistory,
+        Overflow,
+        Prompt,
+        SlidingWindow,
+        StateSummary,
+        TokenBudget,
+        available_context_policies,
+        make_context_policy,
+        register_context_policy,
+    )
+    from agentspec.runtime.envs import AgentEnv, StepResult, ToolEnv
+    from agentspec.runtime.formats import (
+        FormatError,
+        ParsedResponse,
+        ToolCallFormat,
+        available_formats,
+        get_format,
+        register_format,
+    )
+    from agentspec.runtime.loop import AgentEnvLoop, AgentFlowBase, LoopConfig, run_episodes
+    from agentspec.runtime.policies import (
+        BatchingPolicy,
+        Generation,
+        OpenAIPolicy,
+        Policy,
+        SamplingParams,
+        ScriptedPolicy,
+    )
+    from agentspec.runtime.tokenizer import BPETokenizer, ChatTemplate, Tokenizer, load_tokenizer
+    from agentspec.runtime.tools import BaseTool, ToolContext, ToolOutput, ToolResult
+    from agentspec.runtime.trajectory import (
+        FORMAT_VERSION,
+        Action,
+        Event,
+        EventKind,
+        Observation,
+        Step,
+        TerminationReason,
+        ToolCall,
+        TrainingRow,
+        Trajectory,
+        read_jsonl,
+        training_rows,
+        write_jsonl,
+    )
+
+# Names are imported on first use (PEP 562), so that `agentspec validate` can
+# use one light module (the tool-call formats) without the whole runtime.
+_LAZY: dict[str, str] = {
+    "Action": "agentspec.runtime.trajectory",
+    "AgentEnv": "agentspec.runtime.envs",
+    "AgentEnvLoop": "agentspec.runtime.loop",
+    "AgentFlowBase": "agentspec.runtime.loop",
+    "BPETokenizer": "agentspec.runtime.tokenizer",
+    "BaseTool": "agentspec.runtime.tools",
+    "BatchingPolicy": "agentspec.runtime.policies",
+    "ChatTemplate": "agentspec.runtime.tokenizer",
+    "ContextOverflowError": "agentspec.runtime.context",
+    "ContextPolicy": "agentspec.runtime.context",
+    "ContextView": "agentspec.runtime.context",
+    "CustomContext": "agentspec.runtime.context",
+    "Event": "agentspec.runtime.trajectory",
+    "EventKind": "agentspec.runtime.trajectory",
+    "FORMAT_VERSION": "agentspec.runtime.trajectory",
+    "FormatError": "agentspec.runtime.formats",
+    "FullHistory": "agentspec.runtime.context",
+    "Generation": "agentspec.runtime.policies",
+    "LoopConfig": "agentspec.runtime.loop",
+    "Observation": "agentspec.runtime.trajectory",
+    "OpenAIPolicy": "agentspec.runtime.policies",
+    "Overflow": "agentspec.runtime.context",
+    "ParsedResponse": "agentspec.runtime.formats",
+    "Policy": "agentspec.runtime.policies",
+    "Prompt": "agentspec.runtime.context",
+    "SamplingParams": "agentspec.runtime.policies",
+    "ScriptedPolicy": "agentspec.runtime.policies",
+    "SlidingWindow": "agentspec.runtime.context",
+    "StateSummary": "agentspec.runtime.context",
+    "Step": "agentspec.runtime.trajectory",
+    "StepResult": "agentspec.runtime.envs",
+    "TerminationReason": "agentspec.runtime.trajectory",
+    "TokenBudget": "agentspec.runtime.context",
+    "Tokenizer": "agentspec.runtime.tokenizer",
+    "ToolCall": "agentspec.runtime.trajectory",
+    "ToolCallFormat": "agentspec.runtime.formats",
+    "ToolContext": "agentspec.runtime.tools",
+    "ToolEnv": "agentspec.runtime.envs",
+    "ToolOutput": "agentspec.runtime.tools",
+    "ToolResult": "agentspec.runtime.tools",
+    "TrainingRow": "agentspec.runtime.trajectory",
+    "Trajectory": "agentspec.runtime.trajectory",
+    "available_context_policies": "agentspec.runtime.context",
+    "available_formats": "agentspec.runtime.formats",
+    "get_format": "agentspec.runtime.formats",
+    "load_tokenizer": "agentspec.runtime.tokenizer",
+    "make_context_policy": "agentspec.runtime.context",
+    "read_jsonl": "agentspec.runtime.trajectory",
+    "register_context_policy": "agentspec.runtime.context",
+    "register_format": "agentspec.runtime.formats",
+    "run_episodes": "agentspec.runtime.loop",
+    "training_rows": "agentspec.runtime.trajectory",
+    "write_jsonl": "agentspec.runtime.trajectory",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "FORMAT_VERSION",

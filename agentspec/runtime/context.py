@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
-from agentspec.runtime.tokenizer import ChatTemplate, Message, Tokenizer
+from agentspec.runtime.tokenizer import ChatTemplate, Message, Tokenizer, encode_chat
 from agentspec.runtime.trajectory import Step
 
 __all__ = [
@@ -84,8 +84,7 @@ class ContextView:
     def initial_ids(self) -> list[int]:
         """The first prompt: ``chat.render(initial_messages)`` encoded (cached)."""
         if self._initial_ids is None:
-            text = self.chat.render(self.initial_messages)
-            self._initial_ids = self.tokenizer.encode(text, add_special_tokens=False)
+            self._initial_ids = encode_chat(self.tokenizer, self.chat, self.initial_messages)
         return self._initial_ids
 
     @property
@@ -94,7 +93,8 @@ class ContextView:
         return len(self.steps)
 
     def encode_messages(self, messages: Sequence[Message]) -> list[int]:
-        return self.tokenizer.encode(self.chat.render(messages), add_special_tokens=False)
+        """Chat-rendered ``messages``; their contents are encoded as text (no forged turns)."""
+        return encode_chat(self.tokenizer, self.chat, messages)
 
 
 @dataclass
@@ -118,8 +118,9 @@ def observation_ids(
     """Tokens that follow ``response_ids`` to append an observation and reopen the assistant turn."""
     eot = end_of_turn_id(tokenizer, chat)
     ended = bool(response_ids) and eot is not None and response_ids[-1] == eot
-    continuation = chat.continuation([{"role": role, "content": text}], response_ended_turn=ended)
-    return tokenizer.encode(continuation, add_special_tokens=False)
+    head = ("" if ended else chat.end_of_turn) + chat.after_end_of_turn
+    # The observation is text: special-token text a tool echoes stays text.
+    return encode_chat(tokenizer, chat, [{"role": role, "content": text}], prefix=head)
 
 
 _POLICIES: dict[str, type[ContextPolicy]] = {}
@@ -317,12 +318,11 @@ class StateSummary(ContextPolicy):
     ) -> None:
         super().__init__(max_prompt_tokens, overflow)
         if isinstance(template, str):
-            from jinja2 import StrictUndefined
-            from jinja2.sandbox import SandboxedEnvironment
+            from agentspec import sandbox
 
-            compiled = SandboxedEnvironment(undefined=StrictUndefined).from_string(template)
-            self._render: Callable[[ContextView], str] = lambda view: compiled.render(
-                **self.variables(view)
+            compiled = sandbox.environment(keep_trailing_newline=False).from_string(template)
+            self._render: Callable[[ContextView], str] = lambda view: sandbox.render(
+                compiled, self.variables(view)
             )
         else:
             self._render = template

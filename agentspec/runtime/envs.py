@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agentspec.runtime.formats import FormatError, ToolCallFormat, get_format
-from agentspec.runtime.tools import BaseTool, ToolContext, ToolResult
+from agentspec.runtime.tools import BaseTool, ToolContext, ToolResult, cap_error
 from agentspec.runtime.trajectory import (
     Action,
     Event,
@@ -145,6 +145,7 @@ class ToolEnv(AgentEnv):
         self.max_calls_per_step = max_calls_per_step
         self.observation_role = observation_role
         self.step_index = 0  # steps taken; during step(), the current one is step_index - 1
+        self._blocking_calls = asyncio.Lock()
 
     def initial_messages(self, sample: Mapping[str, Any]) -> list[dict[str, str]]:
         """The first prompt's messages. Default: the system prompt, then ``sample["messages"]``
@@ -182,13 +183,16 @@ class ToolEnv(AgentEnv):
             known = ", ".join(sorted(self.tools)) or "none"
             return ToolResult(
                 call.name,
-                f"unknown tool {call.name!r}; available tools: {known}",
+                cap_error(f"unknown tool {call.name!r}; available tools: {known}"),
                 False,
                 "unknown_tool",
             )
         ctx = ToolContext(env=self, step_index=self.step_index - 1)
         sem = self.tool_semaphore
-        async with sem if sem is not None else contextlib.nullcontext():
+        # Blocking tools run in worker threads; one at a time per episode, in call
+        # order, as they would on the event loop (they read and write env state).
+        serial = self._blocking_calls if tool.blocking else contextlib.nullcontext()
+        async with sem if sem is not None else contextlib.nullcontext(), serial:
             return await tool.run(call.arguments, ctx)
 
     async def step(self, action: Action) -> StepResult:
@@ -209,7 +213,7 @@ class ToolEnv(AgentEnv):
                 events=[
                     Event(
                         EventKind.PARSE_ERROR,
-                        message=e.message,
+                        message=cap_error(e.message),
                         code=e.code,
                         call_index=e.call_index,
                     )

@@ -21,20 +21,31 @@ Parsing never raises on model output: a malformed response yields a
 :class:`ParsedResponse` whose ``errors`` say which call is wrong and how; the
 environment shows :meth:`ToolCallFormat.render_errors` to the model. A response
 with any error runs none of its calls.
+
+Hostile output is bounded: JSON is strict (NaN, ±Infinity, a float that
+overflows and an integer of more than :data:`MAX_INT_DIGITS` digits are parse
+errors), every parser runs in linear time in the response's length
+(``benchmarks/parse_worst_case.py``), at most :data:`MAX_LISTED_ERRORS`
+problems are listed, and error observations are capped with a visible
+``… [truncated N characters]`` note.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import math
 import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from agentspec.runtime.tools import BaseTool, ToolResult
+from agentspec.runtime.caps import cap_error
 from agentspec.runtime.trajectory import ToolCall
+
+if TYPE_CHECKING:  # annotations only: parsing stays light enough for `validate`
+    from agentspec.runtime.tools import BaseTool, ToolResult
 
 __all__ = [
     "BracketFormat",
@@ -47,6 +58,7 @@ __all__ = [
     "available_formats",
     "get_format",
     "register_format",
+    "strict_json_loads",
 ]
 
 
@@ -60,7 +72,9 @@ class FormatError:
             ``bad_name``, ``bad_arguments``, ``unexpected_key``, ``unclosed_tag``,
             ``unopened_tag``, ``nested_tag``, ``extra_data``, ``extra_text``,
             ``empty_call``, ``missing_input``, ``missing_action``, ``multiple_calls``,
-            ``mixed_final``, ``no_action``, ``bad_argument``.
+            ``mixed_final``, ``no_action``, ``bad_argument``, ``non_finite_number``
+            (NaN, Infinity, a float that overflows), ``number_too_long`` (an integer
+            of more than :data:`MAX_INT_DIGITS` digits), ``too_many_errors``.
         call_index: 0-based call the problem belongs to, if any.
     """
 
@@ -83,6 +97,9 @@ class ParsedResponse:
     def ok(self) -> bool:
         return not self.errors
 
+
+MAX_ERROR_LINE_CHARS = 300
+"""Longest single problem line in a parse-error observation."""
 
 _FORMATS: dict[str, type[ToolCallFormat]] = {}
 
@@ -137,14 +154,83 @@ class ToolCallFormat(ABC):
         return "\n".join(self.render_result(r) for r in results)
 
     def render_errors(self, errors: Sequence[FormatError]) -> str:
-        """The observation for an unparsable response."""
-        lines = "\n".join(f"- {e.message}" for e in errors)
+        """The observation for an unparsable response (capped: it goes back into the context)."""
+        lines = "\n".join(f"- {cap_error(e.message, MAX_ERROR_LINE_CHARS)}" for e in errors)
+        lines = cap_error(lines)
         return f"Error: your response could not be parsed; no tool was called.\n{lines}\n{self.usage()}"
+
+    def error_body(self, result: ToolResult) -> str:
+        """``Error: MESSAGE`` for a failed call, the message capped."""
+        return f"Error: {cap_error(result.text)}"
 
     def instructions(self, tools: Sequence[BaseTool]) -> str:
         """A system-prompt paragraph describing the tools and this format."""
         specs = "\n".join(json.dumps(t.schema()["function"], ensure_ascii=False) for t in tools)
         return f"You can call these tools:\n{specs}\n{self.usage()}"
+
+
+MAX_INT_DIGITS = 4000
+"""Longest integer literal accepted in a call's JSON (Python refuses > 4,300 digits)."""
+
+MAX_LISTED_ERRORS = 10
+"""Problems listed per response; parsing stops after this many (the rest are counted)."""
+
+
+class _NonStandardNumber(ValueError):
+    """A JSON number the runtime refuses: NaN, ±Infinity, an overflowing float, a huge int."""
+
+    def __init__(self, message: str, code: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def _reject_constant(name: str) -> Any:
+    raise _NonStandardNumber(
+        f"{name} is not a JSON number (use a finite number or a string)", "non_finite_number"
+    )
+
+
+def _strict_float(text: str) -> float:
+    value = float(text)
+    if math.isinf(value):
+        raise _NonStandardNumber(f"the number {text[:40]!r} is too large", "non_finite_number")
+    return value
+
+
+def _strict_int(text: str) -> int:
+    if len(text.lstrip("-")) > MAX_INT_DIGITS:
+        raise _NonStandardNumber(
+            f"an integer of {len(text.lstrip('-'))} digits is too long (at most {MAX_INT_DIGITS})",
+            "number_too_long",
+        )
+    return int(text)
+
+
+_STRICT_JSON = json.JSONDecoder(
+    parse_constant=_reject_constant, parse_float=_strict_float, parse_int=_strict_int
+)
+
+
+def strict_json_loads(text: str) -> Any:
+    """``json.loads`` that accepts only standard, finite JSON numbers of sane size.
+
+    Raises :class:`json.JSONDecodeError`, :class:`RecursionError` or a
+    ``ValueError`` whose ``code`` attribute says which number was refused.
+    """
+    value, end = _STRICT_JSON.raw_decode(text, _skip_whitespace(text, 0))
+    end = _skip_whitespace(text, end)
+    if end != len(text):
+        raise json.JSONDecodeError("Extra data", text, end)
+    return value
+
+
+def _skip_whitespace(text: str, pos: int) -> int:
+    """The first index at or after ``pos`` that is not JSON whitespace."""
+    match = _JSON_WHITESPACE.match(text, pos)
+    return match.end() if match else pos
+
+
+_JSON_WHITESPACE = re.compile(r"[ \t\n\r]*")
 
 
 def _parse_call_object(
@@ -175,11 +261,13 @@ def _parse_call_object(
     args: Any = obj.get("arguments", {})
     if isinstance(args, str):
         try:
-            args = json.loads(args)
+            args = strict_json_loads(args)
         except RecursionError:
             return None, FormatError(
                 f"{where}: 'arguments' nested too deeply", "bad_arguments", index
             )
+        except _NonStandardNumber as exc:
+            return None, FormatError(f"{where}: 'arguments': {exc}", exc.code, index)
         except json.JSONDecodeError as exc:
             return None, FormatError(
                 f"{where}: 'arguments' is a string that is not valid JSON ({exc.msg} at column {exc.colno})",
@@ -216,9 +304,10 @@ def _decode_one(body: str, where: str, index: int) -> tuple[Any, FormatError | N
     stripped = body.strip()
     if not stripped:
         return None, FormatError(f"{where}: empty call", "empty_call", index)
-    decoder = json.JSONDecoder()
     try:
-        value, end = decoder.raw_decode(stripped)
+        value, end = _STRICT_JSON.raw_decode(stripped)
+    except _NonStandardNumber as exc:
+        return None, FormatError(f"{where}: invalid JSON: {exc}", exc.code, index)
     except json.JSONDecodeError as exc:
         return None, FormatError(
             f"{where}: invalid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}",
@@ -251,22 +340,25 @@ class HermesFormat(ToolCallFormat):
         return 'Call a tool as <tool_call>{"name": "TOOL", "arguments": {...}}</tool_call>.'
 
     def render_result(self, result: ToolResult) -> str:
-        body = result.text if result.ok else f"Error: {result.text}"
+        body = result.text if result.ok else self.error_body(result)
         return f"<tool_response>\n{body}\n</tool_response>"
 
     def render_errors(self, errors: Sequence[FormatError]) -> str:
         return f"<tool_response>\n{super().render_errors(errors)}\n</tool_response>"
 
     def parse(self, text: str, tools: Mapping[str, BaseTool] | None = None) -> ParsedResponse:
+        # One pass over the tags (linear time), then a walk over them.
+        tags = [(m.start(), m.group()) for m in _HERMES_TAGS.finditer(text)]
         calls: list[ToolCall] = []
         errors: list[FormatError] = []
         outside: list[str] = []
         pos = 0
         index = 0
-        while True:
-            start = text.find(self.open_tag, pos)
-            stray = text.find(self.close_tag, pos)
-            if stray != -1 and (start == -1 or stray < start):
+        t = 0
+        while t < len(tags) and len(errors) < MAX_LISTED_ERRORS:
+            start, tag = tags[t]
+            outside.append(text[pos:start])
+            if tag == self.close_tag:
                 errors.append(
                     FormatError(
                         f"call {index + 1}: {self.close_tag} without a matching {self.open_tag}",
@@ -274,18 +366,11 @@ class HermesFormat(ToolCallFormat):
                         index,
                     )
                 )
-                outside.append(text[pos:stray])
-                pos = stray + len(self.close_tag)
+                pos = start + len(tag)
                 index += 1
+                t += 1
                 continue
-            if start == -1:
-                outside.append(text[pos:])
-                break
-            outside.append(text[pos:start])
-            body_start = start + len(self.open_tag)
-            end = text.find(self.close_tag, body_start)
-            nested = text.find(self.open_tag, body_start)
-            if end == -1:
+            if t + 1 == len(tags):
                 errors.append(
                     FormatError(
                         f"call {index + 1}: {self.open_tag} is not closed by {self.close_tag} "
@@ -294,8 +379,10 @@ class HermesFormat(ToolCallFormat):
                         index,
                     )
                 )
+                pos = len(text)
                 break
-            if nested != -1 and nested < end:
+            end, next_tag = tags[t + 1]
+            if next_tag == self.open_tag:
                 errors.append(
                     FormatError(
                         f"call {index + 1}: a new {self.open_tag} opens before {self.close_tag}",
@@ -303,10 +390,11 @@ class HermesFormat(ToolCallFormat):
                         index,
                     )
                 )
-                pos = nested
+                pos = end
                 index += 1
+                t += 1
                 continue
-            body = text[body_start:end]
+            body = text[start + len(self.open_tag) : end]
             raw = text[start : end + len(self.close_tag)]
             value, err = _decode_one(body, f"call {index + 1}", index)
             if err is None:
@@ -317,12 +405,30 @@ class HermesFormat(ToolCallFormat):
                 errors.append(err)
             pos = end + len(self.close_tag)
             index += 1
+            t += 2
+        if t < len(tags) and len(errors) >= MAX_LISTED_ERRORS:
+            errors.append(_too_many_errors(len(tags) - t))
+            return ParsedResponse(errors=errors, content="".join(outside).strip())
+        outside.append(text[pos:])
         content = "".join(outside).strip()
         if errors:
             return ParsedResponse(errors=errors, content=content)
         if calls:
             return ParsedResponse(calls=calls, content=content)
         return ParsedResponse(final_answer=content, content=content)
+
+
+_HERMES_TAGS = re.compile(
+    re.escape(HermesFormat.open_tag) + "|" + re.escape(HermesFormat.close_tag)
+)
+
+
+def _too_many_errors(unread_tags: int) -> FormatError:
+    return FormatError(
+        f"more problems follow ({unread_tags} more tags not checked); "
+        f"only the first {MAX_LISTED_ERRORS} are listed",
+        "too_many_errors",
+    )
 
 
 _FENCE = re.compile(r"^```(?:json)?\s*\n?(.*?)\n?```$", re.DOTALL)
@@ -338,8 +444,11 @@ class JsonFormat(ToolCallFormat):
         )
 
     def render_result(self, result: ToolResult) -> str:
-        key = "result" if result.ok else "error"
-        return json.dumps({"name": result.name, key: result.text}, ensure_ascii=False)
+        if result.ok:
+            return json.dumps({"name": result.name, "result": result.text}, ensure_ascii=False)
+        return json.dumps(
+            {"name": result.name, "error": cap_error(result.text)}, ensure_ascii=False
+        )
 
     def parse(self, text: str, tools: Mapping[str, BaseTool] | None = None) -> ParsedResponse:
         body = text.strip()
@@ -395,7 +504,7 @@ class ReactFormat(ToolCallFormat):
         )
 
     def render_result(self, result: ToolResult) -> str:
-        return f"Observation: {result.text if result.ok else 'Error: ' + result.text}"
+        return f"Observation: {result.text if result.ok else self.error_body(result)}"
 
     def parse(self, text: str, tools: Mapping[str, BaseTool] | None = None) -> ParsedResponse:
         marks = [(m.group(1), m.start(), m.end()) for m in _REACT_LINE.finditer(text)]
@@ -494,8 +603,8 @@ class ReactFormat(ToolCallFormat):
             param = tool.parameter_names[0]
             arg: Any = raw_input
             if tool.parameters["properties"][param].get("type") != "string":
-                with contextlib.suppress(json.JSONDecodeError, RecursionError):
-                    arg = json.loads(raw_input)
+                with contextlib.suppress(ValueError, RecursionError):
+                    arg = strict_json_loads(raw_input)
             return ParsedResponse(calls=[ToolCall(name, {param: arg}, raw)], content=content)
         parsed, err = _decode_one(raw_input, "call 1: Action Input", 0)
         if err is not None:
@@ -524,7 +633,7 @@ class BracketFormat(ToolCallFormat):
         return "Act by writing TOOL[ARGUMENT] (e.g. search[red shoes]) alone on the last line."
 
     def render_result(self, result: ToolResult) -> str:
-        return f"Observation: {result.text if result.ok else 'Error: ' + result.text}"
+        return f"Observation: {result.text if result.ok else self.error_body(result)}"
 
     def parse(self, text: str, tools: Mapping[str, BaseTool] | None = None) -> ParsedResponse:
         lines = [ln for ln in text.strip().splitlines() if ln.strip()]

@@ -20,10 +20,16 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from agentspec.runtime.context import ContextPolicy, ContextView, FullHistory
+from agentspec.runtime.context import (
+    ContextOverflowError,
+    ContextPolicy,
+    ContextView,
+    FullHistory,
+)
 from agentspec.runtime.envs import AgentEnv, StepResult
 from agentspec.runtime.policies.base import Generation, Policy, SamplingParams
-from agentspec.runtime.tokenizer import ChatTemplate, Tokenizer
+from agentspec.runtime.tokenizer import ChatTemplate, Tokenizer, encode_chat
+from agentspec.runtime.tools import cap_error
 from agentspec.runtime.trajectory import (
     Action,
     Event,
@@ -99,7 +105,7 @@ class AgentFlowBase(ABC):
 
     def encode_messages(self, messages: Sequence[Mapping[str, str]]) -> list[int]:
         """Prompt ids of a conversation, ending with the assistant's generation prompt."""
-        return self.tokenizer.encode(self.chat.render(messages), add_special_tokens=False)
+        return encode_chat(self.tokenizer, self.chat, messages)
 
     def make_step(
         self, index: int, prompt_ids: Sequence[int], gen: Generation, **fields: Any
@@ -200,10 +206,17 @@ class AgentEnvLoop(AgentFlowBase):
             traj.info["overflow_tokens"] = len(prompt.ids)
             return traj
         for index in itertools.count():
-            anchor = env.anchor()
+            anchor = _guarded(env.anchor, None, traj.info, "anchor")
             gen = await self.generate(prompt.ids)
             action = Action(self.decode(gen.token_ids), list(gen.token_ids), gen.finish_reason)
-            result = await env.step(action)
+            try:
+                result = await env.step(action)
+            except Exception as exc:  # the environment's failure ends this episode only
+                result = StepResult(
+                    done=True,
+                    termination=TerminationReason.ENV_ERROR,
+                    info={"env_error": _error_text(exc)},
+                )
             results.append(result)
             events = [Event(EventKind.STEP), *result.events]
             if action.truncated:
@@ -229,20 +242,45 @@ class AgentEnvLoop(AgentFlowBase):
             termination = self._limit_reached(view.steps, step, result)
             view.steps.append(step)
             if termination is None:
-                prompt = self.context.prompt(view)
-                if prompt.overflow:
-                    termination = TerminationReason.CONTEXT_OVERFLOW
-                    traj.info["overflow_tokens"] = len(prompt.ids)
+                try:
+                    prompt = self.context.prompt(view)
+                except ContextOverflowError:
+                    raise
+                except Exception as exc:  # e.g. a state_summary template over model-written state
+                    termination = TerminationReason.ENV_ERROR
+                    step.info["env_error"] = f"context: {_error_text(exc)}"
+                else:
+                    if prompt.overflow:
+                        termination = TerminationReason.CONTEXT_OVERFLOW
+                        traj.info["overflow_tokens"] = len(prompt.ids)
             if termination is not None and termination is not TerminationReason.DONE:
                 step.events.append(Event(EventKind.TRUNCATED, message=termination.value))
             step.done = termination is not None
-            step.rewards = {**result.rewards, **env.rewards(step)}
+            step.rewards = {
+                **result.rewards,
+                **_guarded(env.rewards, {}, step.info, "rewards", step),
+            }
             traj.steps.append(step)
             if termination is not None:
                 traj.termination = termination
                 break
-        traj.success = env.success(traj.steps, results)
+        traj.success = _guarded(env.success, None, traj.info, "success", traj.steps, results)
         return traj
+
+
+def _error_text(exc: BaseException) -> str:
+    return cap_error(f"{type(exc).__name__}: {exc}")
+
+
+def _guarded(
+    fn: Callable[..., Any], default: Any, info: dict[str, Any], what: str, *args: Any
+) -> Any:
+    """``fn(*args)``; an exception is recorded as ``info["env_error"]`` and gives ``default``."""
+    try:
+        return fn(*args)
+    except Exception as exc:  # a hook's failure stays in this episode, on its step
+        info["env_error"] = f"{what}: {_error_text(exc)}"
+        return default
 
 
 async def run_episodes(

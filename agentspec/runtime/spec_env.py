@@ -16,13 +16,20 @@ from __future__ import annotations
 import copy
 import dataclasses
 import logging
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import cache
 from typing import Any, ClassVar
 
 from agentspec.runtime.envs import AgentEnv, StepResult, ToolEnv
-from agentspec.runtime.tools import BaseTool, GuardMessage, ToolContext, ToolFailure, ToolOutput
+from agentspec.runtime.tools import (
+    BaseTool,
+    GuardMessage,
+    ToolContext,
+    ToolFailure,
+    ToolOutput,
+    cap_error,
+)
 from agentspec.runtime.trajectory import Action, Event, EventKind, Observation, Step
 
 __all__ = [
@@ -111,33 +118,21 @@ class Scope:
         return container[cls.slot(container, key)]
 
 
-@cache
-def _sandbox() -> Any:
-    from jinja2 import StrictUndefined
-    from jinja2.sandbox import SandboxedEnvironment
-
-    return SandboxedEnvironment(undefined=StrictUndefined, keep_trailing_newline=True)
-
-
 class SpecTemplate:
-    """A spec template (prompt, observation, oracle action), sandboxed and strict.
-
-    Rendering builds the context from the environment's globals and the
-    variables directly (`shared=True`), which skips the chained lookup of a
-    plain `Template.render` — prompts are rendered once per episode, so
-    this is on the rollout's hot path.
-    """
+    """A spec template (prompt, observation, oracle action), sandboxed, strict
+    and within resource limits (`runtime/sandbox.py`): a template
+    that passes one raises `TemplateLimitError`."""
 
     def __init__(self, source: str):
+        from agentspec import sandbox
+
         self.source = source
-        self._template = _sandbox().from_string(source)
+        self._template = sandbox.environment().from_string(source)
 
     def render(self, **variables: Any) -> str:
-        from jinja2.utils import concat
+        from agentspec import sandbox
 
-        template = self._template
-        context = template.new_context({**template.globals, **variables}, shared=True)
-        return str(concat(template.root_render_func(context)))
+        return sandbox.render(self._template, variables)
 
 
 def template(source: str) -> SpecTemplate:
@@ -164,6 +159,7 @@ class SpecTool(BaseTool):
     """
 
     terminal: ClassVar[bool] = False
+    blocking: ClassVar[bool] = True  # expressions over model text may be CPU-bound
     guard_text: ClassVar[str] = ""
     guard_messages: ClassVar[tuple[Any, ...]] = ()  # templates of guards with messages
     location: ClassVar[str] = ""  # spec file:line, for errors in the tool's expressions
@@ -195,11 +191,14 @@ class SpecTool(BaseTool):
             if failed is None:
                 return None
             return GuardMessage(self.guard_messages[failed].render(**self.variables(s)))
-        except Exception as exc:  # a guard that cannot be decided refuses the call
+        except Exception as exc:  # located on the step; the call fails as a tool error
             env.expression_error(f"tools.{self.name}.when ({self.location})", exc)
-            return f"it could not be checked ({type(exc).__name__})"
+            raise
 
     async def execute(self, args: dict[str, Any], context: ToolContext) -> str | ToolOutput:
+        return self.execute_blocking(args, context)
+
+    def execute_blocking(self, args: dict[str, Any], context: ToolContext) -> str | ToolOutput:
         env: SpecToolEnv = context.env
         s = env.scope(args=args)
         try:
@@ -270,7 +269,7 @@ class SpecEnvMixin:
     def expression_error(self, where: str, exc: Exception) -> None:
         if where in self.locations:
             where = f"{where} ({self.locations[where]})"
-        message = f"{where}: {type(exc).__name__}: {exc}"
+        message = cap_error(f"{where}: {type(exc).__name__}: {exc}")
         self.expression_errors.append(message)
         log.debug("expression failed: %s", message)
 
@@ -297,8 +296,11 @@ class SpecEnvMixin:
         try:
             return getattr(self, method)(s)
         except Exception as exc:
-            self.expression_error(where, exc)
-            return default
+            return self._expression_error(where, exc, default)
+
+    def _expression_error(self, where: str, exc: Exception, default: Any) -> Any:
+        self.expression_error(where, exc)
+        return default
 
     def on_tool_success(self, tool: str, s: Scope) -> None:
         """Evaluate the `tool:NAME` rewards while the call's args and result exist."""
@@ -313,8 +315,15 @@ class SpecEnvMixin:
             component.when, s, f"rewards.{component.name}.when", default=False
         ):
             return None
-        value = self.evaluate(component.value, s, f"rewards.{component.name}.value")
-        return component.weight * float(value if value is not None else 0.0)
+        where = f"rewards.{component.name}.value"
+        value = self.evaluate(component.value, s, where)
+        try:
+            number = float(value if value is not None else 0.0)
+        except (TypeError, ValueError, OverflowError) as exc:
+            return self._expression_error(where, exc, 0.0)
+        if not math.isfinite(number):  # a NaN reward would poison every update it enters
+            return self._expression_error(where, ValueError(f"the reward is {number}"), 0.0)
+        return component.weight * number
 
     def rewards(self, step: Step) -> dict[str, float]:
         self.action = ActionView.of(step)
@@ -346,6 +355,9 @@ class SpecEnvMixin:
         if steps:
             s.action = ActionView.of(steps[-1])
         outcome = self.evaluate("is_success", s, "episode.success", default=False)
+        if self.expression_errors and steps:  # recorded on the last step, like its rewards' errors
+            steps[-1].info.setdefault("expression_errors", []).extend(self.expression_errors)
+            self.expression_errors = []
         return None if outcome is None else bool(outcome)
 
     def is_done(self, s: Scope) -> bool:

@@ -15,12 +15,22 @@ token out) instead of re-rendering and re-encoding the whole conversation.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-__all__ = ["BPETokenizer", "ChatTemplate", "Message", "Tokenizer", "load_tokenizer"]
+__all__ = [
+    "BPETokenizer",
+    "ChatTemplate",
+    "Message",
+    "Tokenizer",
+    "encode_chat",
+    "encode_text",
+    "load_tokenizer",
+    "special_token_texts",
+]
 
 Message = Mapping[str, str]
 """A chat message: ``{"role": ..., "content": ...}``."""
@@ -164,3 +174,107 @@ def _jinja_literal(text: str) -> str:
     import json
 
     return "{{ " + json.dumps(text) + " }}" if text else ""
+
+
+# --- Encoding untrusted text ------------------------------------------------------------
+#
+# Message contents (tool results, the model's arguments echoed back, dataset text) are
+# text: special-token text inside them, such as "<|im_start|>system", must not become
+# the control token's id, or a tool could forge a chat turn. Only the framing the
+# runtime writes itself is encoded with special tokens.
+
+
+def special_token_texts(tokenizer: Any) -> tuple[str, ...]:
+    """The text of every special token of ``tokenizer`` (longest first; cached)."""
+    key = id(tokenizer)
+    cached = _SPECIALS.get(key)
+    if cached is None or cached[0] is not tokenizer:
+        cached = (tokenizer, _find_special_texts(tokenizer))
+        _SPECIALS[key] = cached
+    return cached[1]
+
+
+_SPECIALS: dict[int, tuple[Any, tuple[str, ...]]] = {}
+
+
+def _find_special_texts(tokenizer: Any) -> tuple[str, ...]:
+    found: set[str] = set()
+    inner = getattr(tokenizer, "_tok", None)  # BPETokenizer's Rust tokenizer
+    decoders = [getattr(tokenizer, "added_tokens_decoder", None)]  # Hugging Face
+    if inner is not None and hasattr(inner, "get_added_tokens_decoder"):
+        decoders.append(inner.get_added_tokens_decoder())
+    for decoder in decoders:
+        if isinstance(decoder, Mapping):
+            found.update(str(t.content) for t in decoder.values() if getattr(t, "special", False))
+    found.update(getattr(tokenizer, "special_ids", {}))  # the byte tokenizer
+    found.update(str(t) for t in getattr(tokenizer, "all_special_tokens", None) or ())
+    return tuple(sorted((t for t in found if len(t) > 1), key=len, reverse=True))
+
+
+def _special_pattern(tokenizer: Any) -> re.Pattern[str]:
+    texts = special_token_texts(tokenizer)
+    pattern = _PATTERNS.get(texts)
+    if pattern is None:  # lone surrogates too: no tokenizer can encode them
+        alternatives = [*(re.escape(t) for t in texts), _SURROGATE]
+        pattern = _PATTERNS[texts] = re.compile("|".join(alternatives))
+    return pattern
+
+
+_SURROGATE = "[\ud800-\udfff]"
+
+
+_PATTERNS: dict[tuple[str, ...], re.Pattern[str]] = {}
+
+
+def encode_text(tokenizer: Tokenizer, text: str) -> list[int]:
+    """``text`` encoded as text: special-token text in it never becomes a special id.
+
+    Each special token's text is encoded in two pieces (its first character, then
+    the rest), which no tokenizer can merge back into the special token. Lone
+    surrogates (from JSON escapes such as ``\\ud800``) are encoded as U+FFFD.
+    """
+    pattern = _special_pattern(tokenizer)
+    if pattern.search(text) is None:
+        return tokenizer.encode(text, add_special_tokens=False)
+    text = re.sub(_SURROGATE, "\ufffd", text)
+    ids: list[int] = []
+    pos = 0
+    for m in pattern.finditer(text):
+        for piece in (text[pos : m.start()], m.group()[:1], m.group()[1:]):
+            if piece:
+                ids.extend(tokenizer.encode(piece, add_special_tokens=False))
+        pos = m.end()
+    if pos < len(text):
+        ids.extend(tokenizer.encode(text[pos:], add_special_tokens=False))
+    return ids
+
+
+def encode_chat(
+    tokenizer: Tokenizer,
+    chat: ChatTemplate,
+    messages: Sequence[Message],
+    *,
+    prefix: str = "",
+    add_generation_prompt: bool = True,
+) -> list[int]:
+    """``prefix + chat.render(messages)`` encoded with the contents as text.
+
+    When no content holds special-token text this is exactly
+    ``tokenizer.encode(prefix + chat.render(messages))``; otherwise the framing
+    is encoded with its special tokens and each content with :func:`encode_text`.
+    """
+    pattern = _special_pattern(tokenizer)
+    if not any(pattern.search(m["content"]) for m in messages):
+        text = prefix + chat.render(messages, add_generation_prompt)
+        return tokenizer.encode(text, add_special_tokens=False)
+    pre, _, post = chat.message.partition("{content}")
+    ids = tokenizer.encode(prefix, add_special_tokens=False) if prefix else []
+    for m in messages:
+        ids.extend(tokenizer.encode(pre.format(role=m["role"]), add_special_tokens=False))
+        ids.extend(encode_text(tokenizer, m["content"]))
+        tail = post.format(role=m["role"])
+        if tail:
+            ids.extend(tokenizer.encode(tail, add_special_tokens=False))
+    if add_generation_prompt and chat.generation_prompt:
+        ids.extend(tokenizer.encode(chat.generation_prompt, add_special_tokens=False))
+    return ids

@@ -3,7 +3,9 @@
 :meth:`BaseTool.run` is what environments call. It never raises on bad input:
 arguments that fail the schema, a failed guard, an exception inside ``execute``
 and a timeout all come back as a :class:`ToolResult` with ``ok=False``, an error
-``code`` and a message meant for the model.
+``code`` and a message meant for the model (capped at :data:`MAX_ERROR_CHARS`).
+A ``blocking`` tool (every spec tool) runs its guard and body in a worker
+thread with a hard time limit, so CPU-bound work cannot stall other episodes.
 """
 
 from __future__ import annotations
@@ -17,13 +19,18 @@ from typing import Any, ClassVar
 
 import jsonschema
 
+from agentspec.runtime.blocking import run_blocking
+from agentspec.runtime.caps import MAX_ERROR_CHARS, cap_error
+
 __all__ = [
+    "MAX_ERROR_CHARS",
     "BaseTool",
     "GuardMessage",
     "ToolContext",
     "ToolFailure",
     "ToolOutput",
     "ToolResult",
+    "cap_error",
     "schema_errors",
 ]
 
@@ -110,12 +117,17 @@ class BaseTool:
         description: one or two sentences for the model.
         parameters: JSON Schema of the arguments (an ``object`` schema).
         timeout: seconds before a call is abandoned (``None``: no limit).
+        blocking: run the guard and :meth:`execute_blocking` off the event loop.
     """
 
     name: ClassVar[str] = ""
     description: ClassVar[str] = ""
     parameters: ClassVar[dict[str, Any]] = {"type": "object", "properties": {}}
     timeout: ClassVar[float | None] = 30.0
+    blocking: ClassVar[bool] = False
+    """The tool's work is synchronous (CPU-bound or blocking): :meth:`run` calls
+    :meth:`guard` and :meth:`execute_blocking` in a worker thread, off the event
+    loop, and interrupts it at the timeout (:mod:`agentspec.runtime.blocking`)."""
 
     def __init__(self) -> None:
         if not self.name:
@@ -151,40 +163,79 @@ class BaseTool:
             return []
         return schema_errors(self.parameters, args)
 
+    def execute_blocking(self, args: dict[str, Any], context: ToolContext) -> str | ToolOutput:
+        """The synchronous body of a ``blocking`` tool (run in a worker thread)."""
+        raise NotImplementedError
+
     async def run(self, args: dict[str, Any], context: ToolContext | None = None) -> ToolResult:
-        """Validate, check the guard, execute with the timeout; never raises on bad input."""
+        """Validate, check the guard, execute with the timeout; never raises on bad input.
+
+        Every failure — the arguments, the guard, the tool, the timeout —
+        comes back as a :class:`ToolResult` with ``ok=False`` and a capped message.
+        """
         ctx = context or ToolContext()
-        problems = self.validate(args)
-        if problems:
-            return ToolResult(
-                self.name,
-                f"invalid arguments for {self.name}: " + "; ".join(problems),
-                ok=False,
-                code="invalid_arguments",
-            )
-        refusal = self.guard(args, ctx)
-        if refusal is not None:
-            text = (
-                refusal
-                if isinstance(refusal, GuardMessage)
-                else f"{self.name} cannot be used now: {refusal}"
-            )
-            return ToolResult(self.name, str(text), False, "guard")
         try:
-            if self.timeout is None:
-                out = await self.execute(args, ctx)
+            problems = self.validate(args)
+        except Exception as exc:  # a schema check that chokes on the input: the input's fault
+            problems = [f"{type(exc).__name__}: {exc}"]
+        if problems:
+            return self._error(
+                f"invalid arguments for {self.name}: " + "; ".join(problems), "invalid_arguments"
+            )
+        try:
+            if self.blocking:
+                out = await run_blocking(lambda: self._guarded_call(args, ctx), self.timeout)
             else:
-                out = await asyncio.wait_for(self.execute(args, ctx), self.timeout)
+                out = await self._guarded_execute(args, ctx)
+        except _Refused as refused:
+            if isinstance(refused.reason, GuardMessage):  # the spec's own words, verbatim
+                return self._error(str(refused.reason), "guard")
+            return self._error(f"{self.name} cannot be used now: {refused}", "guard")
+        except _GuardError as exc:
+            return self._error(
+                f"{self.name} cannot be used now: its condition failed: {exc}", "exception"
+            )
         except ToolFailure as failure:  # the tool refused on purpose: its message, verbatim
-            return ToolResult(self.name, str(failure), False, "failed")
-        except asyncio.TimeoutError:
-            return ToolResult(
-                self.name, f"{self.name} timed out after {self.timeout:g} s", False, "timeout"
-            )
+            return self._error(str(failure), "failed")
+        except (asyncio.TimeoutError, TimeoutError):  # the same class from Python 3.11 on
+            return self._error(f"{self.name} timed out after {self.timeout:g} s", "timeout")
         except Exception as exc:  # a tool's failure is an observation, not a crash
-            return ToolResult(
-                self.name, f"{self.name} failed: {type(exc).__name__}: {exc}", False, "exception"
-            )
+            return self._error(f"{self.name} failed: {type(exc).__name__}: {exc}", "exception")
         if isinstance(out, ToolOutput):
             return ToolResult(self.name, out.text, True, "", out.done, out.success, dict(out.info))
         return ToolResult(self.name, str(out), True)
+
+    def _error(self, message: str, code: str) -> ToolResult:
+        return ToolResult(self.name, cap_error(message), False, code)
+
+    def _check_guard(self, args: dict[str, Any], context: ToolContext) -> None:
+        try:
+            refusal = self.guard(args, context)
+        except Exception as exc:
+            raise _GuardError(f"{type(exc).__name__}: {exc}") from exc
+        if refusal is not None:
+            raise _Refused(refusal)
+
+    def _guarded_call(self, args: dict[str, Any], context: ToolContext) -> str | ToolOutput:
+        self._check_guard(args, context)
+        return self.execute_blocking(args, context)
+
+    async def _guarded_execute(
+        self, args: dict[str, Any], context: ToolContext
+    ) -> str | ToolOutput:
+        self._check_guard(args, context)
+        if self.timeout is None:
+            return await self.execute(args, context)
+        return await asyncio.wait_for(self.execute(args, context), self.timeout)
+
+
+class _Refused(Exception):
+    """The guard said no (its reason is the message)."""
+
+    def __init__(self, reason: str):
+        super().__init__(reason)
+        self.reason = reason
+
+
+class _GuardError(Exception):
+    """The guard itself raised."""

@@ -32,7 +32,9 @@ response only). Response ids are never decoded and re-encoded into a row.
 from __future__ import annotations
 
 import json
+import math
 import os
+import re
 import uuid
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
@@ -53,6 +55,7 @@ __all__ = [
     "TrainingRow",
     "Trajectory",
     "read_jsonl",
+    "strict_json_value",
     "training_rows",
     "write_jsonl",
 ]
@@ -75,6 +78,8 @@ class TerminationReason(str, Enum):
     TOOL_TIMEOUT = "tool_timeout"
     """A tool timed out and the loop is set to end on that."""
     TOOL_ERROR_LIMIT = "tool_error_limit"
+    ENV_ERROR = "env_error"
+    """The environment raised; the error is in the last step's (or the trajectory's) ``info``."""
 
 
 class EventKind:
@@ -282,7 +287,20 @@ class Trajectory:
         )
 
     def to_json(self) -> str:
-        return json.dumps(self.to_dict(), ensure_ascii=False, separators=(",", ":"))
+        """One line of strict JSON, whatever the model wrote.
+
+        Non-finite floats become the strings ``"NaN"`` / ``"Infinity"`` /
+        ``"-Infinity"``, lone surrogates become U+FFFD, values JSON cannot hold
+        become their ``str`` (see :func:`strict_json_value`).
+        """
+        record = self.to_dict()
+        try:
+            text = _dumps(record)
+            if _SURROGATE.search(text) is None:
+                return text
+        except (ValueError, TypeError, RecursionError):
+            pass
+        return _dumps(strict_json_value(record))
 
     @classmethod
     def from_json(cls, line: str) -> Trajectory:
@@ -290,14 +308,71 @@ class Trajectory:
 
 
 def write_jsonl(path: str | os.PathLike[str], trajectories: Iterable[Trajectory]) -> int:
-    """Write one trajectory per line; returns how many were written."""
+    """Write one trajectory per line; returns how many were written.
+
+    A trajectory that cannot be written at all is replaced by an empty one
+    whose ``info.trace_error`` says why, so the others are kept.
+    """
     n = 0
     with Path(path).open("w", encoding="utf-8") as f:
         for traj in trajectories:
-            f.write(traj.to_json())
+            try:
+                line = traj.to_json()
+            except Exception as exc:  # keep the other trajectories whatever this one holds
+                line = _unwritable(traj, exc).to_json()
+            f.write(line)
             f.write("\n")
             n += 1
     return n
+
+
+def _dumps(record: Any) -> str:
+    return json.dumps(record, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_MAX_DEPTH = 200
+
+
+def strict_json_value(value: Any, depth: int = 0) -> Any:
+    """``value`` with everything strict JSON (and UTF-8) cannot hold made representable."""
+    if isinstance(value, str):
+        return _SURROGATE.sub("\ufffd", value)
+    if value is None or isinstance(value, bool):
+        return value
+    if isinstance(value, float):
+        if math.isfinite(value):
+            return value
+        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+    if isinstance(value, int):
+        if value.bit_length() > 13_000:  # beyond what int -> str converts
+            return f"<integer of {value.bit_length()} bits>"
+        return int(value)
+    if depth >= _MAX_DEPTH:
+        return "<nested too deeply>"
+    if isinstance(value, Mapping):
+        return {
+            strict_json_value(k if isinstance(k, str) else str(k), depth): strict_json_value(
+                v, depth + 1
+            )
+            for k, v in value.items()
+        }
+    if isinstance(value, (list, tuple)):
+        return [strict_json_value(v, depth + 1) for v in value]
+    try:
+        return _SURROGATE.sub("\ufffd", str(value))
+    except Exception:
+        return f"<unprintable {type(value).__name__}>"
+
+
+def _unwritable(traj: Trajectory, exc: Exception) -> Trajectory:
+    return Trajectory(
+        sample_id=strict_json_value(str(traj.sample_id)),
+        group_id=strict_json_value(str(traj.group_id)),
+        termination=traj.termination,
+        trajectory_id=strict_json_value(str(traj.trajectory_id)),
+        info={"trace_error": f"{type(exc).__name__}: {exc}"[:2000]},
+    )
 
 
 def read_jsonl(path: str | os.PathLike[str]) -> Iterator[Trajectory]:

@@ -9,6 +9,7 @@ the error into a `Diagnostic` with a stable code and a hint.
 from __future__ import annotations
 
 import difflib
+import re
 import types
 import typing
 from dataclasses import dataclass
@@ -19,11 +20,12 @@ from pydantic import BaseModel, ValidationError
 
 from agentspec.compiler.diagnostics import Diagnostic
 from agentspec.spec.model import LANGUAGE_VERSION, TaskSpec
+from agentspec.spec.scalars import clean_scalars
 from agentspec.spec.source import SourceFile
-from agentspec.spec.yaml_loader import Path, SourceMap, load_yaml
+from agentspec.spec.yaml_loader import MAX_FILE_CHARS, Path, SourceMap, load_yaml
 
 # Keys people put in the wrong section (often following older examples).
-_RELOCATED = {
+_RELOCATED: dict[Path, str] = {
     ("success",): "episode.success",
     ("max_steps",): "episode.max_steps",
     ("tool_format",): "episode.tool_format",
@@ -34,6 +36,16 @@ _RELOCATED = {
     ("system",): "prompt.system",
     ("user",): "prompt.user",
 }
+
+
+# Why a field needs a finite number, where "infinite" could look meaningful.
+_FINITE_HINTS = {
+    "timeout": "a tool always has a time limit: leave `timeout` out for the default (30 s)",
+    "weight": "a reward weight multiplies every value of its component: use a finite number",
+    "value": "a reward must be finite, or one step's reward swamps training: use a finite number",
+}
+
+MAX_SCHEMA_DIAGNOSTICS = 200
 
 
 @dataclass
@@ -56,9 +68,19 @@ def read_source(path: str | FsPath) -> tuple[SourceFile | None, Diagnostic | Non
     """
     name = str(path)
     try:
-        raw = FsPath(path).read_bytes()
+        with open(path, "rb") as file:  # never more than the limit, whatever the file's size
+            raw = file.read(MAX_FILE_CHARS + 1)
     except OSError as exc:
         return None, Diagnostic("E103", f"cannot read {name}: {exc.strerror or exc}", None)
+    if len(raw) > MAX_FILE_CHARS:
+        source = SourceFile(name, raw[:MAX_FILE_CHARS].decode("utf-8", errors="replace"))
+        end = len(source.text)
+        return source, Diagnostic(
+            "E105",
+            f"the file is larger than {MAX_FILE_CHARS:,} bytes",
+            source.span(end - 1, end),
+            hint="keep data (samples, documents) in data files; a spec is a few kilobytes",
+        )
     try:
         return SourceFile(name, raw.decode("utf-8")), None
     except UnicodeDecodeError as exc:
@@ -76,16 +98,20 @@ def load_spec(source: SourceFile) -> tuple[LoadedSpec | None, list[Diagnostic]]:
     """YAML + schema stage. Returns the spec (None if invalid) and diagnostics."""
     data, source_map, diagnostics = load_yaml(source)
     if data is None and not diagnostics:
+        only_comments = bool(source.text.strip())
         diagnostics.append(
             Diagnostic(
                 "E104",
-                "the file is empty",
-                None,
+                "the file has only comments" if only_comments else "the file is empty",
+                source_map.value_span(()),
                 hint="a spec starts with `agentspec: 1`, `name:` and `prompt:`",
             )
         )
     if any(d.is_error for d in diagnostics):
         return None, diagnostics
+    data, problems = clean_scalars(data, source_map)
+    if problems:
+        return None, [*diagnostics, *problems]
     if not isinstance(data, dict):
         diagnostics.append(
             Diagnostic(
@@ -108,14 +134,19 @@ def _schema_diagnostics(
     exc: ValidationError, data: dict[str, Any], source_map: SourceMap
 ) -> list[Diagnostic]:
     located = [(_data_path(error["loc"], data), error) for error in exc.errors()]
+    # A non-finite number is the one problem of its value, whatever other
+    # branches of a union (`value: Expression | float`) said about it.
+    infinite = {path for path, error in located if error["type"] == "finite_number"}
+    located = [(p, e) for p, e in located if p not in infinite or e["type"] == "finite_number"]
     # A union tries each branch; when one branch got inside the value, its
     # errors are the useful ones and the others' "wrong type" errors are noise.
-    paths = {path for path, _ in located}
+    # (Proper prefixes of every path, computed once: thousands of errors stay linear.)
+    ancestors = {path[:cut] for path, _ in located for cut in range(len(path))}
     result: list[Diagnostic] = []
     seen: set[tuple[Path, str]] = set()
     for path, error in located:
         kind = error["type"]
-        deeper = any(p[: len(path)] == path and len(p) > len(path) for p in paths)
+        deeper = path in ancestors
         if deeper and kind not in ("missing", "extra_forbidden", "value_error"):
             continue
         diagnostic = _one_diagnostic(path, error, data, source_map)
@@ -124,6 +155,15 @@ def _schema_diagnostics(
             continue
         seen.add(key)
         result.append(diagnostic)
+        if len(result) == MAX_SCHEMA_DIAGNOSTICS:
+            break
+    if len(result) == MAX_SCHEMA_DIAGNOSTICS and len(located) > len(result):
+        # Thousands of unknown keys are one mistake; listing them all costs
+        # seconds and helps no one.
+        last = result[-1]
+        more = f"{len(located) - len(result):,} more schema problems are not shown"
+        hint = f"{last.hint}; {more}" if last.hint else more
+        result[-1] = Diagnostic(last.code, last.message, last.span, hint)
     return result
 
 
@@ -137,8 +177,9 @@ def _one_diagnostic(
         key = str(path[-1])
         allowed = _allowed_keys(path[:-1])
         hint = None
-        if path in _RELOCATED:
-            hint = f"this key belongs in a section: write it as `{_RELOCATED[path]}`"
+        elsewhere = _RELOCATED.get(path[:1]) if len(path) == 1 else _other_section(path)
+        if elsewhere is not None:
+            hint = f"this key belongs in another section: did you mean `{elsewhere}`?"
         else:
             close = difflib.get_close_matches(key, allowed, n=1, cutoff=0.6)
             if close:
@@ -169,6 +210,13 @@ def _one_diagnostic(
             hint="names must be identifiers: letters, digits and '_', not starting with a digit",
         )
     span = source_map.value_span(path)
+    if kind == "finite_number":
+        return Diagnostic(
+            "E206",
+            f"{where}: {value} is not a finite number",
+            span,
+            hint=_FINITE_HINTS.get(str(path[-1]), "use a finite number") if path else None,
+        )
     if path == ("agentspec",):
         return Diagnostic(
             "E205",
@@ -181,6 +229,10 @@ def _one_diagnostic(
         hint = None
         if kind == "string_type" and isinstance(value, dict) and len(value) == 1:
             hint = "YAML read this as a mapping because it contains ': '; quote the whole value"
+        elif expected == "a mapping" and isinstance(value, str):
+            glued = re.match(r"([A-Za-z_][\w-]*):(\S.*)", value)
+            if glued:
+                hint = f"YAML needs a space after a key's colon: `{glued[1]}: {glued[2]}`"
         return Diagnostic(
             "E203",
             f"{where or 'the spec'}: expected {expected}, got {_describe(value)}",
@@ -219,6 +271,19 @@ def _one_diagnostic(
     ):
         message = f"{message}, got {_describe(value)}"
     return Diagnostic("E204", f"{where or 'the spec'}: {message}" if where else message, span)
+
+
+def _other_section(path: Path) -> str | None:
+    """`episode.max_response_tokens` for a misplaced `training.max_response_tokens`:
+    the one other top-level section that has a key of this name, if any."""
+    if len(path) != 2 or path[1] in _allowed_keys(path[:1]):
+        return None
+    homes = [
+        section
+        for section in TaskSpec.model_fields
+        if section != path[0] and path[1] in _allowed_keys((section,))
+    ]
+    return f"{homes[0]}.{path[1]}" if len(homes) == 1 else None
 
 
 def _expected(kind: str) -> str:

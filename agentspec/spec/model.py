@@ -62,9 +62,11 @@ Algorithm = Literal["ppo", "steppo", "grpo", "rloo", "gigpo", "token_gae", "rein
 
 
 class Section(BaseModel):
-    """Base of every section: unknown keys are errors, values are immutable."""
+    """Base of every section: unknown keys are errors, values are immutable,
+    and number fields are finite (a timeout, weight or learning rate of
+    `.inf` or `.nan` is an error, E206)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 class DataSpec(Section):
@@ -164,7 +166,11 @@ class ToolSpec(Section):
         description="Template of what the model sees after the call (over `args`, `state`, `result`, `sample`); defaults to the result.",
     )
     terminal: bool = Field(False, description="Calling this tool ends the episode.")
-    timeout: float = Field(30.0, gt=0, description="Seconds before the call is abandoned.")
+    timeout: float = Field(
+        30.0,
+        gt=0,
+        description="Seconds before the call is abandoned (finite: there is no unlimited timeout).",
+    )
 
 
 class EnvironmentSpec(Section):
@@ -299,7 +305,7 @@ class TrainingSpec(Section):
     algorithm: Algorithm = Field("steppo", description="Training algorithm.")
     model: str = Field(
         "builtin:tiny",
-        description="`builtin:tiny` or `builtin:small` (a model and tokenizer built on the machine from the task's text) or a local Hugging Face checkpoint directory.",
+        description="`builtin:tiny`, `builtin:small` or `builtin:300m` (a model and tokenizer built on the machine from the task's text; 300m is ~285M parameters, for a GPU) or a local Hugging Face checkpoint directory.",
     )
     teacher: str | None = Field(None, description="Teacher checkpoint for `opd`.")
     seed: int = Field(0, description="Random seed.")
@@ -377,6 +383,10 @@ class TrainingSpec(Section):
         ge=0,
         description="CPU threads torch may use (0: torch's default). 1 is fastest on a busy machine.",
     )
+    device: Literal["auto", "cpu", "cuda"] = Field(
+        "auto",
+        description="Local backend: where the models run (auto: cuda when torch sees a GPU). On cuda, forward passes run in bfloat16 autocast where the GPU supports it; weights and optimiser stay float32.",
+    )
     trace_samples: int = Field(16, ge=0, description="Trajectories saved per evaluation (traces/).")
 
     kl_coef: float = Field(
@@ -389,6 +399,111 @@ class TrainingSpec(Section):
     )
     eval_every: int = Field(10, ge=1, description="Iterations between greedy evaluations.")
     eval_samples: int = Field(64, ge=1, description="Held-out samples per evaluation.")
+
+
+class TextMatch(Section):
+    """An expected text given by a pattern instead of exactly."""
+
+    pattern: str | None = Field(
+        None,
+        description="A regular expression that must match somewhere in the text (`re.search`).",
+    )
+    contains: str | None = Field(None, description="A substring the text must contain.")
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> TextMatch:
+        if (self.pattern is None) == (self.contains is None):
+            raise ValueError("an expected text needs exactly one of `pattern` or `contains`")
+        return self
+
+
+Ending = Literal[
+    "done",
+    "max_steps",
+    "context_overflow",
+    "response_truncated",
+    "parse_error_limit",
+    "tool_timeout",
+    "tool_error_limit",
+]
+
+
+class SpecTestExpect(Section):
+    """What a scripted episode must produce; every key is optional."""
+
+    observations: list[str | TextMatch | None] | None = Field(
+        None,
+        description="What the model sees after each turn, in order: exact text, `{pattern: REGEX}`, `{contains: TEXT}`, or null to skip a turn.",
+    )
+    state: dict[str, Any] | None = Field(
+        None, description="State variables at the end of the episode (only those listed)."
+    )
+    rewards: dict[str, float] | None = Field(
+        None, description="Reward components summed over the episode (only those listed)."
+    )
+    reward: float | None = Field(None, description="The episode's total (weighted) reward.")
+    success: bool | None = Field(None, description="The episode's `episode.success`.")
+    ending: Ending | None = Field(
+        None,
+        description="Why the episode ended: `done` (a final answer, a terminal tool, `done()`), `max_steps`, `context_overflow`, `response_truncated`, `parse_error_limit`, `tool_timeout` or `tool_error_limit`.",
+    )
+    steps: int | None = Field(None, ge=0, description="Number of steps the episode took.")
+    tool_errors: int | None = Field(None, ge=0, description="Number of tool errors.")
+    parse_errors: int | None = Field(None, ge=0, description="Number of malformed turns.")
+
+
+class SpecTest(Section):
+    """A scripted episode: the model's turns as text, and what they must produce."""
+
+    name: str = Field(description="What the test shows (printed by `agentspec test`).")
+    sample: dict[str, Any] | None = Field(
+        None,
+        description="The sample to play, written out (derived fields are not computed: give them too). Default: a sample of the spec's data (`sample_index`).",
+    )
+    sample_index: int = Field(
+        0,
+        ge=0,
+        description="Which sample of the data (`split`) to play when `sample` is not given.",
+    )
+    split: str | None = Field(
+        None, description="Data split of `sample_index` (default: the spec's)."
+    )
+    turns: list[str] = Field(
+        min_length=1,
+        description="The model's responses, one per step, exactly as the model would write them.",
+    )
+    expect: SpecTestExpect = Field(
+        default_factory=SpecTestExpect, description="What the episode must produce."
+    )
+
+
+class OracleGateSpec(Section):
+    """The oracle gate of `agentspec test`: the oracle must solve its task."""
+
+    samples: int = Field(
+        16, ge=1, description="How many samples (the first of the data) the oracle plays."
+    )
+    min_success: float = Field(
+        1.0,
+        ge=0,
+        le=1,
+        description="Least share of oracle episodes that must succeed (1.0 unless the oracle is known to be imperfect).",
+    )
+    random_below: bool = Field(
+        True, description="Also require a random policy to score below the oracle."
+    )
+
+
+class TestsSpec(Section):
+    """What `agentspec test` runs: scripted episodes and the oracle gate."""
+
+    episodes: list[SpecTest] = Field(
+        default_factory=list,
+        description="Scripted episodes: the model's turns as text, and what they must produce.",
+    )
+    oracle: OracleGateSpec = Field(
+        default_factory=OracleGateSpec, description="Settings of the oracle gate."
+    )
 
 
 class TaskSpec(Section):
@@ -423,6 +538,10 @@ class TaskSpec(Section):
         description="An expert: a list of action templates over `sample` (one per step; an entry `{each: LIST, action: TEMPLATE}` gives one step per item), a Python hook, or the environment's walkthrough. Actions are rendered lazily, one per step; an action that renders empty ends the script.",
     )
     training: TrainingSpec = Field(default_factory=TrainingSpec, description="Training settings.")
+    tests: TestsSpec = Field(
+        default_factory=TestsSpec,
+        description="Scripted episodes and the oracle gate, run by `agentspec test`.",
+    )
 
     @model_validator(mode="after")
     def _has_something_to_do(self) -> TaskSpec:

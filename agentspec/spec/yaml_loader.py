@@ -26,20 +26,120 @@ Path = tuple[str | int, ...]
 
 _MERGE_TAG = "tag:yaml.org,2002:merge"
 _BOOL_TAG = "tag:yaml.org,2002:bool"
+_TIMESTAMP_TAG = "tag:yaml.org,2002:timestamp"
 
 
 class _Loader(yaml.SafeLoader):
-    """SafeLoader with YAML 1.2 booleans: only true/false, so that a key
-    named `on` (as in `on: final`) or a value `no` stays a string."""
+    """SafeLoader with YAML 1.2 booleans (only true/false, so that a key
+    named `on` (as in `on: final`) or a value `no` stays a string), YAML 1.2
+    dates (an unquoted `2024-01-01` is a string, not a timestamp), and
+    resource limits on what it composes (see `_Budget`)."""
+
+    def __init__(self, stream: str):
+        super().__init__(stream)
+        self.budget = _Budget()
+
+    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node | None:
+        event = self.peek_event()
+        if isinstance(event, yaml.AliasEvent):
+            self.budget.alias(event)
+            return super().compose_node(parent, index)
+        self.budget.enter(event)
+        node = super().compose_node(parent, index)
+        self.budget.leave(event)
+        return node
 
 
 _Loader.yaml_implicit_resolvers = {
-    first: [(tag, regexp) for tag, regexp in resolvers if tag != _BOOL_TAG]
+    first: [(tag, regexp) for tag, regexp in resolvers if tag not in (_BOOL_TAG, _TIMESTAMP_TAG)]
     for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
 }
 _Loader.add_implicit_resolver(
     _BOOL_TAG, re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF")
 )
+
+
+# Limits that keep `validate` fast and small on any file (docs/security.md).
+MAX_FILE_CHARS = 1_048_576
+MAX_DEPTH = 64
+MAX_VALUES = 10_000  # nodes after alias expansion (the largest shipped spec has ~300)
+MAX_EXPANDED_CHARS = 4_000_000  # scalar characters after alias expansion
+MAX_STRING_CHARS = 200_000
+MAX_INT_DIGITS = 100
+
+
+class LimitExceeded(Exception):
+    """A resource limit hit while composing: carries the diagnostic to report."""
+
+    def __init__(self, code: str, message: str, mark: Any, hint: str):
+        super().__init__(message)
+        self.code, self.message, self.mark, self.hint = code, message, mark, hint
+
+
+@dataclass
+class _Budget:
+    """Counts what a document expands to while it is composed.
+
+    An alias adds the full size of its anchored node, so a "billion laughs"
+    file (aliases of aliases) fails after a bounded amount of work instead
+    of expanding; an alias to a node that is still open is recursive.
+    """
+
+    depth: int = 0
+    values: int = 0
+    chars: int = 0
+    open_anchors: dict[str, tuple[int, int]] = field(default_factory=dict)
+    sizes: dict[str, tuple[int, int]] = field(default_factory=dict)
+
+    def enter(self, event: Any) -> None:
+        self.depth += 1
+        if self.depth > MAX_DEPTH:
+            raise LimitExceeded(
+                "E106",
+                f"the document is nested more than {MAX_DEPTH} levels deep",
+                event.start_mark,
+                "flatten the structure; no spec needs this depth",
+            )
+        length = len(event.value) if isinstance(event, yaml.ScalarEvent) else 0
+        if length > MAX_STRING_CHARS:
+            raise LimitExceeded(
+                "E110",
+                f"a string of {length:,} characters (the limit is {MAX_STRING_CHARS:,})",
+                event.start_mark,
+                "keep large text in a data file, not in the spec",
+            )
+        if event.anchor is not None:
+            self.open_anchors[event.anchor] = (self.values, self.chars)
+        self._add(1, length, event.start_mark)
+
+    def leave(self, event: Any) -> None:
+        self.depth -= 1
+        if event.anchor is not None:
+            values, chars = self.open_anchors.pop(event.anchor)
+            self.sizes[event.anchor] = (self.values - values, self.chars - chars)
+
+    def alias(self, event: Any) -> None:
+        if event.anchor in self.open_anchors:
+            raise LimitExceeded(
+                "E108",
+                f"the alias *{event.anchor} refers to a node that contains it",
+                event.start_mark,
+                "a recursive alias has no finite value; copy the part you need instead",
+            )
+        values, chars = self.sizes.get(event.anchor, (0, 0))
+        self._add(values, chars, event.start_mark)
+
+    def _add(self, values: int, chars: int, mark: Any) -> None:
+        self.values += values
+        self.chars += chars
+        if self.values > MAX_VALUES or self.chars > MAX_EXPANDED_CHARS:
+            raise LimitExceeded(
+                "E107",
+                f"the document expands to more than {MAX_VALUES:,} values or"
+                f" {MAX_EXPANDED_CHARS:,} characters",
+                mark,
+                "aliases (*name) count once per use; a spec this large is not a spec",
+            )
 
 
 @dataclass
@@ -155,6 +255,7 @@ class _Builder:
     def build(self, node: yaml.Node, path: Path, key: Span | None = None) -> Any:
         locator = None
         if isinstance(node, yaml.ScalarNode):
+            _check_int_size(node)
             value = self._scalars.construct_object(node, deep=True)
             if isinstance(value, str):
                 locator = ScalarLocator(
@@ -199,19 +300,46 @@ class _Builder:
         return result
 
 
+_INT_TAG = "tag:yaml.org,2002:int"
+
+
+def _check_int_size(node: yaml.ScalarNode) -> None:
+    # Python refuses to convert integers of more than 4,300 digits; far below
+    # that, no spec value is meaningful.
+    if node.tag == _INT_TAG and len(node.value) > MAX_INT_DIGITS:
+        raise LimitExceeded(
+            "E109",
+            f"an integer of {len(node.value):,} digits (the limit is {MAX_INT_DIGITS})",
+            node.start_mark,
+            "write a smaller number, or quote it to make it a string",
+        )
+
+
 def load_yaml(source: SourceFile) -> tuple[Any, SourceMap, list[Diagnostic]]:
     """Parse one YAML document into plain values plus its `SourceMap`.
 
-    Returns diagnostics instead of raising; on a syntax error the value is None.
+    Returns diagnostics instead of raising; on a syntax error or a resource
+    limit (size, depth, alias expansion) the value is None.
     """
+    if len(source.text) > MAX_FILE_CHARS:
+        return None, SourceMap(source), [_too_large(source)]
+    odd_space = _odd_indentation(source)
+    if odd_space is not None:
+        return None, SourceMap(source), [odd_space]
     try:
-        root = yaml.compose(source.text, Loader=_Loader)
+        loader = _Loader(source.text)
+        try:
+            root = loader.get_single_node()
+        finally:
+            loader.dispose()
+    except LimitExceeded as exc:
+        return None, SourceMap(source), [_limit_diagnostic(source, exc)]
     except yaml.MarkedYAMLError as exc:
         return None, SourceMap(source), [_syntax_diagnostic(source, exc)]
-    except yaml.YAMLError as exc:  # e.g. a reader error on control characters
-        mark = getattr(exc, "position", 0)
-        span = source.span(mark, mark + 1) if isinstance(mark, int) else None
-        return None, SourceMap(source), [Diagnostic("E101", str(exc), span)]
+    except yaml.reader.ReaderError as exc:  # a control character YAML does not allow
+        return None, SourceMap(source), [_reader_diagnostic(source, exc)]
+    except yaml.YAMLError as exc:
+        return None, SourceMap(source), [Diagnostic("E101", f"YAML error: {exc}", None)]
     if root is None:
         return None, SourceMap(source), []
     builder = _Builder(source)
@@ -219,7 +347,86 @@ def load_yaml(source: SourceFile) -> tuple[Any, SourceMap, list[Diagnostic]]:
         value = builder.build(root, ())
     except yaml.MarkedYAMLError as exc:  # a bad scalar, e.g. an invalid timestamp
         return None, builder.map, [_syntax_diagnostic(source, exc)]
+    except LimitExceeded as exc:
+        return None, builder.map, [_limit_diagnostic(source, exc)]
     return value, builder.map, builder.diagnostics
+
+
+def _too_large(source: SourceFile) -> Diagnostic:
+    return Diagnostic(
+        "E105",
+        f"the file has {len(source.text):,} characters (the limit is {MAX_FILE_CHARS:,})",
+        source.span(MAX_FILE_CHARS, MAX_FILE_CHARS + 1),
+        hint="keep data (samples, documents) in data files; a spec is a few kilobytes",
+    )
+
+
+def _limit_diagnostic(source: SourceFile, exc: LimitExceeded) -> Diagnostic:
+    index = exc.mark.index if exc.mark is not None else 0
+    return Diagnostic(exc.code, exc.message, source.span(index, index + 1), exc.hint)
+
+
+# Characters that look like a space but are not one to YAML.
+_LOOKALIKE_SPACES = {
+    "\u00a0": "a non-breaking space (U+00A0)",
+    "\u2002": "an en space (U+2002)",
+    "\u2003": "an em space (U+2003)",
+    "\u2009": "a thin space (U+2009)",
+    "\u200b": "a zero-width space (U+200B)",
+    "\u3000": "an ideographic space (U+3000)",
+    "\ufeff": "a byte-order mark (U+FEFF)",
+}
+
+
+def _odd_indentation(source: SourceFile) -> Diagnostic | None:
+    """A look-alike space in a line's indentation: YAML reads it as part of the
+    key (` user` is not `user`), which would surface as a baffling schema error."""
+    offset = 0
+    for index, line in enumerate(source.text.split("\n")):
+        for column, ch in enumerate(line):
+            if ch in _LOOKALIKE_SPACES and not (index == 0 and column == 0 and ch == "\ufeff"):
+                return Diagnostic(
+                    "E101",
+                    f"YAML syntax error: the indentation contains {_LOOKALIKE_SPACES[ch]}",
+                    source.span(offset + column, offset + column + 1),
+                    hint="replace it with a plain space (such characters come with text pasted from web pages or chats)",
+                )
+            if ch not in " \t":
+                break
+        offset += len(line) + 1
+    return None
+
+
+def _reader_diagnostic(source: SourceFile, exc: yaml.reader.ReaderError) -> Diagnostic:
+    character = (
+        exc.character if isinstance(exc.character, int) else ord(str(exc.character)[:1] or "?")
+    )
+    position = exc.position if isinstance(exc.position, int) else 0
+    return Diagnostic(
+        "E101",
+        f"the file contains the control character U+{character:04X}, which YAML does not allow",
+        source.span(position, position + 1),
+        hint='delete it; inside a double-quoted string it can be written as an escape, e.g. "\\x07"',
+    )
+
+
+def _missing_space_after_colon(source: SourceFile, exc: yaml.MarkedYAMLError) -> Diagnostic | None:
+    """`name:value` is one plain scalar to YAML, not a key; the parser fails on a later line."""
+    mark = exc.context_mark
+    if mark is None or not exc.context or "simple key" not in exc.context:
+        return None
+    line = source.line_text(mark.line + 1) or ""
+    match = re.match(r"\s*(?:-\s+)?([A-Za-z_][\w-]*):(?=[^\s:/])", line)
+    if match is None:
+        return None
+    colon = source.text.rfind("\n", 0, mark.index) + 1 + match.end() - 1
+    key = match.group(1)
+    return Diagnostic(
+        "E101",
+        f"YAML syntax error: no space after the colon of '{key}'",
+        source.span(colon, colon + 1),
+        hint=f"YAML needs a space after a key's colon: `{key}: {line[match.end() :].strip()}`",
+    )
 
 
 def _syntax_diagnostic(source: SourceFile, exc: yaml.MarkedYAMLError) -> Diagnostic:
@@ -231,8 +438,11 @@ def _syntax_diagnostic(source: SourceFile, exc: yaml.MarkedYAMLError) -> Diagnos
             "E101",
             "YAML syntax error: a quoted string is not closed on its line",
             source.span(unclosed, unclosed + 1),
-            hint="close the quote on the same line; YAML read on until the next quote and failed there",
+            hint=_unclosed_hint(source.text[unclosed]),
         )
+    no_space = _missing_space_after_colon(source, exc)
+    if no_space is not None:
+        return no_space
     flow = exc.context_mark
     if (
         exc.context
@@ -270,26 +480,54 @@ def _syntax_diagnostic(source: SourceFile, exc: yaml.MarkedYAMLError) -> Diagnos
     return Diagnostic("E101", message, span, hint)
 
 
-def _unclosed_quote(source: SourceFile, error_line: int) -> int | None:
-    """Offset of a double quote left open on a line before the error, if any.
+def _unclosed_hint(quote: str) -> str:
+    hint = "close the quote on the same line; YAML read on until the next quote and failed there"
+    if quote == "'":
+        hint += " (inside single quotes write '' for a literal ', or use double quotes)"
+    return hint
 
-    An unclosed quote makes YAML read on to the next quote, lines later, and
-    fail there; pointing at the opener is what the user needs.
+
+def _unclosed_quote(source: SourceFile, error_line: int) -> int | None:
+    """Offset of a quote left open on a line before the error, if any.
+
+    An unclosed quote makes YAML read on to the next quote (or to the end of
+    the file), lines later, and fail there; pointing at the opener is what
+    the user needs. Only a quote that starts a scalar counts (so `don't` in a
+    plain value is not an opener); `\\"` escapes inside double quotes and `''`
+    inside single quotes.
     """
     offset = 0
     for number, line in enumerate(source.text.split("\n")):
         if number >= error_line:
             break
-        stripped = line.split(" #", 1)[0] if not line.lstrip().startswith("#") else ""
-        quotes = [
-            i for i, ch in enumerate(stripped) if ch == '"' and (i == 0 or stripped[i - 1] != "\\")
-        ]
-        in_single = (
-            "'" in stripped
-            and stripped.count("'") % 2 == 0
-            and stripped.find("'") < (quotes[0] if quotes else 0)
-        )
-        if len(quotes) % 2 == 1 and not in_single:
-            return offset + quotes[-1]
+        opener = _open_quote_in_line(line)
+        if opener is not None:
+            return offset + opener
         offset += len(line) + 1
     return None
+
+
+def _open_quote_in_line(line: str) -> int | None:
+    """Column of a quoted scalar that starts on this line and does not end on it."""
+    quote, opener, i = "", 0, 0
+    while i < len(line):
+        ch = line[i]
+        if not quote:
+            if ch == "#" and (i == 0 or line[i - 1].isspace()):
+                break
+            if ch in "'\"" and _starts_scalar(line, i):
+                quote, opener = ch, i
+        elif quote == '"' and ch == "\\":
+            i += 1  # skip the escaped character
+        elif ch == quote:
+            if quote == "'" and line[i + 1 : i + 2] == "'":
+                i += 1  # '' is a literal quote inside single quotes
+            else:
+                quote = ""
+        i += 1
+    return opener if quote else None
+
+
+def _starts_scalar(line: str, index: int) -> bool:
+    before = line[:index].rstrip()
+    return not before or before[-1] in ":-[{,?"

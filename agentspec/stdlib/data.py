@@ -24,6 +24,8 @@ DEFAULT_DATA_ROOT = "../shared/data"
 Sample = dict[str, Any]
 Generator = Callable[..., Iterator[Sample]]
 _GENERATORS: dict[str, Generator] = {}
+GENERATOR_FIELDS: dict[str, tuple[str, ...]] = {}
+"""The fields every sample of a generator has (what `validate` checks `data.fields` against)."""
 
 
 class DataError(ValueError):
@@ -39,11 +41,19 @@ def data_root() -> Path:
     return beside_checkout if beside_checkout.is_dir() else Path(DEFAULT_DATA_ROOT)
 
 
-def register_generator(name: str) -> Callable[[Generator], Generator]:
+def register_generator(
+    name: str, fields: tuple[str, ...] | None = None
+) -> Callable[[Generator], Generator]:
+    """Register a procedural source as `generator:NAME`. It is called with
+    `split=` and the spec's `data.params` as keyword arguments and yields samples
+    (dicts); `fields` names the keys every sample has."""
+
     def decorate(fn: Generator) -> Generator:
         if name in _GENERATORS:
             raise ValueError(f"generator {name!r} is already registered")
         _GENERATORS[name] = fn
+        if fields is not None:
+            GENERATOR_FIELDS[name] = fields
         return fn
 
     return decorate
@@ -80,6 +90,45 @@ def resolve_path(raw: str, base_dir: Path | None = None) -> Path:
     return path
 
 
+def resolve_config_paths(config: dict[str, Any], base_dir: Path | None) -> dict[str, Any]:
+    """Relative file paths among `config` values, resolved against the spec's folder.
+
+    A value counts as a path when it names something that exists there (so
+    `corpus: data/wiki.jsonl` beside the spec works from any directory);
+    `${AGENTSPEC_DATA}` and absolute paths are left to `resolve_path`.
+    """
+    if base_dir is None:
+        return config
+    resolved = dict(config)
+    for key, value in config.items():
+        if isinstance(value, str) and value and not value.startswith(("$", "/", "~")):
+            candidate = base_dir / value
+            try:
+                exists = ("/" in value or "." in value) and candidate.exists()
+            except (OSError, ValueError):  # not a path after all
+                exists = False
+            if exists:
+                resolved[key] = str(candidate)
+    return resolved
+
+
+def user_generator(target: str) -> Generator:
+    """`generator:module.path:attr`: a generator function of the user's code (found
+    in the spec's folder first), called with `split=` and the spec's `params`."""
+    import importlib
+
+    module_name, _, attribute = target.partition(":")
+    try:
+        found: Any = importlib.import_module(module_name)
+        for part in attribute.split("."):
+            found = getattr(found, part)
+    except (ImportError, AttributeError) as exc:
+        raise DataError(f"cannot load the generator {target!r}: {exc}") from None
+    if not callable(found):
+        raise DataError(f"the generator {target!r} is not callable")
+    return found  # type: ignore[no-any-return,unused-ignore]
+
+
 def load_samples(
     source: str,
     *,
@@ -91,14 +140,16 @@ def load_samples(
 ) -> list[Sample]:
     """Read every sample of a source (at most `limit`), checking declared fields."""
     kind, _, location = source.partition(":")
-    params = dict(params or {})
-    if kind == "generator":
+    params = resolve_config_paths(dict(params or {}), base_dir)
+    if kind == "generator" and ":" in location:
+        rows: Iterator[Sample] = user_generator(location)(split=split, **params)
+    elif kind == "generator":
         if location not in _GENERATORS:
             _load_generator_modules()
         if location not in _GENERATORS:
             known = ", ".join(available_generators())
             raise DataError(f"unknown generator {location!r}; known generators: {known}")
-        rows: Iterator[Sample] = _GENERATORS[location](split=split, **params)
+        rows = _GENERATORS[location](split=split, **params)
     elif kind == "jsonl":
         rows = _jsonl(resolve_path(location, base_dir))
     elif kind == "parquet":
@@ -170,7 +221,7 @@ def split_seed(split: str, seed: int) -> int:
     return int.from_bytes(digest[:8], "little")
 
 
-@register_generator("keys_and_doors")
+@register_generator("keys_and_doors", fields=("id", "key_room", "colour"))
 def keys_and_doors(*, split: str = "train", seed: int = 0, count: int = 10_000) -> Iterator[Sample]:
     """Episodes of specs/keys_and_doors.yaml: which side room holds the key (the
     door's colour is only flavour text)."""
@@ -184,7 +235,25 @@ def keys_and_doors(*, split: str = "train", seed: int = 0, count: int = 10_000) 
         }
 
 
-@register_generator("arithmetic")
+@register_generator("keys_and_chests", fields=("id", "small_key_room", "chest_room", "colour"))
+def keys_and_chests(
+    *, split: str = "train", seed: int = 0, count: int = 10_000
+) -> Iterator[Sample]:
+    """Episodes of specs/keys_and_chests.yaml: which side room holds the small key;
+    the chest with the door key is in the other one."""
+    rng = random.Random(split_seed(split, seed))
+    colours = ["red", "blue", "green", "yellow"]
+    for index in range(count):
+        small_key_room = rng.choice(["west", "east"])
+        yield {
+            "id": f"{split}-{index}",
+            "small_key_room": small_key_room,
+            "chest_room": "east" if small_key_room == "west" else "west",
+            "colour": rng.choice(colours),
+        }
+
+
+@register_generator("arithmetic", fields=("id", "question", "expression", "answer"))
 def arithmetic(
     *,
     split: str = "train",

@@ -101,5 +101,25 @@ BUILTIN_FUNCTIONS: dict[str, Callable[..., Any]] = {
     "sorted": _sorted,
 }
 
-fn = SimpleNamespace(**BUILTIN_FUNCTIONS)
-"""The built-ins as attributes, for generated code: `fn.extract(text, pattern)`."""
+MAX_REPEATED_SIZE = 1_000_000
+
+
+class ValueTooLarge(ValueError):
+    """An expression asked for a value past the size limit (an expression error)."""
+
+
+def repeat(value: Any, count: Any) -> Any:
+    """The `*` operator where it may repeat a string or list, bounded in size."""
+    for sequence, times in ((value, count), (count, value)):
+        if isinstance(sequence, (str, list)) and isinstance(times, int):
+            size = len(sequence) * max(times, 0)
+            if size > MAX_REPEATED_SIZE:
+                raise ValueTooLarge(
+                    f"repeating would build {size:,} items (the limit is {MAX_REPEATED_SIZE:,})"
+                )
+    return value * count
+
+
+fn = SimpleNamespace(**BUILTIN_FUNCTIONS, repeat=repeat)
+"""The built-ins as attributes, for generated code: `fn.extract(text, pattern)`;
+`fn.repeat` is the size-checked `*` on strings and lists."""

@@ -10,9 +10,31 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 LIBRARY: dict[str, Callable[..., Callable[..., Any]]] = {}
+
+
+@dataclass(frozen=True)
+class CallSignature:
+    """What the built function accepts, in the spec's type spelling: `validate`
+    checks a declaration's `params` / `returns` against it without building it."""
+
+    params: tuple[str, ...]
+    returns: str = "any"
+    required: int | None = None  # leading params that must be given (default: all)
+
+    @property
+    def min_args(self) -> int:
+        return len(self.params) if self.required is None else self.required
+
+    def spelled(self, name: str) -> str:
+        shown = [p if i < self.min_args else f"{p} (optional)" for i, p in enumerate(self.params)]
+        return f"{name}({', '.join(shown)}) -> {self.returns}"
+
+
+SIGNATURES: dict[str, CallSignature] = {}
 
 # Modules whose import registers library functions (imported on first lookup).
 LIBRARY_MODULES = (
@@ -25,11 +47,17 @@ LIBRARY_MODULES = (
 
 def register(
     name: str,
+    signature: CallSignature | None = None,
 ) -> Callable[[Callable[..., Callable[..., Any]]], Callable[..., Callable[..., Any]]]:
+    """Register a factory: its keyword arguments are the function's `config`
+    keys; `signature` describes the function it builds."""
+
     def decorate(factory: Callable[..., Callable[..., Any]]) -> Callable[..., Callable[..., Any]]:
         if name in LIBRARY:
             raise ValueError(f"stdlib function {name!r} is already registered")
         LIBRARY[name] = factory
+        if signature is not None:
+            SIGNATURES[name] = signature
         return factory
 
     return decorate

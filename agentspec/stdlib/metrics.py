@@ -12,7 +12,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from agentspec.stdlib.library import register
+from agentspec.stdlib.library import CallSignature, register
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
 _PUNCTUATION = set(string.punctuation)
@@ -85,16 +85,21 @@ def numeric_match(prediction: Any, truth: Any, tolerance: float = 1e-6) -> float
 # The metrics as `impl: stdlib:NAME` functions (factories over a spec's `config`).
 
 
-@register("numeric_match")
+@register("numeric_match", CallSignature(("any", "any"), "float"))
 def _numeric_match_function(tolerance: float = 1e-6) -> Callable[[Any, Any], float]:
+    """`numeric_match(prediction, truth) -> float`: 1.0 when both denote the same
+    number within a relative `tolerance` (GSM8K `#### N` aware), else 0.0."""
     return lambda prediction, truth: numeric_match(prediction, truth, tolerance)
 
 
-@register("f1_at_all")
+@register("f1_at_all", CallSignature(("list[any]", "list[any]"), "float"))
 def _f1_at_all_function() -> Callable[[Iterable[Any], Iterable[Any]], float]:
+    """`f1_at_all(predicted, relevant) -> float`: the F1 of two sets of ids."""
     return f1_at_all
 
 
-@register("recall")
+@register("recall", CallSignature(("list[any]", "list[any]"), "float"))
 def _recall_function() -> Callable[[Iterable[Any], Iterable[Any]], float]:
+    """`recall(retrieved, relevant) -> float`: the share of `relevant` in `retrieved`
+    (1.0 when nothing is relevant)."""
     return recall

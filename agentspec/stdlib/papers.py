@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from agentspec.stdlib.data import Sample, register_generator, resolve_path
-from agentspec.stdlib.library import register
+from agentspec.stdlib.library import CallSignature, register
 
 FOLDER = "${AGENTSPEC_DATA}/papers/csfcube"
 TEXT_FIELDS = ("title", "abstract")
@@ -51,7 +51,19 @@ def papers(folder: str = FOLDER) -> dict[str, dict[str, Any]]:
     return _papers(resolve_path(folder) / "papers.jsonl")
 
 
-@register_generator("csfcube")
+@register_generator(
+    "csfcube",
+    fields=(
+        "id",
+        "paper_id",
+        "facet",
+        "title",
+        "query",
+        "relevance",
+        "relevant",
+        "relevant_titles",
+    ),
+)
 def csfcube(
     *, split: str = "all", folder: str = FOLDER, min_relevance: int = 2
 ) -> Iterator[Sample]:
@@ -94,7 +106,7 @@ def render_hits(docs: Sequence[Mapping[str, Any]]) -> str:
     return "\n".join(f"[{d['paper_id']}] {d['title']} ({d.get('year') or 'n.d.'})" for d in docs)
 
 
-@register("paper_search")
+@register("paper_search", CallSignature(("str",), "str"))
 def _search_function(folder: str = FOLDER, k: int = 10) -> Callable[[str], str]:
     """`paper_search(query) -> str`: the best `k` papers, one `[id] title (year)` a line."""
     from agentspec.stdlib.retrieval import open_index
@@ -106,7 +118,7 @@ def _search_function(folder: str = FOLDER, k: int = 10) -> Callable[[str], str]:
     return search
 
 
-@register("paper_similar")
+@register("paper_similar", CallSignature(("str",), "str"))
 def _similar_function(folder: str = FOLDER, k: int = 10) -> Callable[[str], str]:
     """`paper_similar(paper_id) -> str`: the `k` papers closest to one paper's title
     and abstract (itself excluded)."""
@@ -136,7 +148,7 @@ def graded_dcg(ranked: Sequence[str], grades: Mapping[str, int], k: int = 20) ->
     return dcg([grades.get(p, 0) for p in ranked]) / ideal
 
 
-@register("paper_ndcg")
+@register("paper_ndcg", CallSignature(("list[str]", "dict"), "float"))
 def _ndcg_function(k: int = 20) -> Callable[[Sequence[str], Mapping[str, int]], float]:
     """`paper_ndcg(ranked_ids, relevance) -> float`: nDCG@k with the graded qrels."""
     return lambda ranked, grades: graded_dcg([str(p) for p in ranked], grades, k)

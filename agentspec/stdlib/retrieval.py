@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agentspec.stdlib.library import register
+from agentspec.stdlib.library import CallSignature, register
 
 INDEX_VERSION = "1"
 _FIELD = re.compile(r"\{([A-Za-z_]\w*)\}")
@@ -170,7 +170,7 @@ def open_index(corpus: str, text_fields: Sequence[str] = ("title", "text")) -> B
         return _OPEN[key]
 
 
-@register("bm25")
+@register("bm25", CallSignature(("str", "int"), "str", required=1))
 def bm25(
     corpus: str,
     k: int = 3,

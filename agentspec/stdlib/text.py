@@ -2,20 +2,30 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any
+
+import regex
 
 _NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?|-?\.\d+")
 
 
+REGEX_TIMEOUT = 1.0
+"""Seconds one regex call may take (patterns and texts may come from the model)."""
+
+
 def regex_match(text: str, pattern: str) -> bool:
     """Whether `pattern` matches anywhere in `text`."""
-    return re.search(pattern, text, flags=re.DOTALL) is not None
+    return _search(pattern, text) is not None
 
 
 def extract(text: str, pattern: str) -> str | None:
     """The first capture group of the first match (or the whole match), else None."""
-    match = re.search(pattern, text, flags=re.DOTALL)
+    pair = _tag_pair(pattern)
+    if pair is not None:
+        return _between(text, *pair)
+    match = _search(pattern, text)
     if match is None:
         return None
     return match.group(1) if match.groups() else match.group(0)
@@ -23,7 +33,42 @@ def extract(text: str, pattern: str) -> str | None:
 
 def extract_all(text: str, pattern: str) -> list[str]:
     """Every match of `pattern` (its first group when it has one)."""
-    return [m.group(1) if m.groups() else m.group(0) for m in re.finditer(pattern, text, re.DOTALL)]
+    matches = regex.finditer(pattern, text, regex.DOTALL, timeout=REGEX_TIMEOUT)
+    return [m.group(1) if m.groups() else m.group(0) for m in matches]
+
+
+def _search(pattern: str, text: str) -> Any:
+    # `regex` (not `re`): it takes a time limit, and releases the GIL while matching,
+    # so a catastrophic pattern fails as an expression error instead of hanging the run.
+    return regex.search(pattern, text, regex.DOTALL, timeout=REGEX_TIMEOUT)
+
+
+_LITERAL = r"(?:[^\\.^$*+?{}\[\]|()]|\\[^A-Za-z0-9])+"
+_TAG_PAIR = re.compile(rf"({_LITERAL})\(\.\*\?\)({_LITERAL})")
+
+
+@functools.lru_cache(maxsize=256)
+def _tag_pair(pattern: str) -> tuple[str, str] | None:
+    """`OPEN(.*?)CLOSE` with literal OPEN and CLOSE (e.g. `<answer>(.*?)</answer>`), else None."""
+    m = _TAG_PAIR.fullmatch(pattern)
+    if m is None:
+        return None
+    return re.sub(r"\\(.)", r"\1", m.group(1)), re.sub(r"\\(.)", r"\1", m.group(2))
+
+
+def _between(text: str, open_tag: str, close_tag: str) -> str | None:
+    """What `OPEN(.*?)CLOSE` captures, in linear time.
+
+    The leftmost match starts at the first OPEN: if no CLOSE follows it, none
+    follows a later OPEN either. (A backtracking search retries from every
+    OPEN, which is quadratic on a response full of unclosed tags.)
+    """
+    start = text.find(open_tag)
+    if start == -1:
+        return None
+    start += len(open_tag)
+    end = text.find(close_tag, start)
+    return None if end == -1 else text[start:end]
 
 
 def number(value: Any) -> float | None:

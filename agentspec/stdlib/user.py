@@ -6,12 +6,21 @@ the attribute is a factory called once with the config as keyword arguments
 names a function of agentspec's library (`agentspec.stdlib.library`).
 Nothing is imported until the first call, so compiling a spec never runs
 user code.
+
+User modules are found in the spec's own folder first (`bind_spec_dir` puts
+it at the front of `sys.path`, as Python does for a script's folder), then on
+`sys.path`: a spec's `unitlib.py` beside it works from any working directory,
+without PYTHONPATH. The same holds for every `module:attr` a spec names
+(functions, oracle hooks, environment adapters, custom context policies).
 """
 
 from __future__ import annotations
 
 import importlib
+import sys
 from collections.abc import Callable, Mapping
+from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 Impl = tuple[str, Mapping[str, Any]]
@@ -19,6 +28,21 @@ Impl = tuple[str, Mapping[str, Any]]
 
 class FunctionLoadError(ImportError):
     """A declared function that cannot be imported or built."""
+
+
+def add_import_root(folder: str | Path) -> Path:
+    """Put a spec's folder at the front of `sys.path` (once) so its modules import."""
+    root = Path(folder).resolve()
+    if str(root) not in sys.path:
+        sys.path.insert(0, str(root))
+        importlib.invalidate_caches()
+    return root
+
+
+def bind_spec_dir(module: ModuleType, folder: str | Path) -> None:
+    """Tell a generated module where its spec lives: relative data paths and
+    user modules resolve against that folder from now on."""
+    setattr(module, "SPEC_DIR", add_import_root(folder))  # noqa: B010 (a generated module's global)
 
 
 def resolve(impl: str, config: Mapping[str, Any]) -> Callable[..., Any]:
@@ -48,16 +72,30 @@ def resolve(impl: str, config: Mapping[str, Any]) -> Callable[..., Any]:
 
 
 class UserFunctions:
-    """Attribute access to a spec's functions: `user.search(query, 3)`."""
+    """Attribute access to a spec's functions: `user.search(query, 3)`.
 
-    def __init__(self, declared: Mapping[str, Impl]):
+    `spec_dir` returns the spec's folder (the generated module's `SPEC_DIR`,
+    read at first call): relative file paths in a `config` resolve against it.
+    """
+
+    def __init__(
+        self, declared: Mapping[str, Impl], spec_dir: Callable[[], Path | None] | None = None
+    ):
         self._declared = dict(declared)
+        self._spec_dir = spec_dir
         self._loaded: dict[str, Callable[..., Any]] = {}
 
     def __getattr__(self, name: str) -> Callable[..., Any]:
         if name.startswith("_") or name not in self._declared:
             raise AttributeError(name)
+        return self[name]
+
+    def __getitem__(self, name: str) -> Callable[..., Any]:
+        """Any declared name, also those that are not plain attributes (`user["class"]`)."""
         if name not in self._loaded:
+            from agentspec.stdlib.data import resolve_config_paths
+
             impl, config = self._declared[name]
-            self._loaded[name] = resolve(impl, config)
+            base = self._spec_dir() if self._spec_dir is not None else None
+            self._loaded[name] = resolve(impl, resolve_config_paths(dict(config), base))
         return self._loaded[name]

@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from agentspec.stdlib.data import Sample, register_generator, resolve_path
-from agentspec.stdlib.library import register
+from agentspec.stdlib.library import CallSignature, register
 
 PRODUCTS = "${AGENTSPEC_DATA}/webshop/products_1k.jsonl"
 ATTRIBUTES = "${AGENTSPEC_DATA}/webshop/items_ins_v2_1000.json"
@@ -223,7 +223,7 @@ def human_goals(catalog: Catalog, seed: int = GOAL_SEED) -> list[dict[str, Any]]
     return goals
 
 
-@register_generator("webshop_goals")
+@register_generator("webshop_goals", fields=("id", "instruction", "asin", "goal"))
 def webshop_goals(
     *,
     split: str = "train",
@@ -422,7 +422,7 @@ def render_page(
 # --------------------------------------------------------------------------- library
 
 
-@register("webshop_search")
+@register("webshop_search", CallSignature(("str",), "list[str]"))
 def _search_function(
     products: str = PRODUCTS, k: int = 10, price_seed: int = PRICE_SEED
 ) -> Callable[[str], list[str]]:
@@ -430,7 +430,7 @@ def _search_function(
     return lambda query: load_catalog(products, None, price_seed).search(str(query), k)
 
 
-@register("webshop_option")
+@register("webshop_option", CallSignature(("str?", "str"), "str?"))
 def _option_function(
     products: str = PRODUCTS, price_seed: int = PRICE_SEED
 ) -> Callable[[str | None, str], str | None]:
@@ -438,7 +438,7 @@ def _option_function(
     return lambda asin, value: load_catalog(products, None, price_seed).option_of(asin, value)
 
 
-@register("webshop_page")
+@register("webshop_page", CallSignature(("str", "str", "list[str]", "str?", "dict"), "str"))
 def _page_function(products: str = PRODUCTS, price_seed: int = PRICE_SEED) -> Callable[..., str]:
     """`webshop_page(page, query, results, asin, chosen) -> str`: the page's text."""
 
@@ -451,7 +451,7 @@ def _page_function(products: str = PRODUCTS, price_seed: int = PRICE_SEED) -> Ca
     return page_text
 
 
-@register("webshop_reward")
+@register("webshop_reward", CallSignature(("str?", "dict", "dict"), "float"))
 def _reward_function(
     products: str = PRODUCTS, price_seed: int = PRICE_SEED
 ) -> Callable[[str | None, Mapping[str, str], Mapping[str, Any]], float]:

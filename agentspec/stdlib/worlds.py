@@ -40,7 +40,7 @@ def shortest_path(
     return None
 
 
-@register_generator("gridworld")
+@register_generator("gridworld", fields=("id", "rows", "start", "goal", "path"))
 def gridworld(
     *,
     split: str = "train",
@@ -143,7 +143,10 @@ def _resolve(db: dict[str, Any], request: dict[str, Any]) -> tuple[dict[str, Any
     return after, {"kind": "change", "flight": new}
 
 
-@register_generator("airline_service")
+@register_generator(
+    "airline_service",
+    fields=("id", "user", "reservation", "kind", "db", "expected_db", "resolution"),
+)
 def airline_service(
     *, split: str = "train", seed: int = 0, count: int = 10_000
 ) -> Iterator[Sample]:

@@ -35,7 +35,9 @@ def test_manifest_is_valid_and_matches_spec_files() -> None:
     from pre_commit.clientlib import load_manifest
 
     hooks = {h["id"]: h for h in load_manifest(str(HOOKS))}
-    assert set(hooks) == {"agentspec-validate", "agentspec-validate-strict"}
+    assert set(hooks) == {"agentspec-validate", "agentspec-validate-strict", "agentspec-test"}
+    assert hooks["agentspec-test"]["entry"] == "agentspec test"
+    assert hooks["agentspec-test"]["files"] == hooks["agentspec-validate"]["files"]
     hook = hooks["agentspec-validate"]
     assert hook["entry"] == "agentspec validate" and hook["language"] == "python"
     files = re.compile(hook["files"])

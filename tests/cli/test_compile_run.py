@@ -83,3 +83,18 @@ def test_run_bad_policy_is_a_usage_error(tmp_path: Path) -> None:
     )
     assert result.exit_code == 2
     assert "unknown policy" in result.output
+
+
+def test_run_keeps_its_tokenizer_so_view_shows_the_exact_prompt_text(tmp_path: Path) -> None:
+    from agentspec.viewer.load import load_run
+    from agentspec.viewer.report import build_payload
+
+    out = tmp_path / "run"
+    spec = ROOT / "specs" / "keys_and_doors.yaml"
+    result = runner.invoke(app, ["run", str(spec), "-n", "2", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert (out / "tokenizer" / "tokenizer.json").is_file()
+    payload = json.dumps(build_payload(load_run(out)))
+    # The system prompt and the oracle's first action, as text rather than ids.
+    assert "You are in the middle room of a house" in payload
+    assert "go[west]" in payload or "go[east]" in payload

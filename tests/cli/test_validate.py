@@ -119,3 +119,67 @@ def test_validate_does_not_import_torch() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert "HEAVY []" in out.stdout, out.stdout + out.stderr
+
+
+IMPORTING_SPEC = """agentspec: 1
+name: importing
+data: {source: "jsonl:d.jsonl", fields: {q: str}}
+prompt: {user: "{{ sample.q }}"}
+functions:
+  shell: {impl: "os:system", params: [str], returns: int}
+  score: {impl: "stdlib:numeric_match"}
+context: {policy: custom, custom: "mypkg.context:Policy"}
+oracle: {hook: "mypkg.experts:solve"}
+tools:
+  run:
+    description: Run.
+    parameters: {cmd: {type: string}}
+    returns: str(shell(args.cmd))
+rewards:
+  done: {on: final, value: "1.0"}
+"""
+
+
+def _importing_spec(tmp_path: Path) -> Path:
+    """IMPORTING_SPEC beside its data file and the user package it names."""
+    (tmp_path / "d.jsonl").write_text('{"q": "hello"}\n', encoding="utf-8")
+    package = tmp_path / "mypkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("", encoding="utf-8")
+    (package / "context.py").write_text("class Policy: ...\n", encoding="utf-8")
+    (package / "experts.py").write_text("def solve(sample): return []\n", encoding="utf-8")
+    path = tmp_path / "importing.yaml"
+    path.write_text(IMPORTING_SPEC, encoding="utf-8")
+    return path
+
+
+def test_list_imports_names_every_python_import_with_its_position(tmp_path: Path) -> None:
+    path = _importing_spec(tmp_path)
+    result = runner.invoke(app, ["validate", "--list-imports", str(path)])
+    assert result.exit_code == 0, result.output
+    lines = [line for line in result.output.splitlines() if " imports " in line]
+    text_lines = IMPORTING_SPEC.split("\n")
+
+    def column(line: int, target: str) -> int:
+        return text_lines[line - 1].index(f'"{target}"') + 1
+
+    assert lines == [
+        f"{path}:6:{column(6, 'os:system')}: imports os:system (functions.shell.impl)",
+        f"{path}:8:{column(8, 'mypkg.context:Policy')}: imports mypkg.context:Policy"
+        " (context.custom)",
+        f"{path}:9:{column(9, 'mypkg.experts:solve')}: imports mypkg.experts:solve (oracle.hook)",
+    ]
+    plain = runner.invoke(app, ["validate", str(path)])
+    assert " imports " not in plain.output  # only on request
+
+
+def test_list_imports_in_json(tmp_path: Path) -> None:
+    path = _importing_spec(tmp_path)
+    result = runner.invoke(app, ["validate", "--list-imports", "--format", "json", str(path)])
+    report = json.loads(result.stdout)
+    assert report["diagnostics"] == []
+    assert [(i["field"], i["module"], i["line"]) for i in report["imports"]] == [
+        ("functions.shell.impl", "os", 6),
+        ("context.custom", "mypkg.context", 8),
+        ("oracle.hook", "mypkg.experts", 9),
+    ]

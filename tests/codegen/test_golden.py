@@ -54,7 +54,7 @@ def test_generated_modules_pass_ruff_and_mypy(
         write_compiled(compile_spec(relative(spec)), tmp_path / spec.stem)
     files = sorted(str(p) for p in tmp_path.glob("*/*.py"))
     ruff = subprocess.run(
-        [sys.executable, "-m", "ruff", "check", "--isolated", "--line-length", "100", *files],
+        [sys.executable, "-m", "ruff", "check", "--no-cache", "--config", "pyproject.toml", *files],
         capture_output=True,
         text=True,
         check=False,

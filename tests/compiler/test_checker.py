@@ -18,7 +18,7 @@ prompt: {user: "{{ sample.q }}"}
 
 
 def check(body: str) -> FrontendResult:
-    return check_source(SourceFile("t.yaml", HEAD + textwrap.dedent(body)))
+    return check_source(SourceFile("t.yaml", HEAD + textwrap.dedent(body)), deep=False)
 
 
 def codes(result: FrontendResult) -> list[str]:

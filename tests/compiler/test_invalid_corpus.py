@@ -57,7 +57,7 @@ def test_each_invalid_spec_has_an_error_and_renders(path: Path) -> None:
 def test_every_category_is_covered() -> None:
     expected = json.loads(GOLDEN.read_text())
     codes = {entry.split()[0] for entries in expected.values() for entry in entries}
-    for stage in "1234567":
+    for stage in "12345679":
         assert any(code[1] == stage for code in codes), f"no E{stage}xx case in the corpus"
 
 

@@ -1,7 +1,7 @@
 """The checker on issue 14's constructs: element types flowing through
 comprehensions and collection built-ins, `let` scoping, constants, initial
 expressions, guards with messages, new reward events, oracle steps — and one
-test per new error code (E308, E413, E414, E510, and E508 for expressions)."""
+test per new error code (E311, E415, E414, E511, and E508 for expressions)."""
 
 from __future__ import annotations
 
@@ -88,7 +88,8 @@ def test_let_names_are_scoped_to_the_tool_call() -> None:
         """
     )
     assert errors(result) == ["E401"]  # `doubled` belongs to tool a's call
-    assert result.diagnostics[0].span is not None and result.diagnostics[0].span.line == 23
+    (error,) = [d for d in result.diagnostics if d.is_error]  # W901 (data not here) aside
+    assert error.span is not None and error.span.line == 23
 
 
 def test_initial_expressions_and_guards_with_messages_check() -> None:
@@ -130,7 +131,8 @@ def test_reward_on_guard_failed_of_an_unknown_tool() -> None:
         """
     )
     assert errors(result) == ["E409"]
-    assert "did you mean 'look'" in (result.diagnostics[0].hint or "")
+    (error,) = [d for d in result.diagnostics if d.is_error]  # W901 (data not here) aside
+    assert "did you mean 'look'" in (error.hint or "")
 
 
 def test_oracle_each_must_be_a_list_and_its_template_reads_item() -> None:
@@ -145,20 +147,20 @@ def test_oracle_each_must_be_a_list_and_its_template_reads_item() -> None:
             action: "go[{{ item }} {{ index }} {{ itme }}]"
         """
     )
-    assert errors(result) == ["E510", "E602"]
+    assert errors(result) == ["E511", "E602"]
 
 
 @pytest.mark.parametrize(
     ("effect", "code", "hint"),
     [
-        ("state.xs.append(1)", "E308", "state.xs = state.xs + [x]"),
-        ("state.n = sample.db.get('k')", "E308", "get(d, key, default)"),
-        ("let fn = 1", "E413", None),
-        ("let state = 1", "E413", None),
-        ("let _x = 1", "E413", None),
+        ("state.xs.append(1)", "E311", "state.xs = state.xs + [x]"),
+        ("state.n = sample.db.get('k')", "E311", "get(d, key, default)"),
+        ("let fn = 1", "E415", None),
+        ("let state = 1", "E415", None),
+        ("let _x = 1", "E415", None),
         ("state.n = constants.limt", "E414", "did you mean 'limit'?"),
-        ("state.n = len([x for x in sample.n])", "E510", "items(d)"),
-        ("state.n = len([a for a, b in sample.tags])", "E510", "items(d)"),
+        ("state.n = len([x for x in sample.n])", "E511", "items(d)"),
+        ("state.n = len([a for a, b in sample.tags])", "E511", "items(d)"),
         ("state.n = [t for t in sample.tags]", "E504", None),
     ],
 )
@@ -193,7 +195,7 @@ def test_let_twice_and_an_initial_expression_of_the_wrong_type() -> None:
             effect: ["let v = 1", "let v = 2", "state.n = v"]
         """
     )
-    assert errors(result) == ["E508", "E413"]
+    assert errors(result) == ["E508", "E415"]
 
 
 def test_parser_shapes() -> None:
@@ -206,7 +208,7 @@ def test_parser_shapes() -> None:
     )  # `let` is a keyword only first
     with pytest.raises(ExprSyntaxError) as info:
         parse_expression("xs.count(1) > 0")
-    assert info.value.code == "E308" and info.value.start == 3
+    assert info.value.code == "E311" and info.value.start == 3
     with pytest.raises(ExprSyntaxError) as info:
         parse_statement("let x += 1")
     assert info.value.code == "E306"

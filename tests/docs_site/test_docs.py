@@ -93,3 +93,120 @@ def test_mkdocs_build_strict(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stdout + result.stderr
     assert (tmp_path / "site" / "reference" / "index.html").is_file()
     assert (tmp_path / "site" / "recipes" / "webshop" / "index.html").is_file()
+
+
+def test_library_page_is_current() -> None:
+    module = load_script("gen_library")
+    page = (DOCS / "library.md").read_text(encoding="utf-8")
+    assert page == module.render(), "docs/library.md is stale: run `python docs/gen_library.py`"
+
+
+def code_blocks(page: str, heading: str, language: str) -> list[str]:
+    import re
+
+    section = page.split(heading + "\n", 1)[1].split("\n## ", 1)[0].split("\n### ", 1)[0]
+    return re.findall(rf"```{language}\n(.*?)```", section, re.S)
+
+
+def test_every_spec_in_the_docs_validates() -> None:
+    import re
+
+    from agentspec.compiler.frontend import check_source
+    from agentspec.spec.source import SourceFile
+
+    found = 0
+    for page in sorted(DOCS.rglob("*.md")):
+        for i, block in enumerate(re.findall(r"```ya?ml\n(.*?)```", page.read_text(), re.S)):
+            if "agentspec: 1" in block:
+                found += 1
+                result = check_source(SourceFile(f"{page.name}#{i}", block), deep=False)
+                assert result.ok, [(d.code, d.message) for d in result.diagnostics]
+    assert found >= 8
+
+
+SPEC_HEAD = """\
+agentspec: 1
+name: convert
+prompt: {user: "How many metres are {{ sample.km }} km?"}
+rewards:
+  correct: {on: final, value: "1.0 if number(action.text) == sample.m else 0.0"}
+"""
+
+
+def test_the_user_generator_example_works(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from agentspec.compiler.codegen import import_spec
+    from agentspec.compiler.frontend import check_file
+
+    page = (DOCS / "library.md").read_text(encoding="utf-8")
+    (python,) = code_blocks(page, "### Your own generator", "python")
+    (data,) = code_blocks(page, "### Your own generator", "yaml")
+    folder = tmp_path / "tasks"
+    folder.mkdir()
+    (folder / "units.py").write_text(python, encoding="utf-8")
+    spec = folder / "convert.yaml"
+    spec.write_text(SPEC_HEAD + data, encoding="utf-8")
+    result = check_file(spec, import_user_code=True)
+    assert result.ok and not result.diagnostics, [d.message for d in result.diagnostics]
+    monkeypatch.setenv("AGENTSPEC_CACHE", str(tmp_path / "cache"))
+    monkeypatch.chdir(tmp_path)  # not the spec's folder: the module is still found
+    samples = import_spec(spec).load_samples()
+    assert len(samples) == 500 and samples[0]["m"] == samples[0]["km"] * 1000
+
+
+def test_the_library_function_example_validates(tmp_path: Path) -> None:
+    from agentspec.compiler.frontend import check_file
+
+    page = (DOCS / "library.md").read_text(encoding="utf-8")
+    (functions,) = code_blocks(page, "## Library functions (`impl: stdlib:NAME`)", "yaml")
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "corpus.jsonl").write_text(
+        '{"title": "Louvre", "text": "A museum in Paris."}\n', encoding="utf-8"
+    )
+    spec = tmp_path / "wiki.yaml"
+    head = SPEC_HEAD.replace(
+        "rewards:", "data: {source: jsonl:data/corpus.jsonl, fields: {title: str}}\nrewards:"
+    )
+    head = head.replace("sample.km", "sample.title").replace("sample.m", "sample.title")
+    spec.write_text(
+        head.replace(
+            "rewards:",
+            functions + "tools:\n  search:\n    description: Search.\n"
+            "    parameters: {query: {type: string}}\n    returns: search(args.query)\nrewards:",
+        ),
+        encoding="utf-8",
+    )
+    result = check_file(spec)
+    assert result.ok and not result.errors, [d.message for d in result.diagnostics]
+
+
+def test_the_scripted_policy_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import json
+
+    from typer.testing import CliRunner
+
+    from agentspec.cli import app
+
+    page = (DOCS / "library.md").read_text(encoding="utf-8")
+    (script,) = code_blocks(page, "## Scripted policies (`--policy scripted:FILE`)", "text")
+    path = tmp_path / "turns.txt"
+    path.write_text(script, encoding="utf-8")
+    monkeypatch.setenv("AGENTSPEC_CACHE", str(tmp_path / "cache"))
+    out = tmp_path / "run"
+    result = CliRunner().invoke(
+        app,
+        [
+            "run",
+            str(ROOT / "specs" / "calculator.yaml"),
+            "--policy",
+            f"scripted:{path}",
+            "-n",
+            "2",
+            "--out",
+            str(out),
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    for line in (out / "trajectories.jsonl").read_text().splitlines():
+        steps = json.loads(line)["steps"]
+        assert len(steps) == 2 and steps[0]["tool_calls"][0]["name"] == "calculator"
+        assert not any(e["kind"] == "parse_error" for s in steps for e in s["events"])

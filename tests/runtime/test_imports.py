@@ -13,7 +13,7 @@ def _modules_after(statement: str) -> set[str]:
 def test_runtime_does_not_import_torch() -> None:
     loaded = _modules_after(
         "import agentspec.runtime\n"
-        "from agentspec.runtime import ScriptedPolicy, OpenAIPolicy, load_tokenizer\n"
+        "from agentspec.runtime import AgentEnvLoop, ScriptedPolicy, OpenAIPolicy, load_tokenizer\n"
         "import agentspec.runtime.policies.serve"
     )
     assert "agentspec.runtime.loop" in loaded
@@ -22,3 +22,27 @@ def test_runtime_does_not_import_torch() -> None:
 
 def test_hf_policy_does_import_torch() -> None:
     assert "torch" in _modules_after("import agentspec.runtime.policies.hf")
+
+
+def test_only_the_verl_backend_imports_verl() -> None:
+    # verl is pinned behind one adapter: every other module must import without it
+    import ast
+    from pathlib import Path
+
+    package = Path(__file__).resolve().parents[2] / "agentspec"
+    verl_backend = package / "runtime" / "backends" / "verl"
+    offenders = []
+    for path in package.rglob("*.py"):
+        if verl_backend in path.parents:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = (
+                [alias.name for alias in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+                if isinstance(node, ast.ImportFrom) and node.level == 0
+                else []
+            )
+            if any(name == "verl" or name.startswith("verl.") for name in names):
+                offenders.append(f"{path.relative_to(package)}:{node.lineno}")
+    assert offenders == []

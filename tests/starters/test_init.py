@@ -67,3 +67,11 @@ def test_schema_url_instead_of_a_local_copy() -> None:
     text = render_starter("t", "tools", schema="https://example.org/s.json")
     assert text.startswith("# yaml-language-server: $schema=https://example.org/s.json\n")
     assert "name: t\n" in text
+
+
+@pytest.mark.parametrize("template", TEMPLATES)
+def test_starter_passes_agentspec_test(template: str, tmp_path: Path) -> None:
+    runner.invoke(app, ["init", "starter", "--template", template, "--dir", str(tmp_path)])
+    result = runner.invoke(app, ["test", "--oracle-samples", "4", str(tmp_path / "starter.yaml")])
+    assert result.exit_code == 0, result.output
+    assert "oracle gate" in result.output

@@ -136,6 +136,53 @@ def test_verl_estimator_equals_agentspec(name: str) -> None:
             assert torch.allclose(ret[row, cols], expected.returns[k].expand(len(cols)))
 
 
+def test_verl_token_gae_equals_agentspec_for_packed_and_per_step_rows() -> None:
+    # episode a is one packed row (observation tokens at columns 2-3), b is one row per
+    # step: token GAE runs over each trajectory's generated tokens in step order either way
+    recs, uids, mask = _records()
+    values = torch.linspace(-1, 1, 40).reshape(5, 8)
+    cfg = AdvantageConfig(gamma=0.9, lam=0.8)
+    adv, ret = core_algos.get_adv_estimator_fn("agentspec_token_gae")(
+        token_level_rewards=torch.zeros(5, 8),
+        response_mask=mask,
+        index=uids,
+        config=None,
+        step_records=recs,
+        values=values,
+        advantage_config=cfg,
+    )
+    steps = [
+        StepRow(
+            s.traj_id,
+            s.step_index,
+            s.group_id,
+            s.reward,
+            s.response_length,
+            s.anchor,
+            token_values=values[row, cols].tolist(),
+        )
+        for s, (row, cols) in zip(_steps(None), _COLS, strict=True)
+    ]
+    expected = compute_advantages("token_gae", collate_steps(steps), cfg)
+    assert expected.returns is not None
+    for k, (row, cols) in enumerate(_COLS):
+        torch.testing.assert_close(adv[row, cols], expected.advantages[k, : len(cols)])
+        torch.testing.assert_close(ret[row, cols], expected.returns[k, : len(cols)])
+    assert bool((adv[mask == 0] == 0).all())
+    assert bool(adv.abs().sum() > 0)
+
+
+def test_critic_estimator_without_values_is_a_clear_error() -> None:
+    recs, uids, mask = _records()
+    with pytest.raises(ValueError, match=r"critic\.enable=True"):
+        core_algos.get_adv_estimator_fn("agentspec_token_gae")(
+            token_level_rewards=torch.zeros(5, 8),
+            response_mask=mask,
+            index=uids,
+            step_records=recs,
+        )
+
+
 def test_estimator_without_step_records_fails_loudly() -> None:
     fn = core_algos.get_adv_estimator_fn("agentspec_grpo")
     with pytest.raises(ValueError, match="trainer_mode=agentspec"):

@@ -1,8 +1,8 @@
 """verl's real `main_ppo` on CPU: the generated agent loop, agentspec's algorithms, 2 steps.
 
 One run per algorithm: `steppo` (step-level GAE with a critic, one verl row per
-step, the step-ratio loss) and `gigpo` (anchor-state groups, packed rows, PPO's
-token clip). Each asserts a finite loss, changed weights, validation metrics,
+step, the step-ratio loss), `gigpo` (anchor-state groups, packed rows, PPO's
+token clip) and `token_gae` (token-level GAE with a critic over packed rows). Each asserts a finite loss, changed weights, validation metrics,
 and that the advantages verl stored equal agentspec's own estimator on the same
 steps.
 """
@@ -59,9 +59,11 @@ def _expected_advantages(dump: dict) -> torch.Tensor:
         ts = rec["token_steps"]
         for k, step in enumerate(rec["step_indices"]):
             cols = [j for j, s in enumerate(ts) if s == step]
-            value = None
+            value = token_values = None
             if ESTIMATORS.get(est).critic == "step":
                 value = float(dump["values"][i, cols[0]])
+            if ESTIMATORS.get(est).critic == "token":
+                token_values = dump["values"][i, cols].tolist()
             rows.append(
                 StepRow(
                     traj_id=rec["trajectory_id"],
@@ -71,6 +73,7 @@ def _expected_advantages(dump: dict) -> torch.Tensor:
                     response_length=len(cols),
                     anchor=rec["anchors"][k],
                     value=value,
+                    token_values=token_values,
                 )
             )
             where.append((i, cols))
@@ -81,7 +84,7 @@ def _expected_advantages(dump: dict) -> torch.Tensor:
     return expected
 
 
-@pytest.mark.parametrize("algorithm", ["steppo", "gigpo"])
+@pytest.mark.parametrize("algorithm", ["steppo", "gigpo", "token_gae"])
 def test_main_ppo_trains_on_cpu(tmp_path: Path, algorithm: str) -> None:
     from agentspec.runtime.backends.verl.launcher import train_verl
 
@@ -123,7 +126,7 @@ def test_main_ppo_trains_on_cpu(tmp_path: Path, algorithm: str) -> None:
     assert all(math.isfinite(r["loss/policy"]) for r in train)
     assert all({"rollout/success", "reward/correct", "reward/malformed"} <= set(r) for r in train)
     assert any("eval/success" in r for r in records), "no validation metrics"
-    if ALGORITHMS.get(algorithm).estimator == "step_gae":
+    if ESTIMATORS.get(ALGORITHMS.get(algorithm).estimator).critic != "none":
         assert all(math.isfinite(r["loss/value"]) for r in train)
 
     # the actor's weights changed
@@ -151,3 +154,7 @@ def test_main_ppo_trains_on_cpu(tmp_path: Path, algorithm: str) -> None:
     last = loaded[-1]
     if algorithm == "steppo":
         assert all(len(r["step_indices"]) == 1 for r in last["records"])  # one row per step
+    if algorithm == "token_gae":  # packed: an episode's steps share a row
+        assert target.layout == "packed"
+        rows = [r for d in loaded for r in d["records"]]
+        assert any(len(r["step_indices"]) > 1 for r in rows), "no multi-step packed row"

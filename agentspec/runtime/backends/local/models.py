@@ -28,6 +28,11 @@ BUILTIN_SHAPES = {
     "small": TinyModelConfig(
         hidden_size=128, num_layers=4, num_heads=4, num_kv_heads=2, intermediate_size=512
     ),
+    # ~285M parameters (24 blocks of width 1024, Qwen2-0.5B's proportions): a GPU-sized
+    # policy for scripts/gpu_check.sh, built from the task's text like the others
+    "300m": TinyModelConfig(
+        hidden_size=1024, num_layers=24, num_heads=16, num_kv_heads=8, intermediate_size=2816
+    ),
 }
 
 

@@ -16,7 +16,7 @@ import asyncio
 import random
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -48,6 +48,7 @@ from agentspec.runtime.backends.local.checkpoint import (
     save_checkpoint,
 )
 from agentspec.runtime.backends.local.config import ConfigError, resolve_config
+from agentspec.runtime.backends.local.device import autocast, resolve_device
 from agentspec.runtime.backends.local.models import (
     build_critic,
     frozen_copy,
@@ -89,6 +90,7 @@ class Models:
     reference: Any
     teacher: Any
     optimizers: dict[str, torch.optim.Optimizer]
+    device: torch.device = field(default_factory=lambda: torch.device("cpu"))
 
 
 # ---------------------------------------------------------------- the loop
@@ -260,6 +262,8 @@ def train_iteration(
         **losses,
         "perf/rollout_tokens_per_s": generated / max(rollout_seconds, 1e-9),
         "perf/tokens_per_s": (generated + processed) / max(elapsed, 1e-9),
+        # scoring + epochs of updates: the tokens the forward/backward passes processed
+        "perf/update_tokens_per_s": processed / max(elapsed - rollout_seconds, 1e-9),
         "perf/iteration_s": elapsed,
         "optim/policy_lr": policy_lr,
     }
@@ -302,12 +306,16 @@ def build_models(
                 f"algorithm {cfg.algorithm!r} needs `training.teacher` (a checkpoint directory)"
             )
         teacher = frozen_copy(load_checkpoint(cfg.teacher)[0])
+    device = resolve_device(cfg.device)
+    for model in (policy, critic, reference, teacher):
+        if model is not None:
+            model.to(device)
     optimizers: dict[str, torch.optim.Optimizer] = {
         "policy": torch.optim.AdamW(policy.parameters(), lr=cfg.learning_rate)
     }
     if critic is not None:
         optimizers["critic"] = torch.optim.AdamW(critic.parameters(), lr=cfg.critic_learning_rate)
-    return Models(policy, tokenizer, critic, reference, teacher, optimizers)
+    return Models(policy, tokenizer, critic, reference, teacher, optimizers, device)
 
 
 def rollout(
@@ -322,7 +330,7 @@ def rollout(
         HFPolicy(models.policy, models.tokenizer), models.tokenizer, temperature=temperature
     )
     ids = [str(s.get("id", i)) for i, s in enumerate(samples)]
-    with torch.no_grad():
+    with torch.no_grad(), autocast(models.device):
         trajectories = asyncio.run(
             run_episodes(flow, list(samples), group_size=group_size, sample_ids=ids)
         )
@@ -361,18 +369,20 @@ def score(rollout: Rollout, models: Models, temperature: float) -> Scored:
         index = StepIndex.of(
             [rollout.steps[i] for i in refs], {r: k for k, r in enumerate(rows)}, width
         )
-        ids, mask = pad_rows([rollout.rows[r] for r in rows], pad)
-        out["old"][refs] = index.tokens(token_log_probs(models.policy, ids, mask, temperature)[0])
-        if models.reference is not None:
-            out["ref"][refs] = index.tokens(
-                token_log_probs(models.reference, ids, mask, temperature)[0]
-            )
-        if models.teacher is not None:
-            out["teacher"][refs] = index.tokens(
-                token_log_probs(models.teacher, ids, mask, temperature)[0]
-            )
+        ids, mask = (t.to(models.device) for t in pad_rows([rollout.rows[r] for r in rows], pad))
+
+        for name, model in (
+            ("old", models.policy),
+            ("ref", models.reference),
+            ("teacher", models.teacher),
+        ):
+            if model is not None:
+                with autocast(models.device):
+                    logp = token_log_probs(model, ids, mask, temperature)[0].cpu()
+                out[name][refs] = index.tokens(logp)
         if models.critic is not None:
-            position_values = models.critic(ids, mask)
+            with autocast(models.device):
+                position_values = models.critic(ids, mask).float().cpu()
             values[refs] = index.states(position_values)
             # V of the state before each response token: read at the previous position.
             out["token_values"][refs] = index.tokens(
@@ -465,12 +475,17 @@ def update(
             index = StepIndex.of(
                 [rollout.steps[i] for i in steps], {r: k for k, r in enumerate(rows)}, rollout.width
             )
-            ids, attention = pad_rows([rollout.rows[r] for r in rows], pad)
-            position_logp, logits = token_log_probs(
-                models.policy, ids, attention, cfg.temperature, True
+            padded = pad_rows([rollout.rows[r] for r in rows], pad)
+            ids, attention = (t.to(models.device) for t in padded)
+            with autocast(models.device):
+                position_logp, logits = token_log_probs(
+                    models.policy, ids, attention, cfg.temperature, True
+                )
+            # the losses run on the CPU step tensors; gradients flow back through .cpu()
+            log_probs = index.tokens(position_logp.cpu())
+            entropy = (
+                index.tokens(entropy_from_logits(logits).cpu()) if logits is not None else None
             )
-            log_probs = index.tokens(position_logp)
-            entropy = index.tokens(entropy_from_logits(logits)) if logits is not None else None
             w = weights[steps]
             w = w / w.sum().clamp(min=1e-12)  # each minibatch is a mean over its trajectories
             out = actor_loss(
@@ -492,7 +507,7 @@ def update(
                 distill = distillation_loss(
                     models.teacher, ids, attention, index, logits, mask[steps], w, cfg
                 )
-                loss = loss + distill.loss
+                loss = loss + distill.loss.cpu()
                 metrics.update({k: float(v) for k, v in distill.metrics.items()})
             models.optimizers["policy"].zero_grad()
             loss.backward()
@@ -526,8 +541,11 @@ def distillation_loss(
 ) -> LossOutput:
     """On-policy distillation with the teacher's logits at hand: the reverse KL
     KL(π_student ‖ π_teacher) over the teacher's top-k tokens, at every response
-    position of the student's own samples (GKD, Agarwal et al. 2024)."""
-    with torch.no_grad():
+    position of the student's own samples (GKD, Agarwal et al. 2024), on the models' device."""
+    device = student_logits.device
+    index = StepIndex(*(t.to(device) for t in (index.row, index.pos, index.mask, index.state_pos)))
+    mask, weights = mask.to(device), weights.to(device)
+    with torch.no_grad(), autocast(device):
         _, teacher_logits = token_log_probs(teacher, ids, attention, cfg.temperature, True)
         assert teacher_logits is not None
         top_log_probs, top_ids = teacher_topk(index.tokens(teacher_logits), cfg.opd_topk)
@@ -547,7 +565,8 @@ def critic_step(
     returns: torch.Tensor,
     weights: torch.Tensor,
 ) -> float:
-    position_values = models.critic(ids, attention)
+    with autocast(models.device):
+        position_values = models.critic(ids, attention).float().cpu()
     if returns.dim() == 1:  # step-level: V(state before the step) against the step's return
         assert scored.values is not None
         step_weights = weights.sum(dim=1)
@@ -608,7 +627,10 @@ def behaviour_clone(
             response[i, : len(row.response_mask)] = torch.tensor(
                 row.response_mask, dtype=torch.float32
             )
-        logp, _ = token_log_probs(models.policy, input_ids, attention, temperature=1.0)
+        input_ids, attention = input_ids.to(models.device), attention.to(models.device)
+        with autocast(models.device):
+            logp, _ = token_log_probs(models.policy, input_ids, attention, temperature=1.0)
+        logp = logp.cpu()
         loss = -(logp * response).sum() / response.sum()
         optimizer.zero_grad()
         loss.backward()

@@ -80,12 +80,14 @@ def verl_estimator(name: str) -> Callable[..., tuple[Tensor, Tensor]]:
                 lam=float(getattr(config, "lam", 1.0)),
                 norm_by_std=bool(getattr(config, "norm_adv_by_std_in_grpo", True)),
             )
-        if estimator.critic == "token":
-            raise NotImplementedError(
-                "token-level GAE reads per-token values across a step's observation gap; "
-                "the verl backend supports the step-level estimators (step_gae, grpo, rloo, "
-                "reinforce, gigpo, opd)"
+        if estimator.critic != "none" and values is None:
+            raise ValueError(
+                f"verl advantage estimator {verl_name(name)!r} needs the critic's values: "
+                "enable the critic (critic.enable=True)"
             )
+        # token-level GAE concatenates a trajectory's generated tokens in step order
+        # (observation tokens are outside every step), so it reads the same values
+        # whether an episode is one packed row or one row per step
         view = step_view(
             step_records,
             list(index),
@@ -93,11 +95,14 @@ def verl_estimator(name: str) -> Callable[..., tuple[Tensor, Tensor]]:
             values=values if estimator.critic == "step" else None,
             old_log_probs=old_log_probs,
             teacher_log_probs=teacher_log_probs,
+            token_values=values if estimator.critic == "token" else None,
         )
         out = compute_advantages(name, view.batch, advantage_config)
         advantages = view.to_rows(out.advantages).to(token_level_rewards.dtype)
         if out.returns is None:
             returns = advantages.clone()
+        elif estimator.critic == "token":  # per-token returns, trained at every token
+            returns = view.to_rows(out.returns).to(token_level_rewards.dtype)
         else:
             # step-level GAE: R_t for every token of step t (the critic is read at the
             # step's first position and trained on all of the step's positions)

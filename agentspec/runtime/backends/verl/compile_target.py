@@ -27,6 +27,7 @@ from typing import Any
 from agentspec.compiler.codegen import compile_spec, import_file, write_compiled
 from agentspec.compiler.frontend import load_checked
 from agentspec.runtime.algorithms.presets import ALGORITHMS, clip_range
+from agentspec.stdlib.user import bind_spec_dir
 
 __all__ = [
     "VerlTarget",
@@ -91,6 +92,9 @@ _LOOP_TEMPLATE = '''\
 import {module_name} as spec_module
 
 from agentspec.runtime.backends.verl.agent_loop import SpecAgentLoop
+from agentspec.stdlib.user import bind_spec_dir
+
+bind_spec_dir(spec_module, {spec_dir})
 
 
 class {class_name}(SpecAgentLoop):
@@ -110,10 +114,28 @@ def _write(path: Path, text: str) -> Path:
     return path
 
 
-def _rows(module: ModuleType, name: str, split: str, limit: int) -> list[dict[str, Any]]:
+def _splits(
+    module: ModuleType, n_train: int, n_eval: int
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Training and held-out samples, chosen as the local backend chooses them: the spec's
+    own split for training; its ``eval_split``, a generator's ``test`` split, or else the
+    last ``n_eval`` samples of the data (removed from training) for validation."""
+    eval_split = getattr(module, "EVAL_SPLIT", None) or (
+        "test" if str(getattr(module, "DATA_SOURCE", "")).startswith("generator:") else None
+    )
+    if eval_split is not None:
+        return module.load_samples(limit=n_train), module.load_samples(eval_split, limit=n_eval)
+    samples = module.load_samples()
+    cut = max(1, len(samples) - n_eval)
+    return samples[:cut][:n_train], samples[cut:]
+
+
+def _rows(
+    module: ModuleType, name: str, split: str, samples: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
     env = module.ENV_CLASS()
     rows = []
-    for i, sample in enumerate(module.load_samples(split, limit=limit)):
+    for i, sample in enumerate(samples):
         messages = env.initial_messages(dict(sample)) if hasattr(env, "initial_messages") else []
         rows.append(
             {
@@ -175,6 +197,7 @@ def build_verl_target(
     compiled = compile_spec(spec_path)
     module_path, manifest = write_compiled(compiled, out)
     module = load_generated(module_path)
+    bind_spec_dir(module, Path(spec_path).resolve().parent)
     settings = dict(module.TRAINING)
     unknown = sorted(set(training or {}) - set(settings))
     if unknown:
@@ -189,6 +212,7 @@ def build_verl_target(
         out / f"{compiled.module_name.removesuffix('_spec')}_verl.py",
         _LOOP_TEMPLATE.format(
             spec_path=Path(spec_path).as_posix(),
+            spec_dir=repr(str(Path(spec_path).resolve().parent)),
             name=name,
             module_name=compiled.module_name,
             class_name=_class_name(name),
@@ -204,11 +228,9 @@ def build_verl_target(
     n_train = train_rows or min(
         MAX_TRAIN_ROWS, int(settings["iterations"]) * int(settings["prompts_per_iteration"])
     )
-    split = getattr(module, "EVAL_SPLIT", None) or "test"
-    train = _write_parquet(out / "train.parquet", _rows(module, name, "train", n_train))
-    val = _write_parquet(
-        out / "val.parquet", _rows(module, name, split, int(settings["eval_samples"]))
-    )
+    train_samples, val_samples = _splits(module, n_train, int(settings["eval_samples"]))
+    train = _write_parquet(out / "train.parquet", _rows(module, name, "train", train_samples))
+    val = _write_parquet(out / "val.parquet", _rows(module, name, "test", val_samples))
     spec = checked.spec
     target = VerlTarget(
         out_dir=out,
@@ -287,6 +309,12 @@ def gpu_overrides(target: VerlTarget, model_path: str | None = None) -> dict[str
         "actor_rollout_ref.actor.use_kl_loss": str(kl > 0),
         "actor_rollout_ref.actor.kl_loss_coef": str(kl),
         "actor_rollout_ref.actor.grad_clip": str(float(t.get("max_grad_norm", 1.0))),
+        # verl requires a micro-batch size (rows per forward pass); one 80 GB GPU holds
+        # these for a 1.5B model at the spec's context (CPU: 4, see cpu_overrides)
+        "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu": "8",
+        "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu": "16",
+        "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu": "16",
+        "critic.ppo_micro_batch_size_per_gpu": "8",
         "actor_rollout_ref.rollout.name": "vllm",
         "actor_rollout_ref.rollout.mode": "async",
         "actor_rollout_ref.rollout.n": str(n),
@@ -310,6 +338,7 @@ def gpu_overrides(target: VerlTarget, model_path: str | None = None) -> dict[str
         "+trainer.v1.agentspec.dump_dir": "null",
         "+trainer.v1.agentspec.error_file": "null",
         "+trainer.v1.agentspec.max_failed_groups": str(10 * prompts),
+        **_teacher_overrides(algo.needs_teacher, t),
         "trainer.total_training_steps": str(int(t["iterations"])),
         "trainer.test_freq": str(int(t["eval_every"])),
         "trainer.save_freq": str(int(t.get("checkpoint_every", 10))),
@@ -321,6 +350,24 @@ def gpu_overrides(target: VerlTarget, model_path: str | None = None) -> dict[str
         "trainer.nnodes": "1",
     }
     return o
+
+
+def _teacher_overrides(needs_teacher: bool, t: Mapping[str, Any]) -> dict[str, str]:
+    """OPD: the teacher the ``agentspec`` trainer scores every row with (see
+    :mod:`.teacher`), and the task reward's weight. verl's own ``distillation.*``
+    stays off: its teacher scores only an episode's last output. ``opd_topk`` is the
+    local backend's (verl trains on the sampled-token advantage, as ``opd_topk=0``)."""
+    if not needs_teacher:
+        return {}
+    if not t.get("teacher"):
+        raise ValueError(
+            f"algorithm {t['algorithm']!r} needs `training.teacher` (a Hugging Face checkpoint "
+            "directory with the student's tokenizer); set it in the spec or with --set teacher=DIR"
+        )
+    return {
+        "+trainer.v1.agentspec.teacher_path": str(Path(str(t["teacher"])).resolve()),
+        "+trainer.v1.agentspec.opd_task_weight": str(float(t.get("opd_task_weight", 0.0))),
+    }
 
 
 def cpu_overrides() -> dict[str, str]:

@@ -45,12 +45,17 @@ from agentspec.runtime.backends.verl.compile_target import (
 )
 
 __all__ = [
+    "VerlSetupError",
     "compose_config",
     "convert_metrics",
     "prepare_run",
     "train_verl",
     "worker_env",
 ]
+
+
+class VerlSetupError(ValueError):
+    """The run cannot be set up (bad settings, a missing teacher or model): nothing started."""
 
 
 def _has_cuda() -> bool:
@@ -66,7 +71,7 @@ def _model_path(target: VerlTarget) -> str:
             from agentspec.runtime.models import build_tiny
             from agentspec.runtime.task_text import task_corpus
 
-            samples = target.module.load_samples("train", limit=256)
+            samples = target.module.load_samples(limit=256)  # the spec's own split
             build_tiny(task_corpus(target.module, samples), target.model_dir)
         return str(target.model_dir)
     if model.startswith("builtin:"):
@@ -187,7 +192,7 @@ def convert_metrics(step: int, data: Mapping[str, Any]) -> dict[str, Any]:
         out[f"verl/{key}"] = number
         if key in _RENAMES:
             out[_RENAMES[key]] = number
-        elif key.startswith(("reward/", "rollout/")):  # the agentspec trainer's own
+        elif key.startswith(("reward/", "rollout/", "opd/")):  # the agentspec trainer's own
             out[key] = number
         elif key.startswith(("val-core/", "val-aux/")):
             # val-core/<source>/<metric>/mean@1 -> eval/<metric>
@@ -330,7 +335,10 @@ def train_verl(
     run.mkdir(parents=True, exist_ok=True)
     user = dict(overrides or {})
     cpu = user.get("trainer.device", "cpu" if not _has_cuda() else "cuda") == "cpu"
-    target, merged = prepare_run(spec_path, run, user, cpu=cpu)
+    try:
+        target, merged = prepare_run(spec_path, run, user, cpu=cpu)
+    except (ValueError, FileNotFoundError) as exc:
+        raise VerlSetupError(str(exc)) from exc
     env = worker_env(target, run, cpu=cpu)
     # this process is the run's driver and imports verl too; its environment and
     # sys.path are restored afterwards (train_verl may run inside a test session)

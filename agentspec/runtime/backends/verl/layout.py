@@ -133,6 +133,7 @@ def step_view(
     values: Tensor | None = None,
     old_log_probs: Tensor | None = None,
     teacher_log_probs: Tensor | None = None,
+    token_values: Tensor | None = None,
 ) -> StepView:
     """Split verl's rows into agentspec steps.
 
@@ -143,6 +144,8 @@ def step_view(
         values: ``(rows, T)`` the critic's values; a step's ``value`` is the one at
             its first response position (the value of the state it acted from).
         old_log_probs, teacher_log_probs: ``(rows, T)`` per-token, gathered per step.
+        token_values: ``(rows, T)`` the critic's values, gathered per step token
+            (token-level GAE: V of the state before each generated token).
     """
     n, width = response_mask.shape
     if len(records) != n or len(group_keys) != n:
@@ -181,6 +184,7 @@ def step_view(
                     ),
                     old_log_probs=pick(old_log_probs),
                     teacher_log_probs=pick(teacher_log_probs),
+                    token_values=pick(token_values),
                 )
             )
             row_of_step.append(i)

@@ -12,7 +12,10 @@ Everything else (rollout, log-probs, critic and actor updates, validation,
 checkpoints, logging) is verl's.
 
 Settings under ``trainer.v1.agentspec`` (added by the generated overrides):
-``omega`` (GiGPO), ``opd_beta`` (OPD), ``whiten`` (step GAE), ``dump_dir``
+``omega`` (GiGPO), ``opd_beta`` / ``teacher_path`` / ``opd_task_weight`` (OPD: the
+teacher scores every row's response tokens, :mod:`.teacher`; a task weight > 0 adds
+that multiple of the GRPO task advantage, as the local backend does), ``whiten``
+(step GAE), ``dump_dir``
 (write each step's advantage inputs and the advantages verl stored, for tests),
 ``max_failed_groups`` / ``error_file`` (stop, with the episodes' tracebacks, when
 agent loops keep failing: verl itself would log them and refill for ever).
@@ -145,9 +148,15 @@ class AgentspecTrainer(PPOTrainerSync):
             "teacher_logprobs",
             "extra_fields",
         ]
+        teacher_path = self.agentspec_settings.get("teacher_path")
+        if teacher_path:
+            fields += ["prompts", "responses"]
         data = tq.kv_batch_get(
             keys=batch.keys, partition_id=batch.partition_id, select_fields=fields
         )
+        token_ids = None
+        if teacher_path:
+            token_ids = (list(data.pop("prompts").unbind()), list(data.pop("responses").unbind()))
         nested_mask = data["response_mask"]
         extras = _list(data.pop("extra_fields"))
         uids = [str(u) for u in _list(data.pop("uid"))]
@@ -173,21 +182,24 @@ class AgentspecTrainer(PPOTrainerSync):
             t = proto.batch.get(name, None) if name in proto.batch else None
             return None if t is None else t[keep]
 
-        estimator = core_algos.get_adv_estimator_fn(algo.adv_estimator)
+        teacher = self._teacher_scores(token_ids, keep, proto)
         adv_cfg = self.advantage_config()
+        inputs = {
+            "token_level_rewards": proto.batch["token_level_rewards"][keep],
+            "response_mask": response_mask[keep],
+            "index": [uids[i] for i in keep],
+            "config": algo,
+            "step_records": records,
+            "values": rows("values"),
+            "old_log_probs": rows("old_log_probs"),
+            "teacher_log_probs": teacher,
+            "advantage_config": adv_cfg,
+        }
+        adv_keep, ret_keep = core_algos.get_adv_estimator_fn(algo.adv_estimator)(**inputs)
+        if teacher is not None and algo.adv_estimator == "agentspec_opd":
+            adv_keep = self._add_task_advantage(adv_keep, inputs, metrics)
         advantages = torch.zeros_like(response_mask, dtype=torch.float32)
         returns = torch.zeros_like(advantages)
-        adv_keep, ret_keep = estimator(
-            token_level_rewards=proto.batch["token_level_rewards"][keep],
-            response_mask=response_mask[keep],
-            index=[uids[i] for i in keep],
-            config=algo,
-            step_records=records,
-            values=rows("values"),
-            old_log_probs=rows("old_log_probs"),
-            teacher_log_probs=None,
-            advantage_config=adv_cfg,
-        )
         advantages[keep] = adv_keep.float()
         returns[keep] = ret_keep.float()
         proto.batch["advantages"] = advantages
@@ -209,8 +221,53 @@ class AgentspecTrainer(PPOTrainerSync):
             batch_size=len(batch),
         )
         batch = tq.kv_batch_put(keys=batch.keys, partition_id=batch.partition_id, fields=output)
-        self._dump_advantages(batch, keep, records, uids, proto, adv_cfg)
+        self._dump_advantages(batch, keep, records, uids, proto, adv_cfg, token_ids)
         return batch
+
+    def _teacher(self) -> Any:
+        """The OPD teacher (loaded once, in this process)."""
+        if getattr(self, "_teacher_scorer", None) is None:
+            from agentspec.runtime.backends.verl.teacher import TeacherScorer
+
+            self._teacher_scorer = TeacherScorer(
+                str(self.agentspec_settings["teacher_path"]),
+                str(self.config.actor_rollout_ref.model.path),
+                float(self.config.actor_rollout_ref.rollout.temperature),
+            )
+        return self._teacher_scorer
+
+    def _teacher_scores(
+        self,
+        token_ids: tuple[list[torch.Tensor], list[torch.Tensor]] | None,
+        keep: list[int],
+        proto: DataProto,
+    ) -> torch.Tensor | None:
+        """OPD: the teacher's log-prob of every response token of the kept rows
+        (``(kept rows, T)``, also stored as ``teacher_log_probs`` for the dump)."""
+        if token_ids is None:
+            return None
+        mask = proto.batch["response_mask"]
+        scores = self._teacher().log_probs(
+            [token_ids[0][i] for i in keep], [token_ids[1][i] for i in keep], width=mask.shape[1]
+        )
+        proto.batch["teacher_log_probs"] = torch.zeros_like(mask, dtype=torch.float32)
+        proto.batch["teacher_log_probs"][keep] = scores
+        return scores
+
+    def _add_task_advantage(
+        self, opd: torch.Tensor, inputs: dict[str, Any], metrics: dict[str, Any]
+    ) -> torch.Tensor:
+        """OPD's advantage plus ``opd_task_weight`` × GRPO's task advantage (the local
+        backend's mix); logs ``opd/reverse_kl`` (mean log π_student − log π_teacher)."""
+        mask = inputs["response_mask"].bool()
+        student, teacher = inputs["old_log_probs"], inputs["teacher_log_probs"]
+        if student is not None and bool(mask.any()):
+            metrics["opd/reverse_kl"] = float((student.float() - teacher)[mask].mean())
+        weight = float(self.agentspec_settings.get("opd_task_weight", 0.0) or 0.0)
+        if weight == 0.0:
+            return opd
+        task, _ = core_algos.get_adv_estimator_fn("agentspec_grpo")(**inputs)
+        return opd + weight * task
 
     def _dump_advantages(
         self,
@@ -220,6 +277,7 @@ class AgentspecTrainer(PPOTrainerSync):
         uids: list[str],
         proto: DataProto,
         adv_cfg: AdvantageConfig,
+        token_ids: tuple[list[torch.Tensor], list[torch.Tensor]] | None = None,
     ) -> None:
         """With ``trainer.v1.agentspec.dump_dir`` set: save the estimator's inputs and the
         advantages as stored in verl's TransferQueue (what the actor update reads)."""
@@ -245,6 +303,10 @@ class AgentspecTrainer(PPOTrainerSync):
                 "response_mask": cpu("response_mask"),
                 "values": cpu("values"),
                 "old_log_probs": cpu("old_log_probs"),
+                "teacher_log_probs": cpu("teacher_log_probs"),
+                "token_ids": None
+                if token_ids is None
+                else [(token_ids[0][i].tolist(), token_ids[1][i].tolist()) for i in keep],
                 "advantages": stored[keep].cpu(),
                 "returns": cpu("returns"),
             },

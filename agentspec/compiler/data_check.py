@@ -1,0 +1,219 @@
+"""Deep checks of a spec's data: generator names, params and fields, data
+files after `${AGENTSPEC_DATA}` (a warning when they are not on this
+machine), and the declared `fields` against the first row of a file. Reading
+stops at the first row (at most `FIRST_ROW_BYTES`), so validate stays fast
+whatever the data's size. Used by `compiler.deep.DeepChecker`."""
+
+from __future__ import annotations
+
+import difflib
+import inspect
+import json
+from pathlib import Path as FsPath
+from typing import Any
+
+from agentspec.compiler.diagnostics import Diagnostic
+from agentspec.compiler.types import python_value_type
+from agentspec.spec.model import TaskSpec
+from agentspec.spec.yaml_loader import Path, SourceMap
+
+# Python annotations (as strings) of factory parameters → what a config value must be.
+ANNOTATION_KINDS: dict[str, tuple[type, ...]] = {
+    "int": (int,),
+    "float": (int, float),
+    "str": (str,),
+    "bool": (bool,),
+}
+
+
+class DataChecks:
+    """The data checks, mixed into `DeepChecker` (which provides these attributes)."""
+
+    spec: TaskSpec
+    map: SourceMap
+    spec_dir: FsPath
+    diagnostics: list[Diagnostic]
+
+    def error(self, code: str, message: str, path: Path, hint: str | None = None) -> None:
+        raise NotImplementedError
+
+    def _user_object(self, impl: str, path: Path) -> Any:
+        raise NotImplementedError
+
+    def _data(self) -> None:
+        data = self.spec.data
+        if data is None:
+            return
+        kind, _, location = data.source.partition(":")
+        if kind == "generator" and ":" in location:
+            self._user_object(location, ("data", "source"))
+            return
+        if kind == "generator":
+            self._generator(location)
+            return
+        from agentspec.stdlib.data import resolve_path
+
+        if kind == "hf" and not (
+            "AGENTSPEC_DATA" in location or location.startswith((".", "/", "~"))
+        ):
+            return  # a hub id: resolved by `datasets` at run time
+        path = resolve_path(location, self.spec_dir)
+        if not self._reachable(location, ("data", "source")):
+            return
+        if _is_dir(path):
+            files = sorted(path.glob(f"{data.split}*.jsonl")) or sorted(path.glob("*.jsonl"))
+            if not files:
+                return
+            path = files[0]
+        columns = _first_row_fields(path)
+        if columns is not None:
+            self._fields_present(columns, f"the first row of {path.name}")
+
+    def _generator(self, name: str) -> None:
+        from agentspec.stdlib.data import _GENERATORS, GENERATOR_FIELDS, available_generators
+
+        known = available_generators()
+        if name not in known:
+            close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+            self.error(
+                "E905",
+                f"unknown generator '{name}'",
+                ("data", "source"),
+                f"did you mean 'generator:{close[0]}'?"
+                if close
+                else "known generators: " + ", ".join(known),
+            )
+            return
+        params = dict(self.spec.data.params) if self.spec.data else {}
+        parameters = inspect.signature(_GENERATORS[name]).parameters
+        for key, value in params.items():
+            if key not in parameters or key == "split":
+                accepted = [p for p in parameters if p != "split"]
+                close = close_name(key, accepted)
+                self.diagnostics.append(
+                    Diagnostic(
+                        "E906",
+                        f"generator '{name}' has no parameter '{key}'",
+                        self.map.key_span(("data", "params", key)),
+                        f"did you mean '{close[0]}'?"
+                        if close
+                        else "parameters: " + ", ".join(accepted),
+                    )
+                )
+                continue
+            wanted = ANNOTATION_KINDS.get(str(parameters[key].annotation))
+            if wanted is not None and not is_kind(value, wanted):
+                self.error(
+                    "E906",
+                    f"parameter '{key}' of generator '{name}' must be {parameters[key].annotation}, not {python_value_type(value)}",
+                    ("data", "params", key),
+                )
+            elif isinstance(value, str) and looks_like_data_path(value):
+                self._reachable(value, ("data", "params", key))
+        if name in GENERATOR_FIELDS:
+            self._fields_present(GENERATOR_FIELDS[name], f"samples of generator '{name}'")
+
+    def _fields_present(self, available: Any, where: str) -> None:
+        assert self.spec.data is not None
+        for field in self.spec.data.fields:
+            if field not in available:
+                close = difflib.get_close_matches(field, list(available), n=1, cutoff=0.6)
+                self.diagnostics.append(
+                    Diagnostic(
+                        "E907",
+                        f"declared field '{field}' is not in {where}",
+                        self.map.key_span(("data", "fields", field)),
+                        f"did you mean '{close[0]}'?"
+                        if close
+                        else "fields there: " + ", ".join(sorted(available)),
+                    )
+                )
+
+    def _reachable(self, raw: str, path: Path) -> bool:
+        from agentspec.stdlib.data import DATA_ENV, resolve_path
+
+        resolved = resolve_path(raw, self.spec_dir)
+        try:
+            if resolved.exists():
+                return True
+        except (OSError, ValueError):  # e.g. a NUL byte or a name too long for the file system
+            pass
+        if DATA_ENV in raw:
+            hint = (
+                f"set ${DATA_ENV} to the data folder (default: ../shared/data beside the checkout)"
+            )
+        else:
+            hint = "a relative path is read from the spec's folder"
+        self.error(
+            "W901",
+            f"{raw} is not reachable from this machine",
+            path,
+            hint + "; the spec is checked without its data",
+        )
+        return False
+
+
+def _is_dir(path: FsPath) -> bool:
+    try:
+        return path.is_dir()
+    except (OSError, ValueError):
+        return False
+
+
+# The most of a data file validate reads: its first rows, never a whole file.
+FIRST_ROW_BYTES = 1 << 20
+
+
+def first_jsonl_row(path: FsPath) -> dict[str, Any] | None:
+    """The first object of a JSONL file, reading at most `FIRST_ROW_BYTES`
+    (None when there is none, or it is longer, or the file cannot be read)."""
+    try:
+        with path.open(encoding="utf-8", errors="replace") as handle:
+            budget = FIRST_ROW_BYTES
+            while budget > 0:
+                line = handle.readline(budget)
+                if not line:
+                    return None
+                budget -= len(line)
+                if line.strip():
+                    if not line.endswith("\n") and budget <= 0:
+                        return None  # the row is longer than the budget
+                    row = json.loads(line)
+                    return row if isinstance(row, dict) else None
+    except (OSError, ValueError, RecursionError):
+        return None
+    return None
+
+
+def _first_row_fields(path: FsPath) -> list[str] | None:
+    """Column names of a data file's first row (None when they cannot be read cheaply)."""
+    try:
+        if path.suffix == ".jsonl":
+            row = first_jsonl_row(path)
+            return None if row is None else list(row)
+        if path.suffix == ".parquet":
+            import pyarrow.parquet as pq
+
+            return list(pq.read_schema(path).names)
+    except (OSError, ValueError, ImportError):
+        return None
+    return None
+
+
+def close_name(wrong: str, names: list[str]) -> list[str]:
+    """A likely intended name: a close spelling, or a name inside the wrong one (`top_k` → `k`)."""
+    close = difflib.get_close_matches(wrong, names, n=1, cutoff=0.5)
+    if close:
+        return close
+    parts = set(wrong.split("_"))
+    return [n for n in names if n in parts][:1]
+
+
+def looks_like_data_path(value: str) -> bool:
+    return "AGENTSPEC_DATA" in value or value.endswith((".jsonl", ".json", ".parquet", ".tsv"))
+
+
+def is_kind(value: Any, kinds: tuple[type, ...]) -> bool:
+    if isinstance(value, bool) and bool not in kinds:
+        return False
+    return isinstance(value, kinds)

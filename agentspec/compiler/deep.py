@@ -1,0 +1,372 @@
+"""Deep checks: what a spec points to outside its own text.
+
+The checker proves a spec consistent with itself; these checks look at what
+it names: stdlib functions (names, `config` keys and their types, the
+declared `params`/`returns` against the function's signature), user modules
+(found in the spec's folder or on `sys.path`; imported, and their signatures
+checked, only with `validate --import`), data sources (generator names and
+params, files after `${AGENTSPEC_DATA}`, declared fields in the first row),
+and regular expressions written as literals. The oracle's turns are checked
+by `oracle_check`. Nothing here imports torch or runs user code unless
+asked; reading data stops at the first row of a file.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import importlib
+import importlib.util
+import inspect
+import re
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path as FsPath
+from typing import Any
+
+from agentspec.compiler import ast
+from agentspec.compiler.data_check import (
+    ANNOTATION_KINDS,
+    DataChecks,
+    close_name,
+    is_kind,
+    looks_like_data_path,
+)
+from agentspec.compiler.diagnostics import Diagnostic
+from agentspec.compiler.ir import CheckedSpec
+from agentspec.compiler.types import TypeSyntaxError, assignable, parse_type, python_value_type
+from agentspec.spec.yaml_loader import Path
+
+# Built-ins whose second argument is a regular expression.
+REGEX_FUNCTIONS = ("extract", "extract_all", "regex_match")
+
+
+class DeepChecker(DataChecks):
+    """Runs every deep check of one checked spec. Use `deep_check`."""
+
+    def __init__(self, checked: CheckedSpec, spec_dir: FsPath, import_user_code: bool):
+        self.checked = checked
+        self.spec = checked.spec
+        self.map = checked.loaded.source_map
+        self.spec_dir = spec_dir
+        self.import_user_code = import_user_code
+        self.diagnostics: list[Diagnostic] = []
+
+    def error(self, code: str, message: str, path: Path, hint: str | None = None) -> None:
+        self.diagnostics.append(Diagnostic(code, message, self.map.value_span(path), hint))
+
+    def run(self) -> list[Diagnostic]:
+        self._functions()
+        self._other_user_objects()
+        self._data()
+        self._regexes()
+        return self.diagnostics
+
+    # -------------------------------------------------------------- functions
+
+    def _functions(self) -> None:
+        for name, function in self.spec.functions.items():
+            path: Path = ("functions", name)
+            if function.impl.startswith("stdlib:"):
+                self._stdlib_function(name, function.impl.removeprefix("stdlib:"), path)
+                continue
+            target = self._user_object(function.impl, (*path, "impl"))
+            if target is None:
+                continue
+            if function.config:
+                self._bind(target, (), function.config, path, f"'{function.impl}'")
+            elif function.params is not None:
+                args = (None,) * len(function.params)
+                self._bind(target, args, {}, (*path, "params"), f"'{function.impl}'")
+
+    def _stdlib_function(self, name: str, stdlib_name: str, path: Path) -> None:
+        from agentspec.stdlib.library import SIGNATURES, load_library
+
+        library = load_library()
+        factory = library.get(stdlib_name)
+        if factory is None:
+            close = difflib.get_close_matches(stdlib_name, list(library), n=1, cutoff=0.6)
+            self.error(
+                "E901",
+                f"unknown stdlib function '{stdlib_name}'",
+                (*path, "impl"),
+                f"did you mean 'stdlib:{close[0]}'?"
+                if close
+                else "known: " + ", ".join(sorted(library)),
+            )
+            return
+        declared = self.spec.functions[name]
+        self._config(factory, declared.config, path, f"stdlib:{stdlib_name}")
+        signature = SIGNATURES.get(stdlib_name)
+        if signature is not None:
+            self._declared_signature(name, signature, path)
+
+    def _config(
+        self, factory: Callable[..., Any], config: Mapping[str, Any], path: Path, what: str
+    ) -> None:
+        """`config` keys and value types against the factory's keyword parameters."""
+        parameters = inspect.signature(factory).parameters
+        accepted = [
+            p for p in parameters if parameters[p].kind is not inspect.Parameter.VAR_KEYWORD
+        ]
+        open_ended = len(accepted) < len(parameters)
+        for key, value in config.items():
+            parameter = parameters.get(key)
+            if parameter is None:
+                if open_ended:
+                    continue
+                close = close_name(key, accepted)
+                self.diagnostics.append(
+                    Diagnostic(
+                        "E902",
+                        f"{what} has no config key '{key}'",
+                        self.map.key_span((*path, "config", key)),
+                        f"did you mean '{close[0]}'?"
+                        if close
+                        else "config keys: " + (", ".join(accepted) or "none"),
+                    )
+                )
+                continue
+            wanted = ANNOTATION_KINDS.get(str(parameter.annotation))
+            if wanted is not None and not is_kind(value, wanted):
+                self.error(
+                    "E902",
+                    f"config key '{key}' of {what} must be {parameter.annotation}, not {python_value_type(value)}",
+                    (*path, "config", key),
+                )
+            elif isinstance(value, str) and looks_like_data_path(value):
+                self._reachable(value, (*path, "config", key))
+        for key, parameter in parameters.items():
+            required = parameter.default is inspect.Parameter.empty and parameter.kind in (
+                inspect.Parameter.KEYWORD_ONLY,
+                inspect.Parameter.POSITIONAL_OR_KEYWORD,
+            )
+            if required and key not in config:
+                self.error(
+                    "E902",
+                    f"{what} needs the config key '{key}'",
+                    path,
+                    f"add `config: {{{key}: …}}`",
+                )
+
+    def _declared_signature(self, name: str, signature: Any, path: Path) -> None:
+        declared = self.spec.functions[name]
+        shown = signature.spelled(name)
+        if declared.params is not None:
+            count = len(declared.params)
+            if not signature.min_args <= count <= len(signature.params):
+                self.error(
+                    "E903",
+                    f"function '{name}' declares {count} parameter{'s' * (count != 1)}, but the stdlib function takes {_arity(signature)}",
+                    (*path, "params"),
+                    f"signature: {shown}",
+                )
+                return
+            for i, (spelled, wanted) in enumerate(
+                zip(declared.params, signature.params, strict=False)
+            ):
+                if not _fits(spelled, wanted):
+                    self.error(
+                        "E903",
+                        f"parameter {i + 1} of '{name}' is declared {spelled}, but the function takes {wanted}",
+                        (*path, "params", i),
+                        f"signature: {shown}",
+                    )
+        if not _fits(signature.returns, declared.returns):
+            self.error(
+                "E903",
+                f"function '{name}' is declared to return {declared.returns}, but it returns {signature.returns}",
+                (*path, "returns"),
+                f"signature: {shown}",
+            )
+
+    # ----------------------------------------------------------- user modules
+
+    def _other_user_objects(self) -> None:
+        """Oracle hooks, adapters and custom context policies named `module:attr`."""
+        oracle = self.spec.oracle
+        if oracle is not None and not isinstance(oracle, list) and oracle.hook is not None:
+            hook = self._user_object(oracle.hook, ("oracle", "hook"))
+            if hook is not None:
+                self._bind(
+                    hook, (None,), {}, ("oracle", "hook"), f"the oracle hook '{oracle.hook}'"
+                )
+        environment = self.spec.environment
+        if environment is not None and _is_import_path(environment.adapter):
+            adapter = self._user_object(environment.adapter, ("environment", "adapter"))
+            if adapter is not None:
+                what = f"the adapter '{environment.adapter}'"
+                self._bind(adapter, (), environment.config, ("environment",), what)
+        if self.spec.context.custom is not None:
+            self._user_object(self.spec.context.custom, ("context", "custom"))
+
+    def _user_object(self, impl: str, path: Path) -> Any:
+        """Find `module:attr` without running it; import it only when asked.
+
+        Returns the object when it was imported, else None.
+        """
+        module_name, _, attribute = impl.partition(":")
+        where = self._find_module(module_name)
+        if where is None:
+            top = module_name.split(".")[0]
+            self.error(
+                "E904",
+                f"cannot find the module '{module_name}' of '{impl}'",
+                path,
+                f"put {top}.py (or a package {top}/) in the spec's folder, or install it",
+            )
+            return None
+        if not self.import_user_code:
+            return None
+        from agentspec.stdlib.user import add_import_root
+
+        add_import_root(self.spec_dir)
+        try:
+            target: Any = importlib.import_module(module_name)
+        except Exception as exc:  # the user's module raised on import: report it, located
+            self.error(
+                "E904", f"importing '{module_name}' failed: {type(exc).__name__}: {exc}", path
+            )
+            return None
+        for part in attribute.split("."):
+            if not hasattr(target, part):
+                names = [n for n in dir(target) if not n.startswith("_")]
+                close = difflib.get_close_matches(part, names, n=1, cutoff=0.6)
+                self.error(
+                    "E904",
+                    f"module '{module_name}' has no attribute '{attribute}'",
+                    path,
+                    f"did you mean '{module_name}:{close[0]}'?" if close else None,
+                )
+                return None
+            target = getattr(target, part)
+        if not callable(target):
+            self.error("E904", f"'{impl}' is not callable", path)
+            return None
+        return target
+
+    def _find_module(self, module_name: str) -> str | None:
+        """Where a module would be imported from: the spec's folder first, then
+        `sys.path`. Only the top-level name is looked up, which runs no code."""
+        top = module_name.split(".")[0]
+        for candidate in (self.spec_dir / f"{top}.py", self.spec_dir / top):
+            try:
+                if candidate.exists():
+                    return str(candidate)
+            except (OSError, ValueError):
+                return None
+        try:
+            found = importlib.util.find_spec(top)
+        except (ImportError, ValueError):
+            return None
+        return None if found is None else str(found.origin)
+
+    def _bind(
+        self,
+        target: Any,
+        args: tuple[Any, ...],
+        kwargs: Mapping[str, Any],
+        path: Path,
+        what: str,
+    ) -> None:
+        """Whether `target` accepts these arguments (imported user code only)."""
+        try:
+            signature = inspect.signature(target)
+        except (TypeError, ValueError):  # a builtin without a signature: nothing to check
+            return
+        try:
+            signature.bind(*args, **kwargs)
+        except TypeError as exc:
+            code = "E902" if kwargs else "E903"
+            self.error(
+                code,
+                f"{what} does not accept {_described(args, kwargs)}: {exc}",
+                path,
+                f"its signature is {target.__name__ if hasattr(target, '__name__') else what}{signature}",
+            )
+
+    # ---------------------------------------------------------------- regexes
+
+    def _regexes(self) -> None:
+        sites = [(p, e.node) for p, e in self.checked.expressions.items()]
+        sites += list(self.checked.statements.items())
+        for path, root in sites:
+            for call in _calls(root):
+                if call.func not in REGEX_FUNCTIONS or len(call.args) < 2:
+                    continue
+                pattern = call.args[1]
+                if not (isinstance(pattern, ast.Literal) and isinstance(pattern.value, str)):
+                    continue
+                try:
+                    re.compile(pattern.value)
+                except re.error as exc:
+                    locator = self.map.locator(path)
+                    span = (
+                        locator.span(pattern.start, pattern.end)
+                        if locator is not None
+                        else self.map.value_span(path)
+                    )
+                    self.diagnostics.append(
+                        Diagnostic(
+                            "E908",
+                            f"invalid regular expression in {call.func}(): {exc.msg}"
+                            + (f" at position {exc.pos}" if exc.pos is not None else ""),
+                            span,
+                            "Python `re` syntax; escape ( ) [ ] . * + ? with a backslash to match them literally",
+                        )
+                    )
+
+
+def _calls(node: Any) -> Iterator[ast.Call]:
+    """Every call inside an AST (any node type, present or future)."""
+    if isinstance(node, ast.Call):
+        yield node
+    if isinstance(node, ast.Node):
+        for name in _child_fields(type(node)):
+            yield from _calls(getattr(node, name))
+    elif isinstance(node, (tuple, list)):
+        for item in node:
+            yield from _calls(item)
+
+
+_CHILD_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def _child_fields(kind: type) -> tuple[str, ...]:
+    """The fields of an AST node class that can hold nodes (not positions), cached."""
+    if kind not in _CHILD_FIELDS:
+        names = (f.name for f in dataclasses.fields(kind))
+        _CHILD_FIELDS[kind] = tuple(n for n in names if n not in ("start", "end", "func_end"))
+    return _CHILD_FIELDS[kind]
+
+
+def _fits(value: str, target: str) -> bool:
+    try:
+        return assignable(parse_type(value), parse_type(target))
+    except TypeSyntaxError:
+        return True  # the checker reports bad types (E507)
+
+
+def _arity(signature: Any) -> str:
+    low, high = signature.min_args, len(signature.params)
+    return f"{high}" if low == high else f"{low} to {high}"
+
+
+def _described(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> str:
+    if kwargs:
+        return "config " + ", ".join(kwargs)
+    return f"{len(args)} argument{'s' * (len(args) != 1)}"
+
+
+def _is_import_path(text: str) -> bool:
+    return ":" in text and not text.startswith(("gymnasium:", "http:"))
+
+
+def deep_check(
+    checked: CheckedSpec, spec_dir: FsPath, *, import_user_code: bool = False
+) -> list[Diagnostic]:
+    """Every deep finding of one checked spec (see the module docstring)."""
+    from agentspec.compiler.oracle_check import check_oracle
+    from agentspec.compiler.tests_check import check_tests
+
+    found = DeepChecker(checked, spec_dir, import_user_code).run()
+    return found + check_oracle(checked, spec_dir) + check_tests(checked)

@@ -1,0 +1,249 @@
+"""The oracle's turns, parsed in the spec's tool-call format and checked
+against its tools, before anything runs.
+
+Each template of a list oracle is rendered with a sample and parsed by the
+runtime's own parser for `episode.tool_format` (hermes, json, react,
+bracket); every call must name a declared tool with the declared arguments.
+The sample is the data's first row when the data is a file on this machine
+(then argument values are validated against the JSON Schemas too); else a
+placeholder built from the declared field types (`str` → "x", `int` → 1, …),
+which checks the template's fixed text: tool names, argument names, syntax.
+A template that cannot render with a placeholder is not reported (its
+rendering depends on real values); with a real row, it is. An `each` step's
+action is rendered once, with a placeholder `item` of the list's element type
+(so its render failures and argument values are not judged as real).
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, field
+from pathlib import Path as FsPath
+from typing import Any, cast
+
+from agentspec.compiler.diagnostics import Diagnostic
+from agentspec.compiler.ir import CheckedSpec
+from agentspec.compiler.types import (
+    BOOL,
+    DICT,
+    FLOAT,
+    INT,
+    NONE,
+    ListOf,
+    Type,
+    strip_optional,
+)
+from agentspec.spec.model import OracleEach, ToolSpec
+from agentspec.spec.source import Span
+
+
+@dataclass
+class _ToolView:
+    """What the format parsers read of a tool: its parameter schema."""
+
+    parameters: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def parameter_names(self) -> list[str]:
+        return list(self.parameters.get("properties", {}))
+
+
+def placeholder(typ: Type) -> Any:
+    """A value of a declared type, for rendering templates without data."""
+    inner = strip_optional(typ)
+    if isinstance(inner, ListOf):
+        return [placeholder(inner.item)]
+    values: dict[Type, Any] = {INT: 1, FLOAT: 1.0, BOOL: True, DICT: {}, NONE: None}
+    return values.get(inner, "x")  # str, any: "x"
+
+
+@functools.cache
+def _sandbox() -> Any:
+    """The runtime's template environment (sandboxed, undefined names are errors)."""
+    from jinja2 import StrictUndefined
+    from jinja2.sandbox import SandboxedEnvironment
+
+    return SandboxedEnvironment(undefined=StrictUndefined, keep_trailing_newline=True)
+
+
+def _bounded(tree: Any) -> bool:
+    """Whether rendering a template surely stays small: no loop inside a loop, no
+    macros (recursion), no `*` or `**` (a string repeated a billion times). The
+    sandbox already caps `range` at 100,000; validate must not be exhausted."""
+    from jinja2 import nodes
+
+    if any(True for _ in tree.find_all((nodes.Macro, nodes.CallBlock, nodes.Mul, nodes.Pow))):
+        return False
+    return not any(True for loop in tree.find_all(nodes.For) for _ in loop.find_all(nodes.For))
+
+
+def _object_schema(tool: ToolSpec) -> dict[str, Any]:
+    required = list(tool.parameters) if tool.required is None else list(tool.required)
+    return {"type": "object", "properties": dict(tool.parameters), "required": required}
+
+
+class _OracleChecker:
+    def __init__(self, checked: CheckedSpec, spec_dir: FsPath):
+        self.spec = checked.spec
+        self.map = checked.loaded.source_map
+        self.checked = checked
+        self.spec_dir = spec_dir
+        self.diagnostics: list[Diagnostic] = []
+
+    def run(self) -> list[Diagnostic]:
+        if self.spec.episode.tool_format == "bracket":
+            self._bracket_tools()
+        if isinstance(self.spec.oracle, list) and self.spec.tools:
+            self._turns(self.spec.oracle)
+        return self.diagnostics
+
+    def _bracket_tools(self) -> None:
+        for name, tool in self.spec.tools.items():
+            if len(tool.parameters) != 1:
+                count = len(tool.parameters)
+                self.diagnostics.append(
+                    Diagnostic(
+                        "E912",
+                        f"tool '{name}' has {count} parameter{'s' * (count != 1)}, but the bracket format passes exactly one (`{name}[ARGUMENT]`)",
+                        self.map.key_span(("tools", name)),
+                        "give the tool one parameter, or use tool_format: hermes, json or react",
+                    )
+                )
+
+    def _turns(self, steps: list[Any]) -> None:
+        from agentspec.runtime.formats import get_format
+
+        sample, real = self._sample()
+        env = _sandbox()
+        fmt = get_format(self.spec.episode.tool_format)
+        tools = {name: _ToolView(_object_schema(tool)) for name, tool in self.spec.tools.items()}
+        for i, step in enumerate(steps):
+            template, variables, real_turn = self._variables(i, step, sample, real)
+            try:
+                tree = env.parse(template)
+            except Exception:  # a syntax error: the checker reports it (E601)
+                continue
+            if not _bounded(tree):
+                continue  # rendering could take unbounded time or memory: not at validate time
+            try:
+                text = env.from_string(tree).render(**variables)
+            except (
+                Exception
+            ) as exc:  # undefined names etc. are the checker's (E6xx) unless data is real
+                if real_turn:
+                    self._report(
+                        "E911",
+                        i,
+                        f"oracle turn {i + 1} fails to render for the first sample: {exc}",
+                    )
+                continue
+            parsed = fmt.parse(text, cast(Any, tools))
+            for error in parsed.errors:
+                self._report(
+                    "E911",
+                    i,
+                    f"oracle turn {i + 1} is not valid {self.spec.episode.tool_format}: {error.message}",
+                    hint=fmt.usage(),
+                )
+            for call in parsed.calls:
+                self._call(i, call.name, call.arguments, real_turn)
+
+    def _variables(
+        self, i: int, step: Any, sample: dict[str, Any], real: bool
+    ) -> tuple[str, dict[str, Any], bool]:
+        """Template, variables and whether they are real data, for oracle entry `i`."""
+        variables = {"sample": sample, "constants": dict(self.spec.constants)}
+        if not isinstance(step, OracleEach):
+            return step, variables, real
+        typed = self.checked.expressions.get(("oracle", i, "each"))
+        items = strip_optional(typed.type) if typed is not None else None
+        item = placeholder(items.item) if isinstance(items, ListOf) else "x"
+        return step.action, {**variables, "item": item, "index": 0}, False
+
+    def _call(self, turn: int, name: str, arguments: Any, real: bool) -> None:
+        import difflib
+
+        tool = self.spec.tools.get(name)
+        if tool is None:
+            close = difflib.get_close_matches(name, list(self.spec.tools), n=1, cutoff=0.6)
+            self._report(
+                "E909",
+                turn,
+                f"oracle turn {turn + 1} calls unknown tool '{name}'",
+                f"did you mean '{close[0]}'?" if close else "tools: " + ", ".join(self.spec.tools),
+                word=name,
+            )
+            return
+        if not isinstance(arguments, dict):
+            return
+        for arg in arguments:
+            if arg not in tool.parameters:
+                self._report(
+                    "E910",
+                    turn,
+                    f"oracle turn {turn + 1} passes unknown argument '{arg}' to tool '{name}'",
+                    "parameters: " + (", ".join(tool.parameters) or "none"),
+                    word=arg,
+                )
+        required = list(tool.parameters) if tool.required is None else tool.required
+        for arg in required:
+            if arg not in arguments:
+                self._report(
+                    "E910",
+                    turn,
+                    f"oracle turn {turn + 1} calls '{name}' without its required argument '{arg}'",
+                    word=name,
+                )
+        if real:
+            self._values(turn, name, tool, arguments)
+
+    def _values(self, turn: int, name: str, tool: ToolSpec, arguments: dict[str, Any]) -> None:
+        from jsonschema import Draft202012Validator
+
+        for arg, value in arguments.items():
+            schema = tool.parameters.get(arg)
+            if schema is None:
+                continue
+            for problem in Draft202012Validator(schema).iter_errors(value):
+                self._report(
+                    "E910",
+                    turn,
+                    f"oracle turn {turn + 1}: argument '{arg}' of '{name}' for the first sample: {problem.message}",
+                    word=arg,
+                )
+
+    def _sample(self) -> tuple[dict[str, Any], bool]:
+        """The data's first row when it is a file here, else a typed placeholder."""
+        row = self._first_row()
+        if row is not None:
+            return row, True
+        return {name: placeholder(t) for name, t in self.checked.sample_types.items()}, False
+
+    def _first_row(self) -> dict[str, Any] | None:
+        data = self.spec.data
+        if data is None or data.derived:
+            return None  # derived fields need the generated code
+        kind, _, location = data.source.partition(":")
+        if kind != "jsonl":
+            return None
+        from agentspec.compiler.data_check import first_jsonl_row
+        from agentspec.stdlib.data import resolve_path
+
+        return first_jsonl_row(resolve_path(location, self.spec_dir))
+
+    def _report(
+        self, code: str, turn: int, message: str, hint: str | None = None, word: str | None = None
+    ) -> None:
+        path = ("oracle", turn)
+        span: Span = self.map.value_span(path)
+        locator = self.map.locator(path)
+        if word is not None and locator is not None:
+            at = locator.value.find(word)
+            if at >= 0:
+                span = locator.span(at, at + len(word))
+        self.diagnostics.append(Diagnostic(code, message, span, hint))
+
+
+def check_oracle(checked: CheckedSpec, spec_dir: FsPath) -> list[Diagnostic]:
+    """Findings about the oracle's turns and the tool format (codes E909–E912)."""
+    return _OracleChecker(checked, spec_dir).run()

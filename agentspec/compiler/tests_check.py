@@ -1,0 +1,68 @@
+"""Static checks of a spec's `tests:` section, so that `agentspec validate`
+catches a misspelt expectation before `agentspec test` plays anything:
+expected state variables and reward components must exist (E402, E406),
+written-out samples must have the declared fields (E907), and patterns must
+compile (E908)."""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Iterable
+
+from agentspec.compiler.diagnostics import Diagnostic
+from agentspec.compiler.ir import CheckedSpec
+from agentspec.spec.model import TextMatch
+from agentspec.spec.yaml_loader import Path
+
+
+def check_tests(checked: CheckedSpec) -> list[Diagnostic]:
+    spec, source_map = checked.spec, checked.loaded.source_map
+    found: list[Diagnostic] = []
+
+    def unknown(code: str, what: str, name: str, path: Path, known: Iterable[str]) -> None:
+        options = sorted(known)
+        close = difflib.get_close_matches(name, options, n=1, cutoff=0.6)
+        hint = (
+            f"did you mean '{close[0]}'?" if close else "known: " + (", ".join(options) or "none")
+        )
+        found.append(Diagnostic(code, f"unknown {what} '{name}'", source_map.key_span(path), hint))
+
+    for i, test in enumerate(spec.tests.episodes):
+        base: Path = ("tests", "episodes", i)
+        expect = test.expect
+        for name in expect.state or {}:
+            if name not in spec.state:
+                unknown(
+                    "E402", "state variable", name, (*base, "expect", "state", name), spec.state
+                )
+        for name in expect.rewards or {}:
+            if name not in spec.rewards:
+                path = (*base, "expect", "rewards", name)
+                unknown("E406", "reward component", name, path, spec.rewards)
+        if test.sample is not None and spec.data is not None:
+            derived = set(spec.data.derived)
+            for field in [*spec.data.fields, *derived]:
+                if field not in test.sample:
+                    found.append(
+                        Diagnostic(
+                            "E907",
+                            f"the test's sample has no field '{field}'",
+                            source_map.key_span((*base, "sample")),
+                            "write every declared field"
+                            + (" (and the derived ones)" if derived else ""),
+                        )
+                    )
+        for j, wanted in enumerate(expect.observations or []):
+            if isinstance(wanted, TextMatch) and wanted.pattern is not None:
+                try:
+                    re.compile(wanted.pattern)
+                except re.error as exc:
+                    found.append(
+                        Diagnostic(
+                            "E908",
+                            f"invalid regular expression: {exc.msg}",
+                            source_map.value_span((*base, "expect", "observations", j, "pattern")),
+                        )
+                    )
+    return found

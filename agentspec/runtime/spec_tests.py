@@ -1,0 +1,444 @@
+"""`agentspec test`: a spec's scripted episodes and its oracle gate.
+
+A spec's `tests:` section lists scripted episodes: the model's turns written
+as text, and what they must produce (observations, final state, rewards,
+success, ending). Each is played through the generated environment exactly
+as a model's responses would be, with the tokenizer `agentspec run` uses
+for model-free policies (so the spec's token limits apply as in training).
+
+The oracle gate plays the spec's oracle on the first N samples of its data:
+every episode must succeed, with no tool, parse or expression error; and a
+random policy must score below the oracle on the same samples (else the
+rewards cannot tell a good policy from noise).
+
+Every failure points at the spec's own lines (the expectation, or the
+oracle turn) so CI can annotate them. No torch is imported.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from agentspec.compiler.diagnostics import SpecError
+from agentspec.runtime.trajectory import EventKind, Trajectory
+from agentspec.spec.model import SpecTest, TextMatch
+from agentspec.spec.source import Span
+from agentspec.spec.yaml_loader import Path as YamlPath
+from agentspec.spec.yaml_loader import SourceMap
+
+TOLERANCE = 1e-6
+
+
+@dataclass
+class Failure:
+    message: str
+    span: Span | None = None
+
+
+@dataclass
+class CaseResult:
+    """One test of one spec: a scripted episode, the oracle gate, or validation."""
+
+    spec: str
+    name: str
+    failures: list[Failure] = field(default_factory=list)
+    skipped: str | None = None
+    seconds: float = 0.0
+
+    @property
+    def passed(self) -> bool:
+        return not self.failures and self.skipped is None
+
+
+@dataclass
+class _Played:
+    trajectory: Trajectory
+    state: dict[str, Any]
+
+
+class SpecTestRunner:
+    """Runs one spec's tests. Use `run_spec_tests`."""
+
+    def __init__(self, path: Path, oracle_samples: int | None, seed: int):
+        from agentspec.compiler.codegen import import_spec
+        from agentspec.compiler.frontend import check_file, require_ok
+
+        self.path = path
+        checked = require_ok(check_file(path))  # raises SpecError, reported by the caller
+        self.spec = checked.spec
+        self.map: SourceMap = checked.loaded.source_map
+        self.module: ModuleType = import_spec(path)
+        self.gate = self.spec.tests.oracle
+        self.oracle_samples = oracle_samples or self.gate.samples
+        self.seed = seed
+        self._samples: dict[str, list[dict[str, Any]]] = {}
+        self._tokenizer: Any = None
+
+    # -------------------------------------------------------------- helpers
+
+    def span(self, path: YamlPath) -> Span:
+        return self.map.value_span(path)
+
+    def samples(self, split: str | None = None) -> list[dict[str, Any]]:
+        key = split or ""
+        if key not in self._samples:
+            self._samples[key] = self.module.load_samples(split=split)
+        return self._samples[key]
+
+    def tokenizer(self) -> Any:
+        """The task tokenizer `agentspec run` uses for model-free policies (cached)."""
+        if self._tokenizer is None:
+            from agentspec.compiler.codegen import cache_dir, cache_key
+            from agentspec.runtime.task_text import task_bpe_tokenizer
+
+            directory = cache_dir() / cache_key(self.path)[:16] / "tokenizer"
+            samples = self.samples()[:2000] if self.spec.data is not None else []
+            self._tokenizer = task_bpe_tokenizer(self.module, samples, directory)
+        return self._tokenizer
+
+    def play(self, turns: Sequence[str], sample: Mapping[str, Any]) -> _Played:
+        from agentspec.runtime.policies.scripted import ScriptedPolicy
+
+        tokenizer = self.tokenizer()
+        flow = self.module.FLOW_CLASS(ScriptedPolicy(list(turns), tokenizer), tokenizer)
+        envs: list[Any] = []
+        make_env = flow.env_factory
+
+        def recording_factory() -> Any:
+            envs.append(make_env())
+            return envs[-1]
+
+        flow.env_factory = recording_factory
+        trajectory = asyncio.run(flow.run(dict(sample), sample_id="test"))
+        state = getattr(envs[0], "state", None) if envs else None
+        return _Played(trajectory, _as_dict(state))
+
+    # ------------------------------------------------------- scripted tests
+
+    def scripted(self, index: int, test: SpecTest) -> CaseResult:
+        result = CaseResult(str(self.path), f"episodes[{index}] {test.name}")
+        base: YamlPath = ("tests", "episodes", index)
+        if test.sample is not None:
+            sample = dict(test.sample)
+        else:
+            pool = self.samples(test.split)
+            if test.sample_index >= len(pool):
+                result.failures.append(
+                    Failure(
+                        f"sample_index {test.sample_index} is past the data's {len(pool)} samples",
+                        self.span((*base, "sample_index")),
+                    )
+                )
+                return result
+            sample = dict(pool[test.sample_index])
+        played = self.play(test.turns, sample)
+        used = len(played.trajectory.steps)
+        if used > len(test.turns):
+            result.failures.append(
+                Failure(
+                    f"the episode went on after the {len(test.turns)} scripted turns "
+                    f"(ended {played.trajectory.termination.value} after {used} steps): "
+                    "write every turn the episode takes",
+                    self.span((*base, "turns")),
+                )
+            )
+        result.failures += self._compare(base, test, played)
+        return result
+
+    def _compare(self, base: YamlPath, test: SpecTest, played: _Played) -> list[Failure]:
+        expect, traj = test.expect, played.trajectory
+        where: YamlPath = (*base, "expect")
+        failures: list[Failure] = []
+        for i, wanted in enumerate(expect.observations or []):
+            if wanted is None:
+                continue
+            got = traj.steps[i].observation if i < len(traj.steps) else None
+            problem = _text_problem(wanted, got)
+            if problem is not None:
+                failures.append(
+                    Failure(
+                        f"observation {i + 1}: {problem}", self.span((*where, "observations", i))
+                    )
+                )
+        for name, wanted_value in (expect.state or {}).items():
+            got_value = played.state.get(name, "<no such state variable>")
+            if not _equal(got_value, wanted_value):
+                failures.append(
+                    Failure(
+                        f"state.{name}: expected {wanted_value!r}, got {got_value!r}",
+                        self.span((*where, "state", name)),
+                    )
+                )
+        components = traj.reward_components()
+        for name, wanted_reward in (expect.rewards or {}).items():
+            got_reward = components.get(name, 0.0)
+            if abs(got_reward - wanted_reward) > TOLERANCE:
+                failures.append(
+                    Failure(
+                        f"reward.{name}: expected {wanted_reward}, got {got_reward}",
+                        self.span((*where, "rewards", name)),
+                    )
+                )
+        checks: list[tuple[str, Any, Any]] = [
+            ("reward", expect.reward, traj.total_reward),
+            ("success", expect.success, traj.success),
+            ("ending", expect.ending, traj.termination.value),
+            ("steps", expect.steps, len(traj.steps)),
+            ("tool_errors", expect.tool_errors, traj.count(EventKind.TOOL_ERROR)),
+            ("parse_errors", expect.parse_errors, traj.count(EventKind.PARSE_ERROR)),
+        ]
+        for key, wanted_any, got_any in checks:
+            if wanted_any is not None and not _equal(got_any, wanted_any):
+                failures.append(
+                    Failure(
+                        f"{key}: expected {wanted_any!r}, got {got_any!r}" + _why(traj),
+                        self.span((*where, key)),
+                    )
+                )
+        return failures
+
+    # ---------------------------------------------------------- oracle gate
+
+    def oracle_gate(self) -> CaseResult:
+        from agentspec.runtime.spec_run import rollout
+
+        result = CaseResult(str(self.path), f"oracle gate ({self.oracle_samples} samples)")
+        if self.spec.oracle is None:
+            result.skipped = "the spec has no oracle"
+            return result
+        if self.spec.data is None:
+            result.skipped = "the spec has no data to play the oracle on"
+            return result
+        samples = self.samples()[: self.oracle_samples]
+        tokenizer = self.tokenizer()
+        oracle = asyncio.run(rollout(self.module, samples, "oracle", task_tokenizer=tokenizer))
+        for traj, sample in zip(oracle, samples, strict=True):
+            result.failures += self._oracle_episode(traj, sample)
+        random = (
+            asyncio.run(
+                rollout(self.module, samples, "random", seed=self.seed, task_tokenizer=tokenizer)
+            )
+            if self.gate.random_below
+            else []
+        )
+        judged = [t.success for t in oracle if t.success is not None]
+        if judged and sum(judged) / len(judged) < self.gate.min_success:
+            result.failures.append(
+                Failure(
+                    f"oracle success {sum(judged) / len(judged):.3f} is below {self.gate.min_success}",
+                    self.span(("oracle",)),
+                )
+            )
+        if not self.gate.random_below:
+            return result
+        oracle_mean = sum(t.total_reward for t in oracle) / len(oracle)
+        random_mean = sum(t.total_reward for t in random) / len(random)
+        if random_mean >= oracle_mean:
+            result.failures.append(
+                Failure(
+                    f"a random policy scores {random_mean:.3f}, the oracle {oracle_mean:.3f}: "
+                    "the rewards do not tell a good policy from noise",
+                    self.span(("rewards",)),
+                )
+            )
+        return result
+
+    def _oracle_episode(self, traj: Trajectory, sample: Mapping[str, Any]) -> list[Failure]:
+        sid = sample.get("id", traj.sample_id)
+        failures: list[Failure] = []
+        for step in traj.steps:
+            where = self._oracle_span(step.index)
+            for event in step.events:
+                if event.kind in (EventKind.TOOL_ERROR, EventKind.PARSE_ERROR):
+                    failures.append(
+                        Failure(
+                            f"sample {sid}, turn {step.index + 1}: {event.kind.replace('_', ' ')}"
+                            f"{' in ' + event.tool if event.tool else ''}: {event.message}",
+                            where,
+                        )
+                    )
+            for message in step.info.get("expression_errors", []):
+                failures.append(
+                    Failure(
+                        f"sample {sid}, turn {step.index + 1}: expression error: {message}", where
+                    )
+                )
+        if traj.success is False and self.gate.min_success >= 1.0:
+            failures.append(
+                Failure(
+                    f"sample {sid}: the oracle's episode did not succeed "
+                    f"(ended {traj.termination.value} after {len(traj.steps)} steps, "
+                    f"reward {traj.total_reward:.3f})",
+                    self.span(("oracle",)),
+                )
+            )
+        return failures
+
+    def _oracle_span(self, turn: int) -> Span:
+        if isinstance(self.spec.oracle, list) and turn < len(self.spec.oracle):
+            return self.span(("oracle", turn))
+        return self.span(("oracle",))
+
+
+def _as_dict(state: Any) -> dict[str, Any]:
+    import dataclasses
+
+    if state is None:
+        return {}
+    if dataclasses.is_dataclass(state) and not isinstance(state, type):
+        return {f.name: getattr(state, f.name) for f in dataclasses.fields(state)}
+    return dict(state) if isinstance(state, Mapping) else {}
+
+
+def _equal(got: Any, wanted: Any) -> bool:
+    if isinstance(got, (int, float)) and isinstance(wanted, (int, float)):
+        if isinstance(got, bool) or isinstance(wanted, bool):
+            return got is wanted
+        return abs(float(got) - float(wanted)) <= TOLERANCE
+    return bool(got == wanted)
+
+
+def _text_problem(wanted: str | TextMatch, got: str | None) -> str | None:
+    if got is None:
+        return f"expected {_shown(wanted)}, but the turn produced no observation"
+    if isinstance(wanted, str):
+        return None if got == wanted else f"expected {wanted!r}, got {got!r}"
+    if wanted.pattern is not None:
+        try:
+            found = re.search(wanted.pattern, got) is not None
+        except re.error as exc:
+            return f"invalid pattern {wanted.pattern!r}: {exc}"
+        return None if found else f"expected a match of {wanted.pattern!r}, got {got!r}"
+    assert wanted.contains is not None
+    return (
+        None
+        if wanted.contains in got
+        else f"expected text containing {wanted.contains!r}, got {got!r}"
+    )
+
+
+def _shown(wanted: str | TextMatch) -> str:
+    if isinstance(wanted, str):
+        return repr(wanted)
+    return f"pattern {wanted.pattern!r}" if wanted.pattern is not None else f"{wanted.contains!r}"
+
+
+def _why(traj: Trajectory) -> str:
+    """The errors of an episode, to explain an unexpected outcome."""
+    errors = [
+        f"{e.kind}: {e.message}"
+        for s in traj.steps
+        for e in s.events
+        if e.kind in (EventKind.TOOL_ERROR, EventKind.PARSE_ERROR)
+    ]
+    errors += [
+        f"expression error: {m}" for s in traj.steps for m in s.info.get("expression_errors", [])
+    ]
+    return f" ({'; '.join(errors[:3])})" if errors else ""
+
+
+def run_spec_tests(
+    path: Path, *, oracle_samples: int | None = None, seed: int = 0, gate: bool = True
+) -> tuple[list[CaseResult], SpecError | None]:
+    """Every test of one spec: its scripted episodes, then the oracle gate.
+
+    An invalid spec returns no results and its `SpecError`.
+    """
+    try:
+        runner = SpecTestRunner(path, oracle_samples, seed)
+    except SpecError as exc:
+        return [], exc
+    except Exception as exc:  # e.g. data that cannot be loaded: one failed case, not a crash
+        return [CaseResult(str(path), "load", [Failure(f"{type(exc).__name__}: {exc}")])], None
+    results: list[CaseResult] = []
+    for index, test in enumerate(runner.spec.tests.episodes):
+        start = time.perf_counter()
+        try:
+            case = runner.scripted(index, test)
+        except Exception as exc:  # the spec's code raised: a failed test, located, not a crash
+            case = CaseResult(str(path), f"episodes[{index}] {test.name}")
+            case.failures.append(
+                Failure(f"{type(exc).__name__}: {exc}", runner.span(("tests", "episodes", index)))
+            )
+        case.seconds = time.perf_counter() - start
+        results.append(case)
+    if gate:
+        start = time.perf_counter()
+        try:
+            case = runner.oracle_gate()
+        except Exception as exc:  # e.g. data that cannot be read: located at the oracle
+            case = CaseResult(str(path), f"oracle gate ({runner.oracle_samples} samples)")
+            case.failures.append(Failure(f"{type(exc).__name__}: {exc}", runner.span(("oracle",))))
+        case.seconds = time.perf_counter() - start
+        results.append(case)
+    return results, None
+
+
+def report_results(
+    outcomes: Sequence[tuple[list[CaseResult], SpecError | None]],
+    *,
+    github: bool,
+    echo: Any,
+) -> bool:
+    """Print pytest-style results (or GitHub annotations); True when nothing failed."""
+    from agentspec.compiler.diagnostics import render_github, render_text
+    from agentspec.spec.source import SourceFile
+
+    counts = {"passed": 0, "failed": 0, "skipped": 0}
+    failed: list[tuple[CaseResult, Failure]] = []
+    start_total = sum(case.seconds for results, _ in outcomes for case in results)
+    for results, error in outcomes:
+        if error is not None:
+            counts["failed"] += 1
+            for d in error.diagnostics:
+                echo(render_github(d) if github else render_text(d, error.sources))
+            continue
+        for case in results:
+            status = "SKIPPED" if case.skipped else ("PASSED" if case.passed else "FAILED")
+            counts[status.lower()] += 1
+            if not github:
+                note = f" ({case.skipped})" if case.skipped else ""
+                echo(f"{case.spec}::{case.name} {status}{note} [{case.seconds:.2f}s]")
+            failed += [(case, f) for f in case.failures]
+    sources: dict[str, SourceFile] = {}
+    if failed and not github:
+        echo("\n" + " FAILURES ".center(72, "="))
+    for case, failure in failed:
+        if github:
+            echo(_github_line(case, failure))
+            continue
+        span = failure.span
+        location = f"{span.file}:{span.line}:{span.column}" if span else case.spec
+        echo(f"{location}: {case.name}: {failure.message}")
+        if span is not None:
+            source = sources.get(span.file) or SourceFile(span.file, Path(span.file).read_text())
+            sources[span.file] = source
+            text = source.line_text(span.line)
+            if text is not None:
+                gutter = f"{span.line:>4} | "
+                echo(gutter + text + "\n" + " " * (len(gutter) + span.column - 1) + "^")
+    summary = ", ".join(f"{n} {k}" for k, n in counts.items() if n or k == "passed")
+    echo(f"{'=' * 8} {summary} in {start_total:.2f}s {'=' * 8}")
+    return counts["failed"] == 0
+
+
+def _github_line(case: CaseResult, failure: Failure) -> str:
+    from agentspec.compiler.diagnostics import _escape_github
+
+    props = []
+    if failure.span is not None:
+        s = failure.span
+        props += [
+            f"file={_escape_github(s.file, property_value=True)}",
+            f"line={s.line}",
+            f"col={s.column}",
+        ]
+    props.append("title=agentspec test")
+    return f"::error {','.join(props)}::{_escape_github(case.name + ': ' + failure.message)}"

@@ -1,0 +1,321 @@
+"""The Jinja2 sandbox spec templates render in, with resource limits.
+
+Shared by the runtime (which renders in it) and the checker (which refuses
+constant parts of a template that would pass a limit); it imports nothing
+heavy, so `validate` stays fast.
+
+Jinja's `ImmutableSandboxedEnvironment` stops a template from reaching
+Python internals or changing the values it is given (so no list can grow
+itself in a loop), but not from asking for a billion-item range, a gigabyte
+string or a loop that never ends. `LimitedSandbox` adds the limits below; a template
+that passes one raises `TemplateLimitError`, which the runtime records on the
+step like any other template error. The checker refuses at `validate` what it
+can see statically (`agentspec/compiler/templates.py`); these limits hold for what only
+shows at run, such as sizes computed from the model's arguments.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import operator
+import re
+from collections.abc import Callable, Iterator
+from functools import cache
+from typing import Any
+
+from jinja2 import StrictUndefined, nodes
+from jinja2.compiler import CodeGenerator, Frame
+from jinja2.exceptions import SecurityError
+from jinja2.sandbox import ImmutableSandboxedEnvironment
+from jinja2.utils import Namespace
+
+MAX_RANGE = 10_000  # items in one range()
+MAX_ITERATIONS = 100_000  # range() items one render may iterate, all loops together
+MAX_SIZE = 1_000_000  # characters or items of one value a template builds
+MAX_POWER_BITS = 4_096  # bits of an integer built by **
+MAX_OUTPUT = 1_000_000  # characters of a rendered template
+MAX_WRITTEN = 10_000_000  # characters all `{{ … }}` of one render write, captured ones too
+MAX_FORMAT_WIDTH = 10_000  # width or precision in a format specification
+
+
+class TemplateLimitError(SecurityError):
+    """A spec template went past a resource limit while rendering."""
+
+
+class _Budget:
+    """What one render has used so far (set by `render`)."""
+
+    def __init__(self) -> None:
+        self.iterations = 0
+        self.written = 0
+
+
+_budget: contextvars.ContextVar[_Budget | None] = contextvars.ContextVar(
+    "agentspec_template_budget", default=None
+)
+
+
+def _size(value: Any) -> int:
+    return len(value) if isinstance(value, (str, list, tuple, bytes)) else 0
+
+
+def _check_size(size: int, what: str) -> None:
+    if size > MAX_SIZE:
+        raise TemplateLimitError(f"{what} would have {size:,} items (the limit is {MAX_SIZE:,})")
+
+
+def _multiply(left: Any, right: Any) -> Any:
+    for sequence, count in ((left, right), (right, left)):
+        if _size(sequence) and isinstance(count, int):
+            _check_size(_size(sequence) * max(count, 0), "a repeated string or list")
+    both_int = isinstance(left, int) and isinstance(right, int)
+    if both_int and left.bit_length() + right.bit_length() > MAX_POWER_BITS:
+        raise TemplateLimitError(f"a product of more than {MAX_POWER_BITS} bits")
+    return operator.mul(left, right)
+
+
+def _power(left: Any, right: Any) -> Any:
+    growing = isinstance(left, int) and isinstance(right, int) and abs(left) > 1 and right > 0
+    if growing and right * abs(left).bit_length() > MAX_POWER_BITS:
+        # (the operands themselves are not shown: they may be too long to print)
+        raise TemplateLimitError(f"a power of more than {MAX_POWER_BITS} bits")
+    if isinstance(left, float) or isinstance(right, float):
+        try:
+            return operator.pow(left, right)
+        except OverflowError as exc:
+            raise TemplateLimitError("a power too large for a float") from exc
+    return operator.pow(left, right)
+
+
+def _add(left: Any, right: Any) -> Any:
+    if _size(left) and _size(right):
+        _check_size(_size(left) + _size(right), "a joined string or list")
+    return operator.add(left, right)
+
+
+_PERCENT_WIDTH = re.compile(r"%[-#0 +]*(\d+|\*)?(?:\.(\d+|\*))?")
+_FORMAT_SPEC_NUMBER = re.compile(r"\d+")
+
+
+def _modulo(left: Any, right: Any) -> Any:
+    if isinstance(left, str):
+        _check_percent_format(left)
+    return operator.mod(left, right)
+
+
+def _check_percent_format(text: str) -> None:
+    for match in _PERCENT_WIDTH.finditer(text):
+        for number in match.groups():
+            if number == "*" or (number and int(number) > MAX_FORMAT_WIDTH):
+                raise TemplateLimitError(
+                    f"the format {match.group(0)!r} asks for a width or precision over"
+                    f" {MAX_FORMAT_WIDTH:,} (or one given by an argument)"
+                )
+
+
+def _check_format_spec(text: str) -> None:
+    """Widths in `str.format` fields, e.g. '{:1000000000}'."""
+    for field in re.findall(r"\{[^{}]*\}", text):
+        spec = field.partition(":")[2]
+        if "{" in spec or any(int(n) > MAX_FORMAT_WIDTH for n in _FORMAT_SPEC_NUMBER.findall(spec)):
+            raise TemplateLimitError(f"the format field {field!r} is too wide")
+
+
+BINOPS: dict[str, Callable[[Any, Any], Any]] = {
+    "*": _multiply,
+    "**": _power,
+    "+": _add,
+    "%": _modulo,
+}
+
+
+def _replaced_size(text: str, old: Any = "", new: Any = "", *_: Any) -> int:
+    """An upper bound on the length of text.replace(old, new)."""
+    growth = max(len(str(new)) - len(str(old)), 0)
+    return len(text) + (len(text) + 1) * growth
+
+
+def _width_argument(text: str, width: Any = 0, *_: Any, **__: Any) -> int:
+    return width if isinstance(width, int) else 0
+
+
+def _tab_size(text: str, tabsize: Any = 8, *_: Any) -> int:
+    return len(text) * max(tabsize, 1) if isinstance(tabsize, int) else len(text)
+
+
+# str methods whose result size comes from an argument: (text, *args) -> size
+_SIZED_METHODS: dict[str, Callable[..., int]] = {
+    "center": _width_argument,
+    "ljust": _width_argument,
+    "rjust": _width_argument,
+    "zfill": _width_argument,
+    "expandtabs": _tab_size,
+    "replace": _replaced_size,
+}
+
+
+def bounded_range(*args: int) -> range:
+    """range(), refused past MAX_RANGE items."""
+    numbers = range(*args)
+    if len(numbers) > MAX_RANGE:
+        raise TemplateLimitError(f"range() of {len(numbers):,} items (the limit is {MAX_RANGE:,})")
+    return numbers
+
+
+def _limited_range(*args: int) -> Iterator[int]:
+    return _counted(bounded_range(*args))
+
+
+def _counted(numbers: range) -> Iterator[int]:
+    budget = _budget.get()
+    for number in numbers:
+        if budget is not None:
+            budget.iterations += 1
+            if budget.iterations > MAX_ITERATIONS:
+                raise TemplateLimitError(
+                    f"the template iterated more than {MAX_ITERATIONS:,} times"
+                )
+        yield number
+
+
+def _written(value: Any) -> str:
+    """Every `{{ … }}` passes here (the environment's `finalize`): count what
+    is written, including into macros, loops and `{% set %}` blocks, whose
+    text never reaches the output limit directly."""
+    text = str(value)
+    budget = _budget.get()
+    if budget is not None:
+        budget.written += len(text)
+        if budget.written > MAX_WRITTEN:
+            raise TemplateLimitError(f"the template wrote more than {MAX_WRITTEN:,} characters")
+    return text
+
+
+def _concat(parts: tuple[Any, ...]) -> str:
+    """The `~` operator, bounded like `+`."""
+    texts = [str(part) for part in parts]
+    _check_size(sum(map(len, texts)), "a joined string")
+    return "".join(texts)
+
+
+class _LimitedCodeGenerator(CodeGenerator):
+    """Jinja's code generator, with `~` going through `_concat` (Jinja calls
+    its own join function there, which no environment hook reaches)."""
+
+    def visit_Concat(self, node: nodes.Concat, frame: Frame) -> None:
+        self.write("environment.concat_limited((")
+        for part in node.nodes:
+            self.visit(part, frame)
+            self.write(", ")
+        self.write("))")
+
+
+def _sized_filter(original: Callable[..., Any], size: Callable[..., int]) -> Callable[..., Any]:
+    """`original`, refused when `size(value, *arguments)` passes the limit.
+    Keeps Jinja's mark of filters that receive the environment or context first."""
+    passes_context = getattr(original, "jinja_pass_arg", None)
+
+    def limited(*args: Any, **kwargs: Any) -> Any:
+        values = args[1:] if passes_context is not None else args
+        _check_size(size(*values, **kwargs), "the filter's result")
+        return original(*args, **kwargs)
+
+    limited.__name__ = getattr(original, "__name__", "filter")
+    if passes_context is not None:
+        limited.jinja_pass_arg = passes_context  # type: ignore[attr-defined]
+    return limited
+
+
+class _LimitedNamespace(Namespace):
+    """`namespace()` whose attributes cannot grow past the size limit (a
+    `{% set ns.s = ns.s ~ ns.s %}` loop doubles a string each time)."""
+
+    def __setitem__(self, name: str, value: Any) -> None:
+        _check_size(_size(value), f"namespace attribute '{name}'")
+        super().__setitem__(name, value)
+
+
+class LimitedSandbox(ImmutableSandboxedEnvironment):
+    """An immutable sandbox with bounded ranges, sizes, powers and formats.
+
+    Intercepting an operator also stops Jinja from evaluating it while
+    compiling (constant folding), so `{{ 7**100000 }}` fails at render,
+    as a template error, not when the generated module is imported.
+    """
+
+    intercepted_binops = frozenset(BINOPS)
+    code_generator_class = _LimitedCodeGenerator
+    concat_limited = staticmethod(_concat)
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(finalize=_written, **options)
+        self.globals["range"] = _limited_range
+        self.globals["namespace"] = _LimitedNamespace
+        sized: dict[str, Callable[..., int]] = {
+            "center": lambda value, width=80: _width(width),
+            "indent": lambda value, width=4, *a, **k: _size(value) * (1 + _width(width)),
+            "wordwrap": lambda value, width=79, breaks=True, wrapstring=None, *a, **k: (
+                _size(value) * (2 + len(str(wrapstring or "")))
+            ),
+            "batch": lambda value, count, *a: count,
+            "slice": lambda value, count, *a: count,
+            "replace": lambda value, old, new, *a: _replaced_size(str(value), old, new),
+        }
+        for name, size in sized.items():
+            self.filters[name] = _sized_filter(self.filters[name], size)
+        self.filters["format"] = _format_filter(self.filters["format"])
+
+    def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
+        return BINOPS[operator](left, right)
+
+    def call(__self, __context: Any, __obj: Any, *args: Any, **kwargs: Any) -> Any:
+        method = getattr(__obj, "__name__", "")
+        # The sandbox hands out str.format wrapped; the bound method is inside.
+        owner = getattr(getattr(__obj, "__wrapped__", __obj), "__self__", None)
+        if isinstance(owner, str):
+            if method in ("format", "format_map"):
+                _check_format_spec(owner)
+            elif method in _SIZED_METHODS:
+                _check_size(_SIZED_METHODS[method](owner, *args, **kwargs), f"str.{method}()")
+        return super().call(__context, __obj, *args, **kwargs)
+
+
+def _width(width: Any) -> int:
+    return width if isinstance(width, int) else len(str(width))
+
+
+def _format_filter(original: Callable[..., Any]) -> Callable[..., Any]:
+    def limited(value: Any, *args: Any, **kwargs: Any) -> Any:
+        _check_percent_format(str(value))
+        return original(value, *args, **kwargs)
+
+    return limited
+
+
+@cache
+def environment(keep_trailing_newline: bool = True) -> LimitedSandbox:
+    """The one environment spec templates compile in (strict undefined names)."""
+    return LimitedSandbox(undefined=StrictUndefined, keep_trailing_newline=keep_trailing_newline)
+
+
+def render(template: Any, variables: dict[str, Any]) -> str:
+    """Render a compiled template within the iteration and output limits.
+
+    Deep recursion (a recursive macro the checker could not see) ends as a
+    `TemplateLimitError` too, not as a RecursionError.
+    """
+    context = template.new_context({**template.globals, **variables}, shared=True)
+    token = _budget.set(_Budget())
+    try:
+        parts: list[str] = []
+        length = 0
+        for part in template.root_render_func(context):
+            length += len(part)
+            if length > MAX_OUTPUT:
+                raise TemplateLimitError(f"the template's output passed {MAX_OUTPUT:,} characters")
+            parts.append(part)
+        return "".join(parts)
+    except RecursionError as exc:
+        raise TemplateLimitError("the template recursed too deeply") from exc
+    finally:
+        _budget.reset(token)

@@ -1,0 +1,160 @@
+"""`agentspec test`: every shipped spec passes its scripted episodes and oracle
+gate; a wrong expectation, an oracle with tool errors and an oracle below
+success 1.0 each fail with a located message and exit 1."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from agentspec.cli import app
+
+ROOT = Path(__file__).resolve().parents[2]
+SHIPPED = sorted((ROOT / "specs").glob("*.yaml"))
+runner = CliRunner()
+
+SPEC = """\
+agentspec: 1
+name: doors
+data: {source: generator:keys_and_doors, fields: {key_room: str}}
+prompt: {user: "The key is in the {{ sample.key_room }} room."}
+state:
+  room: {type: str, initial: middle}
+  has_key: {type: bool}
+tools:
+  take:
+    description: Take the key.
+    parameters: {item: {type: string}}
+    effect:
+      - 'fail("no " + args.item + " here") if args.item != "key" or state.room != sample.key_room'
+      - state.has_key = True
+    observe: "You take the key."
+  go:
+    description: Walk.
+    parameters: {direction: {type: string}}
+    effect:
+      - 'state.room = args.direction if state.room == "middle" else "middle"'
+      - done() if state.room == "north" and state.has_key
+    observe: "You are in the {{ state.room }} room."
+episode: {max_steps: 6, tool_format: bracket, success: reward.win == 1.0}
+rewards:
+  win: {on: final, value: "1.0 if state.room == 'north' else 0.0"}
+oracle:
+  - "go[{{ sample.key_room }}]"
+  - "take[key]"
+  - "go[middle]"
+  - "go[north]"
+tests:
+  oracle: {samples: 4}
+  episodes:
+    - name: fetch the key, then go north
+      sample: {id: a, key_room: west}
+      turns: ["go[west]", "take[key]", "go[middle]", "go[north]"]
+      expect:
+        observations: ["Observation: You are in the west room.", {pattern: "take"}]
+        state: {room: north, has_key: true}
+        rewards: {win: 1.0}
+        success: true
+        ending: done
+"""
+
+
+@pytest.fixture(autouse=True)
+def cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    if "AGENTSPEC_CACHE" not in os.environ:
+        monkeypatch.setenv("AGENTSPEC_CACHE", str(tmp_path_factory.getbasetemp() / "cache"))
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "doors.yaml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def line_of(text: str, needle: str) -> int:
+    return next(i for i, line in enumerate(text.splitlines(), 1) if needle in line)
+
+
+@pytest.mark.parametrize("spec", SHIPPED, ids=lambda p: p.stem)
+def test_every_shipped_spec_passes_its_tests(spec: Path) -> None:
+    result = runner.invoke(app, ["test", str(spec)])
+    assert result.exit_code == 0, result.output
+    assert " failed" not in result.output
+    assert "episodes[0]" in result.output, "every shipped spec has scripted episodes"
+    assert "oracle gate" in result.output and "PASSED" in result.output
+
+
+def test_a_passing_spec_exits_0(tmp_path: Path) -> None:
+    result = runner.invoke(app, ["test", str(write(tmp_path, SPEC))])
+    assert result.exit_code == 0, result.output
+    assert "2 passed" in result.output
+
+
+def test_a_wrong_expectation_fails_at_its_line(tmp_path: Path) -> None:
+    text = SPEC.replace(
+        '"Observation: You are in the west room."', '"Observation: You are in the east room."'
+    )
+    path = write(tmp_path, text)
+    result = runner.invoke(app, ["test", str(path)])
+    assert result.exit_code == 1
+    line = line_of(text, "You are in the east room.")
+    assert re.search(
+        rf"doors\.yaml:{line}:\d+: episodes\[0\] .*observation 1: expected", result.output
+    )
+    assert "1 failed" in result.output
+
+
+def test_an_oracle_with_tool_errors_fails_at_the_oracle_turn(tmp_path: Path) -> None:
+    text = SPEC.replace(
+        '"take[key]"\n  - "go[middle]"', '"take[sword]"\n  - "take[key]"\n  - "go[middle]"'
+    )
+    path = write(tmp_path, text)
+    result = runner.invoke(app, ["test", str(path)])
+    assert result.exit_code == 1
+    line = line_of(text, '"take[sword]"')
+    assert re.search(
+        rf"doors\.yaml:{line}:\d+: oracle gate .*tool error in take: no sword here", result.output
+    )
+
+
+def test_an_oracle_that_does_not_succeed_fails(tmp_path: Path) -> None:
+    # Never goes north: no tool error, but no episode succeeds.
+    text = SPEC.replace('  - "go[north]"\ntests:', "tests:")
+    path = write(tmp_path, text)
+    result = runner.invoke(app, ["test", str(path)])
+    assert result.exit_code == 1
+    assert re.search(r"doors\.yaml:\d+:\d+: oracle gate .*did not succeed", result.output)
+    assert "oracle success 0.000 is below 1.0" in result.output
+
+
+def test_github_format_annotates_the_failing_line(tmp_path: Path) -> None:
+    text = SPEC.replace("rewards: {win: 1.0}", "rewards: {win: 0.5}")
+    path = write(tmp_path, text)
+    result = runner.invoke(app, ["test", "--format", "github", str(path)])
+    assert result.exit_code == 1
+    line = line_of(text, "rewards: {win: 0.5}")
+    assert re.search(
+        rf"^::error file=[^,]+doors\.yaml,line={line},col=\d+,title=agentspec test::episodes\[0\] .*reward\.win: expected 0\.5, got 1\.0$",
+        result.output,
+        re.MULTILINE,
+    )
+
+
+def test_an_invalid_spec_fails_with_its_diagnostics(tmp_path: Path) -> None:
+    path = write(tmp_path, SPEC.replace("state.has_key = True", "state.has_keys = True"))
+    result = runner.invoke(app, ["test", str(path)])
+    assert result.exit_code == 1
+    assert "E402" in result.output
+
+
+def test_turns_must_cover_the_episode(tmp_path: Path) -> None:
+    text = SPEC.replace(
+        'turns: ["go[west]", "take[key]", "go[middle]", "go[north]"]', 'turns: ["go[west]"]'
+    )
+    result = runner.invoke(app, ["test", "--no-oracle", str(write(tmp_path, text))])
+    assert result.exit_code == 1
+    assert "went on after the 1 scripted turns" in result.output

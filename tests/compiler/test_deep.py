@@ -1,0 +1,218 @@
+"""Deep checks beyond the invalid corpus: user modules found from the spec's
+folder, `validate --import`, user generators, oracle values, registry metadata."""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from agentspec.compiler.frontend import FrontendResult, check_file
+
+HEAD = """\
+agentspec: 1
+name: units
+data: {source: jsonl:rows.jsonl, fields: {value: float, unit: str}}
+prompt: {user: "Convert {{ sample.value }} {{ sample.unit }}"}
+"""
+
+MODULE = """\
+def convert(value, unit):
+    return value * 2
+
+
+def make_convert(factor):
+    return lambda value, unit: value * factor
+"""
+
+
+def write(folder: Path, body: str, module: str | None = MODULE, name: str = "spec.yaml") -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "rows.jsonl").write_text('{"value": 1.5, "unit": "km"}\n', encoding="utf-8")
+    if module is not None:
+        (folder / f"unitlib_{folder.name}.py").write_text(module, encoding="utf-8")
+    path = folder / name
+    path.write_text(HEAD + textwrap.dedent(body).replace("MOD", f"unitlib_{folder.name}"))
+    return path
+
+
+def codes(result: FrontendResult) -> list[str]:
+    return [d.code for d in result.diagnostics]
+
+
+TOOL = """
+tools:
+  convert:
+    description: Convert.
+    parameters: {value: {type: number}, unit: {type: string}}
+    returns: conv(args.value, args.unit)
+"""
+
+
+def test_user_module_beside_the_spec_is_found_without_importing_it(tmp_path: Path) -> None:
+    path = write(
+        tmp_path / "a", "functions:\n  conv: {impl: 'MOD:convert', params: [float, str]}\n" + TOOL
+    )
+    assert codes(check_file(path)) == []
+    assert "unitlib_a" not in sys.modules  # found, not run
+
+
+def test_import_flag_checks_the_signature(tmp_path: Path) -> None:
+    body = "functions:\n  conv: {impl: 'MOD:convert', params: [float, str, str]}\n" + TOOL.replace(
+        "conv(args.value, args.unit)", "conv(args.value, args.unit, args.unit)"
+    )
+    path = write(tmp_path / "b", body)
+    assert codes(check_file(path)) == []
+    result = check_file(path, import_user_code=True)
+    assert codes(result) == ["E903"]
+    assert result.diagnostics[0].span is not None and result.diagnostics[0].span.line == 6
+
+
+def test_import_flag_checks_factory_config_and_attributes(tmp_path: Path) -> None:
+    body = (
+        "functions:\n"
+        "  conv: {impl: 'MOD:make_convert', params: [float, str], config: {scale: 2}}\n"
+        "  other: {impl: 'MOD:convrt', params: [float, str]}\n"
+        + TOOL.replace(
+            "conv(args.value, args.unit)", "conv(args.value, args.unit) + other(1.0, 'x')"
+        )
+    )
+    result = check_file(write(tmp_path / "c", body), import_user_code=True)
+    assert codes(result) == ["E902", "E904"]
+    assert result.diagnostics[1].hint is not None and "convert" in result.diagnostics[1].hint
+
+
+def test_module_that_raises_on_import_is_a_located_error(tmp_path: Path) -> None:
+    body = "functions:\n  conv: {impl: 'MOD:convert', params: [float, str]}\n" + TOOL
+    path = write(tmp_path / "d", body, module="raise RuntimeError('no licence')\n")
+    result = check_file(path, import_user_code=True)
+    assert codes(result) == ["E904"]
+    assert "no licence" in result.diagnostics[0].message
+
+
+def test_user_generator_in_the_spec_folder(tmp_path: Path) -> None:
+    folder = tmp_path / "e"
+    module = "def rows(*, split='train'):\n    yield {'value': 1.0, 'unit': 'm'}\n"
+    path = write(folder, "rewards:\n  r: {on: final, value: 1.0}\n", module=module)
+    text = path.read_text().replace("jsonl:rows.jsonl", "generator:unitlib_e:rows")
+    path.write_text(text)
+    assert codes(check_file(path)) == []
+    path.write_text(text.replace("generator:unitlib_e:rows", "generator:nowhere_mod:rows"))
+    assert codes(check_file(path)) == ["E904"]
+
+
+def test_oracle_argument_values_are_checked_against_the_first_row(tmp_path: Path) -> None:
+    body = """
+    tools:
+      pick:
+        description: Pick a unit.
+        parameters: {unit: {type: string, enum: [m, cm]}}
+    episode: {tool_format: bracket}
+    rewards:
+      r: {on: final, value: 1.0}
+    oracle:
+      - "pick[{{ sample.unit }}]"
+    """
+    result = check_file(write(tmp_path / "f", body, module=None))
+    assert codes(result) == ["E910"] and "'km' is not one of" in result.diagnostics[0].message
+
+
+def test_generator_fields_metadata_matches_the_rows() -> None:
+    from agentspec.stdlib.data import _GENERATORS, GENERATOR_FIELDS, available_generators
+
+    available_generators()
+    assert set(GENERATOR_FIELDS) == set(_GENERATORS)
+    for name in ("arithmetic", "keys_and_doors"):
+        row = next(iter(_GENERATORS[name](split="train")))
+        assert sorted(row) == sorted(GENERATOR_FIELDS[name])
+
+
+def test_data_generator_fields_match_real_rows() -> None:
+    from agentspec.stdlib.data import _GENERATORS, GENERATOR_FIELDS, data_root
+
+    if not (data_root() / "webshop").is_dir():
+        pytest.skip("no shared data")
+    rows = {
+        "webshop_goals": next(iter(_GENERATORS["webshop_goals"](split="train"))),
+        "csfcube": next(iter(_GENERATORS["csfcube"](split="all"))),
+    }
+    for name, row in rows.items():
+        assert sorted(row) == sorted(GENERATOR_FIELDS[name])
+
+
+def test_every_stdlib_function_has_a_signature() -> None:
+    from agentspec.stdlib.library import SIGNATURES, load_library
+
+    library = load_library()
+    assert set(SIGNATURES) == set(library)
+
+
+def test_bracket_oracle_calling_an_unknown_tool(tmp_path: Path) -> None:
+    body = """
+    tools:
+      pick:
+        description: Pick a unit.
+        parameters: {unit: {type: string}}
+    episode: {tool_format: bracket}
+    rewards:
+      r: {on: final, value: 1.0}
+    oracle:
+      - "pik[{{ sample.unit }}]"
+    """
+    result = check_file(write(tmp_path / "g", body, module=None))
+    assert codes(result) == ["E909"]
+    assert result.diagnostics[0].hint == "did you mean 'pick'?"
+    span = result.diagnostics[0].span
+    assert span is not None and (span.line, span.end_column - span.column) == (14, 3)
+
+
+def test_missing_corpus_of_a_stdlib_function_is_a_warning(tmp_path: Path) -> None:
+    body = (
+        "functions:\n"
+        "  search: {impl: 'stdlib:bm25', params: [str], returns: str, config: {corpus: wiki/corpus.jsonl}}\n"
+        "tools:\n  look:\n    description: Look.\n    parameters: {q: {type: string}}\n"
+        "    returns: search(args.q)\n"
+    )
+    result = check_file(write(tmp_path / "h", body, module=None))
+    assert codes(result) == ["W901"]
+    assert "wiki/corpus.jsonl" in result.diagnostics[0].message
+    (tmp_path / "h" / "wiki").mkdir()
+    (tmp_path / "h" / "wiki" / "corpus.jsonl").write_text('{"title": "a", "text": "b"}\n')
+    assert codes(check_file(tmp_path / "h" / "spec.yaml")) == []
+
+
+def test_oracle_templates_that_could_explode_are_not_rendered(tmp_path: Path) -> None:
+    # Nested loops over the sandbox's largest range, and a string repeated 10**9
+    # times: validate must neither hang nor exhaust memory.
+    body = """
+    tools:
+      pick:
+        description: Pick a unit.
+        parameters: {unit: {type: string}}
+    episode: {tool_format: bracket}
+    rewards:
+      r: {on: final, value: 1.0}
+    oracle:
+      - "{% for a in range(100000) %}{% for b in range(100000) %}x{% endfor %}{% endfor %}"
+      - "{{ 'x' * 1000000000 }}"
+      - "{% macro f(n) %}{{ f(n) }}{{ f(n) }}{% endmacro %}{{ f(1) }}"
+      - "pick[{{ sample.unit }}]"
+    """
+    result = check_file(write(tmp_path / "i", body, module=None))
+    # the template checks refuse them statically (E605 resource limit, E604
+    # recursive macro); the oracle check must not render them on top
+    assert set(codes(result)) == {"E604", "E605"}
+
+
+def test_first_row_reading_is_bounded(tmp_path: Path) -> None:
+    from agentspec.compiler.data_check import FIRST_ROW_BYTES, first_jsonl_row
+
+    path = tmp_path / "big.jsonl"
+    path.write_text('{"q": "' + "x" * (2 * FIRST_ROW_BYTES) + '"}\n{"q": "y"}\n')
+    assert first_jsonl_row(path) is None
+    path.write_text('\n\n{"q": "y", "n": 1}\n' + "z" * (2 * FIRST_ROW_BYTES))
+    assert first_jsonl_row(path) == {"q": "y", "n": 1}
+    path.write_text("[1, 2]\n")
+    assert first_jsonl_row(path) is None

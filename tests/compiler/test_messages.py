@@ -1,0 +1,87 @@
+"""Messages that used to mislead (issue 15): each case says what is wrong, where.
+
+Every case is a spec of tests/specs/invalid/; these tests pin the words and
+the position, which the golden corpus (code, line, column) does not.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from agentspec.compiler.diagnostics import Diagnostic, render_text
+from agentspec.compiler.frontend import check_file
+
+INVALID = Path(__file__).resolve().parent.parent / "specs" / "invalid"
+
+
+def only(name: str) -> Diagnostic:
+    result = check_file(INVALID / name)
+    assert len(result.diagnostics) == 1, [d.message for d in result.diagnostics]
+    return result.diagnostics[0]
+
+
+def where(d: Diagnostic) -> tuple[int, int]:
+    assert d.span is not None
+    return d.span.line, d.span.column
+
+
+def test_failed_returns_parse_does_not_cause_a_false_e407() -> None:
+    d = only("name_result_after_bad_returns.yaml")
+    assert d.code == "E303" and where(d) == (9, 26)
+
+
+def test_power_operator_is_named_as_not_in_the_language() -> None:
+    d = only("expr_power.yaml")
+    assert d.code == "E301"
+    assert "'**' is not an operator" in d.message
+    assert where(d) == (6, 28) and d.span is not None and d.span.end_column == 30
+
+
+def test_key_of_another_section_suggests_that_section() -> None:
+    d = only("schema_key_in_other_section.yaml")
+    assert d.code == "E201"
+    assert d.hint is not None and "episode.max_response_tokens" in d.hint
+
+
+def test_unclosed_single_quote_is_reported_at_the_opening_quote() -> None:
+    d = only("yaml_unclosed_single_quote.yaml")
+    assert d.code == "E101" and where(d) == (8, 9)
+    assert d.hint is not None and "''" in d.hint
+
+
+def test_double_quoted_apostrophe_and_plain_dont_are_not_openers() -> None:
+    from agentspec.spec.yaml_loader import _open_quote_in_line
+
+    assert _open_quote_in_line('  user: "don\'t"') is None
+    assert _open_quote_in_line("  user: don't stop") is None
+    assert _open_quote_in_line("  user: 'it''s'") is None
+    assert _open_quote_in_line("  user: 'it''s") == 8
+    assert _open_quote_in_line('  - "a \\" b') == 4
+
+
+def test_empty_and_comment_only_files_have_a_position() -> None:
+    empty = only("yaml_empty.yaml")
+    comments = only("yaml_comments_only.yaml")
+    assert empty.code == comments.code == "E104"
+    assert where(empty) == where(comments) == (1, 1)
+    assert "only comments" in comments.message
+
+
+def test_missing_space_after_colon_points_at_the_colon() -> None:
+    d = only("yaml_no_space_after_colon.yaml")
+    assert d.code == "E101" and where(d) == (3, 5)
+    assert d.hint is not None and "`name: calc`" in d.hint and "quote" not in d.hint
+
+
+def test_nbsp_indentation_is_named() -> None:
+    d = only("yaml_nbsp_indent.yaml")
+    assert d.code == "E101" and where(d) == (5, 1)
+    assert "U+00A0" in d.message and d.hint is not None and "quote" not in d.hint
+
+
+def test_pyyaml_internal_position_does_not_leak() -> None:
+    result = check_file(INVALID / "yaml_control_character.yaml")
+    (d,) = result.diagnostics
+    text = render_text(d, result.sources)
+    assert "<unicode string>" not in text and "position" not in text
+    assert d.code == "E101" and where(d) == (4, 19) and "U+0007" in d.message

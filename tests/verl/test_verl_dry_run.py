@@ -1,0 +1,137 @@
+"""`agentspec train SPEC --backend verl --dry-run`: the command and the composed config.
+
+For every recipe in specs/, on the CPU path and with the GPU overrides
+(``--set trainer.device=cuda``), the printed ``main_ppo`` overrides compose (Hydra,
+in-process, as ``main_ppo --cfg job`` composes them) to exactly the printed
+config; for the calculator, a real ``python -m verl.trainer.main_ppo --cfg job``
+subprocess prints the same config. Nothing starts Ray.
+"""
+
+from __future__ import annotations
+
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+from verl_helpers import ROOT, SPEC
+
+from agentspec.cli import app
+from agentspec.runtime.backends.verl.launcher import compose_config
+
+pytestmark = pytest.mark.slow
+
+RECIPES = sorted((ROOT / "specs").glob("*.yaml"))
+DEVICES = ["cpu", "cuda"]
+
+
+def _dry_run(spec: Path, out: Path, device: str, *extra: str) -> str:
+    result = CliRunner().invoke(
+        app,
+        [
+            "train",
+            str(spec),
+            "--backend",
+            "verl",
+            "--dry-run",
+            "--out",
+            str(out),
+            "--set",
+            f"trainer.device={device}",
+            *extra,
+        ],
+    )
+    assert result.exit_code == 0, result.output[-3000:]
+    return result.stdout
+
+
+def _parse(output: str) -> tuple[dict[str, str], list[str], dict]:
+    """(environment, main_ppo overrides, printed config) of a dry run's output."""
+    command, _, config = output.partition("\n\n# composed config")
+    lines = [line for line in command.splitlines() if not line.startswith("#")]
+    words = shlex.split(" ".join(line.rstrip("\\") for line in lines))
+    start = words.index("python")
+    assert words[start : start + 3] == ["python", "-m", "verl.trainer.main_ppo"]
+    env = dict(w.split("=", 1) for w in words[:start])
+    return env, words[start + 3 :], yaml.safe_load(config.split("\n", 1)[1])
+
+
+@pytest.fixture(scope="module")
+def outputs(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, str], str]:
+    runs = tmp_path_factory.mktemp("dry_runs")
+    return {
+        (spec.stem, device): _dry_run(spec, runs / spec.stem, device)
+        for spec in RECIPES
+        for device in DEVICES
+    }
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("recipe", [p.stem for p in RECIPES])
+def test_dry_run_output_composes_for_every_recipe(
+    outputs: dict[tuple[str, str], str], recipe: str, device: str
+) -> None:
+    from omegaconf import OmegaConf
+
+    env, overrides, printed = _parse(outputs[(recipe, device)])
+    pairs = dict(o.split("=", 1) for o in overrides)
+    composed = OmegaConf.to_container(compose_config(pairs))
+    assert composed == printed
+    assert printed["trainer"]["device"] == device
+    assert printed["trainer"]["v1"]["trainer_mode"] == "agentspec"
+    assert printed["algorithm"]["adv_estimator"].startswith("agentspec_")
+    rollout = printed["actor_rollout_ref"]["rollout"]["name"]
+    assert rollout == ("agentspec_hf" if device == "cpu" else "vllm")
+    assert env["VERL_USE_EXTERNAL_MODULES"] == "agentspec.runtime.backends.verl.plugin"
+    assert ("VERL_PLATFORM" in env) == (device == "cpu")
+    # the files the command names exist: the run can start from this command
+    for key in ("data.train_files", "data.val_files", "actor_rollout_ref.model.path"):
+        assert Path(pairs[key]).exists(), key
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_main_ppo_cfg_job_prints_the_dry_runs_config(
+    outputs: dict[tuple[str, str], str], device: str
+) -> None:
+    _, overrides, printed = _parse(outputs[("calculator", device)])
+    result = subprocess.run(
+        [sys.executable, "-m", "verl.trainer.main_ppo", "--cfg", "job", *overrides],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert yaml.safe_load(result.stdout) == printed
+
+
+def test_ray_address_goes_into_the_standalone_command(tmp_path: Path) -> None:
+    output = _dry_run(SPEC, tmp_path, "cpu", "--ray-address", "127.0.0.1:6390")
+    _, overrides, printed = _parse(output)
+    assert "+ray_kwargs.ray_init.address=127.0.0.1:6390" in overrides
+    assert printed["ray_kwargs"]["ray_init"]["address"] == "127.0.0.1:6390"
+
+
+def test_a_key_verl_does_not_declare_is_a_clear_error(tmp_path: Path) -> None:
+    result = CliRunner().invoke(
+        app,
+        [
+            *("train", str(SPEC), "--backend", "verl", "--dry-run", "--out", str(tmp_path)),
+            *("--set", "trainer.no_such_key=1"),
+        ],
+    )
+    assert result.exit_code == 2
+    assert "verl does not accept this configuration" in result.output
+    assert "no_such_key" in result.output
+    assert isinstance(result.exception, SystemExit)  # a clean exit, no uncaught exception
+
+
+def test_dry_run_needs_the_verl_backend(tmp_path: Path) -> None:
+    result = CliRunner().invoke(
+        app, ["train", str(SPEC), "--backend", "local", "--dry-run", "--out", str(tmp_path)]
+    )
+    assert result.exit_code == 2
+    assert "--backend verl" in result.output

@@ -1,0 +1,133 @@
+"""`agentspec train --backend verl --ray-address` against a real Ray cluster.
+
+Starts a Ray head with `ray start --head --block` (CPU, local, its own temp dir
+and a free port), runs the CLI against it for one tiny GRPO iteration, checks
+that verl's task runner and workers ran as that cluster's actors (their logs are
+in the cluster's session directory), and always stops the head it started.
+
+The head is stopped by ending the `ray start --block` process group this test
+started, not with `ray stop`: `ray stop` ends every Ray process of the machine,
+other users' clusters included.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+from verl_helpers import SPEC, warm_started_tiny
+
+from agentspec.cli import app
+from agentspec.runtime.backends.verl.compile_target import build_verl_target
+
+pytestmark = pytest.mark.slow
+
+SETTINGS = {
+    "algorithm": "grpo",
+    "iterations": "1",
+    "prompts_per_iteration": "2",
+    "group_size": "2",
+    "minibatch_size": "4",
+    "epochs": "1",
+    "eval_every": "1",
+    "checkpoint_every": "1",
+    "eval_samples": "2",
+}
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _wait_for(port: int, head: subprocess.Popen[bytes], timeout: float = 120.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if head.poll() is not None:
+            raise RuntimeError(f"ray start exited with {head.returncode}")
+        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 1):
+            return
+        time.sleep(0.5)
+    raise TimeoutError(f"the Ray head did not listen on port {port} within {timeout} s")
+
+
+@pytest.fixture
+def ray_head(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[tuple[str, Path]]:
+    # Ray 2.60 authenticates clients with a token; by default the one in ~/.ray, which
+    # other Ray users of this machine may replace: this cluster and its driver share
+    # a token of their own
+    monkeypatch.setenv("RAY_AUTH_MODE", "token")
+    monkeypatch.setenv("RAY_AUTH_TOKEN", secrets.token_hex(32))
+    monkeypatch.delenv("RAY_AUTH_TOKEN_PATH", raising=False)
+    temp_dir = Path(tmp_path_factory.mktemp("ray", numbered=True))
+    port = _free_port()
+    ray = Path(sys.executable).parent / "ray"
+    head = subprocess.Popen(
+        [
+            str(ray),
+            "start",
+            "--head",
+            "--block",
+            f"--port={port}",
+            "--node-ip-address=127.0.0.1",
+            "--num-cpus=16",
+            "--num-gpus=1",
+            f"--temp-dir={temp_dir}",
+            "--include-dashboard=false",
+            "--disable-usage-stats",
+        ],
+        env={**os.environ, "RAY_USAGE_STATS_ENABLED": "0"},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        _wait_for(port, head)
+        yield f"127.0.0.1:{port}", temp_dir
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(head.pid, signal.SIGTERM)
+        try:
+            head.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            os.killpg(head.pid, signal.SIGKILL)
+            head.wait(timeout=30)
+
+
+def test_train_runs_on_an_existing_ray_cluster(tmp_path: Path, ray_head: tuple[str, Path]) -> None:
+    address, temp_dir = ray_head
+    run = tmp_path / "run"
+    target, _ = build_verl_target(SPEC, run / "target", training=SETTINGS)
+    warm_started_tiny(target.module, target.model_dir, steps=30)
+
+    args = ["train", str(SPEC), "--backend", "verl", "--out", str(run), "--ray-address", address]
+    for key, value in {**SETTINGS, "data.val_max_samples": "2"}.items():
+        args += ["--set", f"{key}={value}"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output[-4000:]
+    assert (run / "checkpoints" / "global_step_1").is_dir()
+
+    import ray
+
+    assert not ray.is_initialized()  # the driver disconnected; the cluster keeps running
+    # verl's task runner and its workers were this cluster's actors: Ray wrote their
+    # logs into the cluster's own session directory
+    logs = temp_dir / "session_latest" / "logs"
+    text = "\n".join(
+        p.read_text(errors="replace") for p in logs.glob("worker-*.out") if p.is_file()
+    )
+    assert ":actor_name:TaskRunnerV1" in text
+    assert ":actor_name:" in text.replace(":actor_name:TaskRunnerV1", "")  # verl's workers too
