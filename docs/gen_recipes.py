@@ -50,6 +50,20 @@ def kv_list(mapping: dict[str, Any]) -> list[str]:
     return [f"- `{k}`: {code(v)}" for k, v in mapping.items()]
 
 
+def guard_text(when: Any) -> str:
+    """A tool's `when`: its condition, or its guards' conditions (they have messages)."""
+    guards = when if isinstance(when, list) else [when]
+    if all(isinstance(g, dict) for g in guards):
+        return " and ".join(code(g.get("if", "")) for g in guards) + " (refusals with messages)"
+    return code(when)
+
+
+def oracle_step(step: Any) -> str:
+    if isinstance(step, dict):
+        return f"for each item of {code(step.get('each', ''))}: {code(step.get('action', ''))}"
+    return code(step)
+
+
 def needs_data(spec_text: str) -> bool:
     return "${AGENTSPEC_DATA}" in spec_text
 
@@ -129,7 +143,7 @@ def page(path: Path) -> str:
         ]
         for tname, t in tools.items():
             args = ", ".join(f"`{a}`" for a in (t.get("parameters") or {})) or "none"
-            when = code(t["when"]) if "when" in t else "always"
+            when = guard_text(t["when"]) if "when" in t else "always"
             terminal = "yes" if t.get("terminal") else ""
             desc = cell(t.get("description", ""))
             lines.append(f"| `{tname}` | {args} | {when} | {terminal} | {desc} |")
@@ -169,9 +183,9 @@ def page(path: Path) -> str:
     lines += ["### Oracle", ""]
     if isinstance(oracle, list):
         lines.append(
-            f"{len(oracle)} action template{'s' if len(oracle) != 1 else ''}, one per step:"
+            f"{len(oracle)} action template{'s' if len(oracle) != 1 else ''}, rendered one per step:"
         )
-        lines += ["", *[f"1. {code(a)}" for a in oracle]]
+        lines += ["", *[f"1. {oracle_step(a)}" for a in oracle]]
     elif isinstance(oracle, dict) and oracle.get("walkthrough"):
         lines.append("The environment's walkthrough (`oracle: {walkthrough: true}`).")
     elif isinstance(oracle, dict):

@@ -44,10 +44,12 @@ SECTIONS: list[tuple[type[BaseModel], str]] = [
     (model.ToolSpec, "tools.NAME"),
     (model.McpServerSpec, "mcp.NAME"),
     (model.McpToolSpec, "mcp.NAME.tools.TOOL"),
+    (model.GuardSpec, "tools.NAME.when (a guard with a message, or a list of them)"),
     (model.EnvironmentSpec, "environment"),
     (model.EpisodeSpec, "episode"),
     (model.ContextSpec, "context"),
     (model.RewardSpec, "rewards.NAME"),
+    (model.OracleEach, "oracle[i] (one step per item)"),
     (model.OracleHook, "oracle (hook or walkthrough)"),
     (model.TrainingSpec, "training"),
     (model.TestsSpec, "tests"),
@@ -68,7 +70,8 @@ KINDS: list[tuple[Any, str, str]] = [
     (
         model.RewardEvent,
         "reward event",
-        "`step`, `final`, `tool:NAME`, `parse_error`, `tool_error` or `truncated`",
+        "`step`, `final`, `tool:NAME`, `tool_error`, `tool_error:NAME`, `guard_failed`, "
+        "`guard_failed:NAME`, `parse_error` or `truncated` (see [Episode endings](episodes.md))",
     ),
 ]
 
@@ -252,7 +255,10 @@ def render() -> str:
         "`or` / `not`, `in` / `not in`, `a if c else b`, indexing, attribute access on the "
         "scopes below only, and calls to built-in or declared functions only. Effects are "
         "`state.x = expr`, `state.x += expr`, `state.x -= expr`, `done()` and `fail(msg)`, "
-        "each optionally followed by `if cond`.",
+        "each optionally followed by `if cond`; a target may index into a variable "
+        '(`state.db[k]["seats"] -= 1`).',
+        "",
+        *LANGUAGE_NOTES,
         "",
         "### Scopes",
         "",
@@ -294,7 +300,65 @@ def render() -> str:
     return "\n".join(lines)
 
 
+LANGUAGE_NOTES = [
+    "### Collections and local names",
+    "",
+    "- **Comprehensions**: `[EXPR for x in LIST if COND …]` and "
+    "`{KEY: VALUE for k, v in items(DICT) if COND}`. Iterating a `list[T]` binds `T`, a "
+    "dict its keys (`str`), a str its characters; two names unpack pairs. The result "
+    "of a list comprehension is `list[T]` of its element's type (E511 when the value "
+    "cannot be iterated).",
+    "- **`let NAME = EXPR`** in a tool's `effect` names a value for the rest of that "
+    "tool call's effects; a name is bound once, and may not hide a scope, a function "
+    "or a reserved name (`s`, `fn`, `user`, `self`, names starting with `_`) (E415).",
+    "- **Constants**: `constants:` maps names to values, readable as `constants.NAME` "
+    "in every expression and template; a constant's type is its value's (E414 for an "
+    "unknown one).",
+    "- **Method calls are not in the language**: `d.get(k)` or `xs.append(x)` is E311, "
+    "whose hint names the built-in to use (`get(d, k, default)`, "
+    "`state.xs = state.xs + [x]`, …).",
+    "",
+    "### Indexing",
+    "",
+    "A literal index is Python's: `xs[0]`, `xs[-1]` (the last item; a literal negative "
+    'index is allowed because it says what it means) and `d["key"]`. A **computed** '
+    "index on a list or str must be in `0 … len − 1`: a negative or out-of-range one is "
+    "an expression error (IndexError), never a wrap — so `sample.rows[y][x]` with "
+    "`x = -1` fails instead of reading the last column. `get(xs, i, default)` returns "
+    "the default for any index outside the list. An expression error is recorded on "
+    "the step (`info.expression_errors`) with its spec line, e.g. `rewards.goal.value "
+    "(specs/grid.yaml:40): IndexError: index -1 is out of range for a list of length 6`; "
+    "in a tool the call is a tool error, in a reward the component counts 0.",
+    "",
+    "### Samples, state and copies",
+    "",
+    "Every episode works on its own deep copy of the sample, so nothing an episode does "
+    "reaches another episode (a GRPO group, a repeated evaluation). A list or dict "
+    "assigned to state — from the sample, a constant, a result or another variable — "
+    "is copied, so state never aliases them; `state.NAME.initial` may be an expression "
+    "over `sample` and `constants` (for a variable whose type is not `str` or `any`), "
+    "evaluated and copied when each episode starts.",
+    "",
+    "### Guards",
+    "",
+    "`when:` is a condition, or `{if: COND, message: TEMPLATE}`, or a list of those "
+    "checked in order. Guards may read `args`. A refused call is a tool error whose "
+    "text is the first failing guard's message (verbatim; a plain condition shows "
+    "`NAME cannot be used now: it requires …`), and fires the reward events "
+    "`tool_error`, `tool_error:NAME`, `guard_failed` and `guard_failed:NAME` — "
+    "`policy: {on: guard_failed, value: -1.0}` is a policy-violation penalty.",
+    "",
+    "### Oracles",
+    "",
+    "`oracle:` lists action templates over `sample` and `constants`, rendered lazily: "
+    "one per step, only when the episode gets there. An entry `{each: LIST, action: "
+    "TEMPLATE}` gives one step per item (`item`, `index`), so a variable-length expert "
+    "needs no Python; an action that renders empty ends the script. A rendering error "
+    "names the spec line and the sample id.",
+]
+
 SCOPE_TEXT = {
+    "constants": "the spec's `constants:`, by name",
     "state": "the episode state declared in `state:` (writable in effects)",
     "args": "the arguments of the tool call",
     "sample": "the current sample's `data.fields` (and `data.derived`)",

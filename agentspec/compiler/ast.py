@@ -34,6 +34,21 @@ class DictExpr(Node):
 
 
 @dataclass(frozen=True)
+class Comprehension(Node):
+    """`[elt for x in xs if c]` (`key` is None) or `{key: elt for k, v in items(d)}`.
+
+    `names` are one or two local names (two unpack pairs, e.g. from `items`);
+    `conds` are the `if` filters, all of which must hold.
+    """
+
+    key: Node | None
+    element: Node
+    names: tuple[str, ...]
+    iterable: Node
+    conds: tuple[Node, ...]
+
+
+@dataclass(frozen=True)
 class Name(Node):
     """A bare name: a scope root (`state`) or, in a call, a function."""
 
@@ -109,7 +124,16 @@ class CallStatement(Node):
     cond: Node | None
 
 
-Statement = Assign | CallStatement
+@dataclass(frozen=True)
+class Let(Node):
+    """`let name = value`: a local name for the rest of the tool call's effects."""
+
+    name: str
+    name_start: int
+    value: Node
+
+
+Statement = Assign | CallStatement | Let
 
 
 def is_constant(node: Node) -> bool:

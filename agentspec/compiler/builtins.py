@@ -16,6 +16,7 @@ from agentspec.compiler.types import (
     DICT,
     FLOAT,
     INT,
+    NONE,
     STR,
     ListOf,
     Optional,
@@ -69,11 +70,30 @@ def _numeric_join(args: Sequence[Type]) -> Type:
         if isinstance(arg, ListOf):
             arg = arg.item
         result = arg if result is None else join(result, arg)
-    return result if result in (INT, FLOAT) else (ANY if result == ANY else FLOAT)
+    if result in (INT, FLOAT, STR, ANY):
+        return result
+    return FLOAT
 
 
 def _same_as_first(args: Sequence[Type]) -> Type:
     return strip_optional(args[0]) if args else ANY
+
+
+def _list_of_first(args: Sequence[Type]) -> Type:
+    """`sorted(xs)`: the same list type; a dict or str sorts into a list of str."""
+    first = strip_optional(args[0]) if args else ANY
+    if isinstance(first, ListOf):
+        return first
+    return ListOf(STR) if first in (DICT, STR) else ListOf(ANY)
+
+
+def _default_or_any(args: Sequence[Type]) -> Type:
+    """`get(xs, i, default)` on a `list[T]`: T joined with the default's type
+    (none when there is no default)."""
+    container = strip_optional(args[0]) if args else ANY
+    if not isinstance(container, ListOf):
+        return ANY
+    return join(container.item, args[2]) if len(args) == 3 else join(container.item, NONE)
 
 
 BUILTINS: dict[str, Signature] = {
@@ -131,8 +151,22 @@ BUILTINS: dict[str, Signature] = {
     ),
     "clip": Signature((NUMBER, NUMBER, NUMBER), FLOAT, "Value clipped to [low, high]."),
     "calc": Signature((STR,), STR, "Exact value of an arithmetic expression, or an error message."),
-    "keys": Signature((DICT,), ListOf(STR), "Keys of a dict."),
-    "get": Signature((ANY, ANY, ANY), ANY, "Item of a dict or list, or a default.", optional=1),
+    "keys": Signature((DICT,), ListOf(STR), "Keys of a dict, in order."),
+    "values": Signature((DICT,), ListOf(ANY), "Values of a dict, in key order."),
+    "items": Signature(
+        (DICT,), ListOf(ListOf(ANY)), "[key, value] pairs of a dict: `for k, v in items(d)`."
+    ),
+    "get": Signature(
+        (ANY, ANY, ANY),
+        _default_or_any,
+        "Item of a dict (by key) or list (by index), or the default (none) when absent.",
+        optional=1,
+    ),
+    "any": Signature((ListOf(ANY),), BOOL, "Whether any item of a list is true."),
+    "all": Signature((ListOf(ANY),), BOOL, "Whether every item of a list is true (true if empty)."),
+    "sorted": Signature(
+        (ANY,), _list_of_first, "Items of a list (or keys of a dict) in ascending order."
+    ),
 }
 
 # Calls that are statements, not values: they end the episode.

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from agentspec.compiler import ast
+from agentspec.compiler import ast, comprehensions, sections
 from agentspec.compiler.builtins import BUILTINS, EFFECT_CALLS, Signature
 from agentspec.compiler.diagnostics import Diagnostic
 from agentspec.compiler.ir import CheckedSpec, TypedExpr
@@ -53,11 +53,11 @@ ACTION_FIELDS: dict[str, Type] = {
 }
 STEP_FIELDS: dict[str, Type] = {"index": INT, "max_steps": INT}
 
-ROOTS = ("state", "args", "sample", "action", "step", "result", "reward", "env")
+ROOTS = ("state", "args", "sample", "action", "step", "result", "reward", "env", "constants")
 
 # Why a scope is unavailable, for the E407 hint.
 _WHERE = {
-    "args": "inside a tool's `returns`, `effect` and `observe`, and in rewards `on: tool:NAME`",
+    "args": "inside a tool's `when`, `returns`, `effect` and `observe`, and in rewards `on: tool:NAME`",
     "result": "after a tool's `returns` (in its `effect` and `observe`), and in rewards `on: tool:NAME`",
     "reward": "in `episode.success`",
     "action": "in rewards, `episode.done_when` and `episode.success`",
@@ -65,6 +65,7 @@ _WHERE = {
     "step": "everywhere except prompts and `data.derived`",
     "env": "when the spec declares an `environment`",
     "sample": "everywhere",
+    "constants": "everywhere",
 }
 
 _JSON_TYPES = ["string", "integer", "number", "boolean", "array", "object", "null"]
@@ -112,8 +113,12 @@ class Checker:
         self.result_types: dict[str, Type] = {}
         self.expressions: dict[Path, TypedExpr] = {}
         self.statements: dict[Path, ast.Statement] = {}
+        self.value_types: dict[Path, Type] = {}
+        self.constant_types: dict[str, Type] = {}
         self.repetitions: set[ast.Node] = set()
         self._site: _Site | None = None
+        self._frames: list[dict[str, Type]] = [{}]
+        self._lets: dict[str, dict[str, Type]] = {}
 
     # ------------------------------------------------------------------ driver
 
@@ -133,6 +138,8 @@ class Checker:
             result_types=self.result_types,
             expressions=self.expressions,
             statements=self.statements,
+            value_types=self.value_types,
+            constant_types=self.constant_types,
             repetitions=self.repetitions,
             warnings=[d for d in self.diagnostics if not d.is_error],
         )
@@ -174,11 +181,16 @@ class Checker:
 
     def _declarations(self) -> None:
         spec = self.spec
+        self.constant_types = {
+            name: python_value_type(value) for name, value in spec.constants.items()
+        }
         self._reserved_names()
         for name, var in spec.state.items():
             path = ("state", name)
             declared = self._type_at((*path, "type"), var.type)
             self.state_types[name] = declared
+            if sections.initial_is_expression(self, name):
+                continue
             if var.initial is not None and not assignable(python_value_type(var.initial), declared):
                 self.error(
                     "E508",
@@ -259,8 +271,8 @@ class Checker:
 
     def _reward_events(self) -> None:
         for name, reward in self.spec.rewards.items():
-            if reward.on.startswith("tool:"):
-                tool = reward.on.removeprefix("tool:")
+            if ":" in reward.on:
+                tool = reward.on.partition(":")[2]
                 known = [*self.spec.tools, *(t.name for t in mcp_tools(self.spec))]
                 if tool not in known:
                     self._unknown(
@@ -274,7 +286,7 @@ class Checker:
     # ------------------------------------------------------------------- sites
 
     def _scope(self, *roots: str, tool: str | None = None, writable: Iterable[str] = ()) -> Scope:
-        available: dict[str, dict[str, Type] | Type] = {}
+        available: dict[str, dict[str, Type] | Type] = {"constants": self.constant_types}
         for root in roots:
             if root == "state":
                 available[root] = self.state_types
@@ -301,7 +313,10 @@ class Checker:
         `result`.
         """
         spec = self.spec
-        prompt_scope = Scope({"sample": self.sample_types, "tools": ANY})
+        prompt_scope = Scope(
+            {"sample": self.sample_types, "tools": ANY, "constants": self.constant_types}
+        )
+        yield from sections.initial_sites(self)
         if spec.data is not None:
             for name in spec.data.derived:
                 yield _Site(("data", "derived", name), "expression", self._scope("sample"))
@@ -309,10 +324,7 @@ class Checker:
         yield _Site(("prompt", "user"), "template", prompt_scope)
         for tool_name, tool in spec.tools.items():
             base: Path = ("tools", tool_name)
-            if isinstance(tool.when, str):
-                yield _Site(
-                    (*base, "when"), "condition", self._scope("state", "sample", "step", "env")
-                )
+            yield from sections.guard_sites(self, tool_name, tool)
             if tool.returns is not None:
                 yield _Site(
                     (*base, "returns"),
@@ -357,12 +369,13 @@ class Checker:
             summary = self._scope("state", "sample", "step", "env")
             summary.roots.update(last_observation=STR, task=STR, steps=ANY)
             yield _Site(("context", "summary"), "template", summary)
-        if isinstance(spec.oracle, list):
-            for i in range(len(spec.oracle)):
-                yield _Site(("oracle", i), "template", self._scope("sample", "state", "step"))
+        yield from sections.oracle_sites(self)
 
     def _check_site(self, site: _Site) -> None:
         self._site = site
+        # A tool's `let` names live in one frame its later effects share.
+        in_effects = site.kind == "statement" and site.tool is not None
+        self._frames = [self._lets.setdefault(site.tool or "", {}) if in_effects else {}]
         text = self._text(site.path)
         if site.kind == "template":
             self._check_template(site, text)
@@ -380,12 +393,17 @@ class Checker:
             return
         if site.kind == "statement":
             self.statements[site.path] = statement
-            self._statement(statement)
+            if isinstance(statement, ast.Let):
+                comprehensions.check_let(self, statement)
+            else:
+                self._statement(statement)
             return
         typ = self.infer(node)
         self.expressions[site.path] = TypedExpr(node, typ)
         if site.kind == "condition":
             self._expect_condition(node, typ)
+        elif site.kind == "list":
+            sections.expect_list(self, node, typ)
         elif site.kind == "number" and not is_numeric(typ):
             self.error(
                 "E506",
@@ -393,6 +411,8 @@ class Checker:
                 self.node_span(node),
                 hint="e.g. `1.0 if … else 0.0`, or convert with number(…)",
             )
+        if site.path[0] == "state":
+            sections.check_initial_type(self, site.path, node, typ)
         if site.path[:2] == ("data", "derived"):
             self.sample_types[str(site.path[2])] = typ
         if site.path[-1] == "returns" and site.tool is not None:
@@ -528,7 +548,7 @@ class Checker:
 
     # ------------------------------------------------------------- statements
 
-    def _statement(self, statement: ast.Statement) -> None:
+    def _statement(self, statement: ast.Assign | ast.CallStatement) -> None:
         if statement.cond is not None:
             self._expect_condition(statement.cond, self.infer(statement.cond))
         if isinstance(statement, ast.CallStatement):
@@ -554,6 +574,10 @@ class Checker:
         if root is None:
             return
         value_type = self.infer(statement.value)
+        assert self._site is not None
+        # The type code generation sees (a container is copied into state); a
+        # scalar target (`state.n -= price`) needs no copy, whatever `price` is.
+        self.value_types[self._site.path] = value_type
         if root != "state":
             self.error(
                 "E408",
@@ -569,10 +593,12 @@ class Checker:
             return
         self.usage.writes.add(var)
         var_type = self.state_types[var]
-        if isinstance(target, ast.Index):
-            self.infer(target.index)
+        for index in _indices(target):  # `state.db[k][j] = …`: one item type per level
+            self.infer(index)
             base = strip_optional(var_type)
             var_type = base.item if isinstance(base, ListOf) else ANY
+        if strip_optional(var_type) in (STR, INT, FLOAT, BOOL):
+            self.value_types[self._site.path] = var_type
         if statement.op != "=":
             value_type = self._arith(statement.op[0], var_type, value_type, statement)
         if not assignable(value_type, var_type):
@@ -584,8 +610,10 @@ class Checker:
             )
 
     def _target(self, target: ast.Node) -> tuple[str | None, str]:
-        """(root, variable) of an assignment target: `root.var` or `root.var[i]`."""
-        node = target.obj if isinstance(target, ast.Index) else target
+        """(root, variable) of an assignment target: `root.var`, `root.var[i]`, `root.var[i][j]`…"""
+        node = target
+        while isinstance(node, ast.Index):
+            node = node.obj
         if isinstance(node, ast.Attr) and isinstance(node.obj, ast.Name) and node.obj.id in ROOTS:
             return node.obj.id, node.attr
         self.error(
@@ -625,10 +653,16 @@ class Checker:
                 seen.add(literal)
         return DICT
 
+    def visit_Comprehension(self, node: ast.Comprehension) -> Type:
+        return comprehensions.check_comprehension(self, node)
+
     def visit_Name(self, node: ast.Name) -> Type:
         scope = self._scope_now()
         span = self.node_span(node)
         name = node.id
+        local = comprehensions.local_type(self, name)
+        if local is not None:
+            return local
         if name.startswith("__"):
             self.error("E410", f"names starting with '__' are not allowed: '{name}'", span)
         elif name in scope.roots:
@@ -668,7 +702,11 @@ class Checker:
         if node.attr.startswith("__"):
             self.error("E410", f"names starting with '__' are not allowed: '{node.attr}'", span)
             return ANY
-        if isinstance(node.obj, ast.Name) and node.obj.id not in ROOTS:
+        is_local = (
+            isinstance(node.obj, ast.Name)
+            and comprehensions.local_type(self, node.obj.id) is not None
+        )
+        if isinstance(node.obj, ast.Name) and node.obj.id not in ROOTS and not is_local:
             name = node.obj.id
             if name.startswith("__"):
                 self.error(
@@ -685,7 +723,7 @@ class Checker:
                     list(self._scope_now().roots),
                 )
             return ANY
-        if not isinstance(node.obj, ast.Name):
+        if not isinstance(node.obj, ast.Name) or is_local:
             self.infer(node.obj)
             self.error(
                 "E411",
@@ -908,21 +946,24 @@ class Checker:
         site = self._site
         where = _dotted(site.path) if site else "here"
         hint = f"'{root}' is available {_WHERE[root]}"
-        if root == "args" and site is not None and site.path[-1] == "when":
-            hint = "a `when` guard decides whether the tool can be called at all; check arguments in `effect` with `fail(…) if …`"
         if root == "result" and site is not None and site.tool is not None:
             hint = f"declare `returns:` on tool '{site.tool}' to give it a result"
         self.error("E407", f"'{root}' is not available in {where}", span, hint)
 
     def _missing_field(self, root: str, name: str, span: Span, record: dict[str, Type]) -> None:
-        code = {"state": "E402", "args": "E403", "sample": "E404", "reward": "E406"}.get(
-            root, "E411"
-        )
+        code = {
+            "state": "E402",
+            "args": "E403",
+            "sample": "E404",
+            "reward": "E406",
+            "constants": "E414",
+        }.get(root, "E411")
         noun = {
             "state": "state variable",
             "args": "tool argument",
             "sample": "sample field",
             "reward": "reward component",
+            "constants": "constant",
         }.get(root, f"field of '{root}'")
         self._unknown(code, f"unknown {noun} '{name}'", span, name, record)
         if code == "E404" and self.spec.data is None:
@@ -951,6 +992,15 @@ class Checker:
                     self.map.key_span(path),
                     hint="remove it, or read it in a guard, reward or observation",
                 )
+
+
+def _indices(target: ast.Node) -> list[ast.Node]:
+    """The indices of an assignment target, outermost variable first."""
+    indices = []
+    while isinstance(target, ast.Index):
+        indices.append(target.index)
+        target = target.obj
+    return indices[::-1]
 
 
 def _same(a: ast.Node, b: ast.Node) -> bool:

@@ -48,6 +48,7 @@ CODES: dict[str, str] = {
     "E308": "number literal too long",
     "E309": "expression nested too deeply",
     "E310": "expression too long",
+    "E311": "method call (not in the language)",
     # 4xx: names and scopes
     "E401": "unknown name",
     "E402": "unknown state variable",
@@ -62,6 +63,8 @@ CODES: dict[str, str] = {
     "E411": "unknown attribute",
     "E412": "name clash",
     "E413": "reserved name",
+    "E414": "unknown constant",
+    "E415": "invalid local name",
     # 5xx: types and arity
     "E501": "operator not supported for these types",
     "E502": "wrong argument type",
@@ -73,6 +76,7 @@ CODES: dict[str, str] = {
     "E508": "initial value does not match the declared type",
     "E509": "value cannot be indexed",
     "E510": "value too large",
+    "E511": "value cannot be iterated",
     # 6xx: Jinja2 templates
     "E601": "template syntax error",
     "E602": "undefined template variable",

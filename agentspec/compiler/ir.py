@@ -34,6 +34,8 @@ class CheckedSpec:
     result_types: dict[str, Type]  # tool → type of `result`
     expressions: dict[Path, TypedExpr] = field(default_factory=dict)
     statements: dict[Path, ast.Statement] = field(default_factory=dict)
+    value_types: dict[Path, Type] = field(default_factory=dict)  # effect path → assigned type
+    constant_types: dict[str, Type] = field(default_factory=dict)
     # `*` nodes that may repeat a string or list; lowered to a size-checked call
     repetitions: set[ast.Node] = field(default_factory=set)
     warnings: list[Diagnostic] = field(default_factory=list)

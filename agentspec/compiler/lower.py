@@ -16,15 +16,23 @@ from typing import Any
 from agentspec.compiler import ast
 from agentspec.compiler.ir import CheckedSpec
 from agentspec.compiler.literals import py_literal
+from agentspec.compiler.lower_sections import (
+    OracleStepModel,
+    expression_locations,
+    guard_models,
+    location,
+    oracle_models,
+)
 from agentspec.compiler.mcp import McpTool, mcp_tools, optional_arguments
 from agentspec.compiler.names import (
     MODULE_NAMES,
     class_name,
     function_access,
+    local_name,
     state_attribute,
     unique_names,
 )
-from agentspec.compiler.types import ListOf, Optional, Prim, Type
+from agentspec.compiler.types import BOOL, FLOAT, INT, NONE, STR, ListOf, Optional, Prim, Type
 from agentspec.spec.model import McpServerSpec, TaskSpec, ToolSpec
 
 # Binding strength, as in Python's grammar (higher binds tighter).
@@ -33,6 +41,29 @@ _PRECEDENCE = {
     "==": 5, "!=": 5, "<": 5, "<=": 5, ">": 5, ">=": 5, "in": 5, "not in": 5,
     "+": 6, "-": 6, "*": 7, "/": 7, "//": 7, "%": 7, "unary": 8, "atom": 9,
 }  # fmt: skip
+
+
+_SCALARS = (STR, INT, FLOAT, BOOL, NONE)
+
+
+def needs_copy(value: ast.Node, value_type: Type | None) -> bool:
+    """Whether an assigned value may alias a sample, a constant or other state:
+    containers (and values of unknown type) are copied; literals never are."""
+    t = value_type.inner if isinstance(value_type, Optional) else value_type
+    if isinstance(value, ast.Literal) or t in _SCALARS:
+        return False
+    if isinstance(value, ast.ListExpr) and all(isinstance(i, ast.Literal) for i in value.items):
+        return False  # a fresh list of literals (`[]`, `[1, 2]`)
+    if isinstance(value, ast.DictExpr) and all(isinstance(v, ast.Literal) for _, v in value.pairs):
+        return False
+    fresh = isinstance(value, (ast.ListExpr, ast.Comprehension, ast.BinOp))
+    return not (fresh and isinstance(t, ListOf) and t.item in _SCALARS)  # a new list of scalars
+
+
+def _literal_index(node: ast.Node) -> bool:
+    """A literal key or index (`xs[0]`, `xs[-1]`, `d["k"]`): indexed as in Python.
+    Computed indices go through `s.at`, which refuses negative and out-of-range ones."""
+    return isinstance(node, ast.Literal) and type(node.value) in (int, str)
 
 
 def python_type(t: Type) -> str:
@@ -97,8 +128,20 @@ class ExpressionWriter:
         return "{" + pairs + "}", _PRECEDENCE["atom"]
 
     def visit_Name(self, node: ast.Name) -> tuple[str, int]:
-        assert node.id == "result", f"unexpected bare name {node.id!r} after checking"
-        return "s.result", _PRECEDENCE["atom"]
+        if node.id == "result":
+            return "s.result", _PRECEDENCE["atom"]
+        return local_name(node.id), _PRECEDENCE["atom"]  # a local (let or comprehension)
+
+    def visit_Comprehension(self, node: ast.Comprehension) -> tuple[str, int]:
+        names = ", ".join(local_name(n) for n in node.names)
+        clause = f"for {names} in {self._operand(node.iterable, _PRECEDENCE['or'])}"
+        for cond in node.conds:
+            clause += f" if {self._operand(cond, _PRECEDENCE['or'])}"
+        element = self._operand(node.element, _PRECEDENCE["if"])
+        if node.key is None:
+            return f"[{element} {clause}]", _PRECEDENCE["atom"]
+        key = self._operand(node.key, _PRECEDENCE["if"])
+        return f"{{{key}: {element} {clause}}}", _PRECEDENCE["atom"]
 
     def visit_Attr(self, node: ast.Attr) -> tuple[str, int]:
         assert isinstance(node.obj, ast.Name)
@@ -107,7 +150,7 @@ class ExpressionWriter:
             code = f"s.state.{state_attribute(attr)}"
         elif root == "args":
             code = f"s.args.get({attr!r})" if attr in self.optional_args else f"s.args[{attr!r}]"
-        elif root in ("sample", "reward"):
+        elif root in ("sample", "reward", "constants"):
             code = f"s.{root}[{attr!r}]"
         elif root == "env":
             code = f"s.env.get({attr!r})"
@@ -116,10 +159,28 @@ class ExpressionWriter:
         return code, _PRECEDENCE["atom"]
 
     def visit_Index(self, node: ast.Index) -> tuple[str, int]:
-        return (
-            f"{self._operand(node.obj, _PRECEDENCE['atom'])}[{self.write(node.index)}]",
-            _PRECEDENCE["atom"],
-        )
+        obj = self._operand(node.obj, _PRECEDENCE["atom"])
+        if _literal_index(node.index):
+            return f"{obj}[{self.write(node.index)}]", _PRECEDENCE["atom"]
+        return f"s.at({obj}, {self.write(node.index)})", _PRECEDENCE["atom"]
+
+    def negated(self, node: ast.Node) -> str:
+        """`not (node)`, with `==`/`!=` and `in`/`not in` flipped rather than wrapped."""
+        flipped = {"==": "!=", "!=": "==", "in": "not in", "not in": "in"}
+        if isinstance(node, ast.BinOp) and node.op in flipped:
+            return self.write(
+                ast.BinOp(node.start, node.end, flipped[node.op], node.left, node.right)
+            )
+        if isinstance(node, ast.UnaryOp) and node.op == "not":
+            return self.write(node.operand)
+        return f"not {self._operand(node, _PRECEDENCE['not'])}"
+
+    def target(self, node: ast.Node) -> str:
+        """An assignment target: a computed index is checked (`s.slot`), not wrapped."""
+        if isinstance(node, ast.Index) and not _literal_index(node.index):
+            obj = self._operand(node.obj, _PRECEDENCE["atom"])
+            return f"{obj}[s.slot({obj}, {self.write(node.index)})]"
+        return self.write(node)
 
     def visit_Call(self, node: ast.Call) -> tuple[str, int]:
         args = ", ".join(self.write(a) for a in node.args)
@@ -215,13 +276,21 @@ class ExpressionWriter:
         orelse = self._operand(node.orelse, _PRECEDENCE["if"])
         return f"{body} if {cond} else {orelse}", _PRECEDENCE["if"]
 
-    def statement(self, statement: ast.Statement) -> list[str]:
-        """Python lines of one effect statement (guarded ones become an `if`)."""
+    def statement(self, statement: ast.Statement, value_type: Type | None = None) -> list[str]:
+        """Python lines of one effect statement (guarded ones become an `if`).
+
+        A container assigned to state is copied (`s.own`), so state never
+        aliases the sample, a constant or another variable."""
+        if isinstance(statement, ast.Let):
+            return [f"{local_name(statement.name)} = {self.write(statement.value)}"]
         if isinstance(statement, ast.CallStatement):
             args = ", ".join(self.write(a) for a in statement.call.args)
             line = f"s.{statement.call.func}({args})"
         else:
-            line = f"{self.write(statement.target)} {statement.op} {self.write(statement.value)}"
+            value = self.write(statement.value)
+            if needs_copy(statement.value, value_type):
+                value = f"s.own({value})"
+            line = f"{self.target(statement.target)} {statement.op} {value}"
         if statement.cond is None:
             return [line]
         return [f"if {self.write(statement.cond)}:", f"    {line}"]
@@ -264,6 +333,8 @@ class ToolModel:
     observe: str | None = None
     mcp_server: str | None = None
     """For a tool of an MCP server: the module variable holding the server."""
+    guards: list[tuple[str, str]] = field(default_factory=list)  # (condition, message template)
+    location: str = ""  # spec file:line of the tool, for errors in its expressions
 
 
 @dataclass
@@ -297,6 +368,9 @@ class ModuleModel:
     env_base: str  # SpecToolEnv | SpecAdapterEnv
     layout: str  # packed | per_step
     state_fields: list[StateField]
+    initial_exprs: list[tuple[str, str]]  # (Python field name, expression) set at reset
+    locations: dict[str, str]  # dotted path of an env expression → spec file:line
+    constants: dict[str, Any]
     tools: list[ToolModel]
     rewards: list[RewardModel]
     functions: list[FunctionModel]
@@ -319,7 +393,7 @@ class ModuleModel:
     data_fields: dict[str, str]
     data_limit: int | None
     derived: list[tuple[str, str]]
-    oracle: list[str] | None
+    oracle: list[OracleStepModel] | None
     oracle_hook: str | None
     oracle_walkthrough: bool
     adapter: str | None
@@ -372,10 +446,18 @@ def lower(checked: CheckedSpec, *, spec_file: str, spec_sha256: str, version: st
     spec = checked.spec
     plain = ExpressionWriter(repetitions=checked.repetitions)
 
-    state_fields = []
+    state_fields, initial_exprs = [], []
     for name, var in spec.state.items():
         t = checked.state_types[name]
-        default = var.initial if var.initial is not None else empty_value(t)
+        path = ("state", name, "initial")
+        if path in checked.expressions:
+            code = plain.write(checked.expressions[path].node)
+            initial_exprs.append((state_attribute(name), f"s.own({code})"))
+        default = (
+            var.initial
+            if var.initial is not None and path not in checked.expressions
+            else empty_value(t)
+        )
         state_fields.append(StateField(state_attribute(name), name, python_type(t), default))
 
     # Generated classes never take a name the module already binds (`SpecTool`
@@ -390,7 +472,11 @@ def lower(checked: CheckedSpec, *, spec_file: str, spec_sha256: str, version: st
     )
     tools = []
     for (name, tool), cls in zip(spec.tools.items(), class_names, strict=False):
-        tools.append(_tool_model(checked, name, tool, cls))
+        model = _tool_model(checked, name, tool, cls)
+        writer = ExpressionWriter(_optional_args(tool), checked.repetitions)
+        model.guards = guard_models(checked, name, tool, writer)
+        model.location = location(checked, ("tools", name), spec_file)
+        tools.append(model)
     for served_tool, cls in zip(served, class_names[len(spec.tools) :], strict=True):
         tools.append(_mcp_tool_model(served_tool, cls))
 
@@ -450,6 +536,9 @@ def lower(checked: CheckedSpec, *, spec_file: str, spec_sha256: str, version: st
         env_base="SpecAdapterEnv" if spec.environment is not None else "SpecToolEnv",
         layout="packed" if context.policy == "full_history" else "per_step",
         state_fields=state_fields,
+        initial_exprs=initial_exprs,
+        locations=expression_locations(checked, spec_file, bool(initial_exprs)),
+        constants=dict(spec.constants),
         tools=tools,
         rewards=rewards,
         functions=[FunctionModel(n, f.impl, f.config) for n, f in spec.functions.items()],
@@ -476,7 +565,7 @@ def lower(checked: CheckedSpec, *, spec_file: str, spec_sha256: str, version: st
         data_fields=dict(data.fields) if data else {},
         data_limit=data.limit if data else None,
         derived=derived,
-        oracle=list(oracle) if isinstance(oracle, list) else None,
+        oracle=oracle_models(checked, plain, spec_file) if isinstance(oracle, list) else None,
         oracle_hook=oracle.hook if oracle is not None and not isinstance(oracle, list) else None,
         oracle_walkthrough=bool(
             oracle is not None and not isinstance(oracle, list) and oracle.walkthrough
@@ -519,7 +608,8 @@ def _tool_model(checked: CheckedSpec, name: str, tool: ToolSpec, cls: str) -> To
     if tool.returns is not None:
         model.returns = writer.write(checked.expressions[(*base, "returns")].node)
     for i in range(len(tool.effect)):
-        model.effects += writer.statement(checked.statements[(*base, "effect", i)])
+        path = (*base, "effect", i)
+        model.effects += writer.statement(checked.statements[path], checked.value_types.get(path))
     model.observe = tool.observe
     return model
 

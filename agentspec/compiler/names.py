@@ -17,6 +17,7 @@ import re
 IMPORTS: dict[str, str] = {
     "dataclasses": "import dataclasses",
     "Path": "from pathlib import Path",
+    "Iterator": "from collections.abc import Iterator",
     "Any": "from typing import Any",
     "ClassVar": "from typing import ClassVar",
     "AgentEnvLoop": "from agentspec.runtime import AgentEnvLoop",
@@ -28,6 +29,8 @@ IMPORTS: dict[str, str] = {
     "make_context_policy": "from agentspec.runtime import make_context_policy",
     "RewardComponent": "from agentspec.runtime.spec_env import RewardComponent",
     "Scope": "from agentspec.runtime.spec_env import Scope",
+    "OracleStep": "from agentspec.runtime.oracle import OracleStep",
+    "oracle_turns": "from agentspec.runtime.oracle import oracle_turns",
     "SpecAdapterEnv": "from agentspec.runtime.spec_env import SpecAdapterEnv",
     "SpecTool": "from agentspec.runtime.spec_env import SpecTool",
     "SpecToolEnv": "from agentspec.runtime.spec_env import SpecToolEnv",
@@ -51,6 +54,7 @@ TEMPLATE_NAMES = frozenset(
         "LAYOUT",
         "TRAINING",
         "user",
+        "CONSTANTS",
         "State",
         "load_samples",
         "DATA_SOURCE",
@@ -82,6 +86,18 @@ def state_attribute(name: str) -> str:
     so two spec names never share a field. Every other name is kept.
     """
     return f"{name}_" if name.rstrip("_") in _STATE_RESERVED else name
+
+
+def local_name(name: str) -> str:
+    """The Python name of a local (`let`, a comprehension variable): injective.
+
+    Locals live inside generated methods and lambdas, where they could hide a
+    keyword or a name the module binds (`template`, `State`); a name whose stem
+    is one of those gets one more `_`, as for state fields.
+    """
+    stem = name.rstrip("_")
+    reserved = keyword.iskeyword(stem) or keyword.issoftkeyword(stem) or stem in MODULE_NAMES
+    return f"{name}_" if reserved else name
 
 
 def function_access(name: str) -> str:

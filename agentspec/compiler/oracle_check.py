@@ -9,7 +9,9 @@ The sample is the data's first row when the data is a file on this machine
 placeholder built from the declared field types (`str` → "x", `int` → 1, …),
 which checks the template's fixed text: tool names, argument names, syntax.
 A template that cannot render with a placeholder is not reported (its
-rendering depends on real values); with a real row, it is.
+rendering depends on real values); with a real row, it is. An `each` step's
+action is rendered once, with a placeholder `item` of the list's element type
+(so its render failures and argument values are not judged as real).
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from agentspec.compiler.types import (
     Type,
     strip_optional,
 )
-from agentspec.spec.model import ToolSpec
+from agentspec.spec.model import OracleEach, ToolSpec
 from agentspec.spec.source import Span
 
 
@@ -108,14 +110,15 @@ class _OracleChecker:
                     )
                 )
 
-    def _turns(self, templates: list[str]) -> None:
+    def _turns(self, steps: list[Any]) -> None:
         from agentspec.runtime.formats import get_format
 
         sample, real = self._sample()
         env = _sandbox()
         fmt = get_format(self.spec.episode.tool_format)
         tools = {name: _ToolView(_object_schema(tool)) for name, tool in self.spec.tools.items()}
-        for i, template in enumerate(templates):
+        for i, step in enumerate(steps):
+            template, variables, real_turn = self._variables(i, step, sample, real)
             try:
                 tree = env.parse(template)
             except Exception:  # a syntax error: the checker reports it (E601)
@@ -123,11 +126,11 @@ class _OracleChecker:
             if not _bounded(tree):
                 continue  # rendering could take unbounded time or memory: not at validate time
             try:
-                text = env.from_string(tree).render(sample=sample)
+                text = env.from_string(tree).render(**variables)
             except (
                 Exception
             ) as exc:  # undefined names etc. are the checker's (E6xx) unless data is real
-                if real:
+                if real_turn:
                     self._report(
                         "E911",
                         i,
@@ -143,7 +146,19 @@ class _OracleChecker:
                     hint=fmt.usage(),
                 )
             for call in parsed.calls:
-                self._call(i, call.name, call.arguments, real)
+                self._call(i, call.name, call.arguments, real_turn)
+
+    def _variables(
+        self, i: int, step: Any, sample: dict[str, Any], real: bool
+    ) -> tuple[str, dict[str, Any], bool]:
+        """Template, variables and whether they are real data, for oracle entry `i`."""
+        variables = {"sample": sample, "constants": dict(self.spec.constants)}
+        if not isinstance(step, OracleEach):
+            return step, variables, real
+        typed = self.checked.expressions.get(("oracle", i, "each"))
+        items = strip_optional(typed.type) if typed is not None else None
+        item = placeholder(items.item) if isinstance(items, ListOf) else "x"
+        return step.action, {**variables, "item": item, "index": 0}, False
 
     def _call(self, turn: int, name: str, arguments: Any, real: bool) -> None:
         import difflib

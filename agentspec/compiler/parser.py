@@ -72,7 +72,7 @@ def parse_expression(text: str) -> ast.Node:
 def parse_statement(text: str) -> ast.Statement:
     """Parse one effect statement. Raises `ExprSyntaxError`."""
     result = _parse(text, "statement")
-    assert isinstance(result, (ast.Assign, ast.CallStatement))
+    assert isinstance(result, (ast.Assign, ast.CallStatement, ast.Let))
     return result
 
 
@@ -275,6 +275,43 @@ def _single_equals(pos: int) -> ExprSyntaxError:
     return ExprSyntaxError("E304", "'=' in an expression", pos, pos + 1, hint="did you mean '=='?")
 
 
+# Method names users reach for → the built-in (or statement) that does the job.
+_METHOD_ALTERNATIVES = {
+    "get": "get(d, key, default)",
+    "keys": "keys(d)",
+    "values": "values(d)",
+    "items": "items(d)",
+    "append": "`state.xs = state.xs + [x]`",
+    "extend": "`state.xs = state.xs + other`",
+    "lower": "lower(text)",
+    "upper": "upper(text)",
+    "strip": "strip(text)",
+    "split": "split(text, sep)",
+    "join": "join(items, sep)",
+    "replace": "replace(text, old, new)",
+    "startswith": "startswith(text, prefix)",
+    "endswith": "endswith(text, suffix)",
+    "count": "len([x for x in xs if …])",
+    "index": "a comprehension or contains(xs, x)",
+    "sort": "sorted(xs)",
+    "pop": "a comprehension that leaves the item out",
+    "update": "`state.d[key] = value`",
+}
+
+
+def method_call_error(method: str, start: int, end: int) -> ExprSyntaxError:
+    """E311: `x.method(…)` is not in the language; name what to write instead."""
+    alternative = _METHOD_ALTERNATIVES.get(method)
+    hint = (
+        f"use {alternative}"
+        if alternative
+        else "call a built-in function with the value as its first argument, e.g. len(xs)"
+    )
+    return ExprSyntaxError(
+        "E311", f"method calls are not in the language: '.{method}(…)'", start, end, hint=hint
+    )
+
+
 _ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "\\": "\\", "'": "'", '"': '"', "0": "\0"}
 _ESCAPE = re.compile(r"\\(u[0-9a-fA-F]{4}|.)", re.DOTALL)
 
@@ -347,6 +384,38 @@ class _ToAst(Transformer[Token, Any]):
     def call(self, meta: Any, children: list[Any]) -> ast.Call:
         name, *args = children
         return ast.Call(*_span(meta), name.value, name.end_pos, tuple(args))
+
+    def method_call(self, meta: Any, children: list[Any]) -> ast.Node:
+        name = children[1]
+        raise method_call_error(name.value, name.start_pos or 0, meta.end_pos)
+
+    def list_comp(self, meta: Any, children: list[Any]) -> ast.Comprehension:
+        element, (names, iterable, conds) = children
+        return ast.Comprehension(*_span(meta), None, element, names, iterable, conds)
+
+    def dict_comp(self, meta: Any, children: list[Any]) -> ast.Comprehension:
+        (key, value), (names, iterable, conds) = children
+        return ast.Comprehension(*_span(meta), key, value, names, iterable, conds)
+
+    def comp_for(self, meta: Any, children: list[Any]) -> tuple[Any, ...]:
+        tokens = [c for c in children if isinstance(c, Token)]
+        nodes = [c for c in children if not isinstance(c, Token)]
+        return tuple(t.value for t in tokens), nodes[0], tuple(nodes[1:])
+
+    def comp_if(self, meta: Any, children: list[ast.Node]) -> ast.Node:
+        return children[0]
+
+    def let_stmt(self, meta: Any, children: list[Any]) -> ast.Let:
+        name, op, value = children
+        if op.value != "=":
+            raise ExprSyntaxError(
+                "E306",
+                f"'{op.value}' cannot appear here",
+                op.start_pos,
+                op.end_pos,
+                hint="a let binds once: `let NAME = value`",
+            )
+        return ast.Let(*_span(meta), name.value, name.start_pos, value)
 
     def binop(self, meta: Any, children: list[Any]) -> ast.BinOp:
         left, op, right = children

@@ -306,8 +306,8 @@ class StateSummary(ContextPolicy):
     ``template``: a Jinja2 string (sandboxed) or a callable of the view. Template
     variables: ``state`` (``env.state``), ``sample``, ``step`` (prints as the
     index; ``.index``, ``.max_steps``), ``last_observation`` (text or ``""``),
-    ``steps`` (the steps so far), ``task`` (the first user message) and ``env``
-    (an external environment's facts, if any).
+    ``steps`` (the steps so far), ``task`` (the first user message), ``env``
+    (an external environment's facts, if any) and ``constants`` (a spec's constants).
     """
 
     def __init__(
@@ -347,6 +347,7 @@ class StateSummary(ContextPolicy):
             "steps": view.steps,
             "task": task,
             "env": env_info() if callable(env_info) else {},
+            "constants": getattr(view.env, "constants", {}),
         }
 
     def render(self, view: ContextView) -> str:

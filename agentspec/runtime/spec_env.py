@@ -13,6 +13,7 @@ Expressions are compiled to Python over one `Scope` object `s`:
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import logging
 import math
@@ -21,7 +22,14 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from agentspec.runtime.envs import AgentEnv, StepResult, ToolEnv
-from agentspec.runtime.tools import BaseTool, ToolContext, ToolFailure, ToolOutput, cap_error
+from agentspec.runtime.tools import (
+    BaseTool,
+    GuardMessage,
+    ToolContext,
+    ToolFailure,
+    ToolOutput,
+    cap_error,
+)
 from agentspec.runtime.trajectory import Action, Event, EventKind, Observation, Step
 
 __all__ = [
@@ -77,6 +85,7 @@ class Scope:
     step: StepView = field(default_factory=StepView)
     reward: Mapping[str, float] = field(default_factory=dict)
     env: Mapping[str, Any] = field(default_factory=dict)
+    constants: Mapping[str, Any] = field(default_factory=dict)
     ended: bool = False
 
     def done(self) -> None:
@@ -86,6 +95,27 @@ class Scope:
     def fail(self, message: str = "the call failed") -> None:
         """The `fail(message)` effect: stop the call; the model sees `message`."""
         raise ToolFailure(message)
+
+    @staticmethod
+    def own(value: Any) -> Any:
+        """A container assigned to state, copied: state never aliases the
+        sample, a constant or another variable."""
+        return copy.deepcopy(value) if isinstance(value, (list, dict)) else value
+
+    @staticmethod
+    def slot(container: Any, key: Any) -> Any:
+        """A computed index, checked: a list or str index must be in range and
+        not negative (no wrapping); dict keys pass through."""
+        is_index = isinstance(key, int) and not isinstance(key, bool)
+        if isinstance(container, (list, str)) and is_index and not 0 <= key < len(container):
+            kind = "list" if isinstance(container, list) else "str"
+            raise IndexError(f"index {key} is out of range for a {kind} of length {len(container)}")
+        return key
+
+    @classmethod
+    def at(cls, container: Any, key: Any) -> Any:
+        """`container[key]` for a computed key, checked by :meth:`slot`."""
+        return container[cls.slot(container, key)]
 
 
 class SpecTemplate:
@@ -131,6 +161,8 @@ class SpecTool(BaseTool):
     terminal: ClassVar[bool] = False
     blocking: ClassVar[bool] = True  # expressions over model text may be CPU-bound
     guard_text: ClassVar[str] = ""
+    guard_messages: ClassVar[tuple[Any, ...]] = ()  # templates of guards with messages
+    location: ClassVar[str] = ""  # spec file:line, for errors in the tool's expressions
     observation: ClassVar[Any] = None  # a template over args, state, result, sample, step
 
     def available(self, s: Scope) -> bool:
@@ -142,13 +174,26 @@ class SpecTool(BaseTool):
     def effects(self, s: Scope) -> None:
         return None
 
+    def failed_guard(self, s: Scope) -> int | None:
+        """Index of the first guard with a message that fails, else None."""
+        return None
+
     def guard(self, args: dict[str, Any], context: ToolContext) -> str | None:
-        if type(self).available is SpecTool.available:  # no `when`: skip building a scope
-            return None
+        plain = type(self).available is SpecTool.available
+        if plain and type(self).failed_guard is SpecTool.failed_guard:
+            return None  # no `when`: skip building a scope
         env: SpecToolEnv = context.env
-        if self.available(env.scope(args=args)):
-            return None
-        return f"it requires {self.guard_text}"
+        s = env.scope(args=args)
+        try:
+            if not plain and not self.available(s):
+                return f"it requires {self.guard_text}"
+            failed = self.failed_guard(s)
+            if failed is None:
+                return None
+            return GuardMessage(self.guard_messages[failed].render(**self.variables(s)))
+        except Exception as exc:  # located on the step; the call fails as a tool error
+            env.expression_error(f"tools.{self.name}.when ({self.location})", exc)
+            raise
 
     async def execute(self, args: dict[str, Any], context: ToolContext) -> str | ToolOutput:
         return self.execute_blocking(args, context)
@@ -156,24 +201,34 @@ class SpecTool(BaseTool):
     def execute_blocking(self, args: dict[str, Any], context: ToolContext) -> str | ToolOutput:
         env: SpecToolEnv = context.env
         s = env.scope(args=args)
-        s.result = self.returns(s)
-        self.effects(s)
+        try:
+            s.result = self.returns(s)
+            self.effects(s)
+        except ToolFailure:
+            raise
+        except Exception as exc:  # a spec expression failed: located, then a tool error
+            env.expression_error(f"tools.{self.name} ({self.location})", exc)
+            raise
         env.on_tool_success(self.name, s)
         text = self.render(s)
         return ToolOutput(text, done=s.ended or self.terminal)
 
+    @staticmethod
+    def variables(s: Scope) -> dict[str, Any]:
+        """What an observation or guard-message template may read."""
+        return {
+            "args": s.args,
+            "state": state_fields(s.state),
+            "result": s.result,
+            "sample": s.sample,
+            "step": s.step,
+            "constants": s.constants,
+        }
+
     def render(self, s: Scope) -> str:
         if self.observation is None:
             return "" if s.result is None else str(s.result)
-        return str(
-            self.observation.render(
-                args=s.args,
-                state=state_fields(s.state),
-                result=s.result,
-                sample=s.sample,
-                step=s.step,
-            )
-        )
+        return str(self.observation.render(**self.variables(s)))
 
 
 class SpecEnvMixin:
@@ -182,6 +237,8 @@ class SpecEnvMixin:
     reward_components: ClassVar[tuple[RewardComponent, ...]] = ()
     max_steps: ClassVar[int] = 8
     state_class: ClassVar[type | None] = None
+    constants: ClassVar[Mapping[str, Any]] = {}
+    locations: ClassVar[Mapping[str, str]] = {}  # expression path → spec file:line
 
     sample: Mapping[str, Any]
     state: Any
@@ -191,19 +248,42 @@ class SpecEnvMixin:
         self.action = ActionView()
         self.expression_errors: list[str] = []
 
+    def initial_state(self, s: Scope) -> Any:
+        return None
+
     def new_state(self) -> Any:
+        """The state an episode starts in: declared initial values, then the
+        ones computed from the sample (`initial: sample.x`)."""
+        if type(self).initial_state is not SpecEnvMixin.initial_state:
+            state = self.evaluate("initial_state", self.scope(), "state.initial", default=None)
+            if state is not None:
+                return state
         return self.state_class() if self.state_class is not None else None
+
+    @staticmethod
+    def own_sample(sample: Mapping[str, Any]) -> dict[str, Any]:
+        """The episode's private deep copy of a sample: nothing an episode does
+        reaches the caller's sample, so every episode starts from the pristine one."""
+        return copy.deepcopy(dict(sample))
+
+    def expression_error(self, where: str, exc: Exception) -> None:
+        if where in self.locations:
+            where = f"{where} ({self.locations[where]})"
+        message = cap_error(f"{where}: {type(exc).__name__}: {exc}")
+        self.expression_errors.append(message)
+        log.debug("expression failed: %s", message)
 
     def step_view(self) -> StepView:
         return StepView(index=getattr(self, "step_index", 0), max_steps=self.max_steps)
 
     def scope(self, **extra: Any) -> Scope:
         return Scope(
-            state=self.state,
+            state=getattr(self, "state", None),
             sample=self.sample,
             action=self.action,
             step=self.step_view(),
             env=self.env_info(),
+            constants=self.constants,
             **extra,
         )
 
@@ -219,9 +299,7 @@ class SpecEnvMixin:
             return self._expression_error(where, exc, default)
 
     def _expression_error(self, where: str, exc: Exception, default: Any) -> Any:
-        message = cap_error(f"{where}: {type(exc).__name__}: {exc}")
-        self.expression_errors.append(message)
-        log.debug("expression failed: %s", message)
+        self.expression_error(where, exc)
         return default
 
     def on_tool_success(self, tool: str, s: Scope) -> None:
@@ -252,7 +330,7 @@ class SpecEnvMixin:
         s = self.scope()
         values = dict(self.pending)
         self.pending = {}
-        keys = {e.key for e in step.events}
+        keys = event_keys(step.events)
         for component in self.reward_components:
             if component.on in keys and not component.on.startswith("tool:"):
                 value = self._component(component, s)
@@ -325,20 +403,21 @@ class SpecToolEnv(SpecEnvMixin, ToolEnv):
 
     def initial_messages(self, sample: Mapping[str, Any]) -> list[dict[str, str]]:
         tools = [tool.schema() for tool in self.tools.values()]
-        system = (
-            self.system_template.render(sample=sample, tools=tools) if self.system_template else ""
-        )
+        variables = {"sample": sample, "tools": tools, "constants": self.constants}
+        system = self.system_template.render(**variables) if self.system_template else ""
         if self.tools:
             instructions = self.format.instructions(list(self.tools.values()))
             system = f"{system}\n\n{instructions}" if system else instructions
         messages = [{"role": "system", "content": system}] if system else []
-        user = self.user_template.render(sample=sample, tools=tools) if self.user_template else ""
+        user = self.user_template.render(**variables) if self.user_template else ""
         messages.append({"role": "user", "content": user})
         return messages
 
     async def reset(self, sample: Mapping[str, Any]) -> Observation:
-        self.state = self.new_state()
+        sample = self.own_sample(sample)
+        self.sample = sample
         self._init_spec()
+        self.state = self.new_state()
         return await super().reset(sample)
 
     async def on_final(self, answer: str, action: Action) -> StepResult:
@@ -403,17 +482,25 @@ class SpecAdapterEnv(SpecEnvMixin, AgentEnv):
         return dict(self.adapter.info)
 
     async def reset(self, sample: Mapping[str, Any]) -> Observation:
+        sample = self.own_sample(sample)
         self.sample = sample
-        self.state = self.new_state()
         self._init_spec()
         self.step_index = 0
+        self.state = self.new_state()
         first = await self.adapter.reset(sample)
         messages = []
         if self.system_template is not None:
             messages.append(
-                {"role": "system", "content": self.system_template.render(sample=sample)}
+                {
+                    "role": "system",
+                    "content": self.system_template.render(sample=sample, constants=self.constants),
+                }
             )
-        user = self.user_template.render(sample=sample) if self.user_template else ""
+        user = (
+            self.user_template.render(sample=sample, constants=self.constants)
+            if self.user_template
+            else ""
+        )
         messages.append({"role": "user", "content": f"{user}\n\n{first}" if user else first})
         return Observation(messages=messages)
 
@@ -440,3 +527,15 @@ def state_fields(state: Any) -> dict[str, Any]:
         f.metadata.get("spec_name", f.name): getattr(state, f.name)
         for f in dataclasses.fields(state)
     }
+
+
+def event_keys(events: Sequence[Event]) -> set[str]:
+    """The reward events a step fired: each event's key, plus `tool_error:NAME`
+    for a failed call and `guard_failed` / `guard_failed:NAME` for a refused one."""
+    keys = {e.key for e in events}
+    for e in events:
+        if e.kind == EventKind.TOOL_ERROR and e.tool:
+            keys.add(f"tool_error:{e.tool}")
+            if e.code == "guard":
+                keys.update(("guard_failed", f"guard_failed:{e.tool}"))
+    return keys

@@ -77,15 +77,16 @@ async def rollout(
     return list(await asyncio.gather(*(one(flow, s, i) for s, i in zip(samples, ids, strict=True))))
 
 
-def episode_script(
-    module: ModuleType, policy: str
-) -> Callable[[Mapping[str, Any]], list[str]] | None:
+Script = list[str] | Callable[[str], str]
+"""One episode's turns: a list, or a function of the prompt giving the next turn."""
+
+
+def episode_script(module: ModuleType, policy: str) -> Callable[[Mapping[str, Any]], Script] | None:
     """The turns of one episode for `oracle` and `scripted:FILE`, else None."""
     kind, _, location = policy.partition(":")
     if kind == "oracle":
         if hasattr(module, "oracle_actions"):
-            oracle_actions = module.oracle_actions
-            return lambda sample: list(oracle_actions(dict(sample)))
+            return lazy_oracle(module.oracle_actions)
         if hasattr(module, "ORACLE_HOOK"):
             return hook_script(module.ORACLE_HOOK)
         if getattr(module, "ORACLE_WALKTHROUGH", False):
@@ -101,6 +102,30 @@ def episode_script(
         turns = [line.replace("\\n", "\n") for line in lines]
         return lambda sample: list(turns)
     return None
+
+
+def lazy_oracle(
+    oracle_actions: Callable[[dict[str, Any]], Any],
+) -> Callable[[Mapping[str, Any]], Callable[[str], str]]:
+    """The turns of a spec's `oracle:` list, rendered one per step as the
+    episode asks for them; after the last (or an empty) action, the oracle
+    answers with nothing, which ends a tool episode. A rendering error is a
+    `PolicyError` with the spec line and the sample's id."""
+    from agentspec.runtime.oracle import OracleError
+
+    def script(sample: Mapping[str, Any]) -> Callable[[str], str]:
+        turns = iter(oracle_actions(dict(sample)))
+        sample_id = sample.get("id", sample.get("sample_id", "?"))
+
+        def next_turn(prompt: str) -> str:
+            try:
+                return next(turns, "")
+            except OracleError as exc:
+                raise PolicyError(f"oracle for sample {sample_id}: {exc}") from None
+
+        return next_turn
+
+    return script
 
 
 def hook_script(target: str) -> Callable[[Mapping[str, Any]], list[str]]:

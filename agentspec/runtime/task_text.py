@@ -9,6 +9,7 @@ scripted), so token limits mean what they will mean in training.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -29,7 +30,18 @@ def task_corpus(
         messages = env.initial_messages(dict(sample)) if hasattr(env, "initial_messages") else []
         texts.append(chat.render(messages))
         if hasattr(module, "oracle_actions"):
-            texts.extend(module.oracle_actions(dict(sample)))
+            texts.extend(_oracle_texts(module, sample))
+    return texts
+
+
+def _oracle_texts(module: ModuleType, sample: Mapping[str, Any]) -> list[str]:
+    """The oracle's actions for a sample, as far as they render (an action that
+    indexes past a short per-sample path is never reached in an episode either)."""
+    from agentspec.runtime.oracle import OracleError
+
+    texts: list[str] = []
+    with contextlib.suppress(OracleError):
+        texts.extend(module.oracle_actions(dict(sample)))
     return texts
 
 

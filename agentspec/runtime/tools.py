@@ -25,6 +25,7 @@ from agentspec.runtime.caps import MAX_ERROR_CHARS, cap_error
 __all__ = [
     "MAX_ERROR_CHARS",
     "BaseTool",
+    "GuardMessage",
     "ToolContext",
     "ToolFailure",
     "ToolOutput",
@@ -37,6 +38,11 @@ __all__ = [
 class ToolFailure(Exception):
     """Raised by a tool to fail the call with a message meant for the model
     (a spec's `fail(message)` effect); :meth:`BaseTool.run` reports it verbatim."""
+
+
+class GuardMessage(str):
+    """A guard's refusal written by the spec: shown to the model verbatim,
+    without the generic "NAME cannot be used now" prefix."""
 
 
 @dataclass
@@ -182,6 +188,8 @@ class BaseTool:
             else:
                 out = await self._guarded_execute(args, ctx)
         except _Refused as refused:
+            if isinstance(refused.reason, GuardMessage):  # the spec's own words, verbatim
+                return self._error(str(refused.reason), "guard")
             return self._error(f"{self.name} cannot be used now: {refused}", "guard")
         except _GuardError as exc:
             return self._error(
@@ -223,6 +231,10 @@ class BaseTool:
 
 class _Refused(Exception):
     """The guard said no (its reason is the message)."""
+
+    def __init__(self, reason: str):
+        super().__init__(reason)
+        self.reason = reason
 
 
 class _GuardError(Exception):

@@ -105,7 +105,7 @@ class StateVar(Section):
     type: TypeName = Field(description="Type of the variable.")
     initial: Any = Field(
         None,
-        description="Initial value at the start of each episode; defaults to the type's empty value ('' , 0, 0.0, false, [], {}), or null for optional types.",
+        description="Initial value at the start of each episode; defaults to the type's empty value ('' , 0, 0.0, false, [], {}), or null for optional types. For a variable whose type is not `str` or `any`, a string is an expression over `sample` and `constants` (e.g. `sample.start`), evaluated when each episode starts; the value is copied, so state never aliases the sample.",
     )
     description: str = Field("", description="What the variable means.")
 
@@ -127,6 +127,18 @@ class FunctionSpec(Section):
     description: str = Field("", description="What the function does.")
 
 
+class GuardSpec(Section):
+    """A guard with the message the model sees when it fails."""
+
+    condition: Expression = Field(
+        alias="if",
+        description="The call may run only when this is true; may read `args`, `state`, `sample`, `step`, `constants`.",
+    )
+    message: Template = Field(
+        description="Template of the refusal the model sees, verbatim (over `args`, `state`, `sample`, `step`, `constants`)."
+    )
+
+
 class ToolSpec(Section):
     """A tool the agent may call."""
 
@@ -138,9 +150,9 @@ class ToolSpec(Section):
     required: list[Identifier] | None = Field(
         None, description="Required arguments; by default every parameter is required."
     )
-    when: Expression | bool | None = Field(
+    when: Expression | bool | GuardSpec | list[GuardSpec] | None = Field(
         None,
-        description="Guard: the tool is available only when this is true; calling it otherwise is a tool error.",
+        description="Guard: the tool is available only when this is true; calling it otherwise is a tool error (event `guard_failed`). Either a condition, or `{if: COND, message: TEMPLATE}` — or a list of them, checked in order, the first that fails giving the message.",
     )
     returns: Expression | None = Field(
         None, description="Expression whose value is the tool's result (`result`)."
@@ -275,8 +287,8 @@ class ContextSpec(Section):
 RewardEvent = Annotated[
     str,
     Field(
-        pattern=r"^(step|final|parse_error|tool_error|truncated|tool:[A-Za-z_][A-Za-z0-9_]*)$",
-        description="When the component is evaluated: `step`, `final`, `tool:NAME`, `parse_error`, `tool_error` or `truncated`.",
+        pattern=r"^(step|final|parse_error|truncated|(tool|tool_error|guard_failed):[A-Za-z_][A-Za-z0-9_]*|tool_error|guard_failed)$",
+        description="When the component is evaluated: `step`, `final`, `tool:NAME`, `parse_error`, `tool_error`, `tool_error:NAME`, `guard_failed`, `guard_failed:NAME` or `truncated`.",
     ),
 ]
 
@@ -285,11 +297,30 @@ class RewardSpec(Section):
     """One named reward component; each is logged on its own."""
 
     on: RewardEvent = Field(
-        description="When the component is evaluated: `step`, `final`, `tool:NAME`, `parse_error`, `tool_error` or `truncated`."
+        description="When the component is evaluated: `step`, `final`, `tool:NAME` (a successful call), `tool_error` / `tool_error:NAME` (a failed call, any reason), `guard_failed` / `guard_failed:NAME` (a call refused by its guard), `parse_error` or `truncated`; see docs/episodes.md."
     )
     value: Expression | float = Field(description="A number or an expression giving one.")
     weight: float = Field(1.0, description="Multiplier in the total reward.")
     when: Expression | None = Field(None, description="Only counts when this is true.")
+
+
+class OracleEach(Section):
+    """A variable-length part of an oracle: one action per item of a list."""
+
+    each: Expression = Field(
+        description="A list expression over `sample` and `constants`; one action per item."
+    )
+    action: Template = Field(
+        description="Template of the action for one item (`item`, its position `index`, `sample`, `constants`)."
+    )
+
+
+OracleStep = Annotated[
+    Template | OracleEach,
+    Field(
+        description="An action template, or `{each: LIST, action: TEMPLATE}` for one action per item."
+    ),
+]
 
 
 class OracleHook(Section):
@@ -524,6 +555,10 @@ class TaskSpec(Section):
     description: str = Field("", description="What the task is.")
     data: DataSpec | None = Field(None, description="Where samples come from.")
     prompt: PromptSpec = Field(description="The first prompt.")
+    constants: dict[Identifier, Any] = Field(
+        default_factory=dict,
+        description="Named values (their type is the value's), readable as `constants.NAME` in every expression and template.",
+    )
     state: dict[Identifier, StateVar] = Field(
         default_factory=dict, description="Typed episode state, readable as `state.NAME`."
     )
@@ -543,9 +578,9 @@ class TaskSpec(Section):
     rewards: dict[Identifier, RewardSpec] = Field(
         default_factory=dict, description="Named reward components."
     )
-    oracle: list[Template] | OracleHook | None = Field(
+    oracle: list[OracleStep] | OracleHook | None = Field(
         None,
-        description="An expert: a list of action templates over `sample` (one per step), a Python hook, or the environment's walkthrough.",
+        description="An expert: a list of action templates over `sample` (one per step; an entry `{each: LIST, action: TEMPLATE}` gives one step per item), a Python hook, or the environment's walkthrough. Actions are rendered lazily, one per step; an action that renders empty ends the script.",
     )
     training: TrainingSpec = Field(default_factory=TrainingSpec, description="Training settings.")
     tests: TestsSpec = Field(

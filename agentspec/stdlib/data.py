@@ -60,7 +60,11 @@ def register_generator(
 
 
 # Modules whose import registers generators (imported when a name is not found).
-GENERATOR_MODULES = ("agentspec.stdlib.webshop", "agentspec.stdlib.papers")
+GENERATOR_MODULES = (
+    "agentspec.stdlib.webshop",
+    "agentspec.stdlib.papers",
+    "agentspec.stdlib.worlds",
+)
 
 
 def _load_generator_modules() -> None:

@@ -47,10 +47,20 @@ def _clip(value: float, low: float, high: float) -> float:
 
 
 def _get(container: Any, key: Any, default: Any = None) -> Any:
+    """A dict's item by key, a list's by index, else `default`: negative or
+    out-of-range indices are absent (they do not wrap)."""
+    if isinstance(container, (list, str)):
+        if isinstance(key, int) and not isinstance(key, bool) and 0 <= key < len(container):
+            return container[key]
+        return default
     try:
         return container[key]
     except (KeyError, IndexError, TypeError):
         return default
+
+
+def _sorted(values: Any) -> list[Any]:
+    return builtins.sorted(values)
 
 
 BUILTIN_FUNCTIONS: dict[str, Callable[..., Any]] = {
@@ -83,7 +93,12 @@ BUILTIN_FUNCTIONS: dict[str, Callable[..., Any]] = {
     "clip": _clip,
     "calc": calc,
     "keys": lambda d: list(d),
+    "values": lambda d: list(d.values()),
+    "items": lambda d: [[k, v] for k, v in d.items()],
     "get": _get,
+    "any": builtins.any,
+    "all": builtins.all,
+    "sorted": _sorted,
 }
 
 MAX_REPEATED_SIZE = 1_000_000

@@ -61,7 +61,7 @@ oracle:
     assert traj.steps[0].observation is not None and text + text in traj.steps[0].observation
     assert env.state.class_ == text
     assert traj.steps[-1].rewards == {"r": 1.0}
-    assert module.oracle_actions({})[0] == text.replace("{", "(").replace("%", "pct")
+    assert next(iter(module.oracle_actions({}))) == text.replace("{", "(").replace("%", "pct")
 
 
 def test_dunder_attributes_in_templates_are_rejected_by_the_checker(tmp_path: Path) -> None:

@@ -46,7 +46,7 @@ def test_missing_field_and_bad_sources(tmp_path: Path) -> None:
     path.write_text("{not json\n")
     with pytest.raises(DataError, match=r"d\.jsonl:1: not JSON"):
         load_samples(f"jsonl:{path}")
-    with pytest.raises(DataError, match="known generators: arithmetic"):
+    with pytest.raises(DataError, match="known generators: airline_service, arithmetic"):
         load_samples("generator:nope")
 
 

@@ -26,7 +26,7 @@ def warm_started_tiny(module: ModuleType, directory: Path, steps: int = 60, seed
 
     async def play() -> list:
         flows = [
-            module.FLOW_CLASS(ScriptedPolicy(module.oracle_actions(s), tokenizer), tokenizer)
+            module.FLOW_CLASS(ScriptedPolicy(list(module.oracle_actions(s)), tokenizer), tokenizer)
             for s in samples
         ]
         return await asyncio.gather(*(f.run(s) for f, s in zip(flows, samples, strict=True)))

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from agentspec.runtime import (
     AgentEnvLoop,
@@ -87,6 +87,12 @@ class AlfworldEnv(SpecAdapterEnv):
         )
     )
     state_class = State
+    locations: ClassVar[dict[str, str]] = {
+        "episode.done_when": "alfworld.yaml:26",
+        "episode.anchor": "alfworld.yaml:28",
+        "rewards.win.value": "alfworld.yaml:36",
+        "episode.success": "alfworld.yaml:27",
+    }
     max_steps = 50
     system_template = template(
         "You are playing a text game. Reach the goal the game describes. Reply with\nexactly one command per turn, chosen from the admissible commands.\n"

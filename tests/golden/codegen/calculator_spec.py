@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -17,6 +18,7 @@ from agentspec.runtime import (
     Tokenizer,
     make_context_policy,
 )
+from agentspec.runtime.oracle import OracleStep, oracle_turns
 from agentspec.runtime.spec_env import RewardComponent, Scope, SpecTool, SpecToolEnv, template
 from agentspec.stdlib.data import load_samples as load_source
 from agentspec.stdlib.functions import fn
@@ -86,6 +88,7 @@ class CalculatorTool(SpecTool):
         "additionalProperties": False,
     }
     timeout = 30.0
+    location = "calculator.yaml:19"
 
     def returns(self, s: Scope) -> Any:
         return fn.calc(s.args["expression"])
@@ -98,6 +101,10 @@ class CalculatorEnv(SpecToolEnv):
     tool_format = "hermes"
     final_answer = "end"
     state_class = State
+    locations: ClassVar[dict[str, str]] = {
+        "rewards.correct.value": "calculator.yaml:35",
+        "episode.success": "calculator.yaml:28",
+    }
     max_steps = 4
     system_template = template(
         "Use the calculator tool to compute the result, then answer as <answer>N</answer>."
@@ -165,16 +172,19 @@ def load_samples(split: str | None = None, limit: int | None = None) -> list[dic
 DATA_SOURCE = "generator:arithmetic"
 EVAL_SPLIT = None
 ORACLE = (
-    template(
-        '<tool_call>{"name": "calculator", "arguments": {"expression": {{ sample.expression | tojson }}}}</tool_call>'
+    OracleStep(
+        template(
+            '<tool_call>{"name": "calculator", "arguments": {"expression": {{ sample.expression | tojson }}}}</tool_call>'
+        ),
+        "calculator.yaml:39",
     ),
-    template("<answer>{{ sample.answer }}</answer>"),
+    OracleStep(template("<answer>{{ sample.answer }}</answer>"), "calculator.yaml:40"),
 )
 
 
-def oracle_actions(sample: dict[str, Any]) -> list[str]:
-    """The expert's turns for `sample`, one per step."""
-    return [action.render(sample=sample) for action in ORACLE]
+def oracle_actions(sample: dict[str, Any]) -> Iterator[str]:
+    """The expert's turns for `sample`, rendered lazily, one per step."""
+    return oracle_turns(ORACLE, Scope(sample=sample))
 
 
 ENV_CLASS = CalculatorEnv

@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -17,6 +18,7 @@ from agentspec.runtime import (
     Tokenizer,
     make_context_policy,
 )
+from agentspec.runtime.oracle import OracleStep, oracle_turns
 from agentspec.runtime.spec_env import RewardComponent, Scope, SpecTool, SpecToolEnv, template
 from agentspec.stdlib.data import load_samples as load_source
 from agentspec.stdlib.functions import fn
@@ -94,6 +96,7 @@ class CalculatorTool(SpecTool):
         "additionalProperties": False,
     }
     timeout = 30.0
+    location = "gsm8k.yaml:32"
 
     def returns(self, s: Scope) -> Any:
         return fn.calc(s.args["expression"])
@@ -106,6 +109,11 @@ class Gsm8kEnv(SpecToolEnv):
     tool_format = "hermes"
     final_answer = "end"
     state_class = State
+    locations: ClassVar[dict[str, str]] = {
+        "rewards.correct.value": "gsm8k.yaml:45",
+        "rewards.format.value": "gsm8k.yaml:48",
+        "episode.success": "gsm8k.yaml:40",
+    }
     max_steps = 6
     system_template = template(
         "Solve the maths problem step by step. Use the calculator tool for arithmetic.\nWhen you know the result, reply with only the final number as <answer>N</answer>.\n"
@@ -180,16 +188,21 @@ def load_samples(split: str | None = None, limit: int | None = None) -> list[dic
 DATA_SOURCE = "hf:${AGENTSPEC_DATA}/gsm8k"
 EVAL_SPLIT = "test"
 ORACLE = (
-    template(
-        '{% for expression in (sample.calls or [sample.final | string]) -%} <tool_call>{"name": "calculator", "arguments": {"expression": {{ expression | tojson }}}}</tool_call> {% endfor %}'
+    OracleStep(
+        template(
+            '{% for expression in (sample.calls or [sample.final | string]) -%} <tool_call>{"name": "calculator", "arguments": {"expression": {{ expression | tojson }}}}</tool_call> {% endfor %}'
+        ),
+        "gsm8k.yaml:53",
     ),
-    template("<answer>{{ sample.answer.split('####')[-1].strip() }}</answer>"),
+    OracleStep(
+        template("<answer>{{ sample.answer.split('####')[-1].strip() }}</answer>"), "gsm8k.yaml:57"
+    ),
 )
 
 
-def oracle_actions(sample: dict[str, Any]) -> list[str]:
-    """The expert's turns for `sample`, one per step."""
-    return [action.render(sample=sample) for action in ORACLE]
+def oracle_actions(sample: dict[str, Any]) -> Iterator[str]:
+    """The expert's turns for `sample`, rendered lazily, one per step."""
+    return oracle_turns(ORACLE, Scope(sample=sample))
 
 
 ENV_CLASS = Gsm8kEnv

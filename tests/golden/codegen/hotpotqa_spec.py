@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -17,6 +18,7 @@ from agentspec.runtime import (
     Tokenizer,
     make_context_policy,
 )
+from agentspec.runtime.oracle import OracleStep, oracle_turns
 from agentspec.runtime.spec_env import RewardComponent, Scope, SpecTool, SpecToolEnv, template
 from agentspec.stdlib.data import load_samples as load_source
 from agentspec.stdlib.functions import fn
@@ -108,6 +110,7 @@ class SearchTool(SpecTool):
         "additionalProperties": False,
     }
     timeout = 30.0
+    location = "hotpotqa.yaml:29"
 
     def returns(self, s: Scope) -> Any:
         return user.search(s.args["query"])
@@ -120,6 +123,11 @@ class HotpotqaEnv(SpecToolEnv):
     tool_format = "hermes"
     final_answer = "end"
     state_class = State
+    locations: ClassVar[dict[str, str]] = {
+        "rewards.f1.value": "hotpotqa.yaml:47",
+        "rewards.format.value": "hotpotqa.yaml:50",
+        "episode.success": "hotpotqa.yaml:37",
+    }
     max_steps = 6
     system_template = template(
         "Answer the question. Search the Wikipedia paragraphs as often as you need\n(one fact at a time), then reply with only the answer as <answer>…</answer>.\n"
@@ -193,16 +201,19 @@ def load_samples(split: str | None = None, limit: int | None = None) -> list[dic
 DATA_SOURCE = "jsonl:${AGENTSPEC_DATA}/hotpotqa/questions.jsonl"
 EVAL_SPLIT = None
 ORACLE = (
-    template(
-        '{% for title in sample.supporting_titles -%} <tool_call>{"name": "search", "arguments": {"query": {{ title | tojson }}}}</tool_call> {% endfor %}'
+    OracleStep(
+        template(
+            '{% for title in sample.supporting_titles -%} <tool_call>{"name": "search", "arguments": {"query": {{ title | tojson }}}}</tool_call> {% endfor %}'
+        ),
+        "hotpotqa.yaml:54",
     ),
-    template("<answer>{{ sample.answer }}</answer>"),
+    OracleStep(template("<answer>{{ sample.answer }}</answer>"), "hotpotqa.yaml:58"),
 )
 
 
-def oracle_actions(sample: dict[str, Any]) -> list[str]:
-    """The expert's turns for `sample`, one per step."""
-    return [action.render(sample=sample) for action in ORACLE]
+def oracle_actions(sample: dict[str, Any]) -> Iterator[str]:
+    """The expert's turns for `sample`, rendered lazily, one per step."""
+    return oracle_turns(ORACLE, Scope(sample=sample))
 
 
 ENV_CLASS = HotpotqaEnv

@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -17,6 +18,7 @@ from agentspec.runtime import (
     Tokenizer,
     make_context_policy,
 )
+from agentspec.runtime.oracle import OracleStep, oracle_turns
 from agentspec.runtime.spec_env import RewardComponent, Scope, SpecTool, SpecToolEnv, template
 from agentspec.stdlib.data import load_samples as load_source
 from agentspec.stdlib.functions import fn
@@ -100,6 +102,7 @@ class TakeTool(SpecTool):
         "additionalProperties": False,
     }
     timeout = 30.0
+    location = "keys_and_chests.yaml:28"
     observation = template(
         "You take the {{ 'door key' if state.room == sample.chest_room else 'small key' }}."
     )
@@ -130,6 +133,7 @@ class OpenTool(SpecTool):
         "additionalProperties": False,
     }
     timeout = 30.0
+    location = "keys_and_chests.yaml:37"
     observation = template("The {{ args.thing }} opens.")
 
     def effects(self, s: Scope) -> None:
@@ -156,6 +160,7 @@ class GoTool(SpecTool):
         "additionalProperties": False,
     }
     timeout = 30.0
+    location = "keys_and_chests.yaml:47"
     observation = template("You are in the {{ state.room }} room.")
 
     def effects(self, s: Scope) -> None:
@@ -183,6 +188,11 @@ class KeysAndChestsEnv(SpecToolEnv):
     tool_format = "bracket"
     final_answer = "end"
     state_class = State
+    locations: ClassVar[dict[str, str]] = {
+        "episode.anchor": "keys_and_chests.yaml:60",
+        "rewards.treasure.value": "keys_and_chests.yaml:64",
+        "episode.success": "keys_and_chests.yaml:61",
+    }
     max_steps = 12
     system_template = template(
         "You are in the middle room of a house with a west room, an east room and a door to the north. Act with one command per turn: go[west], go[east], go[north], take[key], open[chest] or open[door]."
@@ -254,21 +264,21 @@ def load_samples(split: str | None = None, limit: int | None = None) -> list[dic
 DATA_SOURCE = "generator:keys_and_chests"
 EVAL_SPLIT = None
 ORACLE = (
-    template("go[{{ sample.small_key_room }}]"),
-    template("take[key]"),
-    template("go[{{ sample.chest_room }}]"),
-    template("go[{{ sample.chest_room }}]"),
-    template("open[chest]"),
-    template("take[key]"),
-    template("go[{{ sample.small_key_room }}]"),
-    template("open[door]"),
-    template("go[north]"),
+    OracleStep(template("go[{{ sample.small_key_room }}]"), "keys_and_chests.yaml:66"),
+    OracleStep(template("take[key]"), "keys_and_chests.yaml:67"),
+    OracleStep(template("go[{{ sample.chest_room }}]"), "keys_and_chests.yaml:68"),
+    OracleStep(template("go[{{ sample.chest_room }}]"), "keys_and_chests.yaml:69"),
+    OracleStep(template("open[chest]"), "keys_and_chests.yaml:70"),
+    OracleStep(template("take[key]"), "keys_and_chests.yaml:71"),
+    OracleStep(template("go[{{ sample.small_key_room }}]"), "keys_and_chests.yaml:72"),
+    OracleStep(template("open[door]"), "keys_and_chests.yaml:73"),
+    OracleStep(template("go[north]"), "keys_and_chests.yaml:74"),
 )
 
 
-def oracle_actions(sample: dict[str, Any]) -> list[str]:
-    """The expert's turns for `sample`, one per step."""
-    return [action.render(sample=sample) for action in ORACLE]
+def oracle_actions(sample: dict[str, Any]) -> Iterator[str]:
+    """The expert's turns for `sample`, rendered lazily, one per step."""
+    return oracle_turns(ORACLE, Scope(sample=sample))
 
 
 ENV_CLASS = KeysAndChestsEnv

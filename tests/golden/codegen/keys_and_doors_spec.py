@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -17,6 +18,7 @@ from agentspec.runtime import (
     Tokenizer,
     make_context_policy,
 )
+from agentspec.runtime.oracle import OracleStep, oracle_turns
 from agentspec.runtime.spec_env import RewardComponent, Scope, SpecTool, SpecToolEnv, template
 from agentspec.stdlib.data import load_samples as load_source
 from agentspec.stdlib.functions import fn
@@ -92,6 +94,7 @@ class TakeTool(SpecTool):
         "additionalProperties": False,
     }
     timeout = 30.0
+    location = "keys_and_doors.yaml:26"
     observation = template("You take the key.")
 
     def effects(self, s: Scope) -> None:
@@ -110,6 +113,7 @@ class OpenTool(SpecTool):
         "additionalProperties": False,
     }
     timeout = 30.0
+    location = "keys_and_doors.yaml:33"
     observation = template("The {{ sample.colour }} door swings open.")
 
     def effects(self, s: Scope) -> None:
@@ -132,6 +136,7 @@ class GoTool(SpecTool):
         "additionalProperties": False,
     }
     timeout = 30.0
+    location = "keys_and_doors.yaml:42"
     observation = template("You are in the {{ state.room }} room.")
 
     def effects(self, s: Scope) -> None:
@@ -159,6 +164,11 @@ class KeysAndDoorsEnv(SpecToolEnv):
     tool_format = "bracket"
     final_answer = "end"
     state_class = State
+    locations: ClassVar[dict[str, str]] = {
+        "episode.anchor": "keys_and_doors.yaml:55",
+        "rewards.treasure.value": "keys_and_doors.yaml:59",
+        "episode.success": "keys_and_doors.yaml:56",
+    }
     max_steps = 8
     system_template = template(
         "You are in the middle room of a house with a west room, an east room and a door to the north. Act with one command per turn: go[west], go[east], go[north], take[key] or open[door]."
@@ -220,17 +230,20 @@ def load_samples(split: str | None = None, limit: int | None = None) -> list[dic
 DATA_SOURCE = "generator:keys_and_doors"
 EVAL_SPLIT = None
 ORACLE = (
-    template("go[{{ sample.key_room }}]"),
-    template("take[key]"),
-    template("go[{{ 'east' if sample.key_room == 'west' else 'west' }}]"),
-    template("open[door]"),
-    template("go[north]"),
+    OracleStep(template("go[{{ sample.key_room }}]"), "keys_and_doors.yaml:61"),
+    OracleStep(template("take[key]"), "keys_and_doors.yaml:62"),
+    OracleStep(
+        template("go[{{ 'east' if sample.key_room == 'west' else 'west' }}]"),
+        "keys_and_doors.yaml:63",
+    ),
+    OracleStep(template("open[door]"), "keys_and_doors.yaml:64"),
+    OracleStep(template("go[north]"), "keys_and_doors.yaml:65"),
 )
 
 
-def oracle_actions(sample: dict[str, Any]) -> list[str]:
-    """The expert's turns for `sample`, one per step."""
-    return [action.render(sample=sample) for action in ORACLE]
+def oracle_actions(sample: dict[str, Any]) -> Iterator[str]:
+    """The expert's turns for `sample`, rendered lazily, one per step."""
+    return oracle_turns(ORACLE, Scope(sample=sample))
 
 
 ENV_CLASS = KeysAndDoorsEnv

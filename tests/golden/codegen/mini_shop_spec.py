@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -17,6 +18,7 @@ from agentspec.runtime import (
     Tokenizer,
     make_context_policy,
 )
+from agentspec.runtime.oracle import OracleStep, oracle_turns
 from agentspec.runtime.spec_env import RewardComponent, Scope, SpecTool, SpecToolEnv, template
 from agentspec.stdlib.data import load_samples as load_source
 from agentspec.stdlib.functions import fn
@@ -98,6 +100,7 @@ class SearchTool(SpecTool):
         "additionalProperties": False,
     }
     timeout = 30.0
+    location = "shop_state_machine.yaml:20"
     guard_text = 'state.page == "search" or state.page == "results"'
     observation = template("Results: {{ state.results | join(', ') }}")
 
@@ -105,7 +108,7 @@ class SearchTool(SpecTool):
         return bool(s.state.page == "search" or s.state.page == "results")
 
     def effects(self, s: Scope) -> None:
-        s.state.results = s.sample["items"]
+        s.state.results = s.own(s.sample["items"])
         s.state.page = "results"
 
 
@@ -119,6 +122,7 @@ class ClickTool(SpecTool):
         "additionalProperties": False,
     }
     timeout = 30.0
+    location = "shop_state_machine.yaml:29"
     guard_text = 'state.page == "results"'
     observation = template("You are looking at {{ state.item }}.")
 
@@ -142,6 +146,7 @@ class ChooseTool(SpecTool):
         "additionalProperties": False,
     }
     timeout = 30.0
+    location = "shop_state_machine.yaml:39"
     guard_text = 'state.page == "item"'
     observation = template("You chose {{ args.option }}.")
 
@@ -168,6 +173,12 @@ class MiniShopEnv(SpecToolEnv):
     tool_format = "bracket"
     final_answer = "end"
     state_class = State
+    locations: ClassVar[dict[str, str]] = {
+        "episode.anchor": "shop_state_machine.yaml:52",
+        "rewards.purchase.value": "shop_state_machine.yaml:59",
+        "rewards.purchase.when": "shop_state_machine.yaml:60",
+        "episode.success": "shop_state_machine.yaml:53",
+    }
     max_steps = 8
     system_template = template("Use search, click and choose to buy what the user asks for.")
     user_template = template("Instruction: {{ sample.goal }}")
@@ -241,16 +252,16 @@ def load_samples(split: str | None = None, limit: int | None = None) -> list[dic
 DATA_SOURCE = "jsonl:data/shop_goals.jsonl"
 EVAL_SPLIT = None
 ORACLE = (
-    template("search[{{ sample.goal }}]"),
-    template("click[{{ sample.item }}]"),
-    template("choose[{{ sample.option }}]"),
-    template("choose[buy now]"),
+    OracleStep(template("search[{{ sample.goal }}]"), "shop_state_machine.yaml:63"),
+    OracleStep(template("click[{{ sample.item }}]"), "shop_state_machine.yaml:64"),
+    OracleStep(template("choose[{{ sample.option }}]"), "shop_state_machine.yaml:65"),
+    OracleStep(template("choose[buy now]"), "shop_state_machine.yaml:66"),
 )
 
 
-def oracle_actions(sample: dict[str, Any]) -> list[str]:
-    """The expert's turns for `sample`, one per step."""
-    return [action.render(sample=sample) for action in ORACLE]
+def oracle_actions(sample: dict[str, Any]) -> Iterator[str]:
+    """The expert's turns for `sample`, rendered lazily, one per step."""
+    return oracle_turns(ORACLE, Scope(sample=sample))
 
 
 ENV_CLASS = MiniShopEnv

@@ -97,6 +97,7 @@ class SearchTool(SpecTool):
         "additionalProperties": False,
     }
     timeout = 30.0
+    location = "react_sliding_window.yaml:24"
     observation = template("{{ result }}")
 
     def returns(self, s: Scope) -> Any:
@@ -110,6 +111,11 @@ class MultihopQaEnv(SpecToolEnv):
     tool_format = "react"
     final_answer = "end"
     state_class = State
+    locations: ClassVar[dict[str, str]] = {
+        "rewards.f1.value": "react_sliding_window.yaml:44",
+        "rewards.em.value": "react_sliding_window.yaml:45",
+        "episode.success": "react_sliding_window.yaml:35",
+    }
     max_steps = 6
     system_template = template(
         "Answer the question. Search as often as you need.\nFinish with: Final Answer: <answer>\n"

@@ -110,6 +110,7 @@ class SearchTool(SpecTool):
         "additionalProperties": False,
     }
     timeout = 30.0
+    location = "paper_search.yaml:53"
 
     def returns(self, s: Scope) -> Any:
         return user.paper_search(s.args["query"])
@@ -128,6 +129,7 @@ class SimilarTool(SpecTool):
         "additionalProperties": False,
     }
     timeout = 30.0
+    location = "paper_search.yaml:60"
     guard_text = "len(state.seen) > 0"
 
     def available(self, s: Scope) -> bool:
@@ -152,12 +154,13 @@ class SubmitTool(SpecTool):
         "additionalProperties": False,
     }
     timeout = 30.0
+    location = "paper_search.yaml:69"
     observation = template("Submitted {{ args.paper_ids | length }} papers.")
 
     def effects(self, s: Scope) -> None:
         if user.recall(s.state.seen, s.args["paper_ids"]) < 1.0:
             s.fail("submit only papers a search has shown")
-        s.state.submitted = s.args["paper_ids"]
+        s.state.submitted = s.own(s.args["paper_ids"])
         s.done()
 
 
@@ -172,6 +175,11 @@ class PaperSearchEnv(SpecToolEnv):
     tool_format = "hermes"
     final_answer = "end"
     state_class = State
+    locations: ClassVar[dict[str, str]] = {
+        "rewards.f1.value": "paper_search.yaml:87",
+        "rewards.recall.value": "paper_search.yaml:90",
+        "episode.success": "paper_search.yaml:82",
+    }
     max_steps = 8
     system_template = template(
         "Find every paper similar to the query paper in the given facet. Search as\noften as you need with different queries, expand promising papers with\n`similar`, then submit the ids of the similar papers (only papers you have seen).\n"

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from agentspec.runtime import (
     AgentEnvLoop,
@@ -88,6 +88,13 @@ class TextworldCookingEnv(SpecAdapterEnv):
         )
     )
     state_class = State
+    locations: ClassVar[dict[str, str]] = {
+        "episode.done_when": "textworld_environment.yaml:18",
+        "episode.anchor": "textworld_environment.yaml:20",
+        "rewards.progress.value": "textworld_environment.yaml:28",
+        "rewards.win.value": "textworld_environment.yaml:29",
+        "episode.success": "textworld_environment.yaml:19",
+    }
     max_steps = 40
     system_template = template("You are playing a text adventure. Reply with one command per turn.")
     user_template = template("Start the game.")

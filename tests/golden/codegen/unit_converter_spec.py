@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -17,6 +18,7 @@ from agentspec.runtime import (
     Tokenizer,
     make_context_policy,
 )
+from agentspec.runtime.oracle import OracleStep, oracle_turns
 from agentspec.runtime.spec_env import RewardComponent, Scope, SpecTool, SpecToolEnv, template
 from agentspec.stdlib.data import load_samples as load_source
 from agentspec.stdlib.functions import fn
@@ -104,6 +106,7 @@ class ConvertTool(SpecTool):
         "additionalProperties": False,
     }
     timeout = 30.0
+    location = "all_reward_events.yaml:23"
     observation = template("{{ result if result is not none else 'unknown unit' }}")
 
     def returns(self, s: Scope) -> Any:
@@ -112,7 +115,9 @@ class ConvertTool(SpecTool):
     def effects(self, s: Scope) -> None:
         s.state.calls += 1
         s.state.last = s.result
-        s.state.history = [*s.state.history, s.result] if s.result is not None else s.state.history
+        s.state.history = s.own(
+            [*s.state.history, s.result] if s.result is not None else s.state.history
+        )
 
 
 class GiveUpTool(SpecTool):
@@ -124,6 +129,7 @@ class GiveUpTool(SpecTool):
         "additionalProperties": False,
     }
     timeout = 30.0
+    location = "all_reward_events.yaml:35"
     terminal = True
 
 
@@ -137,6 +143,11 @@ class UnitConverterEnv(SpecToolEnv):
     tool_format = "hermes"
     final_answer = "end"
     state_class = State
+    locations: ClassVar[dict[str, str]] = {
+        "rewards.answer.value": "all_reward_events.yaml:46",
+        "rewards.used_tool.when": "all_reward_events.yaml:47",
+        "episode.success": "all_reward_events.yaml:41",
+    }
     max_steps = 5
     system_template = None
     user_template = template("Convert {{ sample.prompt_text }} to {{ sample.target }}.")
@@ -241,16 +252,19 @@ def load_samples(split: str | None = None, limit: int | None = None) -> list[dic
 DATA_SOURCE = "generator:my_units.conversions:samples"
 EVAL_SPLIT = None
 ORACLE = (
-    template(
-        '<tool_call>{"name": "convert", "arguments": {"quantity": {{ sample.quantity }}, "unit": "{{ sample.unit }}", "target": "{{ sample.target }}"}}</tool_call>'
+    OracleStep(
+        template(
+            '<tool_call>{"name": "convert", "arguments": {"quantity": {{ sample.quantity }}, "unit": "{{ sample.unit }}", "target": "{{ sample.target }}"}}</tool_call>'
+        ),
+        "all_reward_events.yaml:54",
     ),
-    template("{{ sample.expected }}"),
+    OracleStep(template("{{ sample.expected }}"), "all_reward_events.yaml:55"),
 )
 
 
-def oracle_actions(sample: dict[str, Any]) -> list[str]:
-    """The expert's turns for `sample`, one per step."""
-    return [action.render(sample=sample) for action in ORACLE]
+def oracle_actions(sample: dict[str, Any]) -> Iterator[str]:
+    """The expert's turns for `sample`, rendered lazily, one per step."""
+    return oracle_turns(ORACLE, Scope(sample=sample))
 
 
 ENV_CLASS = UnitConverterEnv

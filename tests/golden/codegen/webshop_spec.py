@@ -124,6 +124,7 @@ class SearchTool(SpecTool):
         "additionalProperties": False,
     }
     timeout = 30.0
+    location = "webshop.yaml:58"
     guard_text = 'state.page == "search"'
     observation = template("{{ state.view }}")
 
@@ -135,7 +136,7 @@ class SearchTool(SpecTool):
 
     def effects(self, s: Scope) -> None:
         s.state.query = s.args["query"]
-        s.state.results = s.result
+        s.state.results = s.own(s.result)
         s.state.page = "results"
         s.state.view = user.webshop_page(
             s.state.page, s.state.query, s.state.results, s.state.asin, s.state.chosen
@@ -152,6 +153,7 @@ class ClickTool(SpecTool):
         "additionalProperties": False,
     }
     timeout = 30.0
+    location = "webshop.yaml:70"
     guard_text = 'state.page == "results"'
     observation = template("{{ state.view }}")
 
@@ -179,6 +181,7 @@ class ChooseTool(SpecTool):
         "additionalProperties": False,
     }
     timeout = 30.0
+    location = "webshop.yaml:82"
     guard_text = 'state.page == "item"'
     observation = template("{{ state.view }}")
 
@@ -188,9 +191,9 @@ class ChooseTool(SpecTool):
     def effects(self, s: Scope) -> None:
         if user.webshop_option(s.state.asin, s.args["value"]) is None:
             s.fail("this product has no option " + s.args["value"])
-        s.state.chosen[user.webshop_option(s.state.asin, s.args["value"])] = fn.lower(
-            fn.strip(s.args["value"])
-        )
+        s.state.chosen[
+            s.slot(s.state.chosen, user.webshop_option(s.state.asin, s.args["value"]))
+        ] = fn.lower(fn.strip(s.args["value"]))
         s.state.view = user.webshop_page(
             s.state.page, s.state.query, s.state.results, s.state.asin, s.state.chosen
         )
@@ -206,6 +209,7 @@ class BuyTool(SpecTool):
         "additionalProperties": False,
     }
     timeout = 30.0
+    location = "webshop.yaml:92"
     guard_text = 'state.page == "item"'
     observation = template("{{ state.view }}")
 
@@ -232,6 +236,7 @@ class BackTool(SpecTool):
         "additionalProperties": False,
     }
     timeout = 30.0
+    location = "webshop.yaml:103"
     guard_text = 'state.page == "results" or state.page == "item"'
     observation = template("{{ state.view }}")
 
@@ -258,6 +263,11 @@ class WebshopEnv(SpecToolEnv):
     tool_format = "bracket"
     final_answer = "continue"
     state_class = State
+    locations: ClassVar[dict[str, str]] = {
+        "episode.anchor": "webshop.yaml:116",
+        "rewards.purchase.value": "webshop.yaml:128",
+        "episode.success": "webshop.yaml:117",
+    }
     max_steps = 15
     system_template = template(
         "You are shopping in WebShop. Act with one action per turn, alone on the last line:\nsearch[query] on the search page, click[ASIN] on the results page, and on a\nproduct page choose[VALUE] for each option, then buy[ASIN]. back[search] or\nback[results] goes back.\n"
