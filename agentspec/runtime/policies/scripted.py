@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from agentspec.runtime.policies.base import Generation, SamplingParams
 from agentspec.runtime.tokenizer import Tokenizer
@@ -14,8 +14,9 @@ class ScriptedPolicy:
     """Responds with scripted text, tokenised by the task tokenizer.
 
     Args:
-        script: a list of texts returned in order (cycling), or a function of the
-            decoded prompt (special tokens kept) returning the text.
+        script: texts returned in order (cycling; any iterable, such as a
+            generated module's lazy ``oracle_actions``, is read once), or a
+            function of the decoded prompt (special tokens kept) returning the text.
         tokenizer: the task tokenizer.
         append_eos: end each response with the EOS token, as a model would.
         logprob: the log-prob recorded for every token.
@@ -26,12 +27,14 @@ class ScriptedPolicy:
 
     def __init__(
         self,
-        script: Sequence[str] | Callable[[str], str],
+        script: Iterable[str] | Callable[[str], str],
         tokenizer: Tokenizer,
         append_eos: bool = True,
         logprob: float = 0.0,
     ) -> None:
-        self.script = script
+        self.script: Sequence[str] | Callable[[str], str] = (
+            script if callable(script) or isinstance(script, Sequence) else list(script)
+        )
         self.tokenizer = tokenizer
         self.append_eos = append_eos
         self.logprob = logprob
