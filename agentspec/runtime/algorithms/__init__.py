@@ -49,7 +49,7 @@ from agentspec.runtime.algorithms.losses import (
     policy_loss,
     value_loss,
 )
-from agentspec.runtime.algorithms.registry import (
+from agentspec.registry import (
     DuplicateNameError,
     Registry,
     RegistryError,

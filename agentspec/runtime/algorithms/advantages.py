@@ -22,7 +22,7 @@ from torch import Tensor
 
 from agentspec.runtime.algorithms.batch import AdvantageOutput, StepBatch
 from agentspec.runtime.algorithms.distillation import opd_token_advantages
-from agentspec.runtime.algorithms.registry import Registry
+from agentspec.registry import Registry
 
 __all__ = [
     "ESTIMATORS",

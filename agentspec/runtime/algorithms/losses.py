@@ -23,7 +23,7 @@ from typing import Literal, get_args
 import torch
 from torch import Tensor
 
-from agentspec.runtime.algorithms.registry import Registry
+from agentspec.registry import Registry
 
 __all__ = [
     "AGGREGATION_MODES",

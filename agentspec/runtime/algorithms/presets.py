@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from agentspec.runtime.algorithms.registry import Registry
+from agentspec.registry import Registry
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""A small name → object registry shared by advantage estimators and policy losses.
+"""A small name → object registry: estimators, losses, algorithm presets, tool-call formats, context policies.
 
 The shape follows verl's ``register_adv_est`` / ``register_policy_loss``: a
 decorator adds an entry, a second entry under the same name is an error, and an
