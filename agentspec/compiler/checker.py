@@ -20,6 +20,7 @@ from agentspec.compiler import ast, comprehensions, sections
 from agentspec.compiler.builtins import BUILTINS, EFFECT_CALLS, Signature
 from agentspec.compiler.diagnostics import Diagnostic
 from agentspec.compiler.ir import CheckedSpec, TypedExpr
+from agentspec.compiler.json_schema import schema_problems
 from agentspec.compiler.mcp import check_mcp, mcp_tools
 from agentspec.compiler.parser import ExprSyntaxError, parse_expression, parse_statement
 from agentspec.compiler.types import (
@@ -235,13 +236,10 @@ class Checker:
             }
 
     def _tool_schemas(self) -> None:
-        from jsonschema import Draft202012Validator
-
-        meta = Draft202012Validator(Draft202012Validator.META_SCHEMA)
         for tool_name, tool in self.spec.tools.items():
             base: Path = ("tools", tool_name, "parameters")
             for arg, schema in tool.parameters.items():
-                for problem in meta.iter_errors(schema):
+                for problem in schema_problems(schema):
                     where = (*base, arg, *problem.absolute_path)
                     message = problem.message
                     hint = "parameters are JSON Schema, e.g. {type: string, description: …}"

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from agentspec.compiler.json_schema import schema_problems
 from agentspec.compiler.types import Type, json_schema_type
 from agentspec.spec.model import McpServerSpec, McpToolSpec, TaskSpec
 
@@ -52,9 +53,6 @@ def optional_arguments(pin: McpToolSpec) -> frozenset[str]:
 
 def check_mcp(checker: Checker) -> None:
     """Diagnostics E702–E705 and the argument types of MCP tools (for `tool:NAME` rewards)."""
-    from jsonschema import Draft202012Validator
-
-    meta = Draft202012Validator(Draft202012Validator.META_SCHEMA)
     spec, source_map = checker.spec, checker.map
     for server_name, server in spec.mcp.items():
         path = ("mcp", server_name)
@@ -93,7 +91,7 @@ def check_mcp(checker: Checker) -> None:
             )
         seen.setdefault(tool.name, f"the tool of MCP server '{tool.server_name}'")
         schema = tool.pin.parameters
-        problems = [p.message for p in meta.iter_errors(schema)]
+        problems = [p.message for p in schema_problems(schema)]
         if schema.get("type") != "object":
             problems.append(f"its type is {schema.get('type')!r}, not 'object'")
         for message in problems[:1]:

@@ -23,6 +23,7 @@ from typing import Any, cast
 
 from agentspec.compiler.diagnostics import Diagnostic
 from agentspec.compiler.ir import CheckedSpec
+from agentspec.compiler.json_schema import value_problems
 from agentspec.compiler.types import (
     BOOL,
     DICT,
@@ -198,17 +199,15 @@ class _OracleChecker:
             self._values(turn, name, tool, arguments)
 
     def _values(self, turn: int, name: str, tool: ToolSpec, arguments: dict[str, Any]) -> None:
-        from jsonschema import Draft202012Validator
-
         for arg, value in arguments.items():
             schema = tool.parameters.get(arg)
             if schema is None:
                 continue
-            for problem in Draft202012Validator(schema).iter_errors(value):
+            for problem in value_problems(schema, value):
                 self._report(
                     "E910",
                     turn,
-                    f"oracle turn {turn + 1}: argument '{arg}' of '{name}' for the first sample: {problem.message}",
+                    f"oracle turn {turn + 1}: argument '{arg}' of '{name}' for the first sample: {problem}",
                     word=arg,
                 )
 
