@@ -53,5 +53,6 @@ def main() -> None:
             f" {t_validate - t_python:.3f} s over it"
         )
 
+
 if __name__ == "__main__":
     main()

@@ -31,6 +31,7 @@ except ImportError:  # pragma: no cover - every supported platform has the wheel
             yaml.scanner.Scanner.__init__(self)
             yaml.parser.Parser.__init__(self)
 
+
 from agentspec.compiler.diagnostics import Diagnostic
 from agentspec.spec.source import SourceFile, Span
 

@@ -24,7 +24,9 @@ json_values = st.recursive(
     | st.integers(-5, 5)
     | st.floats(-5, 5, allow_nan=False)
     | st.sampled_from([1.0, 0.0, "", "a", "abc"]),
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner, max_size=3),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner, max_size=3)
+    ),
     max_leaves=6,
 )
 type_names = st.sampled_from(
