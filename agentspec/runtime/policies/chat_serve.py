@@ -24,16 +24,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import threading
 import time
 import uuid
 from collections.abc import Mapping, Sequence
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from agentspec.runtime.conversation import ChatCall, render_calls
 from agentspec.runtime.formats import get_format
 from agentspec.runtime.policies.base import SamplingParams
+from agentspec.runtime.policies.local_api import LocalAPIServer, serve_until_interrupted
 from agentspec.runtime.tokenizer import ChatTemplate
 from agentspec.runtime.tools import ToolResult
 
@@ -59,12 +58,10 @@ class _SchemaTool:
         return list(self.parameters.get("properties", {}))
 
 
-class ChatCompletionServer:
-    """Serve ``policy`` (an ``HFPolicy``) as a chat-completions API in a background thread.
+class ChatCompletionServer(LocalAPIServer):
+    """Serve ``policy`` (an ``HFPolicy``) as a chat-completions API (see :class:`LocalAPIServer`)."""
 
-    ``port=0`` picks a free port; ``url`` is the ``/v1`` base URL. Use as a context
-    manager or call :meth:`close`.
-    """
+    route = "/v1/chat/completions"
 
     def __init__(
         self,
@@ -75,16 +72,9 @@ class ChatCompletionServer:
         host: str = "127.0.0.1",
         port: int = 0,
     ) -> None:
-        self.policy = policy
-        self.model_name = model_name
         self.format = get_format(tool_format)
         self.chat = chat or ChatTemplate()
-        self._lock = threading.Lock()
-        self.httpd = ThreadingHTTPServer((host, port), _handler(self))
-        self.httpd.daemon_threads = True
-        self.url = f"http://{host}:{self.httpd.server_address[1]}/v1"
-        self._thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-        self._thread.start()
+        super().__init__(policy, model_name, host, port)
 
     def render(self, messages: Sequence[Any], tools: Sequence[_SchemaTool]) -> str:
         """The prompt text of a request: ChatML with tools and calls in the tool format."""
@@ -171,17 +161,6 @@ class ChatCompletionServer:
         message = {"role": "assistant", "content": parsed.content or None, "tool_calls": calls}
         return message, "length" if finish == "length" else "tool_calls"
 
-    def close(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
-        self._thread.join(timeout=5)
-
-    def __enter__(self) -> ChatCompletionServer:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
 
 def _request_call(raw: Any) -> ChatCall:
     function = raw.get("function") if isinstance(raw, Mapping) else None
@@ -191,45 +170,6 @@ def _request_call(raw: Any) -> ChatCall:
     if not isinstance(arguments, str):
         arguments = json.dumps(arguments, ensure_ascii=False)
     return ChatCall(function["name"], arguments, str(raw.get("id", "")))
-
-
-def _handler(server: ChatCompletionServer) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-
-        def log_message(self, format: str, *args: Any) -> None:
-            pass
-
-        def _send(self, status: int, payload: dict[str, Any]) -> None:
-            data = json.dumps(payload).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-        def do_GET(self) -> None:
-            if self.path.rstrip("/") == "/v1/models":
-                models = [{"id": server.model_name, "object": "model"}]
-                self._send(200, {"object": "list", "data": models})
-            else:
-                self._send(404, {"error": {"message": f"no route {self.path}"}})
-
-        def do_POST(self) -> None:
-            if self.path.rstrip("/") != "/v1/chat/completions":
-                self._send(404, {"error": {"message": f"no route {self.path}"}})
-                return
-            try:
-                length = int(self.headers.get("Content-Length", "0"))
-                body = json.loads(self.rfile.read(length) or b"{}")
-                if not isinstance(body, dict):
-                    raise ValueError("the body must be a JSON object")
-                self._send(200, server.complete(body))
-            except (ValueError, KeyError, TypeError) as exc:
-                error = {"message": str(exc), "type": "invalid_request_error"}
-                self._send(400, {"error": error})
-
-    return Handler
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -253,11 +193,7 @@ def main(argv: list[str] | None = None) -> None:
         host=args.host,
         port=args.port,
     )
-    print(f"serving {args.model_dir} at {server.url}", flush=True)
-    try:
-        threading.Event().wait()
-    except KeyboardInterrupt:
-        server.close()
+    serve_until_interrupted(server, args.model_dir)
 
 
 if __name__ == "__main__":

@@ -11,74 +11,25 @@ of prompts is one batch. Meant for evaluation and tests, not production traffic.
 from __future__ import annotations
 
 import argparse
-import json
-import threading
 import time
 import uuid
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from agentspec.runtime.policies.base import SamplingParams
+from agentspec.runtime.policies.local_api import LocalAPIServer, serve_until_interrupted
 
 __all__ = ["CompletionServer", "main"]
 
 
-class CompletionServer:
-    """Serve ``policy`` (an ``HFPolicy``) on ``host:port`` in a background thread.
+class CompletionServer(LocalAPIServer):
+    """Serve ``policy`` (an ``HFPolicy``) as a completions API (see :class:`LocalAPIServer`)."""
 
-    ``port=0`` picks a free port; ``url`` is the ``/v1`` base URL. Use as a context
-    manager or call :meth:`close`.
-    """
+    route = "/v1/completions"
 
     def __init__(
         self, policy: Any, model_name: str = "local", host: str = "127.0.0.1", port: int = 0
     ) -> None:
-        self.policy = policy
-        self.model_name = model_name
-        self._lock = threading.Lock()
-        server = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
-            def _send(self, status: int, payload: dict[str, Any]) -> None:
-                data = json.dumps(payload).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def do_GET(self) -> None:
-                if self.path.rstrip("/") == "/v1/models":
-                    self._send(
-                        200,
-                        {"object": "list", "data": [{"id": server.model_name, "object": "model"}]},
-                    )
-                else:
-                    self._send(404, {"error": {"message": f"no route {self.path}"}})
-
-            def do_POST(self) -> None:
-                if self.path.rstrip("/") != "/v1/completions":
-                    self._send(404, {"error": {"message": f"no route {self.path}"}})
-                    return
-                try:
-                    length = int(self.headers.get("Content-Length", "0"))
-                    body = json.loads(self.rfile.read(length) or b"{}")
-                    self._send(200, server.complete(body))
-                except (ValueError, KeyError, TypeError) as exc:
-                    self._send(
-                        400, {"error": {"message": str(exc), "type": "invalid_request_error"}}
-                    )
-
-        self.httpd = ThreadingHTTPServer((host, port), Handler)
-        self.httpd.daemon_threads = True
-        self.url = f"http://{host}:{self.httpd.server_address[1]}/v1"
-        self._thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-        self._thread.start()
+        super().__init__(policy, model_name, host, port)
 
     def _prompts(self, prompt: Any) -> list[list[int]]:
         tok = self.policy.tokenizer
@@ -150,17 +101,6 @@ class CompletionServer:
             },
         }
 
-    def close(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
-        self._thread.join(timeout=5)
-
-    def __enter__(self) -> CompletionServer:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
@@ -178,11 +118,7 @@ def main(argv: list[str] | None = None) -> None:
     server = CompletionServer(
         HFPolicy(model, tokenizer), args.name or args.model_dir, args.host, args.port
     )
-    print(f"serving {args.model_dir} at {server.url}", flush=True)
-    try:
-        threading.Event().wait()
-    except KeyboardInterrupt:
-        server.close()
+    serve_until_interrupted(server, args.model_dir)
 
 
 if __name__ == "__main__":
