@@ -131,13 +131,10 @@ def lazy_oracle(
 def hook_script(target: str) -> Callable[[Mapping[str, Any]], list[str]]:
     """The turns of an `oracle: {hook: module:attr}`: the hook, called with the
     sample, returns the episode's actions in order."""
-    import importlib
+    from agentspec.stdlib.user import import_target
 
-    module_name, _, attribute = target.partition(":")
     try:
-        hook: Any = importlib.import_module(module_name)
-        for part in attribute.split("."):
-            hook = getattr(hook, part)
+        hook = import_target(target)
     except (ImportError, AttributeError) as exc:
         raise PolicyError(f"cannot load the oracle hook {target!r}: {exc}") from None
     if not callable(hook):

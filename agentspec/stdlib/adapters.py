@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from agentspec.runtime.spec_env import EnvironmentAdapter
+from agentspec.stdlib.user import import_target
 
 ADAPTERS: dict[str, Callable[..., EnvironmentAdapter]] = {}
 
@@ -33,11 +34,7 @@ def register_adapter(
 def make_adapter(name: str, config: Mapping[str, Any]) -> EnvironmentAdapter:
     """An adapter instance for `environment.adapter` with its `config`."""
     if ":" in name and not name.startswith(("gymnasium:", "http:")):
-        module_name, _, attribute = name.partition(":")
-        target: Any = importlib.import_module(module_name)
-        for part in attribute.split("."):
-            target = getattr(target, part)
-        adapter = target(**config)
+        adapter = import_target(name)(**config)
     else:
         kind = name.split(":", 1)[0]
         if kind not in ADAPTERS:

@@ -115,13 +115,10 @@ def resolve_config_paths(config: dict[str, Any], base_dir: Path | None) -> dict[
 def user_generator(target: str) -> Generator:
     """`generator:module.path:attr`: a generator function of the user's code (found
     in the spec's folder first), called with `split=` and the spec's `params`."""
-    import importlib
+    from agentspec.stdlib.user import import_target
 
-    module_name, _, attribute = target.partition(":")
     try:
-        found: Any = importlib.import_module(module_name)
-        for part in attribute.split("."):
-            found = getattr(found, part)
+        found = import_target(target)
     except (ImportError, AttributeError) as exc:
         raise DataError(f"cannot load the generator {target!r}: {exc}") from None
     if not callable(found):

@@ -45,6 +45,16 @@ def bind_spec_dir(module: ModuleType, folder: str | Path) -> None:
     setattr(module, "SPEC_DIR", add_import_root(folder))  # noqa: B010 (a generated module's global)
 
 
+def import_target(target: str) -> Any:
+    """The object a `module.path:attr.sub` names. Raises ImportError (the module)
+    or AttributeError (an attribute on the way)."""
+    module_name, _, attribute = target.partition(":")
+    found: Any = importlib.import_module(module_name)
+    for part in attribute.split(".") if attribute else ():
+        found = getattr(found, part)
+    return found
+
+
 def resolve(impl: str, config: Mapping[str, Any]) -> Callable[..., Any]:
     """The callable an `impl` string names (built from `config` if given)."""
     if impl.startswith("stdlib:"):
@@ -58,14 +68,11 @@ def resolve(impl: str, config: Mapping[str, Any]) -> Callable[..., Any]:
         return factory(**config)
     module_name, _, attribute = impl.partition(":")
     try:
-        target: Any = importlib.import_module(module_name)
+        target = import_target(impl)
     except ImportError as exc:
         raise FunctionLoadError(f"cannot import {module_name!r} for {impl!r}: {exc}") from None
-    for part in attribute.split("."):
-        try:
-            target = getattr(target, part)
-        except AttributeError:
-            raise FunctionLoadError(f"{module_name!r} has no attribute {attribute!r}") from None
+    except AttributeError:
+        raise FunctionLoadError(f"{module_name!r} has no attribute {attribute!r}") from None
     if not callable(target):
         raise FunctionLoadError(f"{impl!r} is not callable")
     return target(**config) if config else target

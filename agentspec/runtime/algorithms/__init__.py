@@ -16,6 +16,12 @@ Typical use::
     out.loss.backward()
 """
 
+from agentspec.registry import (
+    DuplicateNameError,
+    Registry,
+    RegistryError,
+    UnknownNameError,
+)
 from agentspec.runtime.algorithms.advantages import (
     ESTIMATORS,
     AdvantageConfig,
@@ -48,12 +54,6 @@ from agentspec.runtime.algorithms.losses import (
     kl_divergence,
     policy_loss,
     value_loss,
-)
-from agentspec.registry import (
-    DuplicateNameError,
-    Registry,
-    RegistryError,
-    UnknownNameError,
 )
 
 __all__ = [

@@ -20,9 +20,9 @@ from typing import Literal
 import torch
 from torch import Tensor
 
+from agentspec.registry import Registry
 from agentspec.runtime.algorithms.batch import AdvantageOutput, StepBatch
 from agentspec.runtime.algorithms.distillation import opd_token_advantages
-from agentspec.registry import Registry
 
 __all__ = [
     "ESTIMATORS",
