@@ -221,16 +221,20 @@ def _escape_github(text: str, *, property_value: bool = False) -> str:
 def render_github(diagnostic: Diagnostic) -> str:
     """One GitHub Actions workflow command (`::error file=…,line=…::message`)."""
     kind = "warning" if diagnostic.severity is Severity.WARNING else "error"
-    props = []
-    if diagnostic.span is not None:
-        s = diagnostic.span
-        props += [
-            f"file={_escape_github(s.file, property_value=True)}",
-            f"line={s.line}",
-            f"col={s.column}",
-            f"endLine={s.end_line}",
-            f"endColumn={s.end_column}",
-        ]
-    props.append(f"title={_escape_github(diagnostic.code, property_value=True)}")
     message = diagnostic.message + (f" (hint: {diagnostic.hint})" if diagnostic.hint else "")
+    return github_command(kind, diagnostic.span, diagnostic.code, message)
+
+
+def github_command(kind: str, span: Span | None, title: str, message: str) -> str:
+    """A `::error`/`::warning` workflow command that annotates ``span`` in a pull request."""
+    props = []
+    if span is not None:
+        props += [
+            f"file={_escape_github(span.file, property_value=True)}",
+            f"line={span.line}",
+            f"col={span.column}",
+            f"endLine={span.end_line}",
+            f"endColumn={span.end_column}",
+        ]
+    props.append(f"title={_escape_github(title, property_value=True)}")
     return f"::{kind} {','.join(props)}::{_escape_github(message)}"

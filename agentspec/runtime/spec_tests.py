@@ -430,15 +430,8 @@ def report_results(
 
 
 def _github_line(case: CaseResult, failure: Failure) -> str:
-    from agentspec.compiler.diagnostics import _escape_github
+    from agentspec.compiler.diagnostics import github_command
 
-    props = []
-    if failure.span is not None:
-        s = failure.span
-        props += [
-            f"file={_escape_github(s.file, property_value=True)}",
-            f"line={s.line}",
-            f"col={s.column}",
-        ]
-    props.append("title=agentspec test")
-    return f"::error {','.join(props)}::{_escape_github(case.name + ': ' + failure.message)}"
+    return github_command(
+        "error", failure.span, "agentspec test", f"{case.name}: {failure.message}"
+    )

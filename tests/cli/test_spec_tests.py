@@ -138,7 +138,7 @@ def test_github_format_annotates_the_failing_line(tmp_path: Path) -> None:
     assert result.exit_code == 1
     line = line_of(text, "rewards: {win: 0.5}")
     assert re.search(
-        rf"^::error file=[^,]+doors\.yaml,line={line},col=\d+,title=agentspec test::episodes\[0\] .*reward\.win: expected 0\.5, got 1\.0$",
+        rf"^::error file=[^,]+doors\.yaml,line={line},col=\d+,endLine=\d+,endColumn=\d+,title=agentspec test::episodes\[0\] .*reward\.win: expected 0\.5, got 1\.0$",
         result.output,
         re.MULTILINE,
     )
