@@ -1,0 +1,22 @@
+"""The `agentspec` command line.
+
+Start-up stays fast: each command imports what it needs inside its function,
+and `validate`, `compile` and `schema` never import torch. Each module below
+registers its commands on the one Typer `app`.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from agentspec.cli import check, episodes, project, training  # noqa: F401 (registers commands)
+from agentspec.cli.app import app
+
+__all__ = ["app", "main"]
+
+
+def main() -> None:
+    try:
+        app()
+    except KeyboardInterrupt:
+        sys.exit(130)

@@ -1,0 +1,168 @@
+"""`validate`, `test`, `schema` and `compile`: the commands that never import torch."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from agentspec.cli.app import OutputFormat, app, expand_paths, fail, report_spec_error
+
+
+@app.command()
+def validate(
+    paths: Annotated[list[str], typer.Argument(help="Spec files, directories or globs.")],
+    output_format: Annotated[
+        OutputFormat,
+        typer.Option("--format", "-f", help="text, json, or github (Actions annotations)."),
+    ] = OutputFormat.text,
+    strict: Annotated[bool, typer.Option(help="Treat warnings as errors.")] = False,
+    list_imports: Annotated[
+        bool,
+        typer.Option(
+            "--list-imports",
+            help="Also list every Python `module:attribute` the spec imports at run"
+            " (functions, adapter, oracle hook, custom context): code outside the sandbox.",
+        ),
+    ] = False,
+    import_user_code: Annotated[
+        bool,
+        typer.Option(
+            "--import",
+            help="Also import the spec's own Python modules (functions, hooks, adapters) and check their signatures. Runs their import-time code.",
+        ),
+    ] = False,
+) -> None:
+    """Check specs without running anything. Exit 0 if valid, 1 if not, 2 on usage errors."""
+    import json
+
+    from agentspec.compiler.diagnostics import render_github, render_json, render_text
+    from agentspec.compiler.frontend import check_file
+    from agentspec.spec import imports
+
+    files = expand_paths(paths)
+    if not files:
+        raise typer.BadParameter("no .yaml or .yml files found", param_hint="PATH")
+    results = [check_file(f, import_user_code=import_user_code) for f in files]
+    failed = [r for r in results if not r.ok or (strict and r.warnings)]
+    diagnostics = [d for r in results for d in r.diagnostics]
+    found = [
+        item
+        for r in results
+        if list_imports and r.checked is not None
+        for item in imports.python_imports(r.checked.loaded)
+    ]
+    if output_format is OutputFormat.json and list_imports:
+        report = {
+            "diagnostics": json.loads(render_json(diagnostics)),
+            "imports": [imports.to_json(item) for item in found],
+        }
+        typer.echo(json.dumps(report, indent=2, ensure_ascii=False))
+    elif output_format is OutputFormat.json:
+        typer.echo(render_json(diagnostics))
+    elif output_format is OutputFormat.github:
+        for d in diagnostics:
+            typer.echo(render_github(d))
+        for item in found:
+            span = item.span
+            typer.echo(
+                f"::notice file={span.file},line={span.line},col={span.column}"
+                f"::imports {item.target} ({item.field})"
+            )
+    else:
+        for item in found:
+            typer.echo(imports.render_import(item))
+        if found:
+            typer.echo("")
+        sources = {k: v for r in results for k, v in r.sources.items()}
+        for d in diagnostics:
+            typer.echo(render_text(d, sources), err=False)
+            typer.echo("")
+        errors = sum(len(r.errors) for r in results)
+        warnings = sum(len(r.warnings) for r in results)
+        summary = (
+            f"{len(results)} spec{'s' if len(results) != 1 else ''} checked: "
+            f"{len(results) - len(failed)} valid, {len(failed)} invalid "
+            f"({errors} error{'s' if errors != 1 else ''}, {warnings} warning{'s' if warnings != 1 else ''})"
+        )
+        typer.echo(summary, err=True)
+    raise typer.Exit(1 if failed else 0)
+
+
+@app.command(name="test")
+def test_command(
+    paths: Annotated[list[str], typer.Argument(help="Spec files, directories or globs.")],
+    output_format: Annotated[
+        OutputFormat,
+        typer.Option("--format", "-f", help="text, or github (Actions annotations)."),
+    ] = OutputFormat.text,
+    oracle_samples: Annotated[
+        int | None,
+        typer.Option(
+            min=1,
+            help="Samples the oracle gate plays (the first N of the data; default: the spec's tests.oracle.samples).",
+        ),
+    ] = None,
+    oracle: Annotated[bool, typer.Option(help="Run the oracle gate.")] = True,
+    seed: Annotated[int, typer.Option(help="Seed of the random policy.")] = 0,
+) -> None:
+    """Run each spec's scripted episodes (`tests:`) and its oracle gate. Exit 0 if all pass, 1 if not."""
+    from agentspec.runtime.spec_tests import report_results, run_spec_tests
+
+    files = expand_paths(paths)
+    if not files:
+        raise typer.BadParameter("no .yaml or .yml files found", param_hint="PATH")
+    outcomes = [
+        run_spec_tests(f, oracle_samples=oracle_samples, seed=seed, gate=oracle) for f in files
+    ]
+    ok = report_results(outcomes, github=output_format is OutputFormat.github, echo=typer.echo)
+    raise typer.Exit(0 if ok else 1)
+
+
+@app.command()
+def schema(
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="Write to this file.")
+    ] = None,
+) -> None:
+    """Print the JSON Schema (draft 2020-12) of the spec language."""
+    from agentspec.spec.schema import schema_json
+
+    text = schema_json()
+    if output is None:
+        typer.echo(text, nl=False)
+    else:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        output.write_text(text, encoding="utf-8")
+        typer.echo(f"wrote {output}", err=True)
+
+
+@app.command(name="compile")
+def compile_command(
+    spec: Annotated[Path, typer.Argument(help="The spec to compile.", exists=True, dir_okay=False)],
+    output: Annotated[Path, typer.Option("--output", "-o", help="Output directory.")] = Path(
+        "build"
+    ),
+    target: Annotated[
+        str, typer.Option(help="python (the module) or verl (plus agent loop, parquet, overrides).")
+    ] = "python",
+) -> None:
+    """Generate the Python module (ToolEnv/AgentEnv, tools, flow, rewards) and manifest of a spec."""
+    from agentspec.compiler.codegen import compile_spec, write_compiled
+    from agentspec.compiler.diagnostics import SpecError
+
+    if target not in ("python", "verl"):
+        raise fail(f"unknown target {target!r}: use python or verl", code=2)
+    try:
+        compiled = compile_spec(spec)
+    except SpecError as exc:
+        raise report_spec_error(exc) from None
+    if target == "verl":
+        from agentspec.runtime.backends.verl.compile_target import write_verl_target
+
+        paths = write_verl_target(spec, output)
+    else:
+        paths = write_compiled(compiled, output)
+    for path in paths:
+        typer.echo(f"wrote {path}")

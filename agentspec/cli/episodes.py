@@ -1,0 +1,212 @@
+"""`run`, `eval` and `view`: roll out episodes with a policy or a checkpoint, and look at them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from agentspec.cli.app import app, fail, print_summary, report_spec_error
+
+# Options of the chat-completions policy, the same for `run` and `eval`.
+ApiKeyEnvOption = Annotated[
+    str, typer.Option(help="chat:URL: the environment variable holding the API key.")
+]
+ConcurrencyOption = Annotated[
+    int, typer.Option(min=1, help="chat:URL: requests in flight at once.")
+]
+
+
+@app.command()
+def run(
+    spec: Annotated[
+        Path, typer.Argument(help="The spec to roll out.", exists=True, dir_okay=False)
+    ],
+    policy: Annotated[
+        str,
+        typer.Option(help="oracle, random, scripted:FILE, hf:PATH, openai:URL or chat:URL."),
+    ] = "oracle",
+    episodes: Annotated[int, typer.Option("-n", "--episodes", min=1, help="Episodes to run.")] = 10,
+    seed: Annotated[int, typer.Option(help="Seed of the sampler and of sample order.")] = 0,
+    split: Annotated[str | None, typer.Option(help="Data split (default: the spec's).")] = None,
+    temperature: Annotated[float, typer.Option(min=0.0, help="Sampling temperature.")] = 1.0,
+    out: Annotated[Path | None, typer.Option(help="Directory for trajectories.jsonl.")] = None,
+    tokenizer: Annotated[
+        str | None, typer.Option(help="Tokenizer directory (for openai:URL policies).")
+    ] = None,
+    served_model: Annotated[
+        str, typer.Option(help="Model name for openai:URL and chat:URL.")
+    ] = "default",
+    api_key_env: ApiKeyEnvOption = "OPENAI_API_KEY",
+    concurrency: ConcurrencyOption = 8,
+) -> None:
+    """Roll out N episodes of a spec with a policy; print a summary and write the trajectories."""
+    import asyncio
+    import random
+
+    from rich.console import Console
+    from rich.progress import Progress
+
+    from agentspec.compiler.codegen import import_spec
+    from agentspec.compiler.diagnostics import SpecError
+    from agentspec.runtime.spec_run import PolicyError, rollout
+    from agentspec.runtime.summary import summarize
+    from agentspec.runtime.trajectory import write_jsonl
+    from agentspec.stdlib.data import DataError
+
+    console = Console(stderr=True)
+    try:
+        module = import_spec(spec)
+        samples = module.load_samples(split=split)
+    except SpecError as exc:
+        raise report_spec_error(exc) from None
+    except DataError as exc:
+        raise fail(str(exc)) from None
+    if not samples:
+        raise fail("the spec's data source yielded no samples")
+    rng = random.Random(seed)
+    chosen = (
+        [samples[rng.randrange(len(samples))] for _ in range(episodes)]
+        if len(samples) < episodes
+        else rng.sample(samples, episodes)
+    )
+    task_tokenizer = None
+    tokenizer_source: Path | None = Path(tokenizer) if tokenizer else None
+    if policy == "oracle" or policy.split(":")[0] in ("random", "scripted", "chat"):
+        from agentspec.compiler.codegen import cache_dir, cache_key
+        from agentspec.runtime.task_text import task_bpe_tokenizer as build_task_tokenizer
+
+        directory = cache_dir() / cache_key(spec)[:16] / "tokenizer"
+        task_tokenizer = build_task_tokenizer(module, samples[:2000], directory)
+        tokenizer_source = directory
+    elif policy.startswith("hf:"):
+        tokenizer_source = Path(policy.removeprefix("hf:"))
+    with Progress(console=console, transient=True) as progress:
+        task = progress.add_task(f"{module.SPEC_NAME}: {policy}", total=len(chosen))
+        try:
+            trajectories = asyncio.run(
+                rollout(
+                    module,
+                    chosen,
+                    policy,
+                    seed=seed,
+                    temperature=temperature,
+                    on_episode=lambda _: progress.advance(task),
+                    tokenizer_dir=tokenizer,
+                    served_model=served_model,
+                    task_tokenizer=task_tokenizer,
+                    api_key_env=api_key_env,
+                    max_concurrency=concurrency,
+                )
+            )
+        except PolicyError as exc:
+            raise fail(str(exc), code=2) from None
+    names = [c.name for c in module.ENV_CLASS.reward_components]
+    summary = summarize(trajectories, names)
+    print_summary(f"{module.SPEC_NAME} · policy {policy} · {len(trajectories)} episodes", summary)
+    out_dir = out or Path("runs") / f"{module.SPEC_NAME}-{policy.split(':')[0]}"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    write_jsonl(out_dir / "trajectories.jsonl", trajectories)
+    _keep_tokenizer(tokenizer_source, out_dir / "tokenizer")
+    typer.echo(f"trajectories: {out_dir / 'trajectories.jsonl'}")
+
+
+def _keep_tokenizer(source: Path | None, target: Path) -> None:
+    """Copy the rollout's tokenizer beside the trajectories, so that `agentspec view`
+    shows every prompt and response as the exact text the policy saw (not ids)."""
+    import shutil
+
+    if source is None or not (source / "tokenizer.json").is_file():
+        return
+    target.mkdir(parents=True, exist_ok=True)
+    for name in ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"):
+        if (source / name).is_file():
+            shutil.copyfile(source / name, target / name)
+
+
+@app.command(name="eval")
+def eval_command(
+    spec: Annotated[
+        Path, typer.Argument(help="The spec to evaluate on.", exists=True, dir_okay=False)
+    ],
+    checkpoint: Annotated[
+        Path | None, typer.Option(help="A checkpoint or run directory (latest checkpoint).")
+    ] = None,
+    policy: Annotated[
+        str | None,
+        typer.Option(help="Instead of a checkpoint, a baseline policy: chat:URL, openai:URL, ..."),
+    ] = None,
+    episodes: Annotated[
+        int, typer.Option("-n", "--episodes", min=1, help="Held-out episodes.")
+    ] = 200,
+    temperature: Annotated[float, typer.Option(min=0.0, help="0 for greedy decoding.")] = 0.0,
+    served_model: Annotated[str, typer.Option(help="Model name for chat:URL.")] = "default",
+    api_key_env: ApiKeyEnvOption = "OPENAI_API_KEY",
+    concurrency: ConcurrencyOption = 8,
+) -> None:
+    """Evaluate a checkpoint (or a baseline policy) on held-out samples; print the table of `run`."""
+
+    from agentspec.runtime.spec_run import PolicyError, evaluate_policy
+
+    if (checkpoint is None) == (policy is None):
+        raise fail("give exactly one of --checkpoint or --policy", code=2)
+    try:
+        if policy is not None:
+            summary = evaluate_policy(
+                spec,
+                policy,
+                episodes,
+                temperature,
+                served_model=served_model,
+                api_key_env=api_key_env,
+                max_concurrency=concurrency,
+            )
+        else:
+            from agentspec.runtime.backends.local.evaluation import evaluate_checkpoint
+
+            assert checkpoint is not None
+            summary = evaluate_checkpoint(spec, checkpoint, episodes, temperature)
+    except FileNotFoundError as exc:
+        raise fail(str(exc)) from None
+    except PolicyError as exc:
+        raise fail(str(exc), code=2) from None
+    source = policy if policy is not None else checkpoint
+    print_summary(f"{spec.name} · {source} · {summary.episodes} episodes", summary)
+
+
+@app.command()
+def view(
+    source: Annotated[
+        Path,
+        typer.Argument(
+            help="A run directory, a traces .jsonl, or a directory with one.", exists=True
+        ),
+    ],
+    output: Annotated[
+        Path | None,
+        typer.Option("--output", "-o", help="HTML file (default RUN/report.html or TRACES.html)."),
+    ] = None,
+    open_browser: Annotated[
+        bool, typer.Option("--open", help="Open the report in the default browser.")
+    ] = False,
+    tokenizer: Annotated[
+        Path | None,
+        typer.Option(help="Tokenizer directory to decode prompts (default RUN/tokenizer/)."),
+    ] = None,
+    max_trajectories: Annotated[
+        int, typer.Option(min=1, help="Most trajectories to embed, spread over trace files.")
+    ] = 5000,
+) -> None:
+    """Write one self-contained HTML report: config, learning curves, trajectory browser."""
+    from agentspec.viewer import ViewerError, write_report
+
+    try:
+        path = write_report(source, output, tokenizer=tokenizer, max_trajectories=max_trajectories)
+    except ViewerError as exc:
+        raise fail(str(exc)) from None
+    typer.echo(f"report: {path} ({path.stat().st_size / 1e6:.1f} MB)")
+    if open_browser:
+        import webbrowser
+
+        webbrowser.open(path.resolve().as_uri())
