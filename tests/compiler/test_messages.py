@@ -50,7 +50,7 @@ def test_unclosed_single_quote_is_reported_at_the_opening_quote() -> None:
 
 
 def test_double_quoted_apostrophe_and_plain_dont_are_not_openers() -> None:
-    from agentspec.spec.yaml_loader import _open_quote_in_line
+    from agentspec.spec.yaml_errors import _open_quote_in_line
 
     assert _open_quote_in_line('  user: "don\'t"') is None
     assert _open_quote_in_line("  user: don't stop") is None
