@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import random
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -43,7 +44,6 @@ def run(
 ) -> None:
     """Roll out N episodes of a spec with a policy; print a summary and write the trajectories."""
     import asyncio
-    import random
 
     from rich.console import Console
     from rich.progress import Progress
@@ -65,23 +65,8 @@ def run(
         raise fail(str(exc)) from None
     if not samples:
         raise fail("the spec's data source yielded no samples")
-    rng = random.Random(seed)
-    chosen = (
-        [samples[rng.randrange(len(samples))] for _ in range(episodes)]
-        if len(samples) < episodes
-        else rng.sample(samples, episodes)
-    )
-    task_tokenizer = None
-    tokenizer_source: Path | None = Path(tokenizer) if tokenizer else None
-    if policy == "oracle" or policy.split(":")[0] in ("random", "scripted", "chat"):
-        from agentspec.compiler.codegen import cache_dir, cache_key
-        from agentspec.runtime.task_text import task_bpe_tokenizer as build_task_tokenizer
-
-        directory = cache_dir() / cache_key(spec)[:16] / "tokenizer"
-        task_tokenizer = build_task_tokenizer(module, samples[:2000], directory)
-        tokenizer_source = directory
-    elif policy.startswith("hf:"):
-        tokenizer_source = Path(policy.removeprefix("hf:"))
+    chosen = _choose(samples, episodes, seed)
+    task_tokenizer, tokenizer_source = _task_tokenizer(spec, module, samples, policy, tokenizer)
     with Progress(console=console, transient=True) as progress:
         task = progress.add_task(f"{module.SPEC_NAME}: {policy}", total=len(chosen))
         try:
@@ -110,6 +95,30 @@ def run(
     write_jsonl(out_dir / "trajectories.jsonl", trajectories)
     _keep_tokenizer(tokenizer_source, out_dir / "tokenizer")
     typer.echo(f"trajectories: {out_dir / 'trajectories.jsonl'}")
+
+
+def _choose(samples: list[Any], episodes: int, seed: int) -> list[Any]:
+    """``episodes`` samples: without repeats when there are enough, else with."""
+    rng = random.Random(seed)
+    if len(samples) < episodes:
+        return [samples[rng.randrange(len(samples))] for _ in range(episodes)]
+    return rng.sample(samples, episodes)
+
+
+def _task_tokenizer(
+    spec: Path, module: Any, samples: list[Any], policy: str, tokenizer: str | None
+) -> tuple[Any, Path | None]:
+    """The tokenizer a policy without one of its own uses (built from the task's
+    text, cached per spec), and the folder to keep beside the trajectories."""
+    if policy == "oracle" or policy.split(":")[0] in ("random", "scripted", "chat"):
+        from agentspec.compiler.codegen import cache_dir, cache_key
+        from agentspec.runtime.task_text import task_bpe_tokenizer
+
+        directory = cache_dir() / cache_key(spec)[:16] / "tokenizer"
+        return task_bpe_tokenizer(module, samples[:2000], directory), directory
+    if policy.startswith("hf:"):
+        return None, Path(policy.removeprefix("hf:"))
+    return None, Path(tokenizer) if tokenizer else None
 
 
 def _keep_tokenizer(source: Path | None, target: Path) -> None:

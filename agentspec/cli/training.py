@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -43,29 +43,45 @@ def train(
 ) -> None:
     """Train a policy on a spec (settings from its `training` section, overridable with --set)."""
     from agentspec.compiler.diagnostics import SpecError
-    from agentspec.runtime.backends.local.config import (
-        ConfigError,
-        parse_overrides,
-        resolve_config,
-    )
-    from agentspec.spec.model import TrainingSpec
 
-    try:
-        overrides = parse_overrides(set_ or [])
-    except ConfigError as exc:
-        raise fail(str(exc), code=2) from None
-    if algorithm is not None:
-        overrides["algorithm"] = algorithm
-    if backend is not None:
-        overrides["backend"] = backend
+    overrides = _overrides(set_ or [], algorithm=algorithm, backend=backend)
     try:
         from agentspec.compiler.codegen import import_spec
 
         module = import_spec(spec)
     except SpecError as exc:
         raise report_spec_error(exc) from None
+    _refuse_chat_models(spec, module.TRAINING, overrides)
+    name = f"{module.SPEC_NAME}-{overrides.get('algorithm', module.TRAINING['algorithm'])}"
+    run_dir = out or Path("runs") / name
+    if overrides.get("backend", module.TRAINING["backend"]) == "verl":
+        _train_verl(spec, module.TRAINING, run_dir, overrides, ray_address, dry_run=dry_run)
+        return
+    if dry_run:
+        raise fail("--dry-run shows a verl run: add --backend verl", code=2)
+    iterations = int(str(overrides.get("iterations", module.TRAINING["iterations"])))
+    _train_local(spec, run_dir, overrides, resume, iterations)
+
+
+def _overrides(pairs: list[str], *, algorithm: str | None, backend: str | None) -> dict[str, Any]:
+    """`--set KEY=VALUE` pairs, with `--algorithm` and `--backend` on top."""
+    from agentspec.runtime.backends.local.config import ConfigError, parse_overrides
+
+    try:
+        overrides = parse_overrides(pairs)
+    except ConfigError as exc:
+        raise fail(str(exc), code=2) from None
+    if algorithm is not None:
+        overrides["algorithm"] = algorithm
+    if backend is not None:
+        overrides["backend"] = backend
+    return overrides
+
+
+def _refuse_chat_models(spec: Path, training: dict[str, Any], overrides: dict[str, Any]) -> None:
+    """A chat-completions API returns text without token ids or log-probs."""
     for key in ("model", "teacher"):
-        value = str(overrides.get(key, module.TRAINING.get(key)) or "")
+        value = str(overrides.get(key, training.get(key)) or "")
         if value.startswith("chat:"):
             raise fail(
                 f"training.{key} {value!r} is a chat-completions API: it returns text without "
@@ -73,46 +89,50 @@ def train(
                 f"a baseline: agentspec run {spec} --policy {value}",
                 code=2,
             )
-    chosen_backend = overrides.get("backend", module.TRAINING["backend"])
-    name = f"{module.SPEC_NAME}-{overrides.get('algorithm', module.TRAINING['algorithm'])}"
-    run_dir = out or Path("runs") / name
-    if chosen_backend == "verl":
-        from agentspec.runtime.backends.verl.launcher import VerlSetupError, train_verl
 
-        overrides.pop("backend", None)
-        # Plain keys are training settings (checked here like the local backend's);
-        # dotted keys are Hydra overrides of verl's own config, which verl checks.
-        settings = {k: v for k, v in overrides.items() if "." not in k.lstrip("+")}
-        try:
-            resolved = resolve_config(TrainingSpec.model_validate(module.TRAINING), settings)
-        except ConfigError as exc:
-            raise fail(str(exc), code=2) from None
-        if resolved.warm_start:
-            typer.echo(
-                f"note: training.warm_start ({resolved.warm_start} behaviour-cloning steps) runs on the "
-                "local backend only; verl trains the model as it is",
-                err=True,
-            )
-        if resolved.algorithm == "opd" and resolved.opd_topk:
-            typer.echo(
-                f"note: training.opd_topk ({resolved.opd_topk}, the full-distribution loss) runs on "
-                "the local backend only; verl trains OPD on the sampled-token advantage",
-                err=True,
-            )
-        verl_overrides = {k: str(v) for k, v in overrides.items()}
-        if dry_run:
-            _verl_dry_run(spec, run_dir, verl_overrides, ray_address)
-            return
-        try:
-            path = train_verl(spec, run_dir, verl_overrides, ray_address)
-        except VerlSetupError as exc:
-            raise fail(str(exc), code=2) from None
-        typer.echo(f"run directory: {path}")
-        return
+
+def _train_verl(
+    spec: Path,
+    training: dict[str, Any],
+    run_dir: Path,
+    overrides: dict[str, Any],
+    ray_address: str | None,
+    *,
+    dry_run: bool,
+) -> None:
+    from agentspec.runtime.backends.local.config import ConfigError, resolve_config
+    from agentspec.runtime.backends.verl.launcher import VerlSetupError, train_verl
+    from agentspec.spec.model import TrainingSpec
+
+    overrides.pop("backend", None)
+    # Plain keys are training settings (checked here like the local backend's);
+    # dotted keys are Hydra overrides of verl's own config, which verl checks.
+    settings = {k: v for k, v in overrides.items() if "." not in k.lstrip("+")}
+    try:
+        resolved = resolve_config(TrainingSpec.model_validate(training), settings)
+    except ConfigError as exc:
+        raise fail(str(exc), code=2) from None
+    if resolved.warm_start:
+        typer.echo(
+            f"note: training.warm_start ({resolved.warm_start} behaviour-cloning steps) runs on the "
+            "local backend only; verl trains the model as it is",
+            err=True,
+        )
+    if resolved.algorithm == "opd" and resolved.opd_topk:
+        typer.echo(
+            f"note: training.opd_topk ({resolved.opd_topk}, the full-distribution loss) runs on "
+            "the local backend only; verl trains OPD on the sampled-token advantage",
+            err=True,
+        )
+    verl_overrides = {k: str(v) for k, v in overrides.items()}
     if dry_run:
-        raise fail("--dry-run shows a verl run: add --backend verl", code=2)
-    iterations = int(str(overrides.get("iterations", module.TRAINING["iterations"])))
-    _train_local(spec, run_dir, overrides, resume, iterations)
+        _verl_dry_run(spec, run_dir, verl_overrides, ray_address)
+        return
+    try:
+        path = train_verl(spec, run_dir, verl_overrides, ray_address)
+    except VerlSetupError as exc:
+        raise fail(str(exc), code=2) from None
+    typer.echo(f"run directory: {path}")
 
 
 def _verl_dry_run(
