@@ -25,6 +25,9 @@ from agentspec.runtime import (
     training_rows,
 )
 
+from agentspec.registry import UnknownNameError
+from agentspec.runtime.context import CONTEXT_POLICIES
+
 from .helpers import CharByCharPolicy, TwoRoomEnv, assert_chained_layout, room_oracle
 
 CHAT = ChatTemplate()
@@ -64,8 +67,12 @@ def test_registry() -> None:
         "token_budget",
     ]
     assert isinstance(make_context_policy("sliding_window", k=2), SlidingWindow)
-    with pytest.raises(ValueError, match="expected one of custom, full_history"):
+    with pytest.raises(ValueError, match="valid names: custom, full_history"):
         make_context_policy("everything")
+    with pytest.raises(UnknownNameError, match="Did you mean 'sliding_window'"):
+        make_context_policy("sliding_windw")
+    assert FullHistory.append_only and not SlidingWindow.append_only
+    assert [n for n in CONTEXT_POLICIES if CONTEXT_POLICIES.get(n).append_only] == ["full_history"]
 
 
 def test_full_history_step_t(tok: Any) -> None:

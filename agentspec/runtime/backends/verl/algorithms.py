@@ -138,7 +138,8 @@ def verl_loss(name: str) -> Callable[..., tuple[Tensor, dict[str, Any]]]:
         clip = float(getattr(config, "clip_ratio", 0.2) or 0.2)
         low = getattr(config, "clip_ratio_low", None)
         high = getattr(config, "clip_ratio_high", None)
-        dual = getattr(config, "clip_ratio_c", None) if name == "ppo_clip" else None
+        # verl's dual clip; only losses that dual-clip read it (``ppo_clip``)
+        dual = getattr(config, "clip_ratio_c", None)
         cfg = PolicyLossConfig(
             clip_low=float(low if low is not None else clip),
             clip_high=float(high if high is not None else clip),
