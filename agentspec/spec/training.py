@@ -6,6 +6,7 @@ from typing import Literal
 
 from pydantic import Field
 
+from agentspec.runtime.algorithms.presets import ALGORITHMS
 from agentspec.spec.base import Algorithm, Section
 
 
@@ -13,7 +14,11 @@ class TrainingSpec(Section):
     """How to train; every key can be overridden from the CLI."""
 
     backend: Literal["local", "verl"] = Field("local", description="Where training runs.")
-    algorithm: Algorithm = Field("steppo", description="Training algorithm.")
+    algorithm: Algorithm = Field(
+        "steppo",
+        description="Training algorithm (docs/algorithms.md): "
+        + " ".join(f"`{a.name}`: {a.description}" for a in map(ALGORITHMS.get, ALGORITHMS)),
+    )
     model: str = Field(
         "builtin:tiny",
         description="`builtin:tiny`, `builtin:small` or `builtin:300m` (a model and tokenizer built on the machine from the task's text; 300m is ~285M parameters, for a GPU) or a local Hugging Face checkpoint directory.",
