@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from agentspec.registry import UnknownNameError
 from agentspec.runtime import (
     AgentEnvLoop,
     ChatTemplate,
@@ -24,8 +25,6 @@ from agentspec.runtime import (
     run_episodes,
     training_rows,
 )
-
-from agentspec.registry import UnknownNameError
 from agentspec.runtime.context import CONTEXT_POLICIES
 
 from .helpers import CharByCharPolicy, TwoRoomEnv, assert_chained_layout, room_oracle

@@ -28,6 +28,7 @@ ClipSetting = Literal["token", "step"]
 """Which clip range a loss reads: ``token`` (``clip_ratio``, one ratio per token) or
 ``step`` (``step_clip_low`` / ``step_clip_high`` / ``step_clip_ratio``, one ratio per step)."""
 
+
 @dataclass(frozen=True)
 class Algorithm:
     """One named algorithm (``training.algorithm``).
