@@ -22,7 +22,7 @@ from typing import Any, Literal
 
 from agentspec.registry import Registry
 
-__all__ = ["ALGORITHMS", "Algorithm", "ClipSetting", "clip_range"]
+__all__ = ["ALGORITHMS", "Algorithm", "ClipSetting", "clip_range", "register_algorithm"]
 
 ClipSetting = Literal["token", "step"]
 """Which clip range a loss reads: ``token`` (``clip_ratio``, one ratio per token) or
@@ -74,11 +74,12 @@ class Algorithm:
 ALGORITHMS: Registry[Algorithm] = Registry("algorithm")
 
 
-def _register(algorithm: Algorithm) -> None:
-    ALGORITHMS.add(algorithm.name, algorithm)
+def register_algorithm(algorithm: Algorithm) -> Algorithm:
+    """Add ``algorithm`` to :data:`ALGORITHMS` under its name (a taken name is an error)."""
+    return ALGORITHMS.add(algorithm.name, algorithm)
 
 
-_register(
+register_algorithm(
     Algorithm(
         "ppo",
         "step_gae",
@@ -87,7 +88,7 @@ _register(
         trains_critic=True,
     )
 )
-_register(
+register_algorithm(
     Algorithm(
         "steppo",
         "step_gae",
@@ -99,12 +100,12 @@ _register(
         verl_overrides={"actor_rollout_ref.actor.loss_agg_mode": "seq-mean-token-mean"},
     )
 )
-_register(Algorithm("grpo", "grpo", "ppo_clip", "Group-relative episode returns (GRPO)."))
-_register(Algorithm("rloo", "rloo", "ppo_clip", "Leave-one-out group baseline (RLOO)."))
-_register(
+register_algorithm(Algorithm("grpo", "grpo", "ppo_clip", "Group-relative episode returns (GRPO)."))
+register_algorithm(Algorithm("rloo", "rloo", "ppo_clip", "Leave-one-out group baseline (RLOO)."))
+register_algorithm(
     Algorithm("gigpo", "gigpo", "ppo_clip", "GiGPO: episode groups plus anchor-state step groups.")
 )
-_register(
+register_algorithm(
     Algorithm(
         "token_gae",
         "token_gae",
@@ -113,8 +114,8 @@ _register(
         trains_critic=True,
     )
 )
-_register(Algorithm("reinforce", "reinforce", "reinforce", "REINFORCE on discounted step returns."))
-_register(
+register_algorithm(Algorithm("reinforce", "reinforce", "reinforce", "REINFORCE on discounted step returns."))
+register_algorithm(
     Algorithm(
         "opd",
         "opd",
