@@ -114,7 +114,9 @@ register_algorithm(
         trains_critic=True,
     )
 )
-register_algorithm(Algorithm("reinforce", "reinforce", "reinforce", "REINFORCE on discounted step returns."))
+register_algorithm(
+    Algorithm("reinforce", "reinforce", "reinforce", "REINFORCE on discounted step returns.")
+)
 register_algorithm(
     Algorithm(
         "opd",
