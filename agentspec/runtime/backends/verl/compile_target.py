@@ -144,6 +144,43 @@ def _rows(
     return rows
 
 
+def _training_settings(module: ModuleType, training: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The spec's ``training`` section with ``training``'s settings applied (unknown keys
+    are an error listing the valid ones)."""
+    settings = dict(module.TRAINING)
+    unknown = sorted(set(training or {}) - set(settings))
+    if unknown:
+        raise ValueError(
+            f"unknown training settings {unknown}; valid: {', '.join(sorted(settings))}"
+        )
+    settings.update(training or {})
+    return settings
+
+
+def _write_agent_loop(
+    out: Path, spec_path: str | Path, module_name: str, name: str, layout: str
+) -> tuple[Path, Path]:
+    """The agent loop module bound to the generated module, and verl's list naming it."""
+    loop_path = _write(
+        out / f"{module_name.removesuffix('_spec')}_verl.py",
+        _LOOP_TEMPLATE.format(
+            spec_path=Path(spec_path).as_posix(),
+            spec_dir=repr(str(Path(spec_path).resolve().parent)),
+            name=name,
+            module_name=module_name,
+            class_name=_class_name(name),
+            layout=json.dumps(layout),
+        ),
+    )
+    yaml_path = _write(
+        out / "agent_loop.yaml",
+        f"# verl agent loops of `{name}` (rollout.agent.agent_loop_config_path)\n"
+        f"- name: {json.dumps(name)}\n"
+        f"  _target_: {loop_path.stem}.{_class_name(name)}\n",
+    )
+    return loop_path, yaml_path
+
+
 def _write_parquet(path: Path, rows: list[dict[str, Any]]) -> Path:
     import pandas as pd
 
@@ -186,35 +223,13 @@ def build_verl_target(
     module_path, manifest = write_compiled(compiled, out)
     module = load_generated(module_path)
     bind_spec_dir(module, Path(spec_path).resolve().parent)
-    settings = dict(module.TRAINING)
-    unknown = sorted(set(training or {}) - set(settings))
-    if unknown:
-        raise ValueError(
-            f"unknown training settings {unknown}; valid: {', '.join(sorted(settings))}"
-        )
-    settings.update(training or {})
+    settings = _training_settings(module, training)
     algorithm = ALGORITHMS.get(str(settings["algorithm"]))  # unknown: lists the valid ones
     name = compiled.name
     spec = checked.spec
     # verl hands the loss rows, not steps: a per-step loss needs one row per step
     layout = row_layout(spec.context.policy, step_rows=algorithm.needs_step_rows)
-    loop_path = _write(
-        out / f"{compiled.module_name.removesuffix('_spec')}_verl.py",
-        _LOOP_TEMPLATE.format(
-            spec_path=Path(spec_path).as_posix(),
-            spec_dir=repr(str(Path(spec_path).resolve().parent)),
-            name=name,
-            module_name=compiled.module_name,
-            class_name=_class_name(name),
-            layout=json.dumps(layout),
-        ),
-    )
-    yaml_path = _write(
-        out / "agent_loop.yaml",
-        f"# verl agent loops of `{name}` (rollout.agent.agent_loop_config_path)\n"
-        f"- name: {json.dumps(name)}\n"
-        f"  _target_: {loop_path.stem}.{_class_name(name)}\n",
-    )
+    loop_path, yaml_path = _write_agent_loop(out, spec_path, compiled.module_name, name, layout)
     n_train = train_rows or min(
         MAX_TRAIN_ROWS, int(settings["iterations"]) * int(settings["prompts_per_iteration"])
     )
