@@ -42,7 +42,9 @@ class TrainingSpec(Section):
         0.2,
         gt=0,
         lt=1,
-        description="Clip range ε of token-level ratios (ppo, grpo, rloo, gigpo, token_gae, opd).",
+        description="Clip range ε of token-level ratios ("
+        + ", ".join(n for n in ALGORITHMS if ALGORITHMS.get(n).clip == "token")
+        + ").",
     )
     step_clip_ratio: float = Field(
         0.2,

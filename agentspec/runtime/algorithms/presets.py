@@ -24,9 +24,10 @@ from agentspec.registry import Registry
 
 __all__ = ["ALGORITHMS", "Algorithm", "ClipSetting", "clip_range", "register_algorithm"]
 
-ClipSetting = Literal["token", "step"]
-"""Which clip range a loss reads: ``token`` (``clip_ratio``, one ratio per token) or
-``step`` (``step_clip_low`` / ``step_clip_high`` / ``step_clip_ratio``, one ratio per step)."""
+ClipSetting = Literal["token", "step", "none"]
+"""Which clip range a loss reads: ``token`` (``clip_ratio``, one ratio per token),
+``step`` (``step_clip_low`` / ``step_clip_high`` / ``step_clip_ratio``, one ratio per
+step) or ``none`` (no ratio is clipped, as in REINFORCE)."""
 
 
 @dataclass(frozen=True)
@@ -115,7 +116,13 @@ register_algorithm(
     )
 )
 register_algorithm(
-    Algorithm("reinforce", "reinforce", "reinforce", "REINFORCE on discounted step returns.")
+    Algorithm(
+        "reinforce",
+        "reinforce",
+        "reinforce",
+        "REINFORCE on discounted step returns.",
+        clip="none",
+    )
 )
 register_algorithm(
     Algorithm(
@@ -136,7 +143,8 @@ def clip_range(algorithm: Algorithm, training: Any) -> tuple[float, float]:
     of its keys. A per-step ratio is a geometric mean over the step's tokens,
     so it has its own, usually much narrower, range (``step_clip_low`` /
     ``step_clip_high``, each defaulting to the symmetric ``step_clip_ratio``);
-    token ratios use ``clip_ratio`` on both sides.
+    token ratios use ``clip_ratio`` on both sides (as does a loss that clips nothing:
+    the backends' settings still take a number).
     """
 
     def get(key: str, default: float | None) -> float | None:
