@@ -118,7 +118,9 @@ def _train_verl(
             "local backend only; verl trains the model as it is",
             err=True,
         )
-    if resolved.algorithm == "opd" and resolved.opd_topk:
+    from agentspec.runtime.algorithms.presets import ALGORITHMS
+
+    if ALGORITHMS.get(resolved.algorithm).needs_teacher and resolved.opd_topk:
         typer.echo(
             f"note: training.opd_topk ({resolved.opd_topk}, the full-distribution loss) runs on "
             "the local backend only; verl trains OPD on the sampled-token advantage",

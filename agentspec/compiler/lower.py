@@ -33,6 +33,7 @@ from agentspec.compiler.names import (
     unique_names,
 )
 from agentspec.compiler.types import BOOL, FLOAT, INT, NONE, STR, ListOf, Optional, Prim, Type
+from agentspec.runtime.row_layout import row_layout
 from agentspec.spec.model import McpServerSpec, TaskSpec, ToolSpec
 
 # Binding strength, as in Python's grammar (higher binds tighter).
@@ -534,7 +535,7 @@ def lower(checked: CheckedSpec, *, spec_file: str, spec_sha256: str, version: st
         env_class=env_class,
         flow_class=flow_class,
         env_base="SpecAdapterEnv" if spec.environment is not None else "SpecToolEnv",
-        layout="packed" if context.policy == "full_history" else "per_step",
+        layout=row_layout(context.policy),
         state_fields=state_fields,
         initial_exprs=initial_exprs,
         locations=expression_locations(checked, spec_file, bool(initial_exprs)),

@@ -34,12 +34,14 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any
+from typing import Any, ClassVar
 
+from agentspec.registry import Registry
 from agentspec.runtime.tokenizer import ChatTemplate, Message, Tokenizer, encode_chat
 from agentspec.runtime.trajectory import Step
 
 __all__ = [
+    "CONTEXT_POLICIES",
     "ContextOverflowError",
     "ContextPolicy",
     "ContextView",
@@ -123,33 +125,29 @@ def observation_ids(
     return encode_chat(tokenizer, chat, [{"role": role, "content": text}], prefix=head)
 
 
-_POLICIES: dict[str, type[ContextPolicy]] = {}
+CONTEXT_POLICIES: Registry[type[ContextPolicy]] = Registry("context policy")
+"""The context policies by name (``context.policy`` of a spec); an unknown name is an
+:class:`~agentspec.registry.UnknownNameError` listing the valid ones with a "did you mean"."""
 
 
 def register_context_policy(name: str) -> Callable[[type[ContextPolicy]], type[ContextPolicy]]:
+    """Class decorator: register a :class:`ContextPolicy` subclass under ``name``."""
+
     def deco(cls: type[ContextPolicy]) -> type[ContextPolicy]:
-        if name in _POLICIES:
-            raise ValueError(f"context policy {name!r} is already registered")
+        CONTEXT_POLICIES.add(name, cls)
         cls.name = name
-        _POLICIES[name] = cls
         return cls
 
     return deco
 
 
 def available_context_policies() -> list[str]:
-    return sorted(_POLICIES)
+    return list(CONTEXT_POLICIES.names())
 
 
 def make_context_policy(name: str, **kwargs: Any) -> ContextPolicy:
     """A context policy by name; an unknown name lists the valid ones."""
-    try:
-        cls = _POLICIES[name]
-    except KeyError:
-        raise ValueError(
-            f"unknown context policy {name!r}; expected one of {', '.join(available_context_policies())}"
-        ) from None
-    return cls(**kwargs)
+    return CONTEXT_POLICIES.get(name)(**kwargs)
 
 
 class ContextPolicy(ABC):
@@ -161,17 +159,19 @@ class ContextPolicy(ABC):
     """
 
     name: str = ""
+    append_only: ClassVar[bool] = False
+    """Whether consecutive prompts extend each other, ``prompt_{t+1} = prompt_t +
+    response_t + observation_t``: then an episode's steps can share one packed
+    training row (:func:`agentspec.runtime.row_layout.row_layout`)."""
+    spec_setting: ClassVar[str | None] = None
+    """The key of a spec's ``context`` section this policy cannot do without, if any
+    (``window`` for ``sliding_window``); the spec model requires it."""
 
     def __init__(
         self, max_prompt_tokens: int | None = None, overflow: str | Overflow = "end"
     ) -> None:
         self.max_prompt_tokens = max_prompt_tokens
         self.overflow = Overflow(overflow)
-
-    @property
-    def append_only(self) -> bool:
-        """Whether consecutive prompts extend each other (rows can be packed)."""
-        return False
 
     @abstractmethod
     def build(self, view: ContextView) -> list[int]:
@@ -231,14 +231,14 @@ class _StepWindow(ContextPolicy):
 class FullHistory(_StepWindow):
     """Append-only: ``prompt_{t+1} = prompt_t + response_t + observation_t``."""
 
-    @property
-    def append_only(self) -> bool:
-        return True
+    append_only = True
 
 
 @register_context_policy("sliding_window")
 class SlidingWindow(_StepWindow):
     """The first messages (system + task) and the last ``k`` steps."""
+
+    spec_setting = "window"
 
     def __init__(
         self, k: int = 4, max_prompt_tokens: int | None = None, overflow: str | Overflow = "end"
@@ -310,6 +310,8 @@ class StateSummary(ContextPolicy):
     (an external environment's facts, if any) and ``constants`` (a spec's constants).
     """
 
+    spec_setting = "summary"
+
     def __init__(
         self,
         template: str | Callable[[ContextView], str],
@@ -366,6 +368,8 @@ class CustomContext(ContextPolicy):
 
     Returned messages are chat-rendered and encoded; returned ids are used as they are.
     """
+
+    spec_setting = "custom"
 
     def __init__(
         self,

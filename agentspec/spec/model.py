@@ -6,67 +6,78 @@ has a description: they become the JSON Schema's documentation (`agentspec
 schema`) and the language reference.
 
 Expressions, effect statements and templates are plain strings here; the
-compiler parses and checks them with positions from the source map.
+compiler parses and checks them with positions from the source map. The
+building blocks live in :mod:`.base`, the `training` and `tests` sections in
+:mod:`.training` and :mod:`.testing`; every model is importable from here.
 """
 
 from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
 
-LANGUAGE_VERSION = 1
+from agentspec.runtime.context import CONTEXT_POLICIES
+from agentspec.spec.base import (
+    LANGUAGE_VERSION,
+    Algorithm,
+    ContextPolicyName,
+    Expression,
+    Identifier,
+    ImportPath,
+    Section,
+    Statement,
+    Template,
+    ToolFormat,
+    TypeName,
+)
+from agentspec.spec.testing import (
+    Ending,
+    OracleGateSpec,
+    SpecTest,
+    SpecTestExpect,
+    TestsSpec,
+    TextMatch,
+)
+from agentspec.spec.training import TrainingSpec
 
-Expression = Annotated[
-    str,
-    Field(
-        description="An expression of the agentspec language (Python-like).",
-        json_schema_extra={"x-agentspec": "expression"},
-    ),
+__all__ = [
+    "LANGUAGE_VERSION",
+    "Algorithm",
+    "ContextPolicyName",
+    "ContextSpec",
+    "DataSpec",
+    "Ending",
+    "EnvironmentSpec",
+    "EpisodeSpec",
+    "Expression",
+    "FunctionSpec",
+    "GuardSpec",
+    "Identifier",
+    "ImportPath",
+    "McpServerSpec",
+    "McpToolSpec",
+    "OracleEach",
+    "OracleGateSpec",
+    "OracleHook",
+    "OracleStep",
+    "PromptSpec",
+    "RewardEvent",
+    "RewardSpec",
+    "Section",
+    "SpecTest",
+    "SpecTestExpect",
+    "StateVar",
+    "Statement",
+    "TaskSpec",
+    "Template",
+    "TestsSpec",
+    "TextMatch",
+    "ToolFormat",
+    "ToolSpec",
+    "TrainingSpec",
+    "TypeName",
 ]
-Statement = Annotated[
-    str,
-    Field(
-        description="An effect statement: `state.x = expr`, `state.x += expr`, `done()` or `fail(msg)`, optionally followed by `if cond`.",
-        json_schema_extra={"x-agentspec": "statement"},
-    ),
-]
-Template = Annotated[
-    str,
-    Field(
-        description="A Jinja2 template, rendered in a sandbox.",
-        json_schema_extra={"x-agentspec": "template"},
-    ),
-]
-TypeName = Annotated[
-    str,
-    Field(
-        description="A type: str, int, float, bool, dict, any, list[T], or T? for optional.",
-        json_schema_extra={"x-agentspec": "type"},
-    ),
-]
-Identifier = Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")]
-ImportPath = Annotated[
-    str,
-    Field(
-        pattern=r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$",
-        description="A Python object as `module.path:attribute`.",
-    ),
-]
-
-ToolFormat = Literal["hermes", "json", "react", "bracket"]
-ContextPolicyName = Literal[
-    "full_history", "sliding_window", "token_budget", "state_summary", "custom"
-]
-Algorithm = Literal["ppo", "steppo", "grpo", "rloo", "gigpo", "token_gae", "reinforce", "opd"]
-
-
-class Section(BaseModel):
-    """Base of every section: unknown keys are errors, values are immutable,
-    and number fields are finite (a timeout, weight or learning rate of
-    `.inf` or `.nan` is an error, E206)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 class DataSpec(Section):
@@ -277,8 +288,7 @@ class ContextSpec(Section):
 
     @model_validator(mode="after")
     def _policy_settings(self) -> ContextSpec:
-        needs = {"sliding_window": "window", "state_summary": "summary", "custom": "custom"}
-        key = needs.get(self.policy)
+        key = CONTEXT_POLICIES.get(self.policy).spec_setting
         if key is not None and getattr(self, key) is None:
             raise ValueError(f"context policy '{self.policy}' needs `{key}`")
         return self
@@ -337,214 +347,6 @@ class OracleHook(Section):
         if (self.hook is None) == (not self.walkthrough):
             raise ValueError("an oracle needs exactly one of `hook` or `walkthrough: true`")
         return self
-
-
-class TrainingSpec(Section):
-    """How to train; every key can be overridden from the CLI."""
-
-    backend: Literal["local", "verl"] = Field("local", description="Where training runs.")
-    algorithm: Algorithm = Field("steppo", description="Training algorithm.")
-    model: str = Field(
-        "builtin:tiny",
-        description="`builtin:tiny`, `builtin:small` or `builtin:300m` (a model and tokenizer built on the machine from the task's text; 300m is ~285M parameters, for a GPU) or a local Hugging Face checkpoint directory.",
-    )
-    teacher: str | None = Field(None, description="Teacher checkpoint for `opd`.")
-    seed: int = Field(0, description="Random seed.")
-    iterations: int = Field(100, ge=1, description="Rollout + update iterations.")
-    prompts_per_iteration: int = Field(8, ge=1, description="Distinct samples per iteration.")
-    group_size: int = Field(4, ge=1, description="Episodes per sample (GRPO/RLOO/GiGPO groups).")
-    epochs: int = Field(2, ge=1, description="Passes over each batch of rollouts.")
-    minibatch_size: int = Field(16, ge=1, description="Episodes per gradient step.")
-    learning_rate: float = Field(1e-3, gt=0, description="AdamW learning rate.")
-    lr_warmup_iterations: int = Field(
-        0,
-        ge=0,
-        description="Iterations over which the policy's learning rate rises linearly to `learning_rate` (a fresh Adam's first steps are its largest).",
-    )
-    gamma: float = Field(1.0, ge=0, le=1, description="Discount between steps.")
-    lam: float = Field(0.95, ge=0, le=1, description="GAE λ.")
-    clip_ratio: float = Field(
-        0.2,
-        gt=0,
-        lt=1,
-        description="Clip range ε of token-level ratios (ppo, grpo, rloo, gigpo, token_gae, opd).",
-    )
-    step_clip_ratio: float = Field(
-        0.2,
-        gt=0,
-        lt=1,
-        description="Clip range ε of StepPO's per-step ratio (the geometric mean of a step's token ratios); the step ratio is clipped to [1 − ε, 1 + ε] unless `step_clip_low` / `step_clip_high` say otherwise.",
-    )
-    step_clip_low: float | None = Field(
-        None,
-        gt=0,
-        lt=1,
-        description="StepPO: ε_low, the step ratio is clipped below at 1 − ε_low (default: `step_clip_ratio`). The StepPO paper's runs use 3e-4.",
-    )
-    step_clip_high: float | None = Field(
-        None,
-        gt=0,
-        description="StepPO: ε_high, the step ratio is clipped above at 1 + ε_high (default: `step_clip_ratio`). The StepPO paper's runs use 4e-4.",
-    )
-    value_coef: float = Field(0.5, ge=0, description="Weight of the critic's value loss.")
-    critic_learning_rate: float = Field(
-        1e-3, gt=0, description="AdamW learning rate of the critic (GAE algorithms)."
-    )
-    max_grad_norm: float = Field(1.0, gt=0, description="Gradient clipping norm.")
-    omega: float = Field(
-        1.0, ge=0, description="GiGPO's weight of the step-level (anchor-group) advantage."
-    )
-    opd_beta: float = Field(
-        1.0,
-        gt=0,
-        description="OPD: β of the per-token advantage −β (log π_student − log π_teacher).",
-    )
-    opd_topk: int = Field(
-        32,
-        ge=0,
-        description="OPD on the local backend: 0 trains on the sampled-token advantage (as verl does); k > 0 minimises the full reverse KL to the teacher over its top-k tokens at every position of the student's samples.",
-    )
-    opd_task_weight: float = Field(
-        0.0,
-        ge=0,
-        description="OPD: weight of the task-reward advantage added to the distillation advantage (0 = pure distillation).",
-    )
-    warm_start_batch: int = Field(
-        16, ge=1, description="Oracle episodes per behaviour-cloning step."
-    )
-    warm_start_lr: float = Field(3e-3, gt=0, description="Learning rate of behaviour cloning.")
-    warm_start_samples: int = Field(
-        1024,
-        ge=1,
-        description="Distinct training samples whose oracle episodes behaviour cloning draws from.",
-    )
-    checkpoint_every: int = Field(10, ge=1, description="Iterations between checkpoints.")
-    torch_threads: int = Field(
-        0,
-        ge=0,
-        description="CPU threads torch may use (0: torch's default). 1 is fastest on a busy machine.",
-    )
-    device: Literal["auto", "cpu", "cuda"] = Field(
-        "auto",
-        description="Local backend: where the models run (auto: cuda when torch sees a GPU). On cuda, forward passes run in bfloat16 autocast where the GPU supports it; weights and optimiser stay float32.",
-    )
-    trace_samples: int = Field(16, ge=0, description="Trajectories saved per evaluation (traces/).")
-
-    kl_coef: float = Field(
-        0.0, ge=0, description="Weight of the KL penalty to the reference policy."
-    )
-    entropy_coef: float = Field(0.0, ge=0, description="Entropy bonus.")
-    temperature: float = Field(1.0, gt=0, description="Sampling temperature during rollouts.")
-    warm_start: int = Field(
-        0, ge=0, description="Behaviour-cloning steps on oracle trajectories before RL."
-    )
-    eval_every: int = Field(10, ge=1, description="Iterations between greedy evaluations.")
-    eval_samples: int = Field(64, ge=1, description="Held-out samples per evaluation.")
-
-
-class TextMatch(Section):
-    """An expected text given by a pattern instead of exactly."""
-
-    pattern: str | None = Field(
-        None,
-        description="A regular expression that must match somewhere in the text (`re.search`).",
-    )
-    contains: str | None = Field(None, description="A substring the text must contain.")
-
-    @model_validator(mode="after")
-    def _one_kind(self) -> TextMatch:
-        if (self.pattern is None) == (self.contains is None):
-            raise ValueError("an expected text needs exactly one of `pattern` or `contains`")
-        return self
-
-
-Ending = Literal[
-    "done",
-    "max_steps",
-    "context_overflow",
-    "response_truncated",
-    "parse_error_limit",
-    "tool_timeout",
-    "tool_error_limit",
-]
-
-
-class SpecTestExpect(Section):
-    """What a scripted episode must produce; every key is optional."""
-
-    observations: list[str | TextMatch | None] | None = Field(
-        None,
-        description="What the model sees after each turn, in order: exact text, `{pattern: REGEX}`, `{contains: TEXT}`, or null to skip a turn.",
-    )
-    state: dict[str, Any] | None = Field(
-        None, description="State variables at the end of the episode (only those listed)."
-    )
-    rewards: dict[str, float] | None = Field(
-        None, description="Reward components summed over the episode (only those listed)."
-    )
-    reward: float | None = Field(None, description="The episode's total (weighted) reward.")
-    success: bool | None = Field(None, description="The episode's `episode.success`.")
-    ending: Ending | None = Field(
-        None,
-        description="Why the episode ended: `done` (a final answer, a terminal tool, `done()`), `max_steps`, `context_overflow`, `response_truncated`, `parse_error_limit`, `tool_timeout` or `tool_error_limit`.",
-    )
-    steps: int | None = Field(None, ge=0, description="Number of steps the episode took.")
-    tool_errors: int | None = Field(None, ge=0, description="Number of tool errors.")
-    parse_errors: int | None = Field(None, ge=0, description="Number of malformed turns.")
-
-
-class SpecTest(Section):
-    """A scripted episode: the model's turns as text, and what they must produce."""
-
-    name: str = Field(description="What the test shows (printed by `agentspec test`).")
-    sample: dict[str, Any] | None = Field(
-        None,
-        description="The sample to play, written out (derived fields are not computed: give them too). Default: a sample of the spec's data (`sample_index`).",
-    )
-    sample_index: int = Field(
-        0,
-        ge=0,
-        description="Which sample of the data (`split`) to play when `sample` is not given.",
-    )
-    split: str | None = Field(
-        None, description="Data split of `sample_index` (default: the spec's)."
-    )
-    turns: list[str] = Field(
-        min_length=1,
-        description="The model's responses, one per step, exactly as the model would write them.",
-    )
-    expect: SpecTestExpect = Field(
-        default_factory=SpecTestExpect, description="What the episode must produce."
-    )
-
-
-class OracleGateSpec(Section):
-    """The oracle gate of `agentspec test`: the oracle must solve its task."""
-
-    samples: int = Field(
-        16, ge=1, description="How many samples (the first of the data) the oracle plays."
-    )
-    min_success: float = Field(
-        1.0,
-        ge=0,
-        le=1,
-        description="Least share of oracle episodes that must succeed (1.0 unless the oracle is known to be imperfect).",
-    )
-    random_below: bool = Field(
-        True, description="Also require a random policy to score below the oracle."
-    )
-
-
-class TestsSpec(Section):
-    """What `agentspec test` runs: scripted episodes and the oracle gate."""
-
-    episodes: list[SpecTest] = Field(
-        default_factory=list,
-        description="Scripted episodes: the model's turns as text, and what they must produce.",
-    )
-    oracle: OracleGateSpec = Field(
-        default_factory=OracleGateSpec, description="Settings of the oracle gate."
-    )
 
 
 class TaskSpec(Section):

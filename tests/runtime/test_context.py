@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from agentspec.registry import UnknownNameError
 from agentspec.runtime import (
     AgentEnvLoop,
     ChatTemplate,
@@ -24,6 +25,7 @@ from agentspec.runtime import (
     run_episodes,
     training_rows,
 )
+from agentspec.runtime.context import CONTEXT_POLICIES
 
 from .helpers import CharByCharPolicy, TwoRoomEnv, assert_chained_layout, room_oracle
 
@@ -64,8 +66,12 @@ def test_registry() -> None:
         "token_budget",
     ]
     assert isinstance(make_context_policy("sliding_window", k=2), SlidingWindow)
-    with pytest.raises(ValueError, match="expected one of custom, full_history"):
+    with pytest.raises(ValueError, match="valid names: custom, full_history"):
         make_context_policy("everything")
+    with pytest.raises(UnknownNameError, match="Did you mean 'sliding_window'"):
+        make_context_policy("sliding_windw")
+    assert FullHistory.append_only and not SlidingWindow.append_only
+    assert [n for n in CONTEXT_POLICIES if CONTEXT_POLICIES.get(n).append_only] == ["full_history"]
 
 
 def test_full_history_step_t(tok: Any) -> None:

@@ -237,3 +237,38 @@ def test_verl_policy_loss_equals_agentspec(name: str, agg: str, mode: str) -> No
     (g2,) = torch.autograd.grad(ours.loss, logp)
     torch.testing.assert_close(g1, g2)
     assert {"actor/pg_clipfrac", "actor/ppo_kl"} <= set(metrics)
+
+
+def test_trainer_adds_the_task_advantage_of_the_presets_task_estimator() -> None:
+    from agentspec.runtime.backends.verl.trainer import AgentspecTrainer
+
+    recs, uids, mask = _records()
+    generator = torch.Generator().manual_seed(0)
+    student = -torch.rand(5, 8, generator=generator)
+    teacher = -torch.rand(5, 8, generator=generator)
+    inputs = {
+        "token_level_rewards": torch.zeros(5, 8),
+        "response_mask": mask,
+        "index": uids,
+        "config": None,
+        "step_records": recs,
+        "values": None,
+        "old_log_probs": student,
+        "teacher_log_probs": teacher,
+        "advantage_config": AdvantageConfig(),
+    }
+    opd, _ = core_algos.get_adv_estimator_fn("agentspec_opd")(**inputs)
+    grpo, _ = core_algos.get_adv_estimator_fn("agentspec_grpo")(**inputs)
+    # the generated overrides name opd's task estimator (see test_verl_compile_target)
+    trainer = SimpleNamespace(
+        agentspec_settings={"opd_task_weight": 0.5, "task_estimator": "agentspec_grpo"}
+    )
+    metrics: dict[str, float] = {}
+    mixed = AgentspecTrainer._add_task_advantage(trainer, opd, inputs, metrics)  # type: ignore[arg-type]
+    assert torch.allclose(mixed, opd + 0.5 * grpo)
+    assert not torch.equal(grpo, torch.zeros_like(grpo))
+    assert metrics["opd/reverse_kl"] == pytest.approx(
+        float((student - teacher)[mask.bool()].mean())
+    )
+    trainer.agentspec_settings = {"opd_task_weight": 0.0, "task_estimator": "agentspec_grpo"}
+    assert AgentspecTrainer._add_task_advantage(trainer, opd, inputs, {}) is opd  # type: ignore[arg-type]

@@ -154,3 +154,18 @@ def test_compiling_imports_no_verl() -> None:
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
     assert result.returncode == 0, result.stderr
+
+
+def test_algorithm_settings_come_from_the_preset(tmp_path: Path) -> None:
+    teacher = tmp_path / "teacher"
+    opd, _ = build_verl_target(
+        SPEC, tmp_path / "o", training={"algorithm": "opd", "teacher": str(teacher)}
+    )
+    o = gpu_overrides(opd)
+    assert o["+trainer.v1.agentspec.teacher_path"] == str(teacher.resolve())
+    assert o["+trainer.v1.agentspec.task_estimator"] == "agentspec_grpo"  # opd's task_estimator
+    assert o["actor_rollout_ref.actor.loss_agg_mode"] == "token-mean"
+    steppo, _ = build_verl_target(SPEC, tmp_path / "s")
+    o = gpu_overrides(steppo)
+    assert o["actor_rollout_ref.actor.loss_agg_mode"] == "seq-mean-token-mean"  # verl_overrides
+    assert not any("teacher" in key or "task_estimator" in key for key in o)

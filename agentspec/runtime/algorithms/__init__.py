@@ -3,8 +3,11 @@
 The local trainer and the verl backend call the same code: advantage
 estimators (:mod:`.advantages`), policy and value losses (:mod:`.losses`) and
 on-policy distillation (:mod:`.distillation`), all on the step-level
-:class:`StepBatch` (:mod:`.batch`). This package imports torch but never verl;
-the verl backend registers these functions into verl's registries.
+:class:`StepBatch` (:mod:`.batch`); the named algorithms that pair them are
+:mod:`.presets`. This package never imports verl (the verl backend registers
+these functions into verl's registries), and importing it does not import torch:
+names load on first use, so ``validate`` and ``compile`` can read the presets
+(:mod:`.presets` is torch-free) without paying for torch.
 
 Typical use::
 
@@ -16,53 +19,126 @@ Typical use::
     out.loss.backward()
 """
 
-from agentspec.registry import (
-    DuplicateNameError,
-    Registry,
-    RegistryError,
-    UnknownNameError,
-)
-from agentspec.runtime.algorithms.advantages import (
-    ESTIMATORS,
-    AdvantageConfig,
-    Estimator,
-    EstimatorFn,
-    compute_advantages,
-    register_estimator,
-)
-from agentspec.runtime.algorithms.batch import AdvantageOutput, StepBatch, StepRow, collate_steps
-from agentspec.runtime.algorithms.distillation import (
-    Divergence,
-    add_opd_advantages,
-    opd_token_advantages,
-    teacher_topk,
-    topk_distillation_loss,
-    topk_divergence,
-)
-from agentspec.runtime.algorithms.losses import (
-    AGGREGATION_MODES,
-    POLICY_LOSSES,
-    AggregationMode,
-    KLEstimator,
-    LossOutput,
-    PolicyLossConfig,
-    PolicyLossFn,
-    actor_loss,
-    aggregate,
-    aggregation_weights,
-    entropy_from_logits,
-    kl_divergence,
-    policy_loss,
-    value_loss,
-)
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from agentspec.registry import (
+        DuplicateNameError,
+        Registry,
+        RegistryError,
+        UnknownNameError,
+    )
+    from agentspec.runtime.algorithms.advantages import (
+        ESTIMATORS,
+        AdvantageConfig,
+        Estimator,
+        EstimatorFn,
+        compute_advantages,
+        register_estimator,
+    )
+    from agentspec.runtime.algorithms.batch import (
+        AdvantageOutput,
+        StepBatch,
+        StepRow,
+        collate_steps,
+    )
+    from agentspec.runtime.algorithms.distillation import (
+        Divergence,
+        add_opd_advantages,
+        opd_token_advantages,
+        teacher_topk,
+        topk_distillation_loss,
+        topk_divergence,
+    )
+    from agentspec.runtime.algorithms.losses import (
+        AGGREGATION_MODES,
+        POLICY_LOSSES,
+        AggregationMode,
+        KLEstimator,
+        LossOutput,
+        PolicyLossConfig,
+        PolicyLossFn,
+        actor_loss,
+        aggregate,
+        aggregation_weights,
+        entropy_from_logits,
+        kl_divergence,
+        policy_loss,
+        value_loss,
+    )
+    from agentspec.runtime.algorithms.presets import ALGORITHMS, Algorithm
+
+_MODULES = {
+    "agentspec.registry": (
+        "DuplicateNameError",
+        "Registry",
+        "RegistryError",
+        "UnknownNameError",
+    ),
+    "agentspec.runtime.algorithms.advantages": (
+        "ESTIMATORS",
+        "AdvantageConfig",
+        "Estimator",
+        "EstimatorFn",
+        "compute_advantages",
+        "register_estimator",
+    ),
+    "agentspec.runtime.algorithms.batch": (
+        "AdvantageOutput",
+        "StepBatch",
+        "StepRow",
+        "collate_steps",
+    ),
+    "agentspec.runtime.algorithms.distillation": (
+        "Divergence",
+        "add_opd_advantages",
+        "opd_token_advantages",
+        "teacher_topk",
+        "topk_distillation_loss",
+        "topk_divergence",
+    ),
+    "agentspec.runtime.algorithms.losses": (
+        "AGGREGATION_MODES",
+        "POLICY_LOSSES",
+        "AggregationMode",
+        "KLEstimator",
+        "LossOutput",
+        "PolicyLossConfig",
+        "PolicyLossFn",
+        "actor_loss",
+        "aggregate",
+        "aggregation_weights",
+        "entropy_from_logits",
+        "kl_divergence",
+        "policy_loss",
+        "value_loss",
+    ),
+    "agentspec.runtime.algorithms.presets": ("ALGORITHMS", "Algorithm"),
+}
+_LAZY = {name: module for module, names in _MODULES.items() for name in names}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "AGGREGATION_MODES",
+    "ALGORITHMS",
     "ESTIMATORS",
     "POLICY_LOSSES",
     "AdvantageConfig",
     "AdvantageOutput",
     "AggregationMode",
+    "Algorithm",
     "Divergence",
     "DuplicateNameError",
     "Estimator",

@@ -1,58 +1,139 @@
-"""The named training algorithms: which advantage estimator meets which loss.
+"""The named training algorithms: everything that differs from one algorithm to another.
 
-`StepPO = step-level GAE + the step-level ratio loss` (the StepPO paper);
-the rest pair an estimator with PPO's token clip or plain REINFORCE. A
-trainer looks the name up here and never branches on it.
+An :class:`Algorithm` pairs an advantage estimator with a policy loss
+(`StepPO = step-level GAE + the step-level ratio loss`, the StepPO paper) and
+says what else the choice implies: which clip setting applies, whether a critic
+trains, whether a teacher is needed and what the task reward adds, and which
+verl settings it takes. Trainers, the verl target, the spec's allowed names and
+the CLI read these fields; none of them compares an algorithm's name.
+
+This module is torch-free (``validate`` reads :data:`ALGORITHMS` for the spec's
+allowed names); the estimators and losses it names live in
+:data:`~agentspec.runtime.algorithms.advantages.ESTIMATORS` and
+:data:`~agentspec.runtime.algorithms.losses.POLICY_LOSSES`, and a test checks
+every preset against them.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
 
 from agentspec.registry import Registry
+
+__all__ = ["ALGORITHMS", "Algorithm", "ClipSetting", "clip_range", "register_algorithm"]
+
+ClipSetting = Literal["token", "step", "none"]
+"""Which clip range a loss reads: ``token`` (``clip_ratio``, one ratio per token),
+``step`` (``step_clip_low`` / ``step_clip_high`` / ``step_clip_ratio``, one ratio per
+step) or ``none`` (no ratio is clipped, as in REINFORCE)."""
 
 
 @dataclass(frozen=True)
 class Algorithm:
+    """One named algorithm (``training.algorithm``).
+
+    Attributes:
+        name: the name a spec writes.
+        estimator: the advantage estimator, a name in ``ESTIMATORS``.
+        loss: the policy loss, a name in ``POLICY_LOSSES``.
+        description: one line for the CLI help and the docs.
+        clip: which clip setting the loss reads (:func:`clip_range`).
+        trains_critic: whether a value model trains beside the policy (the
+            estimator reads its values).
+        needs_teacher: whether ``training.teacher`` must be set (distillation).
+        task_estimator: with a teacher, the estimator of the task-reward
+            advantage added with weight ``opd_task_weight``; ``None`` otherwise.
+        verl_overrides: Hydra overrides of verl's ``main_ppo`` this algorithm adds
+            to the generic ones (estimator, loss, clip, critic) the verl target writes.
+    """
+
     name: str
-    estimator: str  # in ESTIMATORS
-    loss: str  # in POLICY_LOSSES
+    estimator: str
+    loss: str
     description: str
+    clip: ClipSetting = "token"
+    trains_critic: bool = False
     needs_teacher: bool = False
+    task_estimator: str | None = None
+    verl_overrides: Mapping[str, str] = field(default_factory=dict, hash=False)
 
     @property
     def clips_steps(self) -> bool:
         """Whether the loss clips one ratio per step (StepPO) rather than per token."""
-        return self.loss == "steppo"
+        return self.clip == "step"
+
+    @property
+    def needs_step_rows(self) -> bool:
+        """Whether a backend whose loss sees rows, not steps (verl), needs one row per
+        step: a per-step ratio is a geometric mean over one step's tokens, so a packed
+        row of several steps would average them together."""
+        return self.clips_steps
 
 
 ALGORITHMS: Registry[Algorithm] = Registry("algorithm")
 
-for _algorithm in (
-    Algorithm("ppo", "step_gae", "ppo_clip", "Step-level GAE with PPO's token-ratio clip."),
+
+def register_algorithm(algorithm: Algorithm) -> Algorithm:
+    """Add ``algorithm`` to :data:`ALGORITHMS` under its name (a taken name is an error)."""
+    return ALGORITHMS.add(algorithm.name, algorithm)
+
+
+register_algorithm(
     Algorithm(
-        "steppo", "step_gae", "steppo", "StepPO: step-level GAE with a clipped per-step ratio."
-    ),
-    Algorithm("grpo", "grpo", "ppo_clip", "Group-relative episode returns (GRPO)."),
-    Algorithm("rloo", "rloo", "ppo_clip", "Leave-one-out group baseline (RLOO)."),
-    Algorithm("gigpo", "gigpo", "ppo_clip", "GiGPO: episode groups plus anchor-state step groups."),
+        "ppo",
+        "step_gae",
+        "ppo_clip",
+        "Step-level GAE with PPO's token-ratio clip.",
+        trains_critic=True,
+    )
+)
+register_algorithm(
+    Algorithm(
+        "steppo",
+        "step_gae",
+        "steppo",
+        "StepPO: step-level GAE with a clipped per-step ratio.",
+        clip="step",
+        trains_critic=True,
+        # verl averages the loss per row (one row is one step here), then over rows
+        verl_overrides={"actor_rollout_ref.actor.loss_agg_mode": "seq-mean-token-mean"},
+    )
+)
+register_algorithm(Algorithm("grpo", "grpo", "ppo_clip", "Group-relative episode returns (GRPO)."))
+register_algorithm(Algorithm("rloo", "rloo", "ppo_clip", "Leave-one-out group baseline (RLOO)."))
+register_algorithm(
+    Algorithm("gigpo", "gigpo", "ppo_clip", "GiGPO: episode groups plus anchor-state step groups.")
+)
+register_algorithm(
     Algorithm(
         "token_gae",
         "token_gae",
         "ppo_clip",
         "Token-level GAE over the concatenated turns (the baseline).",
-    ),
-    Algorithm("reinforce", "reinforce", "reinforce", "REINFORCE on discounted step returns."),
+        trains_critic=True,
+    )
+)
+register_algorithm(
+    Algorithm(
+        "reinforce",
+        "reinforce",
+        "reinforce",
+        "REINFORCE on discounted step returns.",
+        clip="none",
+    )
+)
+register_algorithm(
     Algorithm(
         "opd",
         "opd",
         "ppo_clip",
         "On-policy distillation: −β (log π − log π_teacher) per token.",
-        True,
-    ),
-):
-    ALGORITHMS.add(_algorithm.name, _algorithm)
+        needs_teacher=True,
+        task_estimator="grpo",
+    )
+)
 
 
 def clip_range(algorithm: Algorithm, training: Any) -> tuple[float, float]:
@@ -62,13 +143,14 @@ def clip_range(algorithm: Algorithm, training: Any) -> tuple[float, float]:
     of its keys. A per-step ratio is a geometric mean over the step's tokens,
     so it has its own, usually much narrower, range (``step_clip_low`` /
     ``step_clip_high``, each defaulting to the symmetric ``step_clip_ratio``);
-    token ratios use ``clip_ratio`` on both sides.
+    token ratios use ``clip_ratio`` on both sides (as does a loss that clips nothing:
+    the backends' settings still take a number).
     """
 
     def get(key: str, default: float | None) -> float | None:
         value = (
             training.get(key, default)
-            if isinstance(training, dict)
+            if isinstance(training, Mapping)
             else getattr(training, key, default)
         )
         return None if value is None else float(value)

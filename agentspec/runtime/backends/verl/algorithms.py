@@ -32,7 +32,7 @@ from agentspec.runtime.algorithms import (
     PolicyLossConfig,
     compute_advantages,
 )
-from agentspec.runtime.backends.verl.layout import RowSteps, step_view
+from agentspec.runtime.backends.verl.layout import RowSteps, StepView, step_view
 
 __all__ = ["PREFIX", "register", "verl_estimator", "verl_loss", "verl_name"]
 
@@ -42,6 +42,17 @@ PREFIX = "agentspec_"
 def verl_name(name: str) -> str:
     """The name agentspec's estimator or loss ``name`` has in verl's registries."""
     return PREFIX + name
+
+
+def _row_returns(view: StepView, returns: Tensor | None, critic: str, advantages: Tensor) -> Tensor:
+    """The critic's targets in verl's ``(rows, T)`` layout (the advantages without a critic)."""
+    if returns is None:
+        return advantages.clone()
+    if critic == "token":  # per-token returns, trained at every token
+        return view.to_rows(returns).to(advantages.dtype)
+    # step-level GAE: R_t for every token of step t (the critic is read at the
+    # step's first position and trained on all of the step's positions)
+    return view.steps_to_rows(returns).to(advantages.dtype)
 
 
 def verl_estimator(name: str) -> Callable[..., tuple[Tensor, Tensor]]:
@@ -99,15 +110,7 @@ def verl_estimator(name: str) -> Callable[..., tuple[Tensor, Tensor]]:
         )
         out = compute_advantages(name, view.batch, advantage_config)
         advantages = view.to_rows(out.advantages).to(token_level_rewards.dtype)
-        if out.returns is None:
-            returns = advantages.clone()
-        elif estimator.critic == "token":  # per-token returns, trained at every token
-            returns = view.to_rows(out.returns).to(token_level_rewards.dtype)
-        else:
-            # step-level GAE: R_t for every token of step t (the critic is read at the
-            # step's first position and trained on all of the step's positions)
-            returns = view.steps_to_rows(out.returns).to(token_level_rewards.dtype)
-        return advantages, returns
+        return advantages, _row_returns(view, out.returns, estimator.critic, advantages)
 
     estimate.__name__ = f"agentspec_{name}_estimator"
     estimate.__doc__ = f"agentspec's {name!r} estimator in verl's interface."
@@ -138,7 +141,8 @@ def verl_loss(name: str) -> Callable[..., tuple[Tensor, dict[str, Any]]]:
         clip = float(getattr(config, "clip_ratio", 0.2) or 0.2)
         low = getattr(config, "clip_ratio_low", None)
         high = getattr(config, "clip_ratio_high", None)
-        dual = getattr(config, "clip_ratio_c", None) if name == "ppo_clip" else None
+        # verl's dual clip; only losses that dual-clip read it (``ppo_clip``)
+        dual = getattr(config, "clip_ratio_c", None)
         cfg = PolicyLossConfig(
             clip_low=float(low if low is not None else clip),
             clip_high=float(high if high is not None else clip),

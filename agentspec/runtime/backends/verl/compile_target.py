@@ -26,11 +26,13 @@ from typing import Any
 
 from agentspec.compiler.codegen import compile_spec, import_file, write_compiled
 from agentspec.compiler.frontend import load_checked
-from agentspec.runtime.algorithms.presets import ALGORITHMS, clip_range
+from agentspec.runtime.algorithms.presets import ALGORITHMS, Algorithm, clip_range
+from agentspec.runtime.row_layout import row_layout
 from agentspec.stdlib.user import bind_spec_dir
 
 __all__ = [
     "VerlTarget",
+    "algorithm_overrides",
     "cpu_overrides",
     "format_overrides",
     "gpu_overrides",
@@ -69,20 +71,6 @@ def load_generated(module_path: Path) -> ModuleType:
     """Import a generated module from its file (a unique module name per file)."""
     name = f"agentspec_verl_{module_path.stem}_{abs(hash(str(module_path.resolve()))):x}"
     return import_file(module_path, name)
-
-
-def _layout(module: ModuleType, training: Mapping[str, Any]) -> str:
-    """``packed`` only where the spec's layout allows it and the loss is token-level.
-
-    StepPO's ratio is a geometric mean over one step: verl hands the loss rows,
-    not steps, so step-level losses get one row per step.
-    """
-    algorithm = ALGORITHMS.get(str(training.get("algorithm", "steppo")))
-    return (
-        "packed"
-        if getattr(module, "LAYOUT", "per_step") == "packed" and not algorithm.clips_steps
-        else "per_step"
-    )
 
 
 _LOOP_TEMPLATE = '''\
@@ -156,6 +144,43 @@ def _rows(
     return rows
 
 
+def _training_settings(module: ModuleType, training: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The spec's ``training`` section with ``training``'s settings applied (unknown keys
+    are an error listing the valid ones)."""
+    settings = dict(module.TRAINING)
+    unknown = sorted(set(training or {}) - set(settings))
+    if unknown:
+        raise ValueError(
+            f"unknown training settings {unknown}; valid: {', '.join(sorted(settings))}"
+        )
+    settings.update(training or {})
+    return settings
+
+
+def _write_agent_loop(
+    out: Path, spec_path: str | Path, module_name: str, name: str, layout: str
+) -> tuple[Path, Path]:
+    """The agent loop module bound to the generated module, and verl's list naming it."""
+    loop_path = _write(
+        out / f"{module_name.removesuffix('_spec')}_verl.py",
+        _LOOP_TEMPLATE.format(
+            spec_path=Path(spec_path).as_posix(),
+            spec_dir=repr(str(Path(spec_path).resolve().parent)),
+            name=name,
+            module_name=module_name,
+            class_name=_class_name(name),
+            layout=json.dumps(layout),
+        ),
+    )
+    yaml_path = _write(
+        out / "agent_loop.yaml",
+        f"# verl agent loops of `{name}` (rollout.agent.agent_loop_config_path)\n"
+        f"- name: {json.dumps(name)}\n"
+        f"  _target_: {loop_path.stem}.{_class_name(name)}\n",
+    )
+    return loop_path, yaml_path
+
+
 def _write_parquet(path: Path, rows: list[dict[str, Any]]) -> Path:
     import pandas as pd
 
@@ -198,40 +223,19 @@ def build_verl_target(
     module_path, manifest = write_compiled(compiled, out)
     module = load_generated(module_path)
     bind_spec_dir(module, Path(spec_path).resolve().parent)
-    settings = dict(module.TRAINING)
-    unknown = sorted(set(training or {}) - set(settings))
-    if unknown:
-        raise ValueError(
-            f"unknown training settings {unknown}; valid: {', '.join(sorted(settings))}"
-        )
-    settings.update(training or {})
-    ALGORITHMS.get(str(settings["algorithm"]))  # an unknown algorithm lists the valid ones
+    settings = _training_settings(module, training)
+    algorithm = ALGORITHMS.get(str(settings["algorithm"]))  # unknown: lists the valid ones
     name = compiled.name
-    layout = _layout(module, settings)
-    loop_path = _write(
-        out / f"{compiled.module_name.removesuffix('_spec')}_verl.py",
-        _LOOP_TEMPLATE.format(
-            spec_path=Path(spec_path).as_posix(),
-            spec_dir=repr(str(Path(spec_path).resolve().parent)),
-            name=name,
-            module_name=compiled.module_name,
-            class_name=_class_name(name),
-            layout=json.dumps(layout),
-        ),
-    )
-    yaml_path = _write(
-        out / "agent_loop.yaml",
-        f"# verl agent loops of `{name}` (rollout.agent.agent_loop_config_path)\n"
-        f"- name: {json.dumps(name)}\n"
-        f"  _target_: {loop_path.stem}.{_class_name(name)}\n",
-    )
+    spec = checked.spec
+    # verl hands the loss rows, not steps: a per-step loss needs one row per step
+    layout = row_layout(spec.context.policy, step_rows=algorithm.needs_step_rows)
+    loop_path, yaml_path = _write_agent_loop(out, spec_path, compiled.module_name, name, layout)
     n_train = train_rows or min(
         MAX_TRAIN_ROWS, int(settings["iterations"]) * int(settings["prompts_per_iteration"])
     )
     train_samples, val_samples = _splits(module, n_train, int(settings["eval_samples"]))
     train = _write_parquet(out / "train.parquet", _rows(module, name, "train", train_samples))
     val = _write_parquet(out / "val.parquet", _rows(module, name, "test", val_samples))
-    spec = checked.spec
     target = VerlTarget(
         out_dir=out,
         name=name,
@@ -255,55 +259,66 @@ def build_verl_target(
 def gpu_overrides(target: VerlTarget, model_path: str | None = None) -> dict[str, str]:
     """Hydra overrides of ``verl.trainer.main_ppo`` for the spec's training settings.
 
-    Keys with a leading ``+`` add a key verl's config does not declare.
+    Keys with a leading ``+`` add a key verl's config does not declare. What
+    depends on the algorithm comes from its preset (:func:`algorithm_overrides`);
+    the rest maps the spec's settings one to one.
     """
     t = dict(target.training)
-    algo = ALGORITHMS.get(str(t["algorithm"]))
-    from agentspec.runtime.algorithms import ESTIMATORS
-
-    critic = ESTIMATORS.get(algo.estimator).critic != "none"
-    step_loss = algo.clips_steps
-    clip_low, clip_high = clip_range(algo, t)
+    algorithm = ALGORITHMS.get(str(t["algorithm"]))
     model = model_path or str(target.model_dir)
-    n = int(t["group_size"])
-    prompts = int(t["prompts_per_iteration"])
-    # a row is one step, or (packed) a whole episode: prompt + responses + observations
-    response_len = target.max_response_tokens * (
-        target.max_steps if target.layout == "packed" else 1
-    )
+    return {
+        **_data_overrides(target, t),
+        **_actor_overrides(target, t, model),
+        **_rollout_overrides(target, t),
+        **_critic_overrides(target, t, model),
+        **_trainer_overrides(target, t),
+        **algorithm_overrides(algorithm, t),
+    }
+
+
+def _row_length(target: VerlTarget) -> int:
+    """Tokens of a row's response part: one step's response, or (packed) a whole
+    episode's responses and observations, which may grow up to a prompt's length."""
     if target.layout == "packed":
-        response_len += target.max_prompt_tokens
-    kl = float(t.get("kl_coef", 0.0))
-    o: dict[str, str] = {
+        return target.max_response_tokens * target.max_steps + target.max_prompt_tokens
+    return target.max_response_tokens
+
+
+def _minibatch_prompts(t: Mapping[str, Any]) -> str:
+    """verl's mini-batch size counts prompts (groups of ``group_size`` rows)."""
+    prompts = int(t["prompts_per_iteration"])
+    return str(max(1, min(prompts, int(t["minibatch_size"]) // int(t["group_size"]) or 1)))
+
+
+def _data_overrides(target: VerlTarget, t: Mapping[str, Any]) -> dict[str, str]:
+    return {
         "data.train_files": str(target.train_parquet),
         "data.val_files": str(target.val_parquet),
         "data.prompt_key": "prompt",
         "data.return_raw_chat": "True",
-        "data.train_batch_size": str(prompts),
+        "data.train_batch_size": str(int(t["prompts_per_iteration"])),
         "data.max_prompt_length": str(target.max_prompt_tokens),
-        "data.max_response_length": str(response_len),
+        "data.max_response_length": str(_row_length(target)),
         "data.seed": str(int(t.get("seed", 0))),
         "data.dataloader_num_workers": "0",
-        "algorithm.adv_estimator": f"agentspec_{algo.estimator}",
         "algorithm.gamma": str(float(t["gamma"])),
         "algorithm.lam": str(float(t["lam"])),
         "algorithm.norm_adv_by_std_in_grpo": "True",
         "algorithm.use_kl_in_reward": "False",
+    }
+
+
+def _actor_overrides(target: VerlTarget, t: Mapping[str, Any], model: str) -> dict[str, str]:
+    kl = float(t.get("kl_coef", 0.0))
+    return {
         "actor_rollout_ref.model.path": model,
-        "actor_rollout_ref.actor.policy_loss.loss_mode": f"agentspec_{algo.loss}",
-        "actor_rollout_ref.actor.loss_agg_mode": (
-            "seq-mean-token-mean" if step_loss else "token-mean"
-        ),
-        "actor_rollout_ref.actor.clip_ratio_low": str(clip_low),
-        "actor_rollout_ref.actor.clip_ratio_high": str(clip_high),
+        "actor_rollout_ref.actor.loss_agg_mode": "token-mean",
         "actor_rollout_ref.actor.optim.lr": str(float(t["learning_rate"])),
         # verl steps its scheduler once per training step; 0 or less means "no warm-up".
         "actor_rollout_ref.actor.optim.lr_warmup_steps": str(
             int(t.get("lr_warmup_iterations", 0)) or -1
         ),
-        "actor_rollout_ref.actor.ppo_mini_batch_size": str(
-            max(1, min(prompts, int(t["minibatch_size"]) // n or 1))
-        ),
+        "actor_rollout_ref.actor.ppo_mini_batch_size": _minibatch_prompts(t),
         "actor_rollout_ref.actor.ppo_epochs": str(int(t["epochs"])),
         "actor_rollout_ref.actor.entropy_coeff": str(float(t.get("entropy_coef", 0.0))),
         "actor_rollout_ref.actor.use_kl_loss": str(kl > 0),
@@ -314,31 +329,44 @@ def gpu_overrides(target: VerlTarget, model_path: str | None = None) -> dict[str
         "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu": "8",
         "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu": "16",
         "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu": "16",
-        "critic.ppo_micro_batch_size_per_gpu": "8",
+    }
+
+
+def _rollout_overrides(target: VerlTarget, t: Mapping[str, Any]) -> dict[str, str]:
+    return {
         "actor_rollout_ref.rollout.name": "vllm",
         "actor_rollout_ref.rollout.mode": "async",
-        "actor_rollout_ref.rollout.n": str(n),
+        "actor_rollout_ref.rollout.n": str(int(t["group_size"])),
         "actor_rollout_ref.rollout.tensor_model_parallel_size": "1",
         "actor_rollout_ref.rollout.temperature": str(float(t.get("temperature", 1.0))),
         "actor_rollout_ref.rollout.calculate_log_probs": "True",
         "actor_rollout_ref.rollout.prompt_length": str(target.max_prompt_tokens),
-        "actor_rollout_ref.rollout.response_length": str(response_len),
+        "actor_rollout_ref.rollout.response_length": str(_row_length(target)),
         "actor_rollout_ref.rollout.val_kwargs.n": "1",
         "actor_rollout_ref.rollout.val_kwargs.temperature": "0",
         "actor_rollout_ref.rollout.val_kwargs.do_sample": "False",
         "actor_rollout_ref.rollout.agent.agent_loop_config_path": str(target.agent_loop_yaml),
         "actor_rollout_ref.rollout.agent.default_agent_loop": target.name,
-        "critic.enable": str(critic),
+    }
+
+
+def _critic_overrides(target: VerlTarget, t: Mapping[str, Any], model: str) -> dict[str, str]:
+    return {
         "critic.model.path": model,
         "critic.optim.lr": str(float(t.get("critic_learning_rate", 1e-3))),
-        "critic.ppo_mini_batch_size": str(max(1, min(prompts, int(t["minibatch_size"]) // n or 1))),
+        "critic.ppo_mini_batch_size": _minibatch_prompts(t),
+        "critic.ppo_micro_batch_size_per_gpu": "8",
+    }
+
+
+def _trainer_overrides(target: VerlTarget, t: Mapping[str, Any]) -> dict[str, str]:
+    return {
         "trainer.v1.trainer_mode": "agentspec",
         "+trainer.v1.agentspec.omega": str(float(t.get("omega", 1.0))),
         "+trainer.v1.agentspec.opd_beta": str(float(t.get("opd_beta", 1.0))),
         "+trainer.v1.agentspec.dump_dir": "null",
         "+trainer.v1.agentspec.error_file": "null",
-        "+trainer.v1.agentspec.max_failed_groups": str(10 * prompts),
-        **_teacher_overrides(algo.needs_teacher, t),
+        "+trainer.v1.agentspec.max_failed_groups": str(10 * int(t["prompts_per_iteration"])),
         "trainer.total_training_steps": str(int(t["iterations"])),
         "trainer.test_freq": str(int(t["eval_every"])),
         "trainer.save_freq": str(int(t.get("checkpoint_every", 10))),
@@ -349,25 +377,44 @@ def gpu_overrides(target: VerlTarget, model_path: str | None = None) -> dict[str
         "trainer.n_gpus_per_node": "1",
         "trainer.nnodes": "1",
     }
-    return o
 
 
-def _teacher_overrides(needs_teacher: bool, t: Mapping[str, Any]) -> dict[str, str]:
-    """OPD: the teacher the ``agentspec`` trainer scores every row with (see
-    :mod:`.teacher`), and the task reward's weight. verl's own ``distillation.*``
-    stays off: its teacher scores only an episode's last output. ``opd_topk`` is the
-    local backend's (verl trains on the sampled-token advantage, as ``opd_topk=0``)."""
-    if not needs_teacher:
+def algorithm_overrides(algorithm: Algorithm, t: Mapping[str, Any]) -> dict[str, str]:
+    """What ``algorithm``'s preset sets: agentspec's estimator and loss as registered in
+    verl (:mod:`.algorithms`), the clip range its loss reads, whether the critic trains,
+    the teacher (:func:`_teacher_overrides`) and the preset's own ``verl_overrides``."""
+    clip_low, clip_high = clip_range(algorithm, t)
+    return {
+        "algorithm.adv_estimator": f"agentspec_{algorithm.estimator}",
+        "actor_rollout_ref.actor.policy_loss.loss_mode": f"agentspec_{algorithm.loss}",
+        "actor_rollout_ref.actor.clip_ratio_low": str(clip_low),
+        "actor_rollout_ref.actor.clip_ratio_high": str(clip_high),
+        "critic.enable": str(algorithm.trains_critic),
+        **_teacher_overrides(algorithm, t),
+        **algorithm.verl_overrides,
+    }
+
+
+def _teacher_overrides(algorithm: Algorithm, t: Mapping[str, Any]) -> dict[str, str]:
+    """Distillation: the teacher the ``agentspec`` trainer scores every row with (see
+    :mod:`.teacher`), and the task advantage it adds with weight ``opd_task_weight``.
+    verl's own ``distillation.*`` stays off: its teacher scores only an episode's last
+    output. ``opd_topk`` is the local backend's (verl trains on the sampled-token
+    advantage, as ``opd_topk=0``)."""
+    if not algorithm.needs_teacher:
         return {}
     if not t.get("teacher"):
         raise ValueError(
             f"algorithm {t['algorithm']!r} needs `training.teacher` (a Hugging Face checkpoint "
             "directory with the student's tokenizer); set it in the spec or with --set teacher=DIR"
         )
-    return {
+    out = {
         "+trainer.v1.agentspec.teacher_path": str(Path(str(t["teacher"])).resolve()),
         "+trainer.v1.agentspec.opd_task_weight": str(float(t.get("opd_task_weight", 0.0))),
     }
+    if algorithm.task_estimator is not None:
+        out["+trainer.v1.agentspec.task_estimator"] = f"agentspec_{algorithm.task_estimator}"
+    return out
 
 
 def cpu_overrides() -> dict[str, str]:

@@ -125,6 +125,20 @@ class StepView:
         return self.to_rows(self.batch.broadcast(per_step))
 
 
+def _token_steps(i: int, rec: RowSteps, mask: Tensor) -> Tensor:
+    """Row ``i``'s step of every response column (``-1``: not generated), checked to lie
+    inside verl's response ``mask`` (``(T,)`` bool)."""
+    width = mask.shape[0]
+    token_steps = torch.tensor(rec.token_steps, dtype=torch.int64)
+    if token_steps.numel() > width:
+        raise ValueError(f"row {i}: {token_steps.numel()} token steps for {width} response columns")
+    generated = torch.zeros(width, dtype=torch.bool)
+    generated[: token_steps.numel()] = token_steps >= 0
+    if not torch.equal(generated & mask, generated):
+        raise ValueError(f"row {i}: a step token lies outside verl's response mask")
+    return token_steps
+
+
 def step_view(
     records: Sequence[RowSteps],
     group_keys: Sequence[Any],
@@ -155,20 +169,15 @@ def step_view(
     row_of_step: list[int] = []
     cols: list[list[int]] = []
     for i, rec in enumerate(records):
-        ts = torch.tensor(rec.token_steps, dtype=torch.int64)
-        if ts.numel() > width:
-            raise ValueError(f"row {i}: {ts.numel()} token steps for {width} response columns")
-        gen = torch.zeros(width, dtype=torch.bool)
-        gen[: ts.numel()] = ts >= 0
-        if not torch.equal(gen & mask[i], gen):
-            raise ValueError(f"row {i}: a step token lies outside verl's response mask")
+        token_steps = _token_steps(i, rec, mask[i])
         for k, step in enumerate(rec.step_indices):
-            where = torch.nonzero(ts == step).flatten().tolist()
-            first = where[0] if where else None
+            where = torch.nonzero(token_steps == step).flatten().tolist()
 
             def pick(t: Tensor | None, where: list[int] = where, i: int = i) -> list[float] | None:
                 return None if t is None else t[i, where].tolist()
 
+            # a step's value is the critic's at its first response position
+            value = None if values is None else (float(values[i, where[0]]) if where else 0.0)
             rows.append(
                 StepRow(
                     traj_id=rec.trajectory_id,
@@ -177,11 +186,7 @@ def step_view(
                     reward=rec.step_rewards[k],
                     response_length=len(where),
                     anchor=rec.anchors[k],
-                    value=(
-                        None
-                        if values is None
-                        else (float(values[i, first]) if first is not None else 0.0)
-                    ),
+                    value=value,
                     old_log_probs=pick(old_log_probs),
                     teacher_log_probs=pick(teacher_log_probs),
                     token_values=pick(token_values),

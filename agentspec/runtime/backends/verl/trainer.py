@@ -14,7 +14,8 @@ checkpoints, logging) is verl's.
 Settings under ``trainer.v1.agentspec`` (added by the generated overrides):
 ``omega`` (GiGPO), ``opd_beta`` / ``teacher_path`` / ``opd_task_weight`` (OPD: the
 teacher scores every row's response tokens, :mod:`.teacher`; a task weight > 0 adds
-that multiple of the GRPO task advantage, as the local backend does), ``whiten``
+that multiple of the ``task_estimator``'s advantage, GRPO's for ``opd``, as the local
+backend does), ``whiten``
 (step GAE), ``dump_dir``
 (write each step's advantage inputs and the advantages verl stored, for tests),
 ``max_failed_groups`` / ``error_file`` (stop, with the episodes' tracebacks, when
@@ -26,6 +27,7 @@ the ``gloo``-only subclasses of :mod:`.cpu`.
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -67,6 +69,29 @@ def _episode_metrics(extras: list[dict[str, Any]]) -> dict[str, float]:
         name = key if key.startswith("reward/") else f"rollout/{key}"
         out[name] = float(np.mean(values))
     return out
+
+
+def _step_metrics(records: list[RowSteps]) -> dict[str, float]:
+    """``agentspec/steps_per_row`` and ``agentspec/step_reward_mean`` of the kept rows."""
+    n_steps = sum(len(r.step_indices) for r in records)
+    rewards = [x for r in records for x in r.step_rewards]
+    return {
+        "agentspec/steps_per_row": n_steps / max(len(records), 1),
+        "agentspec/step_reward_mean": float(np.mean(rewards) if n_steps else 0.0),
+    }
+
+
+@dataclass
+class _Rows:
+    """A batch's rows as the advantage step reads them from the TransferQueue."""
+
+    proto: DataProto
+    nested_mask: Any
+    """The response mask as stored (nested): the shape advantages are written back in."""
+    extras: list[dict[str, Any]]
+    uids: list[str]
+    token_ids: tuple[list[torch.Tensor], list[torch.Tensor]] | None
+    """With a teacher: each row's prompt and response ids."""
 
 
 class AgentLoopError(RuntimeError):
@@ -132,12 +157,33 @@ class AgentspecTrainer(PPOTrainerSync):
             self.role_worker_mapping[role] = remote
 
     def _compute_advantage(self, batch: Any, metrics: dict[str, Any]) -> Any:
+        """Read the batch's rows from the TransferQueue, estimate advantages on the
+        non-padding rows with their step records, write advantages and returns back."""
         algo = self.config.algorithm
         if algo.use_kl_in_reward:
             raise ValueError(
                 "algorithm.use_kl_in_reward is not supported with agentspec's step-level "
                 "estimators; use the actor's KL loss (actor_rollout_ref.actor.use_kl_loss)"
             )
+        rows = self._read_rows(batch)
+        correction = self._rollout_correction(rows, metrics)
+        keep = [i for i, tag in enumerate(batch.tags) if not bool(tag.get("is_padding", False))]
+        records = [RowSteps.from_dict(rows.extras[i][EXTRA_KEY]) for i in keep]
+        adv_cfg = self.advantage_config()
+        advantages, returns = self._estimate(rows, keep, records, adv_cfg, metrics)
+        mask = rows.proto.batch["response_mask"]
+        rows.proto.batch["advantages"] = torch.zeros_like(mask, dtype=torch.float32)
+        rows.proto.batch["returns"] = torch.zeros_like(mask, dtype=torch.float32)
+        rows.proto.batch["advantages"][keep] = advantages.float()
+        rows.proto.batch["returns"][keep] = returns.float()
+        metrics.update(_episode_metrics([rows.extras[i] for i in keep]))
+        metrics.update(_step_metrics(records))
+        batch = self._write_advantages(batch, rows, correction)
+        self._dump_advantages(batch, keep, records, rows.uids, rows.proto, adv_cfg, rows.token_ids)
+        return batch
+
+    def _read_rows(self, batch: Any) -> _Rows:
+        """The fields the advantage step reads, as one padded :class:`DataProto`."""
         fields = [
             "uid",
             "response_mask",
@@ -148,81 +194,79 @@ class AgentspecTrainer(PPOTrainerSync):
             "teacher_logprobs",
             "extra_fields",
         ]
-        teacher_path = self.agentspec_settings.get("teacher_path")
-        if teacher_path:
+        with_tokens = bool(self.agentspec_settings.get("teacher_path"))
+        if with_tokens:  # the teacher scores the rows' token ids
             fields += ["prompts", "responses"]
         data = tq.kv_batch_get(
             keys=batch.keys, partition_id=batch.partition_id, select_fields=fields
         )
         token_ids = None
-        if teacher_path:
+        if with_tokens:
             token_ids = (list(data.pop("prompts").unbind()), list(data.pop("responses").unbind()))
         nested_mask = data["response_mask"]
         extras = _list(data.pop("extra_fields"))
         uids = [str(u) for u in _list(data.pop("uid"))]
-        padding = [bool(tag.get("is_padding", False)) for tag in batch.tags]
         proto = DataProto(batch=data.to_padded_tensor())
         proto.batch["token_level_scores"] = proto.batch["rm_scores"]
         proto.batch["token_level_rewards"] = proto.batch["rm_scores"]
         proto.non_tensor_batch["uid"] = np.array(uids, dtype=object)
+        return _Rows(proto, nested_mask, extras, uids, token_ids)
 
-        # rollout correction, as verl's own advantage step does it
-        corr = algo.get("rollout_correction", None)
+    def _rollout_correction(self, rows: _Rows, metrics: dict[str, Any]) -> bool:
+        """Rollout correction, as verl's own advantage step does it; whether it ran
+        (then the response mask and importance weights go back to the queue)."""
+        corr = self.config.algorithm.get("rollout_correction", None)
         bypass = bool(corr and corr.get("bypass_mode", False))
-        correction = corr is not None and "rollout_log_probs" in proto.batch and not bypass
+        correction = corr is not None and "rollout_log_probs" in rows.proto.batch and not bypass
         if correction:
-            proto, is_metrics = compute_rollout_correction_and_add_to_batch(proto, corr)
+            rows.proto, is_metrics = compute_rollout_correction_and_add_to_batch(rows.proto, corr)
             metrics.update(is_metrics)
+        return correction
 
-        response_mask = proto.batch["response_mask"]
-        keep = [i for i, pad in enumerate(padding) if not pad]
-        records = [RowSteps.from_dict(extras[i][EXTRA_KEY]) for i in keep]
+    def _estimate(
+        self,
+        rows: _Rows,
+        keep: list[int],
+        records: list[RowSteps],
+        adv_cfg: AdvantageConfig,
+        metrics: dict[str, Any],
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(advantages, returns)`` of the kept rows from the configured estimator."""
+        proto, algo = rows.proto, self.config.algorithm
 
-        def rows(name: str) -> torch.Tensor | None:
+        def kept(name: str) -> torch.Tensor | None:
             t = proto.batch.get(name, None) if name in proto.batch else None
             return None if t is None else t[keep]
 
-        teacher = self._teacher_scores(token_ids, keep, proto)
-        adv_cfg = self.advantage_config()
+        teacher = self._teacher_scores(rows.token_ids, keep, proto)
         inputs = {
             "token_level_rewards": proto.batch["token_level_rewards"][keep],
-            "response_mask": response_mask[keep],
-            "index": [uids[i] for i in keep],
+            "response_mask": proto.batch["response_mask"][keep],
+            "index": [rows.uids[i] for i in keep],
             "config": algo,
             "step_records": records,
-            "values": rows("values"),
-            "old_log_probs": rows("old_log_probs"),
+            "values": kept("values"),
+            "old_log_probs": kept("old_log_probs"),
             "teacher_log_probs": teacher,
             "advantage_config": adv_cfg,
         }
-        adv_keep, ret_keep = core_algos.get_adv_estimator_fn(algo.adv_estimator)(**inputs)
-        if teacher is not None and algo.adv_estimator == "agentspec_opd":
-            adv_keep = self._add_task_advantage(adv_keep, inputs, metrics)
-        advantages = torch.zeros_like(response_mask, dtype=torch.float32)
-        returns = torch.zeros_like(advantages)
-        advantages[keep] = adv_keep.float()
-        returns[keep] = ret_keep.float()
-        proto.batch["advantages"] = advantages
-        proto.batch["returns"] = returns
-        metrics.update(_episode_metrics([extras[i] for i in keep]))
-        n_steps = sum(len(r.step_indices) for r in records)
-        metrics["agentspec/steps_per_row"] = n_steps / max(len(records), 1)
-        metrics["agentspec/step_reward_mean"] = float(
-            np.mean([x for r in records for x in r.step_rewards]) if n_steps else 0.0
-        )
+        advantages, returns = core_algos.get_adv_estimator_fn(algo.adv_estimator)(**inputs)
+        if teacher is not None:
+            advantages = self._add_task_advantage(advantages, inputs, metrics)
+        return advantages, returns
 
+    def _write_advantages(self, batch: Any, rows: _Rows, correction: bool) -> Any:
+        """Put advantages and returns (and what rollout correction changed) back in the queue."""
         out_fields = ["advantages", "returns"]
         if correction:
             out_fields.append("response_mask")
-            if "rollout_is_weights" in proto.batch:
+            if "rollout_is_weights" in rows.proto.batch:
                 out_fields.append("rollout_is_weights")
         output = TensorDict(
-            {f: response_to_nested(proto.batch[f], nested_mask) for f in out_fields},
+            {f: response_to_nested(rows.proto.batch[f], rows.nested_mask) for f in out_fields},
             batch_size=len(batch),
         )
-        batch = tq.kv_batch_put(keys=batch.keys, partition_id=batch.partition_id, fields=output)
-        self._dump_advantages(batch, keep, records, uids, proto, adv_cfg, token_ids)
-        return batch
+        return tq.kv_batch_put(keys=batch.keys, partition_id=batch.partition_id, fields=output)
 
     def _teacher(self) -> Any:
         """The OPD teacher (loaded once, in this process)."""
@@ -257,16 +301,19 @@ class AgentspecTrainer(PPOTrainerSync):
     def _add_task_advantage(
         self, opd: torch.Tensor, inputs: dict[str, Any], metrics: dict[str, Any]
     ) -> torch.Tensor:
-        """OPD's advantage plus ``opd_task_weight`` × GRPO's task advantage (the local
-        backend's mix); logs ``opd/reverse_kl`` (mean log π_student − log π_teacher)."""
+        """The teacher's advantage plus ``opd_task_weight`` × the task advantage of the
+        preset's ``task_estimator`` (the local backend's mix); logs ``opd/reverse_kl``
+        (mean log π_student − log π_teacher)."""
         mask = inputs["response_mask"].bool()
         student, teacher = inputs["old_log_probs"], inputs["teacher_log_probs"]
         if student is not None and bool(mask.any()):
             metrics["opd/reverse_kl"] = float((student.float() - teacher)[mask].mean())
-        weight = float(self.agentspec_settings.get("opd_task_weight", 0.0) or 0.0)
-        if weight == 0.0:
+        settings = self.agentspec_settings
+        weight = float(settings.get("opd_task_weight", 0.0) or 0.0)
+        task_estimator = settings.get("task_estimator")
+        if weight == 0.0 or not task_estimator:
             return opd
-        task, _ = core_algos.get_adv_estimator_fn("agentspec_grpo")(**inputs)
+        task, _ = core_algos.get_adv_estimator_fn(str(task_estimator))(**inputs)
         return opd + weight * task
 
     def _dump_advantages(

@@ -1,0 +1,42 @@
+"""Packed or per-step training rows: decided in one place, from the context policy.
+
+Token in, token out (DESIGN.md §4): a training row holds exactly the ids the
+policy saw and produced. When every prompt extends the previous one — the
+context policy is append-only (:attr:`ContextPolicy.append_only
+<agentspec.runtime.context.ContextPolicy.append_only>`) — an episode's steps
+share a prefix and can be packed into one row with the observation tokens
+masked; otherwise each step is its own row.
+
+:func:`row_layout` is the one decision. The lowering calls it for the generated
+module's ``LAYOUT`` (which the local trainer reads) and the verl target calls
+it for the agent loop's rows. Each further reason that forces one row per step
+is a keyword argument, so every caller passes what it knows and the rule stays
+here. Even a packed layout only joins steps that really chain
+(:func:`agentspec.runtime.trajectory.training_rows` checks every prefix).
+
+Torch-free and cheap to import (the compiler uses it).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from agentspec.runtime.context import CONTEXT_POLICIES
+
+__all__ = ["RowLayout", "row_layout"]
+
+RowLayout = Literal["packed", "per_step"]
+
+
+def row_layout(context_policy: str, *, step_rows: bool = False) -> RowLayout:
+    """``packed`` if ``context_policy`` is append-only and nothing needs one row per step.
+
+    Args:
+        context_policy: a name in :data:`~agentspec.runtime.context.CONTEXT_POLICIES`
+            (an unknown name raises :class:`~agentspec.registry.UnknownNameError`).
+        step_rows: the backend's loss sees rows, not steps, and the algorithm's
+            loss is per step (:attr:`Algorithm.needs_step_rows
+            <agentspec.runtime.algorithms.presets.Algorithm.needs_step_rows>` on verl).
+    """
+    append_only = CONTEXT_POLICIES.get(context_policy).append_only
+    return "packed" if append_only and not step_rows else "per_step"

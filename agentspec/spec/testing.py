@@ -1,0 +1,114 @@
+"""The `tests` section of the spec model: scripted episodes and the oracle gate."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field, model_validator
+
+from agentspec.spec.base import Section
+
+
+class TextMatch(Section):
+    """An expected text given by a pattern instead of exactly."""
+
+    pattern: str | None = Field(
+        None,
+        description="A regular expression that must match somewhere in the text (`re.search`).",
+    )
+    contains: str | None = Field(None, description="A substring the text must contain.")
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> TextMatch:
+        if (self.pattern is None) == (self.contains is None):
+            raise ValueError("an expected text needs exactly one of `pattern` or `contains`")
+        return self
+
+
+Ending = Literal[
+    "done",
+    "max_steps",
+    "context_overflow",
+    "response_truncated",
+    "parse_error_limit",
+    "tool_timeout",
+    "tool_error_limit",
+]
+
+
+class SpecTestExpect(Section):
+    """What a scripted episode must produce; every key is optional."""
+
+    observations: list[str | TextMatch | None] | None = Field(
+        None,
+        description="What the model sees after each turn, in order: exact text, `{pattern: REGEX}`, `{contains: TEXT}`, or null to skip a turn.",
+    )
+    state: dict[str, Any] | None = Field(
+        None, description="State variables at the end of the episode (only those listed)."
+    )
+    rewards: dict[str, float] | None = Field(
+        None, description="Reward components summed over the episode (only those listed)."
+    )
+    reward: float | None = Field(None, description="The episode's total (weighted) reward.")
+    success: bool | None = Field(None, description="The episode's `episode.success`.")
+    ending: Ending | None = Field(
+        None,
+        description="Why the episode ended: `done` (a final answer, a terminal tool, `done()`), `max_steps`, `context_overflow`, `response_truncated`, `parse_error_limit`, `tool_timeout` or `tool_error_limit`.",
+    )
+    steps: int | None = Field(None, ge=0, description="Number of steps the episode took.")
+    tool_errors: int | None = Field(None, ge=0, description="Number of tool errors.")
+    parse_errors: int | None = Field(None, ge=0, description="Number of malformed turns.")
+
+
+class SpecTest(Section):
+    """A scripted episode: the model's turns as text, and what they must produce."""
+
+    name: str = Field(description="What the test shows (printed by `agentspec test`).")
+    sample: dict[str, Any] | None = Field(
+        None,
+        description="The sample to play, written out (derived fields are not computed: give them too). Default: a sample of the spec's data (`sample_index`).",
+    )
+    sample_index: int = Field(
+        0,
+        ge=0,
+        description="Which sample of the data (`split`) to play when `sample` is not given.",
+    )
+    split: str | None = Field(
+        None, description="Data split of `sample_index` (default: the spec's)."
+    )
+    turns: list[str] = Field(
+        min_length=1,
+        description="The model's responses, one per step, exactly as the model would write them.",
+    )
+    expect: SpecTestExpect = Field(
+        default_factory=SpecTestExpect, description="What the episode must produce."
+    )
+
+
+class OracleGateSpec(Section):
+    """The oracle gate of `agentspec test`: the oracle must solve its task."""
+
+    samples: int = Field(
+        16, ge=1, description="How many samples (the first of the data) the oracle plays."
+    )
+    min_success: float = Field(
+        1.0,
+        ge=0,
+        le=1,
+        description="Least share of oracle episodes that must succeed (1.0 unless the oracle is known to be imperfect).",
+    )
+    random_below: bool = Field(
+        True, description="Also require a random policy to score below the oracle."
+    )
+
+
+class TestsSpec(Section):
+    """What `agentspec test` runs: scripted episodes and the oracle gate."""
+
+    episodes: list[SpecTest] = Field(
+        default_factory=list,
+        description="Scripted episodes: the model's turns as text, and what they must produce.",
+    )
+    oracle: OracleGateSpec = Field(
+        default_factory=OracleGateSpec, description="Settings of the oracle gate."
+    )

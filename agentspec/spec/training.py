@@ -1,0 +1,119 @@
+"""The `training` section of the spec model: backend, algorithm, model and optimiser settings."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from agentspec.runtime.algorithms.presets import ALGORITHMS
+from agentspec.spec.base import Algorithm, Section
+
+
+class TrainingSpec(Section):
+    """How to train; every key can be overridden from the CLI."""
+
+    backend: Literal["local", "verl"] = Field("local", description="Where training runs.")
+    algorithm: Algorithm = Field(
+        "steppo",
+        description="Training algorithm (docs/algorithms.md): "
+        + " ".join(f"`{a.name}`: {a.description}" for a in map(ALGORITHMS.get, ALGORITHMS)),
+    )
+    model: str = Field(
+        "builtin:tiny",
+        description="`builtin:tiny`, `builtin:small` or `builtin:300m` (a model and tokenizer built on the machine from the task's text; 300m is ~285M parameters, for a GPU) or a local Hugging Face checkpoint directory.",
+    )
+    teacher: str | None = Field(None, description="Teacher checkpoint for `opd`.")
+    seed: int = Field(0, description="Random seed.")
+    iterations: int = Field(100, ge=1, description="Rollout + update iterations.")
+    prompts_per_iteration: int = Field(8, ge=1, description="Distinct samples per iteration.")
+    group_size: int = Field(4, ge=1, description="Episodes per sample (GRPO/RLOO/GiGPO groups).")
+    epochs: int = Field(2, ge=1, description="Passes over each batch of rollouts.")
+    minibatch_size: int = Field(16, ge=1, description="Episodes per gradient step.")
+    learning_rate: float = Field(1e-3, gt=0, description="AdamW learning rate.")
+    lr_warmup_iterations: int = Field(
+        0,
+        ge=0,
+        description="Iterations over which the policy's learning rate rises linearly to `learning_rate` (a fresh Adam's first steps are its largest).",
+    )
+    gamma: float = Field(1.0, ge=0, le=1, description="Discount between steps.")
+    lam: float = Field(0.95, ge=0, le=1, description="GAE λ.")
+    clip_ratio: float = Field(
+        0.2,
+        gt=0,
+        lt=1,
+        description="Clip range ε of token-level ratios ("
+        + ", ".join(n for n in ALGORITHMS if ALGORITHMS.get(n).clip == "token")
+        + ").",
+    )
+    step_clip_ratio: float = Field(
+        0.2,
+        gt=0,
+        lt=1,
+        description="Clip range ε of StepPO's per-step ratio (the geometric mean of a step's token ratios); the step ratio is clipped to [1 − ε, 1 + ε] unless `step_clip_low` / `step_clip_high` say otherwise.",
+    )
+    step_clip_low: float | None = Field(
+        None,
+        gt=0,
+        lt=1,
+        description="StepPO: ε_low, the step ratio is clipped below at 1 − ε_low (default: `step_clip_ratio`). The StepPO paper's runs use 3e-4.",
+    )
+    step_clip_high: float | None = Field(
+        None,
+        gt=0,
+        description="StepPO: ε_high, the step ratio is clipped above at 1 + ε_high (default: `step_clip_ratio`). The StepPO paper's runs use 4e-4.",
+    )
+    value_coef: float = Field(0.5, ge=0, description="Weight of the critic's value loss.")
+    critic_learning_rate: float = Field(
+        1e-3, gt=0, description="AdamW learning rate of the critic (GAE algorithms)."
+    )
+    max_grad_norm: float = Field(1.0, gt=0, description="Gradient clipping norm.")
+    omega: float = Field(
+        1.0, ge=0, description="GiGPO's weight of the step-level (anchor-group) advantage."
+    )
+    opd_beta: float = Field(
+        1.0,
+        gt=0,
+        description="OPD: β of the per-token advantage −β (log π_student − log π_teacher).",
+    )
+    opd_topk: int = Field(
+        32,
+        ge=0,
+        description="OPD on the local backend: 0 trains on the sampled-token advantage (as verl does); k > 0 minimises the full reverse KL to the teacher over its top-k tokens at every position of the student's samples.",
+    )
+    opd_task_weight: float = Field(
+        0.0,
+        ge=0,
+        description="OPD: weight of the task-reward advantage added to the distillation advantage (0 = pure distillation).",
+    )
+    warm_start_batch: int = Field(
+        16, ge=1, description="Oracle episodes per behaviour-cloning step."
+    )
+    warm_start_lr: float = Field(3e-3, gt=0, description="Learning rate of behaviour cloning.")
+    warm_start_samples: int = Field(
+        1024,
+        ge=1,
+        description="Distinct training samples whose oracle episodes behaviour cloning draws from.",
+    )
+    checkpoint_every: int = Field(10, ge=1, description="Iterations between checkpoints.")
+    torch_threads: int = Field(
+        0,
+        ge=0,
+        description="CPU threads torch may use (0: torch's default). 1 is fastest on a busy machine.",
+    )
+    device: Literal["auto", "cpu", "cuda"] = Field(
+        "auto",
+        description="Local backend: where the models run (auto: cuda when torch sees a GPU). On cuda, forward passes run in bfloat16 autocast where the GPU supports it; weights and optimiser stay float32.",
+    )
+    trace_samples: int = Field(16, ge=0, description="Trajectories saved per evaluation (traces/).")
+
+    kl_coef: float = Field(
+        0.0, ge=0, description="Weight of the KL penalty to the reference policy."
+    )
+    entropy_coef: float = Field(0.0, ge=0, description="Entropy bonus.")
+    temperature: float = Field(1.0, gt=0, description="Sampling temperature during rollouts.")
+    warm_start: int = Field(
+        0, ge=0, description="Behaviour-cloning steps on oracle trajectories before RL."
+    )
+    eval_every: int = Field(10, ge=1, description="Iterations between greedy evaluations.")
+    eval_samples: int = Field(64, ge=1, description="Held-out samples per evaluation.")
