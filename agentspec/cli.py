@@ -218,7 +218,7 @@ def compile_command(
     ] = "python",
 ) -> None:
     """Generate the Python module (ToolEnv/AgentEnv, tools, flow, rewards) and manifest of a spec."""
-    from agentspec.compiler.codegen import compile_spec, write_compiled
+    from agentspec.compiler.build import compile_spec, write_compiled
     from agentspec.compiler.diagnostics import SpecError
 
     if target not in ("python", "verl"):
@@ -271,7 +271,7 @@ def run(
     from rich.console import Console
     from rich.progress import Progress
 
-    from agentspec.compiler.codegen import import_spec
+    from agentspec.compiler.build import import_spec
     from agentspec.compiler.diagnostics import SpecError
     from agentspec.runtime.spec_run import PolicyError, rollout
     from agentspec.runtime.summary import summarize
@@ -297,7 +297,7 @@ def run(
     task_tokenizer = None
     tokenizer_source: Path | None = Path(tokenizer) if tokenizer else None
     if policy == "oracle" or policy.split(":")[0] in ("random", "scripted", "chat"):
-        from agentspec.compiler.codegen import cache_dir, cache_key
+        from agentspec.compiler.build import cache_dir, cache_key
         from agentspec.runtime.task_text import task_bpe_tokenizer as build_task_tokenizer
 
         directory = cache_dir() / cache_key(spec)[:16] / "tokenizer"
@@ -397,7 +397,7 @@ def train(
     if backend is not None:
         overrides["backend"] = backend
     try:
-        from agentspec.compiler.codegen import import_spec
+        from agentspec.compiler.build import import_spec
 
         module = import_spec(spec)
     except SpecError as exc:

@@ -1,6 +1,6 @@
 """The checker: names, scopes, types, templates and tool schemas.
 
-Input: a schema-valid `LoadedSpec`. Output: a `CheckedSpec` (typed IR) and
+Input: a schema-valid `LoadedSpec`. Output: a `CheckResult` (typed IR) and
 the diagnostics. Every expression site of the spec is listed once in
 `_sites`, with the scopes it may read; each site is parsed, then typed by a
 visitor with one `visit_<Node>` method per AST node. The checker never stops
@@ -19,7 +19,7 @@ from typing import Any
 from agentspec.compiler import ast, comprehensions, sections
 from agentspec.compiler.builtins import BUILTINS, EFFECT_CALLS, Signature
 from agentspec.compiler.diagnostics import Diagnostic
-from agentspec.compiler.ir import CheckedSpec, TypedExpr
+from agentspec.compiler.ir import CheckResult, TypedExpr
 from agentspec.compiler.mcp import check_mcp, mcp_tools
 from agentspec.compiler.parser import ExprSyntaxError, parse_expression, parse_statement
 from agentspec.compiler.types import (
@@ -122,7 +122,7 @@ class Checker:
 
     # ------------------------------------------------------------------ driver
 
-    def run(self) -> CheckedSpec:
+    def run(self) -> CheckResult:
         self._declarations()
         self._tool_schemas()
         check_mcp(self)
@@ -130,7 +130,7 @@ class Checker:
         for site in self._sites():
             self._check_site(site)
         self._state_usage()
-        return CheckedSpec(
+        return CheckResult(
             loaded=self.loaded,
             state_types=self.state_types,
             sample_types=self.sample_types,
@@ -1076,7 +1076,7 @@ def _word_offset(text: str, word: str, after: str = "") -> int:
     return match.start() + len(after)
 
 
-def check(loaded: LoadedSpec) -> tuple[CheckedSpec, list[Diagnostic]]:
+def check(loaded: LoadedSpec) -> tuple[CheckResult, list[Diagnostic]]:
     """Check a loaded spec; returns the IR and every diagnostic found."""
     checker = Checker(loaded)
     checked = checker.run()

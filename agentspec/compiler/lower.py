@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agentspec.compiler import ast
-from agentspec.compiler.ir import CheckedSpec
+from agentspec.compiler.ir import CheckResult
 from agentspec.compiler.literals import py_literal
 from agentspec.compiler.lower_sections import (
     OracleStepModel,
@@ -24,6 +24,7 @@ from agentspec.compiler.lower_sections import (
     oracle_models,
 )
 from agentspec.compiler.mcp import McpTool, mcp_tools, optional_arguments
+from agentspec.compiler.tool_cost import inline_reason
 from agentspec.compiler.names import (
     MODULE_NAMES,
     class_name,
@@ -335,6 +336,19 @@ class ToolModel:
     """For a tool of an MCP server: the module variable holding the server."""
     guards: list[tuple[str, str]] = field(default_factory=list)  # (condition, message template)
     location: str = ""  # spec file:line of the tool, for errors in its expressions
+    inline_reason: str | None = None
+    """Why the tool's code may run on the event loop (`tool_cost.inline_reason`); None: a worker."""
+
+    @property
+    def rules(self) -> str:
+        """The `ToolRules(...)` arguments: the methods this tool defines."""
+        defined = {
+            "available": self.guard is not None,
+            "failed_guard": bool(self.guards),
+            "returns": self.returns is not None,
+            "effects": bool(self.effects),
+        }
+        return ", ".join(f"{name}={name}" for name, present in defined.items() if present)
 
 
 @dataclass
@@ -402,9 +416,20 @@ class ModuleModel:
     mcp_servers: dict[str, dict[str, Any]] = field(default_factory=dict)
     """Module variable → how to reach one MCP server (command or url, env, timeout)."""
 
+    @property
+    def episode_rules(self) -> str:
+        """The `EpisodeRules(...)` arguments: the methods the environment defines."""
+        defined = {
+            "initial_state": "initial_state" if self.initial_exprs else None,
+            "success": "is_success" if self.success else None,
+            "done_when": "is_done" if self.done_when else None,
+            "anchor": "anchor_key" if self.anchor else None,
+        }
+        return ", ".join(f"{rule}={method}" for rule, method in defined.items() if method)
+
 
 def _condition_or_constant(
-    checked: CheckedSpec, path: tuple[Any, ...], value: Any, writer: ExpressionWriter
+    checked: CheckResult, path: tuple[Any, ...], value: Any, writer: ExpressionWriter
 ) -> str | None:
     if value is None:
         return None
@@ -441,7 +466,7 @@ def _is_and(node: ast.Node) -> bool:
     return isinstance(node, ast.BoolOp) and node.op == "and"
 
 
-def lower(checked: CheckedSpec, *, spec_file: str, spec_sha256: str, version: str) -> ModuleModel:
+def lower(checked: CheckResult, *, spec_file: str, spec_sha256: str, version: str) -> ModuleModel:
     """The checked spec as a `ModuleModel` for the emitter."""
     spec = checked.spec
     plain = ExpressionWriter(repetitions=checked.repetitions)
@@ -476,6 +501,9 @@ def lower(checked: CheckedSpec, *, spec_file: str, spec_sha256: str, version: st
         writer = ExpressionWriter(_optional_args(tool), checked.repetitions)
         model.guards = guard_models(checked, name, tool, writer)
         model.location = location(checked, ("tools", name), spec_file)
+        conditions = [condition for condition, _ in model.guards]
+        effects = "\n".join(model.effects)
+        model.inline_reason = inline_reason([model.guard or "", *conditions, model.returns or "", effects])
         tools.append(model)
     for served_tool, cls in zip(served, class_names[len(spec.tools) :], strict=True):
         tools.append(_mcp_tool_model(served_tool, cls))
@@ -591,7 +619,7 @@ def _optional_args(tool: ToolSpec) -> frozenset[str]:
     return frozenset(set(tool.parameters) - required)
 
 
-def _tool_model(checked: CheckedSpec, name: str, tool: ToolSpec, cls: str) -> ToolModel:
+def _tool_model(checked: CheckResult, name: str, tool: ToolSpec, cls: str) -> ToolModel:
     writer = ExpressionWriter(_optional_args(tool), checked.repetitions)
     base = ("tools", name)
     required = list(tool.required) if tool.required is not None else list(tool.parameters)

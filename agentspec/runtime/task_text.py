@@ -57,7 +57,7 @@ def task_tokenizer(
     """
     from transformers import AutoTokenizer
 
-    from agentspec.runtime.models import build_tiny_tokenizer
+    from agentspec.runtime.tiny_model import build_tiny_tokenizer
 
     if directory is not None and (directory / "tokenizer.json").exists():
         return AutoTokenizer.from_pretrained(directory)
@@ -79,7 +79,7 @@ def task_bpe_tokenizer(
     (no `[train]` extra) rolls out with the token limits training will use.
     Reads a directory written by either function.
     """
-    from agentspec.runtime.models import TINY_EOS, TINY_PAD, train_tiny_bpe
+    from agentspec.runtime.tiny_model import TINY_EOS, TINY_PAD, train_tiny_bpe
 
     if directory is not None and (directory / "tokenizer.json").exists():
         return load_tokenizer(directory)

@@ -10,7 +10,7 @@ from types import ModuleType
 import torch
 
 from agentspec.runtime import ScriptedPolicy, training_rows
-from agentspec.runtime.models import build_tiny, load_tiny
+from agentspec.runtime.tiny_model import build_tiny, load_tiny
 from agentspec.runtime.task_text import task_corpus
 
 ROOT = Path(__file__).resolve().parents[2]
