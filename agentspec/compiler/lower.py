@@ -24,7 +24,6 @@ from agentspec.compiler.lower_sections import (
     oracle_models,
 )
 from agentspec.compiler.mcp import McpTool, mcp_tools, optional_arguments
-from agentspec.compiler.tool_cost import inline_reason
 from agentspec.compiler.names import (
     MODULE_NAMES,
     class_name,
@@ -33,6 +32,7 @@ from agentspec.compiler.names import (
     state_attribute,
     unique_names,
 )
+from agentspec.compiler.tool_cost import inline_reason
 from agentspec.compiler.types import BOOL, FLOAT, INT, NONE, STR, ListOf, Optional, Prim, Type
 from agentspec.spec.model import McpServerSpec, TaskSpec, ToolSpec
 
@@ -503,7 +503,9 @@ def lower(checked: CheckResult, *, spec_file: str, spec_sha256: str, version: st
         model.location = location(checked, ("tools", name), spec_file)
         conditions = [condition for condition, _ in model.guards]
         effects = "\n".join(model.effects)
-        model.inline_reason = inline_reason([model.guard or "", *conditions, model.returns or "", effects])
+        model.inline_reason = inline_reason(
+            [model.guard or "", *conditions, model.returns or "", effects]
+        )
         tools.append(model)
     for served_tool, cls in zip(served, class_names[len(spec.tools) :], strict=True):
         tools.append(_mcp_tool_model(served_tool, cls))

@@ -19,7 +19,14 @@ from typing import Any, ClassVar
 from agentspec.runtime.contract import EpisodeRules, RewardComponent, ToolRules
 from agentspec.runtime.envs import AgentEnv, StepResult, ToolEnv
 from agentspec.runtime.scope import ActionView, Scope, StepView, state_fields, template
-from agentspec.runtime.tools import BaseTool, GuardMessage, ToolContext, ToolFailure, ToolOutput, cap_error
+from agentspec.runtime.tools import (
+    BaseTool,
+    GuardMessage,
+    ToolContext,
+    ToolFailure,
+    ToolOutput,
+    cap_error,
+)
 from agentspec.runtime.trajectory import Action, Event, EventKind, Observation, Step
 
 __all__ = [
