@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -119,13 +120,44 @@ class ConstantTemplate(SpecTemplate):
         return self.source
 
 
+class FieldTemplate(SpecTemplate):
+    """A template that is one `{{ root.field }}` and nothing else (a prompt of
+    `{{ sample.question }}`): rendered as the sandbox would — `root[field]`
+    through `str` — without a sandboxed render, where that is exact: `root` a
+    plain dict holding `field` (a name no dict attribute takes, so Jinja's
+    attribute lookup falls through to the item) and the text within the
+    output limit. Anything else renders in the sandbox, its errors included."""
+
+    def __init__(self, source: str, root: str, field: str):
+        from agentspec import sandbox
+
+        super().__init__(source)
+        self.root, self.field = root, field
+        self._max_output = sandbox.MAX_OUTPUT
+
+    def render(self, **variables: Any) -> str:
+        values = variables.get(self.root)
+        if type(values) is dict and self.field in values:
+            text = str(values[self.field])
+            if len(text) <= self._max_output:
+                return text
+        return super().render(**variables)
+
+
+_ONE_FIELD = re.compile(r"\{\{ *([A-Za-z_][A-Za-z0-9_]*)\.([A-Za-z_][A-Za-z0-9_]*) *\}\}")
+
+
 def template(source: str) -> SpecTemplate:
     """Compile a spec template once (at import of the generated module).
 
     Every Jinja delimiter starts with `{` and Jinja turns `\\r\\n` into `\\n`;
-    text with neither renders as itself, so it is kept as it is."""
+    text with neither renders as itself, so it is kept as it is. A lone
+    `{{ root.field }}` is a `FieldTemplate`."""
     if "{" not in source and "\r" not in source:
         return ConstantTemplate(source)
+    one_field = _ONE_FIELD.fullmatch(source)
+    if one_field is not None and not hasattr(dict, one_field.group(2)):
+        return FieldTemplate(source, one_field.group(1), one_field.group(2))
     return SpecTemplate(source)
 
 

@@ -47,6 +47,8 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
 # SpecToolEnv class → its tools' schemas and the tool format's instructions
 _TOOL_PROMPTS: dict[type, tuple[list[dict[str, Any]], str]] = {}
 
@@ -153,8 +155,12 @@ class SpecEnvMixin:
     @staticmethod
     def own_sample(sample: Mapping[str, Any]) -> dict[str, Any]:
         """The episode's private deep copy of a sample: nothing an episode does
-        reaches the caller's sample, so every episode starts from the pristine one."""
-        return copy.deepcopy(dict(sample))
+        reaches the caller's sample, so every episode starts from the pristine one.
+        (A sample of plain scalars needs only a new dict: its values cannot change.)"""
+        own = dict(sample)
+        if all(type(value) in _SCALARS for value in own.values()):
+            return own
+        return copy.deepcopy(own)
 
     def expression_error(self, where: str, exc: Exception) -> None:
         if where in self.locations:
