@@ -80,7 +80,7 @@ def test_an_episode_owns_its_sample_scalar_or_nested() -> None:
     [
         ([], True),
         (['fn.calc(s.args["expression"])'], True),
-        (['s.state.n = s.state.n + 1\nif s.state.n > 3:\n    s.done()'], True),
+        (["s.state.n = s.state.n + 1\nif s.state.n > 3:\n    s.done()"], True),
         (['s.fail("no " + s.args["item"])'], True),
         (['fn.extract(s.args["q"], "(a+)+$")'], False),  # a spec regex over model text
         (['[x for x in fn.range(s.args["n"])]'], False),
