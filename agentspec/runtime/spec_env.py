@@ -49,7 +49,8 @@ log = logging.getLogger(__name__)
 
 _SCALARS = frozenset({str, int, float, bool, type(None)})
 
-# SpecToolEnv class → its tools' schemas and the tool format's instructions
+# SpecToolEnv class → its tools, and their schemas with the format's instructions
+_TOOLS: dict[type, list[BaseTool]] = {}
 _TOOL_PROMPTS: dict[type, tuple[list[dict[str, Any]], str]] = {}
 
 
@@ -290,8 +291,18 @@ class SpecToolEnv(SpecEnvMixin, ToolEnv):
     user_template: ClassVar[Any] = None
 
     def __init__(self) -> None:
-        super().__init__([cls() for cls in self.tool_classes], self.tool_format)
+        super().__init__(self._shared_tools(), self.tool_format)
         self._init_spec()
+
+    @classmethod
+    def _shared_tools(cls) -> list[BaseTool]:
+        """One instance of each tool class for every episode of this env class:
+        spec tools keep no state of their own (the episode's is the env's,
+        reached through the call's context), so none is built per episode."""
+        tools = _TOOLS.get(cls)
+        if tools is None:
+            tools = _TOOLS[cls] = [tool_class() for tool_class in cls.tool_classes]
+        return tools
 
     def initial_messages(self, sample: Mapping[str, Any]) -> list[dict[str, str]]:
         tools, instructions = self._tool_prompt()
