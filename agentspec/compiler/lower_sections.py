@@ -14,7 +14,7 @@ from agentspec.compiler.sections import guard_path, guards_of
 from agentspec.spec.model import OracleEach, ToolSpec
 
 if TYPE_CHECKING:
-    from agentspec.compiler.lower import ExpressionWriter
+    from agentspec.compiler.expr_writer import ExpressionWriter
 
 
 @dataclass
