@@ -15,8 +15,7 @@ from typing import TYPE_CHECKING
 from agentspec.compiler.diagnostics import Diagnostic
 from agentspec.compiler.scopes import WHERE
 from agentspec.compiler.types import Type
-from agentspec.spec.source import Span
-from agentspec.spec.yaml_loader import Path
+from agentspec.spec.source import Span, dotted
 
 if TYPE_CHECKING:
     from agentspec.compiler.checker import Checker
@@ -63,14 +62,6 @@ def reserved(checker: Checker, name: str, span: Span) -> bool:
         return False
     checker.error("E410", f"names starting with '__' are not allowed: '{name}'", span)
     return True
-
-
-def dotted(path: Path) -> str:
-    """`tools.search.when` for a YAML path; list items as `[0]`."""
-    text = ""
-    for part in path:
-        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
-    return text
 
 
 def unavailable(checker: Checker, root: str, span: Span) -> None:
