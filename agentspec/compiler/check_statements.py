@@ -21,23 +21,29 @@ def check_statement(checker: Checker, statement: ast.Assign | ast.CallStatement)
     if statement.cond is not None:
         checker._expect_condition(statement.cond, checker.infer(statement.cond))
     if isinstance(statement, ast.CallStatement):
-        call = statement.call
-        signature = EFFECT_CALLS.get(call.func)
-        if signature is None:
-            what = (
-                "built-in function"
-                if call.func in BUILTINS or call.func in checker.functions
-                else "name"
-            )
-            checker.error(
-                "E306",
-                f"calling {what} '{call.func}' as a statement has no effect",
-                checker.span(call.start, call.func_end),
-                hint="an effect is `state.x = …`, `done()` or `fail(message)`",
-            )
-            return
-        checker._check_call_args(call, signature, [checker.infer(a) for a in call.args])
+        _call_statement(checker, statement.call)
+    else:
+        _assignment(checker, statement)
+
+
+def _call_statement(checker: Checker, call: ast.Call) -> None:
+    """`done()` or `fail(message)`; any other call would have no effect (E306)."""
+    signature = EFFECT_CALLS.get(call.func)
+    if signature is None:
+        known = call.func in BUILTINS or call.func in checker.functions
+        what = "built-in function" if known else "name"
+        checker.error(
+            "E306",
+            f"calling {what} '{call.func}' as a statement has no effect",
+            checker.span(call.start, call.func_end),
+            hint="an effect is `state.x = …`, `done()` or `fail(message)`",
+        )
         return
+    checker._check_call_args(call, signature, [checker.infer(a) for a in call.args])
+
+
+def _assignment(checker: Checker, statement: ast.Assign) -> None:
+    """`state.x = …` (maybe indexed, maybe `+=`): to state only, with an assignable value."""
     target = statement.target
     root, var = assignment_target(checker, target)
     if root is None:
