@@ -74,6 +74,7 @@ _PLAIN_NODES = (
     ast.IfExp,
     ast.If,
     ast.List,
+    ast.Starred,
     ast.Tuple,
     ast.Dict,
     ast.Pass,

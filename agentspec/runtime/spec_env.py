@@ -63,6 +63,9 @@ class SpecTool(BaseTool):
 
     terminal: ClassVar[bool] = False
     blocking: ClassVar[bool] = True  # expressions over model text may be CPU-bound
+    # Calls of one step run one at a time, in call order, whether in a worker
+    # thread or (`blocking = False`, bounded code) on the event loop.
+    in_call_order: ClassVar[bool] = True
     rules: ClassVar[ToolRules] = ToolRules()
     guard_text: ClassVar[str] = ""
     guard_messages: ClassVar[tuple[Any, ...]] = ()  # templates of guards with messages

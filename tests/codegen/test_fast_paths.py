@@ -17,7 +17,7 @@ from agentspec.compiler.tool_cost import inline_reason
 from agentspec.runtime.scope import ConstantTemplate, FieldTemplate, SpecTemplate, template
 from agentspec.runtime.spec_env import SpecEnvMixin
 
-from .helpers import build
+from .helpers import build, call, play
 
 SOURCES = [
     "Plain text, no syntax.",
@@ -112,3 +112,28 @@ def test_a_bounded_tool_runs_inline_and_a_regex_tool_in_a_worker(tmp_path: Path)
     tools = {tool.name: tool for tool in module.ENV_CLASS.tool_classes}
     assert tools["count"].blocking is False
     assert tools["find"].blocking is True
+
+
+def test_inline_and_worker_calls_of_one_step_apply_in_call_order(tmp_path: Path) -> None:
+    """A bounded (inline) tool waits for an earlier call running in a worker thread."""
+    module = build(
+        """
+        state:
+          log: {type: "list[str]", initial: []}
+        tools:
+          slow:
+            description: runs in a worker (a regex)
+            parameters: {text: {type: string}}
+            effect: ['state.log = state.log + [extract(args.text, "(a+)+b") or "slow"]']
+          quick:
+            description: runs inline
+            parameters: {}
+            effect: ['state.log = state.log + ["quick"]']
+        """,
+        tmp_path,
+    )
+    tools = {tool.name: tool for tool in module.ENV_CLASS.tool_classes}
+    assert tools["slow"].blocking and not tools["quick"].blocking
+    turn = call("slow", text="a" * 18 + "c") + call("quick") + call("slow", text="ab")
+    _, env = play(module, [turn, "done"])
+    assert env.state.log == ["slow", "quick", "a"]  # the first group of the match
