@@ -24,7 +24,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from runtime.helpers import CalculatorEnv, calculator_oracle, calculator_samples  # noqa: E402
 
-from agentspec.compiler.codegen import compile_spec, import_spec  # noqa: E402
+from agentspec.compiler.build import compile_spec, import_spec  # noqa: E402
 from agentspec.runtime import (  # noqa: E402
     AgentEnvLoop,
     FullHistory,

@@ -168,7 +168,7 @@ def canned_texts(sample: dict[str, Any]) -> list[str]:
 
 
 def make_task(tokenizer: Any, episodes: int) -> Task:
-    from agentspec.compiler.codegen import import_spec
+    from agentspec.compiler.build import import_spec
 
     module = import_spec(SPEC)
     samples = module.load_samples("train", limit=episodes)

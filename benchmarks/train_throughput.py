@@ -61,7 +61,7 @@ MODEL = "builtin:tiny"
 
 def setup(threads: int, prompts: int, group: int, seed: int) -> dict[str, Any]:
     """What both sides share: the compiled task, its samples, the resolved config."""
-    from agentspec.compiler.codegen import import_spec
+    from agentspec.compiler.build import import_spec
     from agentspec.runtime.backends.local.config import resolve_config
     from agentspec.runtime.backends.local.trainer import split_samples
     from agentspec.spec.model import TrainingSpec

@@ -149,7 +149,7 @@ def compile_command(
     ] = "python",
 ) -> None:
     """Generate the Python module (ToolEnv/AgentEnv, tools, flow, rewards) and manifest of a spec."""
-    from agentspec.compiler.codegen import compile_spec, write_compiled
+    from agentspec.compiler.build import compile_spec, write_compiled
     from agentspec.compiler.diagnostics import SpecError
 
     if target not in ("python", "verl"):

@@ -48,7 +48,7 @@ def run(
     from rich.console import Console
     from rich.progress import Progress
 
-    from agentspec.compiler.codegen import import_spec
+    from agentspec.compiler.build import import_spec
     from agentspec.compiler.diagnostics import SpecError
     from agentspec.runtime.spec_run import PolicyError, rollout
     from agentspec.runtime.summary import summarize
@@ -111,7 +111,7 @@ def _task_tokenizer(
     """The tokenizer a policy without one of its own uses (built from the task's
     text, cached per spec), and the folder to keep beside the trajectories."""
     if policy == "oracle" or policy.split(":")[0] in ("random", "scripted", "chat"):
-        from agentspec.compiler.codegen import cache_dir, cache_key
+        from agentspec.compiler.build import cache_dir, cache_key
         from agentspec.runtime.task_text import task_bpe_tokenizer
 
         directory = cache_dir() / cache_key(spec)[:16] / "tokenizer"

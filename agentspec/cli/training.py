@@ -46,7 +46,7 @@ def train(
 
     overrides = _overrides(set_ or [], algorithm=algorithm, backend=backend)
     try:
-        from agentspec.compiler.codegen import import_spec
+        from agentspec.compiler.build import import_spec
 
         module = import_spec(spec)
     except SpecError as exc:

@@ -8,6 +8,7 @@ own line and column.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -159,3 +160,35 @@ def truthy(node: Node) -> bool:
         return bool(node.items)
     assert isinstance(node, DictExpr)
     return bool(node.pairs)
+
+
+def same(a: Node, b: Node) -> bool:
+    """Whether two expressions are written the same (positions aside)."""
+    if type(a) is not type(b):
+        return False
+    for f in dataclasses.fields(a):
+        if f.name in ("start", "end") or f.name.endswith(("_start", "_end")):
+            continue
+        x, y = getattr(a, f.name), getattr(b, f.name)
+        if isinstance(x, tuple) and isinstance(y, tuple):
+            pairs = list(zip(_flat(x), _flat(y), strict=False))
+            if len(_flat(x)) != len(_flat(y)) or not all(_same_value(p, q) for p, q in pairs):
+                return False
+        elif not _same_value(x, y):
+            return False
+    return True
+
+
+def _flat(items: tuple[Any, ...]) -> list[Any]:
+    return [part for item in items for part in (item if isinstance(item, tuple) else (item,))]
+
+
+def _same_value(x: Any, y: Any) -> bool:
+    if isinstance(x, Node) and isinstance(y, Node):
+        return same(x, y)
+    return type(x) is type(y) and x == y
+
+
+def negates(a: Node, b: Node) -> bool:
+    """Whether `b` is `not a`."""
+    return isinstance(b, UnaryOp) and b.op == "not" and same(a, b.operand)

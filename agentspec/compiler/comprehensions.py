@@ -82,7 +82,7 @@ def _element_type(checker: Checker, iterable: Type, node: ast.Comprehension) -> 
 
 def check_local_name(checker: Checker, name: str, span: Span) -> bool:
     """E415 for a local that would hide a scope, a function or a reserved name."""
-    from agentspec.compiler.checker import ROOTS
+    from agentspec.compiler.scopes import ROOTS
 
     clash = None
     if name in ROOTS:

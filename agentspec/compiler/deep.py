@@ -32,7 +32,7 @@ from agentspec.compiler.data_check import (
     looks_like_data_path,
 )
 from agentspec.compiler.diagnostics import Diagnostic
-from agentspec.compiler.ir import CheckedSpec
+from agentspec.compiler.ir import CheckResult
 from agentspec.compiler.types import TypeSyntaxError, assignable, parse_type, python_value_type
 from agentspec.spec.yaml_loader import Path
 
@@ -43,7 +43,7 @@ REGEX_FUNCTIONS = ("extract", "extract_all", "regex_match")
 class DeepChecker(DataChecks):
     """Runs every deep check of one checked spec. Use `deep_check`."""
 
-    def __init__(self, checked: CheckedSpec, spec_dir: FsPath, import_user_code: bool):
+    def __init__(self, checked: CheckResult, spec_dir: FsPath, import_user_code: bool):
         self.checked = checked
         self.spec = checked.spec
         self.map = checked.loaded.source_map
@@ -362,7 +362,7 @@ def _is_import_path(text: str) -> bool:
 
 
 def deep_check(
-    checked: CheckedSpec, spec_dir: FsPath, *, import_user_code: bool = False
+    checked: CheckResult, spec_dir: FsPath, *, import_user_code: bool = False
 ) -> list[Diagnostic]:
     """Every deep finding of one checked spec (see the module docstring)."""
     from agentspec.compiler.oracle_check import check_oracle

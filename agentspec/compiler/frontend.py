@@ -12,7 +12,7 @@ from pathlib import Path as FsPath
 
 from agentspec.compiler.checker import check
 from agentspec.compiler.diagnostics import Diagnostic, SpecError
-from agentspec.compiler.ir import CheckedSpec
+from agentspec.compiler.ir import CheckResult
 from agentspec.spec.load import load_spec, read_source
 from agentspec.spec.source import SourceFile
 
@@ -20,7 +20,7 @@ from agentspec.spec.source import SourceFile
 @dataclass
 class FrontendResult:
     path: str
-    checked: CheckedSpec | None
+    checked: CheckResult | None
     diagnostics: list[Diagnostic] = field(default_factory=list)
     sources: dict[str, SourceFile] = field(default_factory=dict)
 
@@ -70,13 +70,13 @@ def check_file(path: str | Path, *, import_user_code: bool = False) -> FrontendR
     return check_source(source, import_user_code=import_user_code)
 
 
-def require_ok(result: FrontendResult) -> CheckedSpec:
+def require_ok(result: FrontendResult) -> CheckResult:
     """The checked spec, or a `SpecError` listing every problem."""
     if not result.ok or result.checked is None:
         raise SpecError(result.diagnostics, result.sources)
     return result.checked
 
 
-def load_checked(path: str | Path) -> CheckedSpec:
+def load_checked(path: str | Path) -> CheckResult:
     """Check a spec file; raise one `SpecError` listing every problem."""
     return require_ok(check_file(path))

@@ -24,8 +24,11 @@ class TypedExpr:
 
 
 @dataclass
-class CheckedSpec:
-    """A spec that passed every check, with its typed expressions."""
+class CheckResult:
+    """What the checker learned about a spec: its types and typed expressions.
+
+    Also returned for a spec with errors (`check` gives it with the
+    diagnostics), so it says nothing about validity: `frontend.FrontendResult.ok` does."""
 
     loaded: LoadedSpec
     state_types: dict[str, Type]

@@ -9,12 +9,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from agentspec.compiler.ir import CheckedSpec
+from agentspec.compiler.ir import CheckResult
 from agentspec.compiler.sections import guard_path, guards_of
 from agentspec.spec.model import OracleEach, ToolSpec
 
 if TYPE_CHECKING:
-    from agentspec.compiler.lower import ExpressionWriter
+    from agentspec.compiler.expr_writer import ExpressionWriter
 
 
 @dataclass
@@ -26,12 +26,12 @@ class OracleStepModel:
     each: str | None = None  # Python expression over `s` giving the items
 
 
-def location(checked: CheckedSpec, path: tuple[Any, ...], spec_file: str) -> str:
+def location(checked: CheckResult, path: tuple[Any, ...], spec_file: str) -> str:
     """`file:line` of a spec value, as the generated code reports it."""
     return f"{spec_file}:{checked.loaded.source_map.value_span(path).line}"
 
 
-def expression_locations(checked: CheckedSpec, spec_file: str, initial: bool) -> dict[str, str]:
+def expression_locations(checked: CheckResult, spec_file: str, initial: bool) -> dict[str, str]:
     """`file:line` of each expression the environment evaluates (rewards, episode
     rules, initial state), by the dotted path its errors are reported under."""
     found = {"state.initial": location(checked, ("state",), spec_file)} if initial else {}
@@ -42,7 +42,7 @@ def expression_locations(checked: CheckedSpec, spec_file: str, initial: bool) ->
 
 
 def guard_models(
-    checked: CheckedSpec, tool_name: str, tool: ToolSpec, writer: ExpressionWriter
+    checked: CheckResult, tool_name: str, tool: ToolSpec, writer: ExpressionWriter
 ) -> list[tuple[str, str]]:
     """(code of the guard's failure — its condition negated —, message template)
     of each guard with a message."""
@@ -54,7 +54,7 @@ def guard_models(
 
 
 def oracle_models(
-    checked: CheckedSpec, writer: ExpressionWriter, spec_file: str
+    checked: CheckResult, writer: ExpressionWriter, spec_file: str
 ) -> list[OracleStepModel]:
     spec = checked.spec
     assert isinstance(spec.oracle, list)

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from agentspec.compiler import check_names
 from agentspec.compiler.json_schema import schema_problems
 from agentspec.compiler.types import Type, json_schema_type
 from agentspec.spec.model import McpServerSpec, McpToolSpec, TaskSpec
@@ -66,7 +67,8 @@ def check_mcp(checker: Checker) -> None:
             continue
         for i, wanted in enumerate(server.include or []):
             if wanted not in server.tools:
-                checker._unknown(
+                check_names.unknown(
+                    checker,
                     "E705",
                     f"MCP server '{server_name}' has no pinned tool '{wanted}'",
                     source_map.value_span((*path, "include", i)),

@@ -22,7 +22,7 @@ from pathlib import Path as FsPath
 from typing import Any, cast
 
 from agentspec.compiler.diagnostics import Diagnostic
-from agentspec.compiler.ir import CheckedSpec
+from agentspec.compiler.ir import CheckResult
 from agentspec.compiler.json_schema import value_problems
 from agentspec.compiler.types import (
     BOOL,
@@ -84,7 +84,7 @@ def _object_schema(tool: ToolSpec) -> dict[str, Any]:
 
 
 class _OracleChecker:
-    def __init__(self, checked: CheckedSpec, spec_dir: FsPath):
+    def __init__(self, checked: CheckResult, spec_dir: FsPath):
         self.spec = checked.spec
         self.map = checked.loaded.source_map
         self.checked = checked
@@ -243,6 +243,6 @@ class _OracleChecker:
         self.diagnostics.append(Diagnostic(code, message, span, hint))
 
 
-def check_oracle(checked: CheckedSpec, spec_dir: FsPath) -> list[Diagnostic]:
+def check_oracle(checked: CheckResult, spec_dir: FsPath) -> list[Diagnostic]:
     """Findings about the oracle's turns and the tool format (codes E909–E912)."""
     return _OracleChecker(checked, spec_dir).run()

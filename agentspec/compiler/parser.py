@@ -191,29 +191,39 @@ def _string_start(text: str, newline: int) -> int:
 
 
 def _classify(exc: UnexpectedInput, text: str, start: str) -> ExprSyntaxError:
+    """The located diagnostic of a Lark parse error: a character no token starts
+    with, or a token the grammar does not expect there."""
     if isinstance(exc, UnexpectedCharacters):
-        pos = exc.pos_in_stream
-        ch = text[pos] if pos is not None and pos < len(text) else ""
-        pos = pos or 0
-        if ch == "=":
-            return _single_equals(pos)
-        if ch in "'\"":
-            return ExprSyntaxError("E305", "unterminated string", pos, len(text))
-        if ch == "!":
-            return ExprSyntaxError(
-                "E301",
-                "'!' is not an operator",
-                pos,
-                pos + 1,
-                hint="write `not x`, or `!=` for inequality",
-            )
-        if ch == "&" or ch == "|":
-            word = "and" if ch == "&" else "or"
-            return ExprSyntaxError(
-                "E301", f"'{ch}' is not an operator", pos, pos + 1, hint=f"write `{word}`"
-            )
-        return ExprSyntaxError("E301", f"unexpected character {ch!r}", pos, pos + 1)
+        return _unexpected_character(exc, text)
     assert isinstance(exc, UnexpectedToken)
+    return _unexpected_token(exc, text, start)
+
+
+def _unexpected_character(exc: UnexpectedCharacters, text: str) -> ExprSyntaxError:
+    pos = exc.pos_in_stream
+    ch = text[pos] if pos is not None and pos < len(text) else ""
+    pos = pos or 0
+    if ch == "=":
+        return _single_equals(pos)
+    if ch in "'\"":
+        return ExprSyntaxError("E305", "unterminated string", pos, len(text))
+    if ch == "!":
+        return ExprSyntaxError(
+            "E301",
+            "'!' is not an operator",
+            pos,
+            pos + 1,
+            hint="write `not x`, or `!=` for inequality",
+        )
+    if ch == "&" or ch == "|":
+        word = "and" if ch == "&" else "or"
+        return ExprSyntaxError(
+            "E301", f"'{ch}' is not an operator", pos, pos + 1, hint=f"write `{word}`"
+        )
+    return ExprSyntaxError("E301", f"unexpected character {ch!r}", pos, pos + 1)
+
+
+def _unexpected_token(exc: UnexpectedToken, text: str, start: str) -> ExprSyntaxError:
     token: Token = exc.token
     expected = set(exc.expected)
     at_end = token.type == "$END"

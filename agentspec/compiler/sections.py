@@ -1,9 +1,10 @@
-"""Checking the sections issue 14 added: state initial expressions, guards
-with messages, and oracle steps.
+"""The sites of a spec: every expression, statement and template, with the
+scope it may read (`all_sites`), and the checks of the sections issue 14
+added (state initial expressions, guards with messages, oracle steps).
 
-Functions of the checker (`checker` is the running `Checker`): each `*_sites` function yields the expression and
-template sites of one section, with the scopes they may read; the checker's
-visitor types them like every other site.
+Functions of the checker (`checker` is the running `Checker`): each `*_sites`
+function yields the sites of one section; the checker's visitor types them
+like every other site.
 """
 
 from __future__ import annotations
@@ -12,11 +13,13 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from agentspec.compiler import ast
+from agentspec.compiler.scopes import Scope, Site
 from agentspec.compiler.types import ANY, STR, ListOf, Type, assignable, strip_optional
 from agentspec.spec.model import GuardSpec, OracleEach, ToolSpec
+from agentspec.spec.yaml_loader import Path
 
 if TYPE_CHECKING:
-    from agentspec.compiler.checker import Checker, _Site
+    from agentspec.compiler.checker import Checker
 
 
 def guards_of(tool: ToolSpec) -> list[GuardSpec]:
@@ -40,12 +43,10 @@ def initial_is_expression(checker: Checker, name: str) -> bool:
     return isinstance(var.initial, str) and declared not in (STR, ANY)
 
 
-def initial_sites(checker: Checker) -> Iterator[_Site]:
-    from agentspec.compiler.checker import _Site
-
+def initial_sites(checker: Checker) -> Iterator[Site]:
     for name in checker.spec.state:
         if initial_is_expression(checker, name):
-            yield _Site(("state", name, "initial"), "expression", checker._scope("sample"))
+            yield Site(("state", name, "initial"), "expression", checker._scope("sample"))
 
 
 def check_initial_type(
@@ -62,32 +63,28 @@ def check_initial_type(
         )
 
 
-def guard_sites(checker: Checker, tool_name: str, tool: ToolSpec) -> Iterator[_Site]:
-    from agentspec.compiler.checker import _Site
-
+def guard_sites(checker: Checker, tool_name: str, tool: ToolSpec) -> Iterator[Site]:
     base = ("tools", tool_name)
     scope = checker._scope("state", "sample", "step", "env", "args", tool=tool_name)
     if isinstance(tool.when, str):
-        yield _Site((*base, "when"), "condition", scope, tool_name)
+        yield Site((*base, "when"), "condition", scope, tool_name)
     for i, _ in enumerate(guards_of(tool)):
         where = (*base, *guard_path(tool, i))
-        yield _Site((*where, "if"), "condition", scope, tool_name)
-        yield _Site((*where, "message"), "template", scope, tool_name)
+        yield Site((*where, "if"), "condition", scope, tool_name)
+        yield Site((*where, "message"), "template", scope, tool_name)
 
 
-def oracle_sites(checker: Checker) -> Iterator[_Site]:
-    from agentspec.compiler.checker import _Site
-
+def oracle_sites(checker: Checker) -> Iterator[Site]:
     if not isinstance(checker.spec.oracle, list):
         return
     for i, step in enumerate(checker.spec.oracle):
         if isinstance(step, OracleEach):
-            yield _Site(("oracle", i, "each"), "list", checker._scope("sample"))
+            yield Site(("oracle", i, "each"), "list", checker._scope("sample"))
             scope = checker._scope("sample")
             scope.roots.update(item=ANY, index=ANY)
-            yield _Site(("oracle", i, "action"), "template", scope)
+            yield Site(("oracle", i, "action"), "template", scope)
         else:
-            yield _Site(("oracle", i), "template", checker._scope("sample", "state", "step"))
+            yield Site(("oracle", i), "template", checker._scope("sample", "state", "step"))
 
 
 def expect_list(checker: Checker, node: ast.Node, typ: Type) -> None:
@@ -98,3 +95,67 @@ def expect_list(checker: Checker, node: ast.Node, typ: Type) -> None:
             checker.node_span(node),
             hint="e.g. `sample.moves`, or a comprehension [… for x in …]",
         )
+
+
+def all_sites(checker: Checker) -> Iterator[Site]:
+    """Every expression, statement and template of the spec, with its scope.
+
+    Ordered so that a tool's `returns` is typed before its effects read
+    `result`.
+    """
+    spec = checker.spec
+    prompt_scope = Scope(
+        {"sample": checker.sample_types, "tools": ANY, "constants": checker.constant_types}
+    )
+    yield from initial_sites(checker)
+    if spec.data is not None:
+        for name in spec.data.derived:
+            yield Site(("data", "derived", name), "expression", checker._scope("sample"))
+    yield Site(("prompt", "system"), "template", prompt_scope)
+    yield Site(("prompt", "user"), "template", prompt_scope)
+    for tool_name, tool in spec.tools.items():
+        base: Path = ("tools", tool_name)
+        yield from guard_sites(checker, tool_name, tool)
+        if tool.returns is not None:
+            yield Site(
+                (*base, "returns"),
+                "expression",
+                checker._scope("state", "args", "sample", "step", "env", tool=tool_name),
+                tool_name,
+            )
+        after = ("state", "args", "sample", "step", "env", "result")
+        for i in range(len(tool.effect)):
+            yield Site(
+                (*base, "effect", i),
+                "statement",
+                checker._scope(*after, tool=tool_name, writable=["state"]),
+                tool_name,
+            )
+        if tool.observe is not None:
+            yield Site(
+                (*base, "observe"), "template", checker._scope(*after, tool=tool_name), tool_name
+            )
+    episode_roots = ("state", "sample", "step", "env")
+    if isinstance(spec.episode.done_when, str):
+        yield Site(("episode", "done_when"), "condition", checker._scope(*episode_roots, "action"))
+    if spec.episode.anchor is not None:
+        yield Site(("episode", "anchor"), "expression", checker._scope(*episode_roots))
+    for name, reward in spec.rewards.items():
+        on_tool = reward.on.removeprefix("tool:") if reward.on.startswith("tool:") else None
+        roots = (*episode_roots, "action") + (("args", "result") if on_tool else ())
+        scope = checker._scope(*roots, tool=on_tool)
+        if isinstance(reward.value, str):
+            yield Site(
+                ("rewards", name, "value"), "number", scope, on_tool, label=f"reward '{name}'"
+            )
+        if reward.when is not None:
+            yield Site(("rewards", name, "when"), "condition", scope, on_tool)
+    if isinstance(spec.episode.success, str):
+        yield Site(
+            ("episode", "success"), "condition", checker._scope(*episode_roots, "action", "reward")
+        )
+    if spec.context.summary is not None:
+        summary = checker._scope("state", "sample", "step", "env")
+        summary.roots.update(last_observation=STR, task=STR, steps=ANY)
+        yield Site(("context", "summary"), "template", summary)
+    yield from oracle_sites(checker)

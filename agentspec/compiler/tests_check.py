@@ -11,12 +11,12 @@ import re
 from collections.abc import Iterable
 
 from agentspec.compiler.diagnostics import Diagnostic
-from agentspec.compiler.ir import CheckedSpec
+from agentspec.compiler.ir import CheckResult
 from agentspec.spec.model import TextMatch
 from agentspec.spec.yaml_loader import Path
 
 
-def check_tests(checked: CheckedSpec) -> list[Diagnostic]:
+def check_tests(checked: CheckResult) -> list[Diagnostic]:
     spec, source_map = checked.spec, checked.loaded.source_map
     found: list[Diagnostic] = []
 

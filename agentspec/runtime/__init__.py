@@ -3,7 +3,7 @@
 Layers (DESIGN.md §4): :class:`BaseTool` → :class:`ToolEnv` / :class:`AgentEnv`
 → :class:`AgentEnvLoop` / :class:`AgentFlowBase`. Importing this package does not
 import torch or transformers; ``agentspec.runtime.policies.hf.HFPolicy`` and
-``agentspec.runtime.models`` do.
+``agentspec.runtime.tiny_model`` do.
 
 How a task plugs in (what generated code subclasses and overrides):
 

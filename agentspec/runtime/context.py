@@ -335,11 +335,10 @@ class StateSummary(ContextPolicy):
         task = next((m["content"] for m in view.initial_messages if m["role"] == "user"), "")
         state = getattr(view.env, "state", None)
         if dataclasses.is_dataclass(state) and not isinstance(state, type):
+            from agentspec.runtime.scope import state_fields
+
             # Spec states: by their spec names (a keyword-named field is renamed in Python).
-            state = {
-                f.metadata.get("spec_name", f.name): getattr(state, f.name)
-                for f in dataclasses.fields(state)
-            }
+            state = state_fields(state)
         env_info = getattr(view.env, "env_info", None)
         return {
             "state": state,

@@ -191,7 +191,10 @@ class ToolEnv(AgentEnv):
         sem = self.tool_semaphore
         # Blocking tools run in worker threads; one at a time per episode, in call
         # order, as they would on the event loop (they read and write env state).
-        serial = self._blocking_calls if tool.blocking else contextlib.nullcontext()
+        # So do tools that declare `in_call_order` (spec tools that run inline),
+        # or one could change the state while a worker thread reads it.
+        in_order = tool.blocking or getattr(tool, "in_call_order", False)
+        serial = self._blocking_calls if in_order else contextlib.nullcontext()
         async with sem if sem is not None else contextlib.nullcontext(), serial:
             return await tool.run(call.arguments, ctx)
 

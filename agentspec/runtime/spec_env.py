@@ -1,27 +1,24 @@
-"""What code generated from a spec stands on: scopes, spec tools, spec environments.
+"""What code generated from a spec stands on: spec tools and spec environments.
 
 A generated module declares *what* (a `State` dataclass, tools with guards,
 effects and observations, reward components, termination rules) as small
-methods over a :class:`Scope`; the classes here do the *how* — running a tool
-call's `returns` → effects → observation, dispatching reward components on
-step events, `done_when`, success and anchors — once, for every spec.
-
-Expressions are compiled to Python over one `Scope` object `s`:
-`state.page` → `s.state.page`, `args.query` → `s.args["query"]`,
-`sample.answer` → `s.sample["answer"]`, `reward.correct` → `s.reward["correct"]`.
+functions over a `Scope` (`runtime/scope.py`), listed in the data of
+`runtime/contract.py`; the classes here do the *how* — running a tool call's
+`returns` → effects → observation, dispatching reward components on step
+events, `done_when`, success and anchors — once, for every spec.
 """
 
 from __future__ import annotations
 
 import copy
-import dataclasses
 import logging
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from agentspec.runtime.contract import EpisodeRules, RewardComponent, ToolRules
 from agentspec.runtime.envs import AgentEnv, StepResult, ToolEnv
+from agentspec.runtime.scope import ActionView, Scope, StepView, state_fields, template
 from agentspec.runtime.tools import (
     BaseTool,
     GuardMessage,
@@ -35,6 +32,7 @@ from agentspec.runtime.trajectory import Action, Event, EventKind, Observation, 
 __all__ = [
     "ActionView",
     "EnvironmentAdapter",
+    "EpisodeRules",
     "RewardComponent",
     "Scope",
     "SpecAdapterEnv",
@@ -42,152 +40,48 @@ __all__ = [
     "SpecToolEnv",
     "StepView",
     "ToolFailure",
+    "ToolRules",
+    "state_fields",
     "template",
 ]
 
 log = logging.getLogger(__name__)
 
+_SCALARS = frozenset({str, int, float, bool, type(None)})
 
-@dataclass(frozen=True)
-class ActionView:
-    """`action` in expressions: the model's turn."""
-
-    text: str = ""
-    tool: str | None = None  # the first tool called, if any
-    answer: str | None = None  # the final answer, when the turn called no tool
-
-    @staticmethod
-    def of(step: Step) -> ActionView:
-        tool = step.tool_calls[0].name if step.tool_calls else None
-        finals = [
-            e.message for e in step.events if e.kind == EventKind.FINAL and not step.tool_calls
-        ]
-        return ActionView(step.action_text, tool, finals[0] if finals else None)
-
-
-@dataclass(frozen=True)
-class StepView:
-    """`step` in expressions."""
-
-    index: int = 0
-    max_steps: int = 0
-
-
-@dataclass
-class Scope:
-    """Everything an expression may read; effects also write `state`."""
-
-    state: Any = None
-    sample: Mapping[str, Any] = field(default_factory=dict)
-    args: Mapping[str, Any] = field(default_factory=dict)
-    result: Any = None
-    action: ActionView = field(default_factory=ActionView)
-    step: StepView = field(default_factory=StepView)
-    reward: Mapping[str, float] = field(default_factory=dict)
-    env: Mapping[str, Any] = field(default_factory=dict)
-    constants: Mapping[str, Any] = field(default_factory=dict)
-    ended: bool = False
-
-    def done(self) -> None:
-        """The `done()` effect: end the episode after this step."""
-        self.ended = True
-
-    def fail(self, message: str = "the call failed") -> None:
-        """The `fail(message)` effect: stop the call; the model sees `message`."""
-        raise ToolFailure(message)
-
-    @staticmethod
-    def own(value: Any) -> Any:
-        """A container assigned to state, copied: state never aliases the
-        sample, a constant or another variable."""
-        return copy.deepcopy(value) if isinstance(value, (list, dict)) else value
-
-    @staticmethod
-    def slot(container: Any, key: Any) -> Any:
-        """A computed index, checked: a list or str index must be in range and
-        not negative (no wrapping); dict keys pass through."""
-        is_index = isinstance(key, int) and not isinstance(key, bool)
-        if isinstance(container, (list, str)) and is_index and not 0 <= key < len(container):
-            kind = "list" if isinstance(container, list) else "str"
-            raise IndexError(f"index {key} is out of range for a {kind} of length {len(container)}")
-        return key
-
-    @classmethod
-    def at(cls, container: Any, key: Any) -> Any:
-        """`container[key]` for a computed key, checked by :meth:`slot`."""
-        return container[cls.slot(container, key)]
-
-
-class SpecTemplate:
-    """A spec template (prompt, observation, oracle action), sandboxed, strict
-    and within resource limits (`runtime/sandbox.py`): a template
-    that passes one raises `TemplateLimitError`."""
-
-    def __init__(self, source: str):
-        from agentspec import sandbox
-
-        self.source = source
-        self._template = sandbox.environment().from_string(source)
-
-    def render(self, **variables: Any) -> str:
-        from agentspec import sandbox
-
-        return sandbox.render(self._template, variables)
-
-
-def template(source: str) -> SpecTemplate:
-    """Compile a spec template once (at import of the generated module)."""
-    return SpecTemplate(source)
-
-
-@dataclass(frozen=True)
-class RewardComponent:
-    """One named reward: evaluated when `on` is among the step's event keys."""
-
-    name: str
-    on: str
-    weight: float
-    value: str  # name of the method computing it
-    when: str | None = None  # name of the method guarding it
+# SpecToolEnv class → its tools, and their schemas with the format's instructions
+_TOOLS: dict[type, list[BaseTool]] = {}
+_TOOL_PROMPTS: dict[type, tuple[list[dict[str, Any]], str]] = {}
 
 
 class SpecTool(BaseTool):
     """A tool declared in a spec: guard → `returns` → effects → observation.
 
     Generated subclasses set `name`, `description`, `parameters`, `timeout`,
-    `terminal`, and override `available`, `returns`, `effects`, `observe`.
+    `terminal`, the observation template and `rules` (their expressions).
     """
 
     terminal: ClassVar[bool] = False
     blocking: ClassVar[bool] = True  # expressions over model text may be CPU-bound
+    # Calls of one step run one at a time, in call order, whether in a worker
+    # thread or (`blocking = False`, bounded code) on the event loop.
+    in_call_order: ClassVar[bool] = True
+    rules: ClassVar[ToolRules] = ToolRules()
     guard_text: ClassVar[str] = ""
     guard_messages: ClassVar[tuple[Any, ...]] = ()  # templates of guards with messages
     location: ClassVar[str] = ""  # spec file:line, for errors in the tool's expressions
     observation: ClassVar[Any] = None  # a template over args, state, result, sample, step
 
-    def available(self, s: Scope) -> bool:
-        return True
-
-    def returns(self, s: Scope) -> Any:
-        return None
-
-    def effects(self, s: Scope) -> None:
-        return None
-
-    def failed_guard(self, s: Scope) -> int | None:
-        """Index of the first guard with a message that fails, else None."""
-        return None
-
     def guard(self, args: dict[str, Any], context: ToolContext) -> str | None:
-        plain = type(self).available is SpecTool.available
-        if plain and type(self).failed_guard is SpecTool.failed_guard:
+        rules = self.rules
+        if not rules.guarded:
             return None  # no `when`: skip building a scope
         env: SpecToolEnv = context.env
         s = env.scope(args=args)
         try:
-            if not plain and not self.available(s):
+            if rules.available is not None and not rules.available(s):
                 return f"it requires {self.guard_text}"
-            failed = self.failed_guard(s)
+            failed = rules.failed_guard(s) if rules.failed_guard is not None else None
             if failed is None:
                 return None
             return GuardMessage(self.guard_messages[failed].render(**self.variables(s)))
@@ -201,9 +95,12 @@ class SpecTool(BaseTool):
     def execute_blocking(self, args: dict[str, Any], context: ToolContext) -> str | ToolOutput:
         env: SpecToolEnv = context.env
         s = env.scope(args=args)
+        rules = self.rules
         try:
-            s.result = self.returns(s)
-            self.effects(s)
+            if rules.returns is not None:
+                s.result = rules.returns(s)
+            if rules.effects is not None:
+                rules.effects(s)
         except ToolFailure:
             raise
         except Exception as exc:  # a spec expression failed: located, then a tool error
@@ -235,6 +132,7 @@ class SpecEnvMixin:
     """Reward dispatch, success and expression-error capture shared by spec envs."""
 
     reward_components: ClassVar[tuple[RewardComponent, ...]] = ()
+    rules: ClassVar[EpisodeRules] = EpisodeRules()
     max_steps: ClassVar[int] = 8
     state_class: ClassVar[type | None] = None
     constants: ClassVar[Mapping[str, Any]] = {}
@@ -248,14 +146,12 @@ class SpecEnvMixin:
         self.action = ActionView()
         self.expression_errors: list[str] = []
 
-    def initial_state(self, s: Scope) -> Any:
-        return None
-
     def new_state(self) -> Any:
         """The state an episode starts in: declared initial values, then the
         ones computed from the sample (`initial: sample.x`)."""
-        if type(self).initial_state is not SpecEnvMixin.initial_state:
-            state = self.evaluate("initial_state", self.scope(), "state.initial", default=None)
+        initial = self.rules.initial_state
+        if initial is not None:
+            state = self.evaluate(initial, self.scope(), "state.initial", default=None)
             if state is not None:
                 return state
         return self.state_class() if self.state_class is not None else None
@@ -263,8 +159,12 @@ class SpecEnvMixin:
     @staticmethod
     def own_sample(sample: Mapping[str, Any]) -> dict[str, Any]:
         """The episode's private deep copy of a sample: nothing an episode does
-        reaches the caller's sample, so every episode starts from the pristine one."""
-        return copy.deepcopy(dict(sample))
+        reaches the caller's sample, so every episode starts from the pristine one.
+        (A sample of plain scalars needs only a new dict: its values cannot change.)"""
+        own = dict(sample)
+        if all(type(value) in _SCALARS for value in own.values()):
+            return own
+        return copy.deepcopy(own)
 
     def expression_error(self, where: str, exc: Exception) -> None:
         if where in self.locations:
@@ -290,11 +190,13 @@ class SpecEnvMixin:
     def env_info(self) -> Mapping[str, Any]:
         return {}
 
-    def evaluate(self, method: str, s: Scope, where: str, default: Any = 0.0) -> Any:
+    def evaluate(
+        self, expression: Callable[[Scope], Any], s: Scope, where: str, default: Any = 0.0
+    ) -> Any:
         """Run one compiled expression; a failure (e.g. `int("abc")` on model
         output) is recorded on the step and yields `default`, never a crash."""
         try:
-            return getattr(self, method)(s)
+            return expression(s)
         except Exception as exc:
             return self._expression_error(where, exc, default)
 
@@ -341,11 +243,9 @@ class SpecEnvMixin:
             self.expression_errors = []
         return values
 
-    def is_success(self, s: Scope) -> bool | None:
-        return None
-
     def success(self, steps: Sequence[Step], results: Sequence[StepResult]) -> bool | None:
-        if type(self).is_success is SpecEnvMixin.is_success:
+        rule = self.rules.success
+        if rule is None:
             return None
         totals: dict[str, float] = {c.name: 0.0 for c in self.reward_components}
         for step in steps:
@@ -354,30 +254,26 @@ class SpecEnvMixin:
         s = self.scope(reward=totals)
         if steps:
             s.action = ActionView.of(steps[-1])
-        outcome = self.evaluate("is_success", s, "episode.success", default=False)
+        outcome = self.evaluate(rule, s, "episode.success", default=False)
         if self.expression_errors and steps:  # recorded on the last step, like its rewards' errors
             steps[-1].info.setdefault("expression_errors", []).extend(self.expression_errors)
             self.expression_errors = []
         return None if outcome is None else bool(outcome)
 
-    def is_done(self, s: Scope) -> bool:
-        return False
-
-    def anchor_key(self, s: Scope) -> Any:
-        return None
-
     def anchor(self) -> str | None:
-        if type(self).anchor_key is SpecEnvMixin.anchor_key:
+        rule = self.rules.anchor
+        if rule is None:
             return None
-        key = self.evaluate("anchor_key", self.scope(), "episode.anchor", default=None)
+        key = self.evaluate(rule, self.scope(), "episode.anchor", default=None)
         return None if key is None else str(key)
 
     def end_if_done(self, result: StepResult, action: Action) -> StepResult:
         """Apply `episode.done_when` after a step that did not end the episode."""
         self.action = ActionView(action.text)
-        if type(self).is_done is SpecEnvMixin.is_done:
+        rule = self.rules.done_when
+        if rule is None or result.done:
             return result
-        if not result.done and self.evaluate("is_done", self.scope(), "episode.done_when", False):
+        if self.evaluate(rule, self.scope(), "episode.done_when", False):
             result.done = True
             result.observation = None
             result.events.append(Event(EventKind.FINAL, message="done_when"))
@@ -398,20 +294,40 @@ class SpecToolEnv(SpecEnvMixin, ToolEnv):
     user_template: ClassVar[Any] = None
 
     def __init__(self) -> None:
-        super().__init__([cls() for cls in self.tool_classes], self.tool_format)
+        super().__init__(self._shared_tools(), self.tool_format)
         self._init_spec()
 
+    @classmethod
+    def _shared_tools(cls) -> list[BaseTool]:
+        """One instance of each tool class for every episode of this env class:
+        spec tools keep no state of their own (the episode's is the env's,
+        reached through the call's context), so none is built per episode."""
+        tools = _TOOLS.get(cls)
+        if tools is None:
+            tools = _TOOLS[cls] = [tool_class() for tool_class in cls.tool_classes]
+        return tools
+
     def initial_messages(self, sample: Mapping[str, Any]) -> list[dict[str, str]]:
-        tools = [tool.schema() for tool in self.tools.values()]
+        tools, instructions = self._tool_prompt()
         variables = {"sample": sample, "tools": tools, "constants": self.constants}
         system = self.system_template.render(**variables) if self.system_template else ""
-        if self.tools:
-            instructions = self.format.instructions(list(self.tools.values()))
+        if instructions:
             system = f"{system}\n\n{instructions}" if system else instructions
         messages = [{"role": "system", "content": system}] if system else []
         user = self.user_template.render(**variables) if self.user_template else ""
         messages.append({"role": "user", "content": user})
         return messages
+
+    def _tool_prompt(self) -> tuple[list[dict[str, Any]], str]:
+        """The tools' schemas and the format's instructions: fixed by the class
+        (its tool classes and format), so built once per class, not per episode."""
+        cls = type(self)
+        cached = _TOOL_PROMPTS.get(cls)
+        if cached is None:
+            tools = list(self.tools.values())
+            instructions = self.format.instructions(tools) if tools else ""
+            cached = _TOOL_PROMPTS[cls] = ([tool.schema() for tool in tools], instructions)
+        return cached
 
     async def reset(self, sample: Mapping[str, Any]) -> Observation:
         sample = self.own_sample(sample)
@@ -517,16 +433,6 @@ class SpecAdapterEnv(SpecEnvMixin, AgentEnv):
 
     async def close(self) -> None:
         await self.adapter.close()
-
-
-def state_fields(state: Any) -> dict[str, Any]:
-    """A state dataclass as a dict (for traces and state-summary templates)."""
-    if not dataclasses.is_dataclass(state) or isinstance(state, type):
-        return {}
-    return {
-        f.metadata.get("spec_name", f.name): getattr(state, f.name)
-        for f in dataclasses.fields(state)
-    }
 
 
 def event_keys(events: Sequence[Event]) -> set[str]:

@@ -270,7 +270,7 @@ def evaluate_policy(
 ) -> Any:
     """`agentspec eval --policy`: a named policy (`chat:URL`, `openai:URL`, `hf:PATH`,
     `random`) on the held-out samples a checkpoint is evaluated on; no torch for chat."""
-    from agentspec.compiler.codegen import cache_dir, cache_key, import_spec
+    from agentspec.compiler.build import cache_dir, cache_key, import_spec
     from agentspec.runtime.loop import run_episodes
     from agentspec.runtime.summary import summarize
     from agentspec.runtime.task_text import task_bpe_tokenizer

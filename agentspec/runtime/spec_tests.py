@@ -67,7 +67,7 @@ class SpecTestRunner:
     """Runs one spec's tests. Use `run_spec_tests`."""
 
     def __init__(self, path: Path, oracle_samples: int | None, seed: int):
-        from agentspec.compiler.codegen import import_spec
+        from agentspec.compiler.build import import_spec
         from agentspec.compiler.frontend import check_file, require_ok
 
         self.path = path
@@ -95,7 +95,7 @@ class SpecTestRunner:
     def tokenizer(self) -> Any:
         """The task tokenizer `agentspec run` uses for model-free policies (cached)."""
         if self._tokenizer is None:
-            from agentspec.compiler.codegen import cache_dir, cache_key
+            from agentspec.compiler.build import cache_dir, cache_key
             from agentspec.runtime.task_text import task_bpe_tokenizer
 
             directory = cache_dir() / cache_key(self.path)[:16] / "tokenizer"

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -57,14 +57,15 @@ def task_tokenizer(
     """
     from transformers import AutoTokenizer
 
-    from agentspec.runtime.models import build_tiny_tokenizer
+    from agentspec.runtime.tiny_model import build_tiny_tokenizer
 
-    if directory is not None and (directory / "tokenizer.json").exists():
-        return AutoTokenizer.from_pretrained(directory)
-    tokenizer = build_tiny_tokenizer(task_corpus(module, samples), vocab_size=vocab_size)
-    if directory is not None:
-        tokenizer.save_pretrained(directory)
-    return tokenizer
+    def build() -> Any:
+        tokenizer = build_tiny_tokenizer(task_corpus(module, samples), vocab_size=vocab_size)
+        if directory is not None:
+            tokenizer.save_pretrained(directory)
+        return tokenizer
+
+    return _saved_or_built(directory, AutoTokenizer.from_pretrained, build)
 
 
 def task_bpe_tokenizer(
@@ -79,14 +80,25 @@ def task_bpe_tokenizer(
     (no `[train]` extra) rolls out with the token limits training will use.
     Reads a directory written by either function.
     """
-    from agentspec.runtime.models import TINY_EOS, TINY_PAD, train_tiny_bpe
+    from agentspec.runtime.tiny_model import TINY_EOS, TINY_PAD, train_tiny_bpe
 
+    def build() -> BPETokenizer:
+        rust = train_tiny_bpe(task_corpus(module, samples), vocab_size=vocab_size)
+        if directory is not None:
+            directory.mkdir(parents=True, exist_ok=True)
+            rust.save(str(directory / "tokenizer.json"))
+            config = {"eos_token": TINY_EOS, "pad_token": TINY_PAD}
+            (directory / "tokenizer_config.json").write_text(json.dumps(config, indent=2) + "\n")
+        return BPETokenizer(rust, eos_token=TINY_EOS, pad_token=TINY_PAD)
+
+    tokenizer: BPETokenizer = _saved_or_built(directory, load_tokenizer, build)
+    return tokenizer
+
+
+def _saved_or_built(
+    directory: Path | None, load: Callable[[Path], Any], build: Callable[[], Any]
+) -> Any:
+    """The tokenizer saved in `directory`, else a new one (`build` saves it there)."""
     if directory is not None and (directory / "tokenizer.json").exists():
-        return load_tokenizer(directory)
-    rust = train_tiny_bpe(task_corpus(module, samples), vocab_size=vocab_size)
-    if directory is not None:
-        directory.mkdir(parents=True, exist_ok=True)
-        rust.save(str(directory / "tokenizer.json"))
-        config = {"eos_token": TINY_EOS, "pad_token": TINY_PAD}
-        (directory / "tokenizer_config.json").write_text(json.dumps(config, indent=2) + "\n")
-    return BPETokenizer(rust, eos_token=TINY_EOS, pad_token=TINY_PAD)
+        return load(directory)
+    return build()

@@ -21,7 +21,7 @@ from pydantic import BaseModel, ValidationError
 from agentspec.compiler.diagnostics import Diagnostic
 from agentspec.spec.model import LANGUAGE_VERSION, TaskSpec
 from agentspec.spec.scalars import clean_scalars
-from agentspec.spec.source import SourceFile
+from agentspec.spec.source import SourceFile, Span, dotted
 from agentspec.spec.yaml_loader import MAX_FILE_CHARS, Path, SourceMap, load_yaml
 
 # Keys people put in the wrong section (often following older examples).
@@ -170,9 +170,16 @@ def _schema_diagnostics(
 def _one_diagnostic(
     path: Path, error: Any, data: dict[str, Any], source_map: SourceMap
 ) -> Diagnostic:
+    """The located diagnostic of one pydantic error: about a key, else about a value."""
     kind: str = error["type"]
-    where = _dotted(path)
-    value = _get(data, path)
+    keyed = _key_diagnostic(path, kind, error, source_map)
+    if keyed is not None:
+        return keyed
+    return _value_diagnostic(path, kind, error, _get(data, path), source_map.value_span(path))
+
+
+def _key_diagnostic(path: Path, kind: str, error: Any, source_map: SourceMap) -> Diagnostic | None:
+    """An unknown, missing or badly named key (E201, E202, E204), else None."""
     if kind == "extra_forbidden":
         key = str(path[-1])
         allowed = _allowed_keys(path[:-1])
@@ -186,13 +193,13 @@ def _one_diagnostic(
                 hint = f"did you mean '{close[0]}'?"
             elif allowed:
                 hint = "allowed keys here: " + ", ".join(allowed)
-        section = _dotted(path[:-1]) or "the top level"
+        section = dotted(path[:-1]) or "the top level"
         return Diagnostic(
             "E201", f"unknown key '{key}' in {section}", source_map.key_span(path), hint
         )
     if kind == "missing":
         parent = path[:-1]
-        section = _dotted(parent) or "the spec"
+        section = dotted(parent) or "the spec"
         span = source_map.key_span(parent) if parent else source_map.value_span(())
         field = str(path[-1])
         return Diagnostic(
@@ -202,14 +209,34 @@ def _one_diagnostic(
             hint=f"add `{field}:`" + (f" under `{section}`" if parent else " at the top level"),
         )
     if error["loc"] and error["loc"][-1] == "[key]":
-        section = _dotted(path[:-1]) or "the top level"
+        section = dotted(path[:-1]) or "the top level"
         return Diagnostic(
             "E204",
             f"{path[-1]!r} is not a valid name in {section}",
             source_map.key_span(path),
             hint="names must be identifiers: letters, digits and '_', not starting with a digit",
         )
-    span = source_map.value_span(path)
+    return None
+
+
+def _type_diagnostic(where: str, kind: str, value: Any, span: Span) -> Diagnostic:
+    """A value of the wrong type (E203), with the YAML slip that usually causes it."""
+    expected = _expected(kind)
+    hint = None
+    if kind == "string_type" and isinstance(value, dict) and len(value) == 1:
+        hint = "YAML read this as a mapping because it contains ': '; quote the whole value"
+    elif expected == "a mapping" and isinstance(value, str):
+        glued = re.match(r"([A-Za-z_][\w-]*):(\S.*)", value)
+        if glued:
+            hint = f"YAML needs a space after a key's colon: `{glued[1]}: {glued[2]}`"
+    return Diagnostic(
+        "E203", f"{where or 'the spec'}: expected {expected}, got {_describe(value)}", span, hint
+    )
+
+
+def _value_diagnostic(path: Path, kind: str, error: Any, value: Any, span: Span) -> Diagnostic:
+    """A value of the wrong type, outside its allowed set, or out of range (E203–E206)."""
+    where = dotted(path)
     if kind == "finite_number":
         return Diagnostic(
             "E206",
@@ -225,20 +252,7 @@ def _one_diagnostic(
             hint=f"this agentspec reads version {LANGUAGE_VERSION}: write `agentspec: {LANGUAGE_VERSION}`",
         )
     if kind.endswith("_type") or kind.endswith("_parsing") or kind == "model_attributes_type":
-        expected = _expected(kind)
-        hint = None
-        if kind == "string_type" and isinstance(value, dict) and len(value) == 1:
-            hint = "YAML read this as a mapping because it contains ': '; quote the whole value"
-        elif expected == "a mapping" and isinstance(value, str):
-            glued = re.match(r"([A-Za-z_][\w-]*):(\S.*)", value)
-            if glued:
-                hint = f"YAML needs a space after a key's colon: `{glued[1]}: {glued[2]}`"
-        return Diagnostic(
-            "E203",
-            f"{where or 'the spec'}: expected {expected}, got {_describe(value)}",
-            span,
-            hint,
-        )
+        return _type_diagnostic(where, kind, value, span)
     if kind == "literal_error":
         expected = str(error.get("ctx", {}).get("expected", ""))
         suggestion: str | None = None
@@ -347,13 +361,6 @@ def _get(data: Any, path: Path) -> Any:
         else:
             return None
     return data
-
-
-def _dotted(path: Path) -> str:
-    text = ""
-    for part in path:
-        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
-    return text
 
 
 def _candidate_types(annotation: Any) -> list[Any]:

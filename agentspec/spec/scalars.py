@@ -20,6 +20,7 @@ import math
 from typing import Any
 
 from agentspec.compiler.diagnostics import Diagnostic
+from agentspec.spec.source import dotted
 from agentspec.spec.yaml_loader import Path, SourceMap
 
 # Paths whose values are JSON (a pattern of keys; "*" matches any one key).
@@ -54,7 +55,7 @@ def _clean(value: Any, path: Path, source_map: SourceMap, out: list[Diagnostic])
 
 def _problem(value: Any, path: Path, source_map: SourceMap, *, key: bool) -> Diagnostic | None:
     span = source_map.key_span(path) if key else source_map.value_span(path)
-    where = _dotted(path[:-1] if key else path) or "the spec"
+    where = dotted(path[:-1] if key else path) or "the spec"
     what = "a key" if key else "the value"
     if isinstance(value, (datetime.date, datetime.datetime)):
         return Diagnostic(
@@ -103,7 +104,3 @@ def _in_json(path: Path) -> bool:
         and all(p == "*" or p == part for p, part in zip(pattern, path, strict=False))
         for pattern in _JSON_PATHS
     )
-
-
-def _dotted(path: Path) -> str:
-    return "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path).lstrip(".")

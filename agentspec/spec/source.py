@@ -7,6 +7,14 @@ from dataclasses import dataclass
 from functools import cached_property
 
 
+def dotted(path: tuple[str | int, ...]) -> str:
+    """A YAML path as the user reads it: `tools.search.when`, list items as `[0]`."""
+    text = ""
+    for part in path:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
+    return text
+
+
 @dataclass(frozen=True)
 class Span:
     """A range in a file. Lines and columns are 1-based; `end_column` is exclusive."""

@@ -12,7 +12,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from agentspec.compiler.codegen import compile_spec
+from agentspec.compiler.build import compile_spec
 from agentspec.runtime import AgentEnv, ScriptedPolicy, Trajectory
 from agentspec.runtime.byte_tokenizer import ByteTokenizer
 

@@ -23,7 +23,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agentspec.compiler.codegen import compile_spec
+from agentspec.compiler.build import compile_spec
 from agentspec.compiler.frontend import check_file
 
 from .helpers import import_source

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from agentspec.compiler.codegen import compile_spec, write_compiled
+from agentspec.compiler.build import compile_spec, write_compiled
 
 ROOT = Path(__file__).resolve().parents[2]
 GOLDEN = ROOT / "tests" / "golden" / "codegen"

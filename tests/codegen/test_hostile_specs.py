@@ -152,7 +152,7 @@ tools:
 """,
         encoding="utf-8",
     )
-    from agentspec.compiler.codegen import compile_spec
+    from agentspec.compiler.build import compile_spec
 
     source = compile_spec(path).source
     imports = [line for line in source.splitlines() if line.startswith(("import ", "from "))]
@@ -204,7 +204,7 @@ rewards:
 """,
         encoding="utf-8",
     )
-    from agentspec.compiler.codegen import compile_spec
+    from agentspec.compiler.build import compile_spec
     from agentspec.compiler.frontend import check_file
 
     result = check_file(path)

@@ -220,7 +220,7 @@ def test_an_empty_action_ends_the_oracle(tmp_path: Path) -> None:
 
 
 def test_the_valid_corpus_spec_of_these_constructs_runs(tmp_path: Path) -> None:
-    from agentspec.compiler.codegen import compile_spec
+    from agentspec.compiler.build import compile_spec
 
     from .helpers import import_source
 

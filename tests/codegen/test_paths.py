@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from agentspec.compiler.codegen import compile_spec, import_spec
+from agentspec.compiler.build import compile_spec, import_spec
 
 ROOT = Path(__file__).resolve().parents[2]
 

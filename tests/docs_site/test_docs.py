@@ -134,7 +134,7 @@ rewards:
 
 
 def test_the_user_generator_example_works(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from agentspec.compiler.codegen import import_spec
+    from agentspec.compiler.build import import_spec
     from agentspec.compiler.frontend import check_file
 
     page = (DOCS / "library.md").read_text(encoding="utf-8")

@@ -127,7 +127,7 @@ def test_the_oracle_succeeds_through_the_server(tmp_path: Path) -> None:
 
 def _episode(spec: Path, turns: list[str]) -> Any:
     """One scripted episode, tokenised by the task tokenizer (as `agentspec run` does)."""
-    from agentspec.compiler.codegen import import_spec
+    from agentspec.compiler.build import import_spec
     from agentspec.runtime import ScriptedPolicy, run_episodes
     from agentspec.runtime.task_text import task_bpe_tokenizer
 

@@ -61,14 +61,14 @@ def run(spec: str, policy: str, episodes: int, out: Path, *extra: str) -> RunRes
 
 def load(spec: str) -> ModuleType:
     """The generated module of a shipped spec (compiled into the test cache)."""
-    from agentspec.compiler.codegen import import_spec
+    from agentspec.compiler.build import import_spec
 
     return import_spec(SPECS / f"{spec}.yaml")
 
 
 def tokenizer_of(module: ModuleType) -> Any:
     """The task tokenizer `agentspec run` gives oracle and scripted policies."""
-    from agentspec.compiler.codegen import cache_dir
+    from agentspec.compiler.build import cache_dir
     from agentspec.runtime.task_text import task_tokenizer
 
     directory = cache_dir() / "recipe-tokenizers" / module.SPEC_NAME

@@ -205,7 +205,7 @@ def calculator(tmp_path_factory: pytest.TempPathFactory) -> Any:
     import os
 
     os.environ.setdefault("AGENTSPEC_CACHE", str(tmp_path_factory.mktemp("cache")))
-    from agentspec.compiler.codegen import import_spec
+    from agentspec.compiler.build import import_spec
 
     return import_spec(CALCULATOR)
 

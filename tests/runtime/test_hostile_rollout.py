@@ -41,7 +41,7 @@ HOSTILE: dict[str, list[str]] = {
 
 
 def _load() -> Any:
-    from agentspec.compiler.codegen import import_spec
+    from agentspec.compiler.build import import_spec
 
     return import_spec(SPEC)
 

@@ -163,7 +163,7 @@ def test_special_token_text_in_an_observation_is_text_byte_tokenizer() -> None:
 
 
 def test_special_token_text_is_text_hf_tokenizer() -> None:
-    from agentspec.runtime.models import SPECIAL_TOKENS, build_tiny_tokenizer
+    from agentspec.runtime.tiny_model import SPECIAL_TOKENS, build_tiny_tokenizer
 
     tok = build_tiny_tokenizer(["hello world, the tool said 42"] * 20, vocab_size=400)
     chat = ChatTemplate()

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from agentspec.compiler.codegen import compile_spec
+from agentspec.compiler.build import compile_spec
 from agentspec.registry import UnknownNameError
 from agentspec.runtime.algorithms.presets import ALGORITHMS
 from agentspec.runtime.context import CONTEXT_POLICIES

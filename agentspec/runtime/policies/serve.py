@@ -111,8 +111,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--port", type=int, default=8000)
     parser.add_argument("--name", default=None, help="model name reported by the API")
     args = parser.parse_args(argv)
-    from agentspec.runtime.models import load_tiny
     from agentspec.runtime.policies.hf import HFPolicy
+    from agentspec.runtime.tiny_model import load_tiny
 
     model, tokenizer = load_tiny(args.model_dir)
     server = CompletionServer(

@@ -18,8 +18,10 @@ from agentspec.runtime import (
     Tokenizer,
     make_context_policy,
 )
+from agentspec.runtime.contract import EpisodeRules, RewardComponent, ToolRules
 from agentspec.runtime.oracle import OracleStep, oracle_turns
-from agentspec.runtime.spec_env import RewardComponent, Scope, SpecTool, SpecToolEnv, template
+from agentspec.runtime.scope import Scope, template
+from agentspec.runtime.spec_env import SpecTool, SpecToolEnv
 from agentspec.stdlib.data import load_samples as load_source
 from agentspec.stdlib.functions import fn
 
@@ -99,21 +101,28 @@ class GetReservationTool(SpecTool):
     }
     timeout = 30.0
     location = "airline_service.yaml:38"
+    # Bounded expressions (no loops, regexes or user functions): no worker thread.
+    blocking = False
     observation = template(
         "{{ args.reservation_id }}: {{ result.user }}, flight {{ result.flight }} ({{ state.db.flights[result.flight].origin }} to {{ state.db.flights[result.flight].destination }}), {{ result.passengers }} passenger(s), {{ result.cabin }} cabin, {{ result.status }}."
     )
     guard_messages = (template("No reservation {{ args.reservation_id }}."),)
 
-    def failed_guard(self, s: Scope) -> int | None:
+    @staticmethod
+    def failed_guard(s: Scope) -> int | None:
         if s.args["reservation_id"] not in s.state.db["reservations"]:
             return 0
         return None
 
-    def returns(self, s: Scope) -> Any:
+    @staticmethod
+    def returns(s: Scope) -> Any:
         return s.at(s.state.db["reservations"], s.args["reservation_id"])
 
-    def effects(self, s: Scope) -> None:
+    @staticmethod
+    def effects(s: Scope) -> None:
         s.state.verified = s.state.verified or s.args["reservation_id"] == s.sample["reservation"]
+
+    rules = ToolRules(failed_guard=failed_guard, returns=returns, effects=effects)
 
 
 class FindFlightsTool(SpecTool):
@@ -131,12 +140,15 @@ class FindFlightsTool(SpecTool):
         "{% for f in result %}{{ f.id }} on {{ f.date }}: ${{ f.price }}, {{ f.seats }} seat(s) free. {% else %}No flights from {{ args.origin }} to {{ args.destination }}.{% endfor %}"
     )
 
-    def returns(self, s: Scope) -> Any:
+    @staticmethod
+    def returns(s: Scope) -> Any:
         return [
             {"id": id, "date": f["date"], "price": f["price"], "seats": f["seats"]}
             for id, f in fn.items(s.state.db["flights"])
             if f["origin"] == s.args["origin"] and f["destination"] == s.args["destination"]
         ]
+
+    rules = ToolRules(returns=returns)
 
 
 class ChangeFlightTool(SpecTool):
@@ -150,6 +162,8 @@ class ChangeFlightTool(SpecTool):
     }
     timeout = 30.0
     location = "airline_service.yaml:64"
+    # Bounded expressions (no loops, regexes or user functions): no worker thread.
+    blocking = False
     observation = template(
         "Reservation {{ args.reservation_id }} is now on flight {{ args.flight_id }}."
     )
@@ -165,7 +179,8 @@ class ChangeFlightTool(SpecTool):
         ),
     )
 
-    def failed_guard(self, s: Scope) -> int | None:
+    @staticmethod
+    def failed_guard(s: Scope) -> int | None:
         if not (
             s.args["reservation_id"] in s.state.db["reservations"]
             and s.args["flight_id"] in s.state.db["flights"]
@@ -195,12 +210,15 @@ class ChangeFlightTool(SpecTool):
             return 4
         return None
 
-    def effects(self, s: Scope) -> None:
+    @staticmethod
+    def effects(s: Scope) -> None:
         booking = s.at(s.state.db["reservations"], s.args["reservation_id"])
         passengers = booking["passengers"]
         s.at(s.state.db["flights"], booking["flight"])["seats"] += s.own(passengers)
         s.at(s.state.db["flights"], s.args["flight_id"])["seats"] -= s.own(passengers)
         s.at(s.state.db["reservations"], s.args["reservation_id"])["flight"] = s.args["flight_id"]
+
+    rules = ToolRules(failed_guard=failed_guard, effects=effects)
 
 
 class CancelReservationTool(SpecTool):
@@ -214,6 +232,8 @@ class CancelReservationTool(SpecTool):
     }
     timeout = 30.0
     location = "airline_service.yaml:89"
+    # Bounded expressions (no loops, regexes or user functions): no worker thread.
+    blocking = False
     observation = template("Reservation {{ args.reservation_id }} is cancelled.")
     guard_messages = (
         template("No reservation {{ args.reservation_id }}."),
@@ -226,7 +246,8 @@ class CancelReservationTool(SpecTool):
         ),
     )
 
-    def failed_guard(self, s: Scope) -> int | None:
+    @staticmethod
+    def failed_guard(s: Scope) -> int | None:
         if s.args["reservation_id"] not in s.state.db["reservations"]:
             return 0
         if s.at(s.state.db["reservations"], s.args["reservation_id"])["user"] != s.sample["user"]:
@@ -240,10 +261,13 @@ class CancelReservationTool(SpecTool):
             return 3
         return None
 
-    def effects(self, s: Scope) -> None:
+    @staticmethod
+    def effects(s: Scope) -> None:
         booking = s.at(s.state.db["reservations"], s.args["reservation_id"])
         s.at(s.state.db["flights"], booking["flight"])["seats"] += s.own(booking["passengers"])
         s.at(s.state.db["reservations"], s.args["reservation_id"])["status"] = "cancelled"
+
+    rules = ToolRules(failed_guard=failed_guard, effects=effects)
 
 
 class AirlineServiceEnv(SpecToolEnv):
@@ -271,26 +295,32 @@ class AirlineServiceEnv(SpecToolEnv):
     user_template = template(
         'I am {{ sample.user }}. Please {% if sample.kind == "change" %}move my reservation {{ sample.reservation }} to the cheapest other flight on the same route{% else %}cancel my reservation {{ sample.reservation }}{% endif %}.'
     )
-    reward_components = (
-        RewardComponent("database", on="final", weight=1.0, value="reward_0"),
-        RewardComponent("policy_violation", on="guard_failed", weight=1.0, value="reward_1"),
-    )
 
-    def initial_state(self, s: Scope) -> State:
+    @staticmethod
+    def initial_state(s: Scope) -> State:
         initial = State()
         initial.db = s.own(s.sample["db"])
         return initial
 
-    def reward_0(self, s: Scope) -> float:
+    @staticmethod
+    def reward_0(s: Scope) -> float:
         """database (on final): 1.0 if state.verified and state.db == sample.expected_db else 0.0"""
         return 1.0 if s.state.verified and s.state.db == s.sample["expected_db"] else 0.0
 
-    def reward_1(self, s: Scope) -> float:
+    @staticmethod
+    def reward_1(s: Scope) -> float:
         """policy_violation (on guard_failed): -0.5"""
         return -0.5
 
-    def is_success(self, s: Scope) -> bool | None:
+    @staticmethod
+    def is_success(s: Scope) -> bool | None:
         return bool(s.reward["database"] == 1.0)
+
+    reward_components = (
+        RewardComponent("database", on="final", weight=1.0, value=reward_0),
+        RewardComponent("policy_violation", on="guard_failed", weight=1.0, value=reward_1),
+    )
+    rules = EpisodeRules(initial_state=initial_state, success=is_success)
 
 
 class AirlineServiceFlow(AgentEnvLoop):

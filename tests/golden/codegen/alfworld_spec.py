@@ -19,7 +19,9 @@ from agentspec.runtime import (
     Tokenizer,
     make_context_policy,
 )
-from agentspec.runtime.spec_env import RewardComponent, Scope, SpecAdapterEnv, template
+from agentspec.runtime.contract import EpisodeRules, RewardComponent
+from agentspec.runtime.scope import Scope, template
+from agentspec.runtime.spec_env import SpecAdapterEnv
 from agentspec.stdlib.adapters import make_adapter
 from agentspec.stdlib.data import load_samples as load_source
 
@@ -98,20 +100,26 @@ class AlfworldEnv(SpecAdapterEnv):
         "You are playing a text game. Reach the goal the game describes. Reply with\nexactly one command per turn, chosen from the admissible commands.\n"
     )
     user_template = template("Your task starts now.")
-    reward_components = (RewardComponent("win", on="final", weight=1.0, value="reward_0"),)
 
-    def reward_0(self, s: Scope) -> float:
+    @staticmethod
+    def reward_0(s: Scope) -> float:
         """win (on final): 1.0 if env.won else 0.0"""
         return 1.0 if s.env.get("won") else 0.0
 
-    def is_success(self, s: Scope) -> bool | None:
+    @staticmethod
+    def is_success(s: Scope) -> bool | None:
         return bool(s.env.get("won") == True)
 
-    def is_done(self, s: Scope) -> bool:
+    @staticmethod
+    def is_done(s: Scope) -> bool:
         return bool(s.env.get("done"))
 
-    def anchor_key(self, s: Scope) -> Any:
+    @staticmethod
+    def anchor_key(s: Scope) -> Any:
         return s.env.get("observation")
+
+    reward_components = (RewardComponent("win", on="final", weight=1.0, value=reward_0),)
+    rules = EpisodeRules(success=is_success, done_when=is_done, anchor=anchor_key)
 
 
 class AlfworldFlow(AgentEnvLoop):

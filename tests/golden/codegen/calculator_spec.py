@@ -18,8 +18,10 @@ from agentspec.runtime import (
     Tokenizer,
     make_context_policy,
 )
+from agentspec.runtime.contract import EpisodeRules, RewardComponent, ToolRules
 from agentspec.runtime.oracle import OracleStep, oracle_turns
-from agentspec.runtime.spec_env import RewardComponent, Scope, SpecTool, SpecToolEnv, template
+from agentspec.runtime.scope import Scope, template
+from agentspec.runtime.spec_env import SpecTool, SpecToolEnv
 from agentspec.stdlib.data import load_samples as load_source
 from agentspec.stdlib.functions import fn
 
@@ -89,9 +91,14 @@ class CalculatorTool(SpecTool):
     }
     timeout = 30.0
     location = "calculator.yaml:19"
+    # Bounded expressions (no loops, regexes or user functions): no worker thread.
+    blocking = False
 
-    def returns(self, s: Scope) -> Any:
+    @staticmethod
+    def returns(s: Scope) -> Any:
         return fn.calc(s.args["expression"])
+
+    rules = ToolRules(returns=returns)
 
 
 class CalculatorEnv(SpecToolEnv):
@@ -110,12 +117,9 @@ class CalculatorEnv(SpecToolEnv):
         "Use the calculator tool to compute the result, then answer as <answer>N</answer>."
     )
     user_template = template("{{ sample.question }}")
-    reward_components = (
-        RewardComponent("correct", on="final", weight=1.0, value="reward_0"),
-        RewardComponent("malformed", on="parse_error", weight=1.0, value="reward_1"),
-    )
 
-    def reward_0(self, s: Scope) -> float:
+    @staticmethod
+    def reward_0(s: Scope) -> float:
         """correct (on final): 1.0 if number(extract(action.text, '<answer>(.*?)</answer>')) == sample.answer else 0.0"""
         return (
             1.0
@@ -123,12 +127,20 @@ class CalculatorEnv(SpecToolEnv):
             else 0.0
         )
 
-    def reward_1(self, s: Scope) -> float:
+    @staticmethod
+    def reward_1(s: Scope) -> float:
         """malformed (on parse_error): -0.2"""
         return -0.2
 
-    def is_success(self, s: Scope) -> bool | None:
+    @staticmethod
+    def is_success(s: Scope) -> bool | None:
         return bool(s.reward["correct"] == 1.0)
+
+    reward_components = (
+        RewardComponent("correct", on="final", weight=1.0, value=reward_0),
+        RewardComponent("malformed", on="parse_error", weight=1.0, value=reward_1),
+    )
+    rules = EpisodeRules(success=is_success)
 
 
 class CalculatorFlow(AgentEnvLoop):

@@ -18,8 +18,10 @@ from agentspec.runtime import (
     Tokenizer,
     make_context_policy,
 )
+from agentspec.runtime.contract import EpisodeRules, RewardComponent, ToolRules
 from agentspec.runtime.oracle import OracleStep, oracle_turns
-from agentspec.runtime.spec_env import RewardComponent, Scope, SpecTool, SpecToolEnv, template
+from agentspec.runtime.scope import Scope, template
+from agentspec.runtime.spec_env import SpecTool, SpecToolEnv
 from agentspec.stdlib.data import load_samples as load_source
 from agentspec.stdlib.functions import fn
 
@@ -97,9 +99,12 @@ class MoveTool(SpecTool):
     }
     timeout = 30.0
     location = "gridworld.yaml:26"
+    # Bounded expressions (no loops, regexes or user functions): no worker thread.
+    blocking = False
     observation = template("You are at column {{ state.x }}, row {{ state.y }}.")
 
-    def effects(self, s: Scope) -> None:
+    @staticmethod
+    def effects(s: Scope) -> None:
         delta = s.at(s.constants["moves"], s.args["direction"])
         nx = s.state.x + delta[0]
         ny = s.state.y + delta[1]
@@ -114,6 +119,8 @@ class MoveTool(SpecTool):
         s.state.y = ny
         if [nx, ny] == s.sample["goal"]:
             s.done()
+
+    rules = ToolRules(effects=effects)
 
 
 class GridworldEnv(SpecToolEnv):
@@ -137,30 +144,37 @@ class GridworldEnv(SpecToolEnv):
     user_template = template(
         "Reach the goal at column {{ sample.goal[0] }}, row {{ sample.goal[1] }}."
     )
-    reward_components = (
-        RewardComponent("goal", on="final", weight=1.0, value="reward_0"),
-        RewardComponent("bump", on="tool_error:move", weight=1.0, value="reward_1"),
-    )
 
-    def initial_state(self, s: Scope) -> State:
+    @staticmethod
+    def initial_state(s: Scope) -> State:
         initial = State()
         initial.x = s.own(s.sample["start"][0])
         initial.y = s.own(s.sample["start"][1])
         return initial
 
-    def reward_0(self, s: Scope) -> float:
+    @staticmethod
+    def reward_0(s: Scope) -> float:
         """goal (on final): 1.0 if [state.x, state.y] == sample.goal else 0.0"""
         return 1.0 if [s.state.x, s.state.y] == s.sample["goal"] else 0.0
 
-    def reward_1(self, s: Scope) -> float:
+    @staticmethod
+    def reward_1(s: Scope) -> float:
         """bump (on tool_error:move): -0.05"""
         return -0.05
 
-    def is_success(self, s: Scope) -> bool | None:
+    @staticmethod
+    def is_success(s: Scope) -> bool | None:
         return bool(s.reward["goal"] == 1.0)
 
-    def anchor_key(self, s: Scope) -> Any:
+    @staticmethod
+    def anchor_key(s: Scope) -> Any:
         return fn.str(s.state.x) + "," + fn.str(s.state.y)
+
+    reward_components = (
+        RewardComponent("goal", on="final", weight=1.0, value=reward_0),
+        RewardComponent("bump", on="tool_error:move", weight=1.0, value=reward_1),
+    )
+    rules = EpisodeRules(initial_state=initial_state, success=is_success, anchor=anchor_key)
 
 
 class GridworldFlow(AgentEnvLoop):

@@ -18,8 +18,10 @@ from agentspec.runtime import (
     Tokenizer,
     make_context_policy,
 )
+from agentspec.runtime.contract import EpisodeRules, RewardComponent, ToolRules
 from agentspec.runtime.oracle import OracleStep, oracle_turns
-from agentspec.runtime.spec_env import RewardComponent, Scope, SpecTool, SpecToolEnv, template
+from agentspec.runtime.scope import Scope, template
+from agentspec.runtime.spec_env import SpecTool, SpecToolEnv
 from agentspec.stdlib.data import load_samples as load_source
 from agentspec.stdlib.functions import fn
 from agentspec.stdlib.user import UserFunctions
@@ -97,9 +99,14 @@ class CalculatorTool(SpecTool):
     }
     timeout = 30.0
     location = "gsm8k.yaml:32"
+    # Bounded expressions (no loops, regexes or user functions): no worker thread.
+    blocking = False
 
-    def returns(self, s: Scope) -> Any:
+    @staticmethod
+    def returns(s: Scope) -> Any:
         return fn.calc(s.args["expression"])
+
+    rules = ToolRules(returns=returns)
 
 
 class Gsm8kEnv(SpecToolEnv):
@@ -119,28 +126,34 @@ class Gsm8kEnv(SpecToolEnv):
         "Solve the maths problem step by step. Use the calculator tool for arithmetic.\nWhen you know the result, reply with only the final number as <answer>N</answer>.\n"
     )
     user_template = template("{{ sample.question }}")
-    reward_components = (
-        RewardComponent("correct", on="final", weight=1.0, value="reward_0"),
-        RewardComponent("format", on="final", weight=1.0, value="reward_1"),
-        RewardComponent("malformed", on="parse_error", weight=1.0, value="reward_2"),
-    )
 
-    def reward_0(self, s: Scope) -> float:
+    @staticmethod
+    def reward_0(s: Scope) -> float:
         """correct (on final): numeric_match(extract(action.text, '<answer>(.*?)</answer>'), sample.answer)"""
         return user.numeric_match(
             fn.extract(s.action.text, "<answer>(.*?)</answer>"), s.sample["answer"]
         )
 
-    def reward_1(self, s: Scope) -> float:
+    @staticmethod
+    def reward_1(s: Scope) -> float:
         """format (on final): 0.0 if regex_match(action.text, '<answer>.*?</answer>') else -0.2"""
         return 0.0 if fn.regex_match(s.action.text, "<answer>.*?</answer>") else -0.2
 
-    def reward_2(self, s: Scope) -> float:
+    @staticmethod
+    def reward_2(s: Scope) -> float:
         """malformed (on parse_error): -0.2"""
         return -0.2
 
-    def is_success(self, s: Scope) -> bool | None:
+    @staticmethod
+    def is_success(s: Scope) -> bool | None:
         return bool(s.reward["correct"] == 1.0)
+
+    reward_components = (
+        RewardComponent("correct", on="final", weight=1.0, value=reward_0),
+        RewardComponent("format", on="final", weight=1.0, value=reward_1),
+        RewardComponent("malformed", on="parse_error", weight=1.0, value=reward_2),
+    )
+    rules = EpisodeRules(success=is_success)
 
 
 class Gsm8kFlow(AgentEnvLoop):

@@ -18,8 +18,10 @@ from agentspec.runtime import (
     Tokenizer,
     make_context_policy,
 )
+from agentspec.runtime.contract import EpisodeRules, RewardComponent, ToolRules
 from agentspec.runtime.oracle import OracleStep, oracle_turns
-from agentspec.runtime.spec_env import RewardComponent, Scope, SpecTool, SpecToolEnv, template
+from agentspec.runtime.scope import Scope, template
+from agentspec.runtime.spec_env import SpecTool, SpecToolEnv
 from agentspec.stdlib.data import load_samples as load_source
 from agentspec.stdlib.functions import fn
 from agentspec.stdlib.user import UserFunctions
@@ -112,8 +114,11 @@ class SearchTool(SpecTool):
     timeout = 30.0
     location = "hotpotqa.yaml:29"
 
-    def returns(self, s: Scope) -> Any:
+    @staticmethod
+    def returns(s: Scope) -> Any:
         return user.search(s.args["query"])
+
+    rules = ToolRules(returns=returns)
 
 
 class HotpotqaEnv(SpecToolEnv):
@@ -133,29 +138,35 @@ class HotpotqaEnv(SpecToolEnv):
         "Answer the question. Search the Wikipedia paragraphs as often as you need\n(one fact at a time), then reply with only the answer as <answer>…</answer>.\n"
     )
     user_template = template("Question: {{ sample.question }}")
-    reward_components = (
-        RewardComponent("f1", on="final", weight=1.0, value="reward_0"),
-        RewardComponent("format", on="final", weight=1.0, value="reward_1"),
-        RewardComponent("malformed", on="parse_error", weight=1.0, value="reward_2"),
-    )
 
-    def reward_0(self, s: Scope) -> float:
+    @staticmethod
+    def reward_0(s: Scope) -> float:
         """f1 (on final): f1(extract(action.text, '<answer>(.*?)</answer>'), sample.answer)"""
         return fn.f1(fn.extract(s.action.text, "<answer>(.*?)</answer>"), s.sample["answer"])
 
-    def reward_1(self, s: Scope) -> float:
+    @staticmethod
+    def reward_1(s: Scope) -> float:
         """format (on final): 0.0 if regex_match(action.text, '<answer>.*?</answer>') else -0.2"""
         return 0.0 if fn.regex_match(s.action.text, "<answer>.*?</answer>") else -0.2
 
-    def reward_2(self, s: Scope) -> float:
+    @staticmethod
+    def reward_2(s: Scope) -> float:
         """malformed (on parse_error): -0.2"""
         return -0.2
 
-    def is_success(self, s: Scope) -> bool | None:
+    @staticmethod
+    def is_success(s: Scope) -> bool | None:
         return bool(
             fn.exact_match(fn.extract(s.action.text, "<answer>(.*?)</answer>"), s.sample["answer"])
             == 1.0
         )
+
+    reward_components = (
+        RewardComponent("f1", on="final", weight=1.0, value=reward_0),
+        RewardComponent("format", on="final", weight=1.0, value=reward_1),
+        RewardComponent("malformed", on="parse_error", weight=1.0, value=reward_2),
+    )
+    rules = EpisodeRules(success=is_success)
 
 
 class HotpotqaFlow(AgentEnvLoop):

@@ -18,8 +18,10 @@ from agentspec.runtime import (
     Tokenizer,
     make_context_policy,
 )
+from agentspec.runtime.contract import EpisodeRules, RewardComponent, ToolRules
 from agentspec.runtime.oracle import OracleStep, oracle_turns
-from agentspec.runtime.spec_env import RewardComponent, Scope, SpecTool, SpecToolEnv, template
+from agentspec.runtime.scope import Scope, template
+from agentspec.runtime.spec_env import SpecTool, SpecToolEnv
 from agentspec.stdlib.data import load_samples as load_source
 from agentspec.stdlib.functions import fn
 
@@ -105,14 +107,16 @@ class OrderTool(SpecTool):
         template("{{ args.item }} is out of stock."),
     )
 
-    def failed_guard(self, s: Scope) -> int | None:
+    @staticmethod
+    def failed_guard(s: Scope) -> int | None:
         if not fn.len(s.state.orders) < s.constants["max_orders"]:
             return 0
         if not fn.get(s.state.stock, s.args["item"], 0) > 0:
             return 1
         return None
 
-    def effects(self, s: Scope) -> None:
+    @staticmethod
+    def effects(s: Scope) -> None:
         price = fn.get(s.constants["prices"], s.args["item"], 1)
         if price > s.state.budget:
             s.fail("not enough money for " + s.args["item"])
@@ -122,6 +126,8 @@ class OrderTool(SpecTool):
         s.state.stock = s.own({k: n for k, n in fn.items(s.state.stock) if n > 0})
         if fn.all([w in s.state.orders for w in s.sample["wanted"]]):
             s.done()
+
+    rules = ToolRules(failed_guard=failed_guard, effects=effects)
 
 
 class CountTool(SpecTool):
@@ -136,12 +142,15 @@ class CountTool(SpecTool):
     timeout = 30.0
     location = "collections_and_guards.yaml:37"
 
-    def returns(self, s: Scope) -> Any:
+    @staticmethod
+    def returns(s: Scope) -> Any:
         return (
             fn.sum(fn.values(s.state.stock))
             if s.args["item"] == "all"
             else fn.get(s.state.stock, s.args["item"], 0)
         )
+
+    rules = ToolRules(returns=returns)
 
 
 class InventoryEnv(SpecToolEnv):
@@ -165,13 +174,9 @@ class InventoryEnv(SpecToolEnv):
     user_template = template(
         "Order {{ sample.wanted | join(', ') }}; at most {{ constants.max_orders }} orders."
     )
-    reward_components = (
-        RewardComponent("complete", on="final", weight=1.0, value="reward_0"),
-        RewardComponent("refused", on="guard_failed", weight=1.0, value="reward_1"),
-        RewardComponent("failed_order", on="tool_error:order", weight=1.0, value="reward_2"),
-    )
 
-    def initial_state(self, s: Scope) -> State:
+    @staticmethod
+    def initial_state(s: Scope) -> State:
         initial = State()
         initial.stock = s.own(s.sample["stock"])
         initial.budget = s.own(
@@ -180,20 +185,31 @@ class InventoryEnv(SpecToolEnv):
         )
         return initial
 
-    def reward_0(self, s: Scope) -> float:
+    @staticmethod
+    def reward_0(s: Scope) -> float:
         """complete (on final): 1.0 if all([w in state.orders for w in sample.wanted]) else 0.0"""
         return 1.0 if fn.all([w in s.state.orders for w in s.sample["wanted"]]) else 0.0
 
-    def reward_1(self, s: Scope) -> float:
+    @staticmethod
+    def reward_1(s: Scope) -> float:
         """refused (on guard_failed): -0.5"""
         return -0.5
 
-    def reward_2(self, s: Scope) -> float:
+    @staticmethod
+    def reward_2(s: Scope) -> float:
         """failed_order (on tool_error:order): -0.1"""
         return -0.1
 
-    def is_success(self, s: Scope) -> bool | None:
+    @staticmethod
+    def is_success(s: Scope) -> bool | None:
         return bool(s.reward["complete"] == 1.0)
+
+    reward_components = (
+        RewardComponent("complete", on="final", weight=1.0, value=reward_0),
+        RewardComponent("refused", on="guard_failed", weight=1.0, value=reward_1),
+        RewardComponent("failed_order", on="tool_error:order", weight=1.0, value=reward_2),
+    )
+    rules = EpisodeRules(initial_state=initial_state, success=is_success)
 
 
 class InventoryFlow(AgentEnvLoop):

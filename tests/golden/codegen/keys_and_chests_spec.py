@@ -18,8 +18,10 @@ from agentspec.runtime import (
     Tokenizer,
     make_context_policy,
 )
+from agentspec.runtime.contract import EpisodeRules, RewardComponent, ToolRules
 from agentspec.runtime.oracle import OracleStep, oracle_turns
-from agentspec.runtime.spec_env import RewardComponent, Scope, SpecTool, SpecToolEnv, template
+from agentspec.runtime.scope import Scope, template
+from agentspec.runtime.spec_env import SpecTool, SpecToolEnv
 from agentspec.stdlib.data import load_samples as load_source
 from agentspec.stdlib.functions import fn
 
@@ -103,11 +105,14 @@ class TakeTool(SpecTool):
     }
     timeout = 30.0
     location = "keys_and_chests.yaml:28"
+    # Bounded expressions (no loops, regexes or user functions): no worker thread.
+    blocking = False
     observation = template(
         "You take the {{ 'door key' if state.room == sample.chest_room else 'small key' }}."
     )
 
-    def effects(self, s: Scope) -> None:
+    @staticmethod
+    def effects(s: Scope) -> None:
         if s.args["item"] != "key":
             s.fail("there is no " + s.args["item"] + " here")
         if not (
@@ -122,6 +127,8 @@ class TakeTool(SpecTool):
         s.state.has_door_key = s.state.has_door_key or s.state.room == s.sample["chest_room"]
         s.state.has_small_key = s.state.has_small_key or s.state.room == s.sample["small_key_room"]
 
+    rules = ToolRules(effects=effects)
+
 
 class OpenTool(SpecTool):
     name = "open"
@@ -134,9 +141,12 @@ class OpenTool(SpecTool):
     }
     timeout = 30.0
     location = "keys_and_chests.yaml:37"
+    # Bounded expressions (no loops, regexes or user functions): no worker thread.
+    blocking = False
     observation = template("The {{ args.thing }} opens.")
 
-    def effects(self, s: Scope) -> None:
+    @staticmethod
+    def effects(s: Scope) -> None:
         if not (
             (s.args["thing"] == "chest" and s.state.room == s.sample["chest_room"])
             or (s.args["thing"] == "door" and s.state.room == "middle")
@@ -148,6 +158,8 @@ class OpenTool(SpecTool):
             s.fail("the door is locked")
         s.state.chest_open = s.state.chest_open or s.args["thing"] == "chest"
         s.state.door_open = s.state.door_open or s.args["thing"] == "door"
+
+    rules = ToolRules(effects=effects)
 
 
 class GoTool(SpecTool):
@@ -161,9 +173,12 @@ class GoTool(SpecTool):
     }
     timeout = 30.0
     location = "keys_and_chests.yaml:47"
+    # Bounded expressions (no loops, regexes or user functions): no worker thread.
+    blocking = False
     observation = template("You are in the {{ state.room }} room.")
 
-    def effects(self, s: Scope) -> None:
+    @staticmethod
+    def effects(s: Scope) -> None:
         if s.args["direction"] not in ["west", "east", "north"]:
             s.fail("you cannot go " + s.args["direction"])
         if s.state.room != "middle" and s.args["direction"] != (
@@ -175,6 +190,8 @@ class GoTool(SpecTool):
         s.state.room = s.args["direction"] if s.state.room == "middle" else "middle"
         if s.state.room == "north":
             s.done()
+
+    rules = ToolRules(effects=effects)
 
 
 class KeysAndChestsEnv(SpecToolEnv):
@@ -200,16 +217,18 @@ class KeysAndChestsEnv(SpecToolEnv):
     user_template = template(
         "A small key is in the {{ sample.small_key_room }} room. The chest in the {{ sample.chest_room }} room holds the key of the {{ sample.colour }} door to the north, behind which lies the treasure."
     )
-    reward_components = (RewardComponent("treasure", on="final", weight=1.0, value="reward_0"),)
 
-    def reward_0(self, s: Scope) -> float:
+    @staticmethod
+    def reward_0(s: Scope) -> float:
         """treasure (on final): 1.0 if state.room == 'north' else 0.0"""
         return 1.0 if s.state.room == "north" else 0.0
 
-    def is_success(self, s: Scope) -> bool | None:
+    @staticmethod
+    def is_success(s: Scope) -> bool | None:
         return bool(s.reward["treasure"] == 1.0)
 
-    def anchor_key(self, s: Scope) -> Any:
+    @staticmethod
+    def anchor_key(s: Scope) -> Any:
         return (
             s.state.room
             + ":"
@@ -221,6 +240,9 @@ class KeysAndChestsEnv(SpecToolEnv):
             + ":"
             + fn.str(s.state.door_open)
         )
+
+    reward_components = (RewardComponent("treasure", on="final", weight=1.0, value=reward_0),)
+    rules = EpisodeRules(success=is_success, anchor=anchor_key)
 
 
 class KeysAndChestsFlow(AgentEnvLoop):

@@ -18,8 +18,10 @@ from agentspec.runtime import (
     Tokenizer,
     make_context_policy,
 )
+from agentspec.runtime.contract import EpisodeRules, RewardComponent, ToolRules
 from agentspec.runtime.oracle import OracleStep, oracle_turns
-from agentspec.runtime.spec_env import RewardComponent, Scope, SpecTool, SpecToolEnv, template
+from agentspec.runtime.scope import Scope, template
+from agentspec.runtime.spec_env import SpecTool, SpecToolEnv
 from agentspec.stdlib.data import load_samples as load_source
 from agentspec.stdlib.functions import fn
 
@@ -95,12 +97,17 @@ class TakeTool(SpecTool):
     }
     timeout = 30.0
     location = "keys_and_doors.yaml:26"
+    # Bounded expressions (no loops, regexes or user functions): no worker thread.
+    blocking = False
     observation = template("You take the key.")
 
-    def effects(self, s: Scope) -> None:
+    @staticmethod
+    def effects(s: Scope) -> None:
         if s.args["item"] != "key" or s.state.room != s.sample["key_room"] or s.state.has_key:
             s.fail("there is no " + s.args["item"] + " here")
         s.state.has_key = True
+
+    rules = ToolRules(effects=effects)
 
 
 class OpenTool(SpecTool):
@@ -114,9 +121,12 @@ class OpenTool(SpecTool):
     }
     timeout = 30.0
     location = "keys_and_doors.yaml:33"
+    # Bounded expressions (no loops, regexes or user functions): no worker thread.
+    blocking = False
     observation = template("The {{ sample.colour }} door swings open.")
 
-    def effects(self, s: Scope) -> None:
+    @staticmethod
+    def effects(s: Scope) -> None:
         if s.state.room != "middle":
             s.fail("there is no door here")
         if s.args["door"] != "door":
@@ -124,6 +134,8 @@ class OpenTool(SpecTool):
         if not s.state.has_key:
             s.fail("the door is locked")
         s.state.door_open = True
+
+    rules = ToolRules(effects=effects)
 
 
 class GoTool(SpecTool):
@@ -137,9 +149,12 @@ class GoTool(SpecTool):
     }
     timeout = 30.0
     location = "keys_and_doors.yaml:42"
+    # Bounded expressions (no loops, regexes or user functions): no worker thread.
+    blocking = False
     observation = template("You are in the {{ state.room }} room.")
 
-    def effects(self, s: Scope) -> None:
+    @staticmethod
+    def effects(s: Scope) -> None:
         if s.args["direction"] not in ["west", "east", "north"]:
             s.fail("you cannot go " + s.args["direction"])
         if s.state.room != "middle" and s.args["direction"] != (
@@ -151,6 +166,8 @@ class GoTool(SpecTool):
         s.state.room = s.args["direction"] if s.state.room == "middle" else "middle"
         if s.state.room == "north":
             s.done()
+
+    rules = ToolRules(effects=effects)
 
 
 class KeysAndDoorsEnv(SpecToolEnv):
@@ -176,17 +193,22 @@ class KeysAndDoorsEnv(SpecToolEnv):
     user_template = template(
         "The key is in the {{ sample.key_room }} room. The treasure is behind the {{ sample.colour }} door to the north."
     )
-    reward_components = (RewardComponent("treasure", on="final", weight=1.0, value="reward_0"),)
 
-    def reward_0(self, s: Scope) -> float:
+    @staticmethod
+    def reward_0(s: Scope) -> float:
         """treasure (on final): 1.0 if state.room == 'north' else 0.0"""
         return 1.0 if s.state.room == "north" else 0.0
 
-    def is_success(self, s: Scope) -> bool | None:
+    @staticmethod
+    def is_success(s: Scope) -> bool | None:
         return bool(s.reward["treasure"] == 1.0)
 
-    def anchor_key(self, s: Scope) -> Any:
+    @staticmethod
+    def anchor_key(s: Scope) -> Any:
         return s.state.room + ":" + fn.str(s.state.has_key) + ":" + fn.str(s.state.door_open)
+
+    reward_components = (RewardComponent("treasure", on="final", weight=1.0, value=reward_0),)
+    rules = EpisodeRules(success=is_success, anchor=anchor_key)
 
 
 class KeysAndDoorsFlow(AgentEnvLoop):

@@ -18,8 +18,10 @@ from agentspec.runtime import (
     Tokenizer,
     make_context_policy,
 )
+from agentspec.runtime.contract import EpisodeRules, RewardComponent, ToolRules
 from agentspec.runtime.oracle import OracleStep, oracle_turns
-from agentspec.runtime.spec_env import RewardComponent, Scope, SpecTool, SpecToolEnv, template
+from agentspec.runtime.scope import Scope, template
+from agentspec.runtime.spec_env import SpecTool, SpecToolEnv
 from agentspec.stdlib.data import load_samples as load_source
 from agentspec.stdlib.functions import fn
 
@@ -101,15 +103,21 @@ class SearchTool(SpecTool):
     }
     timeout = 30.0
     location = "shop_state_machine.yaml:20"
+    # Bounded expressions (no loops, regexes or user functions): no worker thread.
+    blocking = False
     guard_text = 'state.page == "search" or state.page == "results"'
     observation = template("Results: {{ state.results | join(', ') }}")
 
-    def available(self, s: Scope) -> bool:
+    @staticmethod
+    def available(s: Scope) -> bool:
         return bool(s.state.page == "search" or s.state.page == "results")
 
-    def effects(self, s: Scope) -> None:
+    @staticmethod
+    def effects(s: Scope) -> None:
         s.state.results = s.own(s.sample["items"])
         s.state.page = "results"
+
+    rules = ToolRules(available=available, effects=effects)
 
 
 class ClickTool(SpecTool):
@@ -123,17 +131,23 @@ class ClickTool(SpecTool):
     }
     timeout = 30.0
     location = "shop_state_machine.yaml:29"
+    # Bounded expressions (no loops, regexes or user functions): no worker thread.
+    blocking = False
     guard_text = 'state.page == "results"'
     observation = template("You are looking at {{ state.item }}.")
 
-    def available(self, s: Scope) -> bool:
+    @staticmethod
+    def available(s: Scope) -> bool:
         return bool(s.state.page == "results")
 
-    def effects(self, s: Scope) -> None:
+    @staticmethod
+    def effects(s: Scope) -> None:
         if s.args["item"] not in s.state.results:
             s.fail("no such item: " + s.args["item"])
         s.state.item = s.args["item"]
         s.state.page = "item"
+
+    rules = ToolRules(available=available, effects=effects)
 
 
 class ChooseTool(SpecTool):
@@ -150,16 +164,20 @@ class ChooseTool(SpecTool):
     guard_text = 'state.page == "item"'
     observation = template("You chose {{ args.option }}.")
 
-    def available(self, s: Scope) -> bool:
+    @staticmethod
+    def available(s: Scope) -> bool:
         return bool(s.state.page == "item")
 
-    def effects(self, s: Scope) -> None:
+    @staticmethod
+    def effects(s: Scope) -> None:
         s.state.chosen = [*s.state.chosen, s.args["option"]]
         s.state.chosen += []
         if s.args["option"] == "buy now":
             s.state.purchased = True
         if s.args["option"] == "buy now":
             s.done()
+
+    rules = ToolRules(available=available, effects=effects)
 
 
 class MiniShopEnv(SpecToolEnv):
@@ -182,14 +200,9 @@ class MiniShopEnv(SpecToolEnv):
     max_steps = 8
     system_template = template("Use search, click and choose to buy what the user asks for.")
     user_template = template("Instruction: {{ sample.goal }}")
-    reward_components = (
-        RewardComponent(
-            "purchase", on="tool:choose", weight=1.0, value="reward_0", when="reward_0_when"
-        ),
-        RewardComponent("invalid", on="tool_error", weight=1.0, value="reward_1"),
-    )
 
-    def reward_0(self, s: Scope) -> float:
+    @staticmethod
+    def reward_0(s: Scope) -> float:
         """purchase (on tool:choose): 1.0 if state.item == sample.item and sample.option in state.chosen else 0.0"""
         return (
             1.0
@@ -197,18 +210,30 @@ class MiniShopEnv(SpecToolEnv):
             else 0.0
         )
 
-    def reward_0_when(self, s: Scope) -> bool:
+    @staticmethod
+    def reward_0_when(s: Scope) -> bool:
         return bool(s.args["option"] == "buy now")
 
-    def reward_1(self, s: Scope) -> float:
+    @staticmethod
+    def reward_1(s: Scope) -> float:
         """invalid (on tool_error): -0.1"""
         return -0.1
 
-    def is_success(self, s: Scope) -> bool | None:
+    @staticmethod
+    def is_success(s: Scope) -> bool | None:
         return bool(s.reward["purchase"] == 1.0)
 
-    def anchor_key(self, s: Scope) -> Any:
+    @staticmethod
+    def anchor_key(s: Scope) -> Any:
         return s.state.page + ":" + fn.str(fn.len(s.state.chosen))
+
+    reward_components = (
+        RewardComponent(
+            "purchase", on="tool:choose", weight=1.0, value=reward_0, when=reward_0_when
+        ),
+        RewardComponent("invalid", on="tool_error", weight=1.0, value=reward_1),
+    )
+    rules = EpisodeRules(success=is_success, anchor=anchor_key)
 
 
 class MiniShopFlow(AgentEnvLoop):

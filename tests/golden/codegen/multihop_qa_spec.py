@@ -17,7 +17,9 @@ from agentspec.runtime import (
     Tokenizer,
     make_context_policy,
 )
-from agentspec.runtime.spec_env import RewardComponent, Scope, SpecTool, SpecToolEnv, template
+from agentspec.runtime.contract import EpisodeRules, RewardComponent, ToolRules
+from agentspec.runtime.scope import Scope, template
+from agentspec.runtime.spec_env import SpecTool, SpecToolEnv
 from agentspec.stdlib.data import load_samples as load_source
 from agentspec.stdlib.functions import fn
 from agentspec.stdlib.user import UserFunctions
@@ -100,8 +102,11 @@ class SearchTool(SpecTool):
     location = "react_sliding_window.yaml:24"
     observation = template("{{ result }}")
 
-    def returns(self, s: Scope) -> Any:
+    @staticmethod
+    def returns(s: Scope) -> Any:
         return user.search_wiki(s.args["query"], 3)
+
+    rules = ToolRules(returns=returns)
 
 
 class MultihopQaEnv(SpecToolEnv):
@@ -121,31 +126,38 @@ class MultihopQaEnv(SpecToolEnv):
         "Answer the question. Search as often as you need.\nFinish with: Final Answer: <answer>\n"
     )
     user_template = template("Question: {{ sample.question }}")
-    reward_components = (
-        RewardComponent("f1", on="final", weight=1.0, value="reward_0"),
-        RewardComponent("em", on="final", weight=0.5, value="reward_1"),
-        RewardComponent("format", on="parse_error", weight=1.0, value="reward_2"),
-        RewardComponent("too_long", on="truncated", weight=1.0, value="reward_3"),
-    )
 
-    def reward_0(self, s: Scope) -> float:
+    @staticmethod
+    def reward_0(s: Scope) -> float:
         "f1 (on final): f1(extract(action.text, 'Final Answer:\\s*(.*)') or \"\", sample.answer)"
         return fn.f1(fn.extract(s.action.text, "Final Answer:\\s*(.*)") or "", s.sample["answer"])
 
-    def reward_1(self, s: Scope) -> float:
+    @staticmethod
+    def reward_1(s: Scope) -> float:
         """em (on final): exact_match(action.answer, sample.short_answer)"""
         return fn.exact_match(s.action.answer, s.sample["short_answer"])
 
-    def reward_2(self, s: Scope) -> float:
+    @staticmethod
+    def reward_2(s: Scope) -> float:
         """format (on parse_error): -0.1"""
         return -0.1
 
-    def reward_3(self, s: Scope) -> float:
+    @staticmethod
+    def reward_3(s: Scope) -> float:
         """too_long (on truncated): -0.5"""
         return -0.5
 
-    def is_success(self, s: Scope) -> bool | None:
+    @staticmethod
+    def is_success(s: Scope) -> bool | None:
         return bool(s.reward["f1"] > 0.5)
+
+    reward_components = (
+        RewardComponent("f1", on="final", weight=1.0, value=reward_0),
+        RewardComponent("em", on="final", weight=0.5, value=reward_1),
+        RewardComponent("format", on="parse_error", weight=1.0, value=reward_2),
+        RewardComponent("too_long", on="truncated", weight=1.0, value=reward_3),
+    )
+    rules = EpisodeRules(success=is_success)
 
 
 class MultihopQaFlow(AgentEnvLoop):

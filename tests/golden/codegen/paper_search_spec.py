@@ -17,7 +17,9 @@ from agentspec.runtime import (
     Tokenizer,
     make_context_policy,
 )
-from agentspec.runtime.spec_env import RewardComponent, Scope, SpecTool, SpecToolEnv, template
+from agentspec.runtime.contract import EpisodeRules, RewardComponent, ToolRules
+from agentspec.runtime.scope import Scope, template
+from agentspec.runtime.spec_env import SpecTool, SpecToolEnv
 from agentspec.stdlib.data import load_samples as load_source
 from agentspec.stdlib.functions import fn
 from agentspec.stdlib.user import UserFunctions
@@ -112,11 +114,15 @@ class SearchTool(SpecTool):
     timeout = 30.0
     location = "paper_search.yaml:53"
 
-    def returns(self, s: Scope) -> Any:
+    @staticmethod
+    def returns(s: Scope) -> Any:
         return user.paper_search(s.args["query"])
 
-    def effects(self, s: Scope) -> None:
+    @staticmethod
+    def effects(s: Scope) -> None:
         s.state.seen = s.state.seen + fn.extract_all(s.result, "\\[(\\w+)\\]")
+
+    rules = ToolRules(returns=returns, effects=effects)
 
 
 class SimilarTool(SpecTool):
@@ -132,16 +138,21 @@ class SimilarTool(SpecTool):
     location = "paper_search.yaml:60"
     guard_text = "len(state.seen) > 0"
 
-    def available(self, s: Scope) -> bool:
+    @staticmethod
+    def available(s: Scope) -> bool:
         return bool(fn.len(s.state.seen) > 0)
 
-    def returns(self, s: Scope) -> Any:
+    @staticmethod
+    def returns(s: Scope) -> Any:
         return user.paper_similar(s.args["paper_id"])
 
-    def effects(self, s: Scope) -> None:
+    @staticmethod
+    def effects(s: Scope) -> None:
         if s.args["paper_id"] not in s.state.seen:
             s.fail("paper " + s.args["paper_id"] + " has not been shown yet")
         s.state.seen = s.state.seen + fn.extract_all(s.result, "\\[(\\w+)\\]")
+
+    rules = ToolRules(available=available, returns=returns, effects=effects)
 
 
 class SubmitTool(SpecTool):
@@ -157,11 +168,14 @@ class SubmitTool(SpecTool):
     location = "paper_search.yaml:69"
     observation = template("Submitted {{ args.paper_ids | length }} papers.")
 
-    def effects(self, s: Scope) -> None:
+    @staticmethod
+    def effects(s: Scope) -> None:
         if user.recall(s.state.seen, s.args["paper_ids"]) < 1.0:
             s.fail("submit only papers a search has shown")
         s.state.submitted = s.own(s.args["paper_ids"])
         s.done()
+
+    rules = ToolRules(effects=effects)
 
 
 class PaperSearchEnv(SpecToolEnv):
@@ -185,31 +199,38 @@ class PaperSearchEnv(SpecToolEnv):
         "Find every paper similar to the query paper in the given facet. Search as\noften as you need with different queries, expand promising papers with\n`similar`, then submit the ids of the similar papers (only papers you have seen).\n"
     )
     user_template = template("Facet: {{ sample.facet }}\nQuery paper: {{ sample.query }}\n")
-    reward_components = (
-        RewardComponent("f1", on="tool:submit", weight=1.0, value="reward_0"),
-        RewardComponent("recall", on="tool:submit", weight=0.2, value="reward_1"),
-        RewardComponent("invalid", on="tool_error", weight=1.0, value="reward_2"),
-        RewardComponent("malformed", on="parse_error", weight=1.0, value="reward_3"),
-    )
 
-    def reward_0(self, s: Scope) -> float:
+    @staticmethod
+    def reward_0(s: Scope) -> float:
         """f1 (on tool:submit): f1_at_all(args.paper_ids, sample.relevant)"""
         return user.f1_at_all(s.args["paper_ids"], s.sample["relevant"])
 
-    def reward_1(self, s: Scope) -> float:
+    @staticmethod
+    def reward_1(s: Scope) -> float:
         """recall (on tool:submit): recall(state.seen, sample.relevant)"""
         return user.recall(s.state.seen, s.sample["relevant"])
 
-    def reward_2(self, s: Scope) -> float:
+    @staticmethod
+    def reward_2(s: Scope) -> float:
         """invalid (on tool_error): -0.05"""
         return -0.05
 
-    def reward_3(self, s: Scope) -> float:
+    @staticmethod
+    def reward_3(s: Scope) -> float:
         """malformed (on parse_error): -0.1"""
         return -0.1
 
-    def is_success(self, s: Scope) -> bool | None:
+    @staticmethod
+    def is_success(s: Scope) -> bool | None:
         return bool(s.reward["f1"] == 1.0)
+
+    reward_components = (
+        RewardComponent("f1", on="tool:submit", weight=1.0, value=reward_0),
+        RewardComponent("recall", on="tool:submit", weight=0.2, value=reward_1),
+        RewardComponent("invalid", on="tool_error", weight=1.0, value=reward_2),
+        RewardComponent("malformed", on="parse_error", weight=1.0, value=reward_3),
+    )
+    rules = EpisodeRules(success=is_success)
 
 
 class PaperSearchFlow(AgentEnvLoop):

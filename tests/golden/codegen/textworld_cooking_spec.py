@@ -19,7 +19,9 @@ from agentspec.runtime import (
     Tokenizer,
     make_context_policy,
 )
-from agentspec.runtime.spec_env import RewardComponent, Scope, SpecAdapterEnv, template
+from agentspec.runtime.contract import EpisodeRules, RewardComponent
+from agentspec.runtime.scope import Scope, template
+from agentspec.runtime.spec_env import SpecAdapterEnv
 from agentspec.stdlib.adapters import make_adapter
 from agentspec.stdlib.data import load_samples as load_source
 from agentspec.stdlib.functions import fn
@@ -98,32 +100,40 @@ class TextworldCookingEnv(SpecAdapterEnv):
     max_steps = 40
     system_template = template("You are playing a text adventure. Reply with one command per turn.")
     user_template = template("Start the game.")
-    reward_components = (
-        RewardComponent("progress", on="step", weight=1.0, value="reward_0"),
-        RewardComponent("win", on="final", weight=10.0, value="reward_1"),
-        RewardComponent("timeout", on="truncated", weight=1.0, value="reward_2"),
-    )
 
-    def reward_0(self, s: Scope) -> float:
+    @staticmethod
+    def reward_0(s: Scope) -> float:
         """progress (on step): float(env.score_delta)"""
         return fn.float(s.env.get("score_delta"))
 
-    def reward_1(self, s: Scope) -> float:
+    @staticmethod
+    def reward_1(s: Scope) -> float:
         """win (on final): 1.0 if env.won else 0.0"""
         return 1.0 if s.env.get("won") else 0.0
 
-    def reward_2(self, s: Scope) -> float:
+    @staticmethod
+    def reward_2(s: Scope) -> float:
         """timeout (on truncated): -1.0"""
         return -1.0
 
-    def is_success(self, s: Scope) -> bool | None:
+    @staticmethod
+    def is_success(s: Scope) -> bool | None:
         return bool(s.env.get("won") == True)
 
-    def is_done(self, s: Scope) -> bool:
+    @staticmethod
+    def is_done(s: Scope) -> bool:
         return bool(s.env.get("done") or s.step.index + 1 >= s.step.max_steps)
 
-    def anchor_key(self, s: Scope) -> Any:
+    @staticmethod
+    def anchor_key(s: Scope) -> Any:
         return s.env.get("observation")
+
+    reward_components = (
+        RewardComponent("progress", on="step", weight=1.0, value=reward_0),
+        RewardComponent("win", on="final", weight=10.0, value=reward_1),
+        RewardComponent("timeout", on="truncated", weight=1.0, value=reward_2),
+    )
+    rules = EpisodeRules(success=is_success, done_when=is_done, anchor=anchor_key)
 
 
 class TextworldCookingFlow(AgentEnvLoop):

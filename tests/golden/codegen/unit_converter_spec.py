@@ -18,8 +18,10 @@ from agentspec.runtime import (
     Tokenizer,
     make_context_policy,
 )
+from agentspec.runtime.contract import EpisodeRules, RewardComponent, ToolRules
 from agentspec.runtime.oracle import OracleStep, oracle_turns
-from agentspec.runtime.spec_env import RewardComponent, Scope, SpecTool, SpecToolEnv, template
+from agentspec.runtime.scope import Scope, template
+from agentspec.runtime.spec_env import SpecTool, SpecToolEnv
 from agentspec.stdlib.data import load_samples as load_source
 from agentspec.stdlib.functions import fn
 from agentspec.stdlib.user import UserFunctions
@@ -109,15 +111,19 @@ class ConvertTool(SpecTool):
     location = "all_reward_events.yaml:23"
     observation = template("{{ result if result is not none else 'unknown unit' }}")
 
-    def returns(self, s: Scope) -> Any:
+    @staticmethod
+    def returns(s: Scope) -> Any:
         return user.convert(s.args["quantity"], s.args["unit"], s.args["target"])
 
-    def effects(self, s: Scope) -> None:
+    @staticmethod
+    def effects(s: Scope) -> None:
         s.state.calls += 1
         s.state.last = s.result
         s.state.history = s.own(
             [*s.state.history, s.result] if s.result is not None else s.state.history
         )
+
+    rules = ToolRules(returns=returns, effects=effects)
 
 
 class GiveUpTool(SpecTool):
@@ -131,6 +137,8 @@ class GiveUpTool(SpecTool):
     timeout = 30.0
     location = "all_reward_events.yaml:35"
     terminal = True
+    # No expressions: the call runs on the event loop, not in a worker thread.
+    blocking = False
 
 
 class UnitConverterEnv(SpecToolEnv):
@@ -151,19 +159,9 @@ class UnitConverterEnv(SpecToolEnv):
     max_steps = 5
     system_template = None
     user_template = template("Convert {{ sample.prompt_text }} to {{ sample.target }}.")
-    reward_components = (
-        RewardComponent("answer", on="final", weight=1.0, value="reward_0"),
-        RewardComponent(
-            "used_tool", on="tool:convert", weight=1.0, value="reward_1", when="reward_1_when"
-        ),
-        RewardComponent("step_cost", on="step", weight=1.0, value="reward_2"),
-        RewardComponent("parse", on="parse_error", weight=1.0, value="reward_3"),
-        RewardComponent("tool_failed", on="tool_error", weight=1.0, value="reward_4"),
-        RewardComponent("cut_off", on="truncated", weight=1.0, value="reward_5"),
-        RewardComponent("gave_up", on="tool:give_up", weight=1.0, value="reward_6"),
-    )
 
-    def reward_0(self, s: Scope) -> float:
+    @staticmethod
+    def reward_0(s: Scope) -> float:
         """answer (on final): clip(1.0 - abs(number(action.text) - sample.expected) / max(abs(sample.expected), 1.0), 0.0, 1.0) if number(action.text) != None else 0.0"""
         return (
             fn.clip(
@@ -177,35 +175,56 @@ class UnitConverterEnv(SpecToolEnv):
             else 0.0
         )
 
-    def reward_1(self, s: Scope) -> float:
+    @staticmethod
+    def reward_1(s: Scope) -> float:
         """used_tool (on tool:convert): 0.1"""
         return 0.1
 
-    def reward_1_when(self, s: Scope) -> bool:
+    @staticmethod
+    def reward_1_when(s: Scope) -> bool:
         return bool(s.state.calls == 1)
 
-    def reward_2(self, s: Scope) -> float:
+    @staticmethod
+    def reward_2(s: Scope) -> float:
         """step_cost (on step): -0.01"""
         return -0.01
 
-    def reward_3(self, s: Scope) -> float:
+    @staticmethod
+    def reward_3(s: Scope) -> float:
         """parse (on parse_error): -0.2"""
         return -0.2
 
-    def reward_4(self, s: Scope) -> float:
+    @staticmethod
+    def reward_4(s: Scope) -> float:
         """tool_failed (on tool_error): -0.1"""
         return -0.1
 
-    def reward_5(self, s: Scope) -> float:
+    @staticmethod
+    def reward_5(s: Scope) -> float:
         """cut_off (on truncated): -0.5"""
         return -0.5
 
-    def reward_6(self, s: Scope) -> float:
+    @staticmethod
+    def reward_6(s: Scope) -> float:
         """gave_up (on tool:give_up): -1.0"""
         return -1.0
 
-    def is_success(self, s: Scope) -> bool | None:
+    @staticmethod
+    def is_success(s: Scope) -> bool | None:
         return bool(s.reward["answer"] > 0.99)
+
+    reward_components = (
+        RewardComponent("answer", on="final", weight=1.0, value=reward_0),
+        RewardComponent(
+            "used_tool", on="tool:convert", weight=1.0, value=reward_1, when=reward_1_when
+        ),
+        RewardComponent("step_cost", on="step", weight=1.0, value=reward_2),
+        RewardComponent("parse", on="parse_error", weight=1.0, value=reward_3),
+        RewardComponent("tool_failed", on="tool_error", weight=1.0, value=reward_4),
+        RewardComponent("cut_off", on="truncated", weight=1.0, value=reward_5),
+        RewardComponent("gave_up", on="tool:give_up", weight=1.0, value=reward_6),
+    )
+    rules = EpisodeRules(success=is_success)
 
 
 class UnitConverterFlow(AgentEnvLoop):

@@ -17,7 +17,9 @@ from agentspec.runtime import (
     Tokenizer,
     make_context_policy,
 )
-from agentspec.runtime.spec_env import RewardComponent, Scope, SpecTool, SpecToolEnv, template
+from agentspec.runtime.contract import EpisodeRules, RewardComponent, ToolRules
+from agentspec.runtime.scope import Scope, template
+from agentspec.runtime.spec_env import SpecTool, SpecToolEnv
 from agentspec.stdlib.data import load_samples as load_source
 from agentspec.stdlib.functions import fn
 from agentspec.stdlib.user import UserFunctions
@@ -128,19 +130,24 @@ class SearchTool(SpecTool):
     guard_text = 'state.page == "search"'
     observation = template("{{ state.view }}")
 
-    def available(self, s: Scope) -> bool:
+    @staticmethod
+    def available(s: Scope) -> bool:
         return bool(s.state.page == "search")
 
-    def returns(self, s: Scope) -> Any:
+    @staticmethod
+    def returns(s: Scope) -> Any:
         return user.webshop_search(s.args["query"])
 
-    def effects(self, s: Scope) -> None:
+    @staticmethod
+    def effects(s: Scope) -> None:
         s.state.query = s.args["query"]
         s.state.results = s.own(s.result)
         s.state.page = "results"
         s.state.view = user.webshop_page(
             s.state.page, s.state.query, s.state.results, s.state.asin, s.state.chosen
         )
+
+    rules = ToolRules(available=available, returns=returns, effects=effects)
 
 
 class ClickTool(SpecTool):
@@ -157,10 +164,12 @@ class ClickTool(SpecTool):
     guard_text = 'state.page == "results"'
     observation = template("{{ state.view }}")
 
-    def available(self, s: Scope) -> bool:
+    @staticmethod
+    def available(s: Scope) -> bool:
         return bool(s.state.page == "results")
 
-    def effects(self, s: Scope) -> None:
+    @staticmethod
+    def effects(s: Scope) -> None:
         if s.args["asin"] not in s.state.results:
             s.fail("no product " + s.args["asin"] + " on this page")
         s.state.asin = s.args["asin"]
@@ -169,6 +178,8 @@ class ClickTool(SpecTool):
         s.state.view = user.webshop_page(
             s.state.page, s.state.query, s.state.results, s.state.asin, s.state.chosen
         )
+
+    rules = ToolRules(available=available, effects=effects)
 
 
 class ChooseTool(SpecTool):
@@ -185,10 +196,12 @@ class ChooseTool(SpecTool):
     guard_text = 'state.page == "item"'
     observation = template("{{ state.view }}")
 
-    def available(self, s: Scope) -> bool:
+    @staticmethod
+    def available(s: Scope) -> bool:
         return bool(s.state.page == "item")
 
-    def effects(self, s: Scope) -> None:
+    @staticmethod
+    def effects(s: Scope) -> None:
         if user.webshop_option(s.state.asin, s.args["value"]) is None:
             s.fail("this product has no option " + s.args["value"])
         s.state.chosen[
@@ -197,6 +210,8 @@ class ChooseTool(SpecTool):
         s.state.view = user.webshop_page(
             s.state.page, s.state.query, s.state.results, s.state.asin, s.state.chosen
         )
+
+    rules = ToolRules(available=available, effects=effects)
 
 
 class BuyTool(SpecTool):
@@ -213,10 +228,12 @@ class BuyTool(SpecTool):
     guard_text = 'state.page == "item"'
     observation = template("{{ state.view }}")
 
-    def available(self, s: Scope) -> bool:
+    @staticmethod
+    def available(s: Scope) -> bool:
         return bool(s.state.page == "item")
 
-    def effects(self, s: Scope) -> None:
+    @staticmethod
+    def effects(s: Scope) -> None:
         if s.args["asin"] != s.state.asin:
             s.fail("you are viewing " + fn.str(s.state.asin) + ", not " + s.args["asin"])
         s.state.page = "done"
@@ -224,6 +241,8 @@ class BuyTool(SpecTool):
             s.state.page, s.state.query, s.state.results, s.state.asin, s.state.chosen
         )
         s.done()
+
+    rules = ToolRules(available=available, effects=effects)
 
 
 class BackTool(SpecTool):
@@ -240,14 +259,18 @@ class BackTool(SpecTool):
     guard_text = 'state.page == "results" or state.page == "item"'
     observation = template("{{ state.view }}")
 
-    def available(self, s: Scope) -> bool:
+    @staticmethod
+    def available(s: Scope) -> bool:
         return bool(s.state.page == "results" or s.state.page == "item")
 
-    def effects(self, s: Scope) -> None:
+    @staticmethod
+    def effects(s: Scope) -> None:
         s.state.page = s.args["to"]
         s.state.view = user.webshop_page(
             s.state.page, s.state.query, s.state.results, s.state.asin, s.state.chosen
         )
+
+    rules = ToolRules(available=available, effects=effects)
 
 
 class WebshopEnv(SpecToolEnv):
@@ -273,29 +296,36 @@ class WebshopEnv(SpecToolEnv):
         "You are shopping in WebShop. Act with one action per turn, alone on the last line:\nsearch[query] on the search page, click[ASIN] on the results page, and on a\nproduct page choose[VALUE] for each option, then buy[ASIN]. back[search] or\nback[results] goes back.\n"
     )
     user_template = template("Instruction: {{ sample.instruction }}")
-    reward_components = (
-        RewardComponent("purchase", on="tool:buy", weight=1.0, value="reward_0"),
-        RewardComponent("invalid", on="tool_error", weight=1.0, value="reward_1"),
-        RewardComponent("malformed", on="parse_error", weight=1.0, value="reward_2"),
-    )
 
-    def reward_0(self, s: Scope) -> float:
+    @staticmethod
+    def reward_0(s: Scope) -> float:
         """purchase (on tool:buy): webshop_reward(state.asin, state.chosen, sample.goal)"""
         return user.webshop_reward(s.state.asin, s.state.chosen, s.sample["goal"])
 
-    def reward_1(self, s: Scope) -> float:
+    @staticmethod
+    def reward_1(s: Scope) -> float:
         """invalid (on tool_error): -0.05"""
         return -0.05
 
-    def reward_2(self, s: Scope) -> float:
+    @staticmethod
+    def reward_2(s: Scope) -> float:
         """malformed (on parse_error): -0.1"""
         return -0.1
 
-    def is_success(self, s: Scope) -> bool | None:
+    @staticmethod
+    def is_success(s: Scope) -> bool | None:
         return bool(s.reward["purchase"] == 1.0)
 
-    def anchor_key(self, s: Scope) -> Any:
+    @staticmethod
+    def anchor_key(s: Scope) -> Any:
         return s.state.view
+
+    reward_components = (
+        RewardComponent("purchase", on="tool:buy", weight=1.0, value=reward_0),
+        RewardComponent("invalid", on="tool_error", weight=1.0, value=reward_1),
+        RewardComponent("malformed", on="parse_error", weight=1.0, value=reward_2),
+    )
+    rules = EpisodeRules(success=is_success, anchor=anchor_key)
 
 
 class WebshopFlow(AgentEnvLoop):

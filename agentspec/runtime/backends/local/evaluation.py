@@ -26,7 +26,7 @@ def evaluate_checkpoint(
 ) -> RolloutSummary:
     import asyncio
 
-    from agentspec.compiler.codegen import import_spec
+    from agentspec.compiler.build import import_spec
     from agentspec.runtime.backends.local.models import load_checkpoint
     from agentspec.runtime.backends.local.trainer import split_samples
     from agentspec.runtime.loop import run_episodes

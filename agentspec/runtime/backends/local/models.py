@@ -18,8 +18,8 @@ from typing import Any
 import torch
 from torch import nn
 
-from agentspec.runtime.models import TinyModelConfig, build_tiny_model
 from agentspec.runtime.task_text import task_tokenizer
+from agentspec.runtime.tiny_model import TinyModelConfig, build_tiny_model
 
 BUILTIN_SHAPES = {
     "tiny": TinyModelConfig(

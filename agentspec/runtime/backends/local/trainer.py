@@ -105,7 +105,7 @@ def train(
     progress: ProgressFn | None = None,
 ) -> Path:
     """Train the spec's policy; returns the run directory. See the module docstring."""
-    from agentspec.compiler.codegen import import_spec, spec_sha256
+    from agentspec.compiler.build import import_spec, spec_sha256
 
     module = import_spec(spec_path)
     cfg = resolve_config(TrainingSpec.model_validate(module.TRAINING), dict(overrides or {}))

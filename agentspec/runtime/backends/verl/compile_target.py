@@ -24,7 +24,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from agentspec.compiler.codegen import compile_spec, import_file, write_compiled
+from agentspec.compiler.build import compile_spec, import_file, write_compiled
 from agentspec.compiler.frontend import load_checked
 from agentspec.runtime.algorithms.presets import ALGORITHMS, Algorithm, clip_range
 from agentspec.runtime.row_layout import row_layout

@@ -1,4 +1,9 @@
-"""`compile_spec`: a spec file → generated module + manifest, on disk or in memory."""
+"""The build driver: a spec file → generated module + manifest (`compile_spec`),
+written to disk, cached by spec and compiler, and imported (`import_spec`).
+
+Generation itself is `lower.py` (checked spec → `ModuleModel`) and `emit.py`
+(model → source).
+"""
 
 from __future__ import annotations
 
@@ -62,19 +67,14 @@ def cache_dir() -> Path:
 
 @cache
 def compiler_fingerprint() -> str:
-    """A hash of the code generator itself: a cached module from another
-    version of the generator is never reused."""
+    """A hash of the compiler itself (every module and template, the checker's
+    included, which decides what lowering sees): a cached module from another
+    version of the compiler is never reused."""
     package = Path(__file__).parent
     digest = hashlib.sha256(__version__.encode())
-    for name in (
-        "literals.py",
-        "names.py",
-        "lower.py",
-        "emit.py",
-        "codegen.py",
-        "templates/module.py.j2",
-    ):
-        digest.update((package / name).read_bytes())
+    for path in sorted([*package.glob("*.py"), *package.glob("templates/*.j2")]):
+        digest.update(path.name.encode())
+        digest.update(path.read_bytes())
     return digest.hexdigest()
 
 

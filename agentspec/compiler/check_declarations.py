@@ -1,0 +1,192 @@
+"""Checking a spec's declarations: types, state, data fields, functions, tool
+parameters (as JSON Schema), reward events, and how state is used.
+
+Functions of the checker (`checker` is the running `Checker`).
+"""
+
+from __future__ import annotations
+
+import difflib
+from typing import TYPE_CHECKING
+
+from agentspec.compiler import check_names, sections
+from agentspec.compiler.builtins import BUILTINS, EFFECT_CALLS, Signature
+from agentspec.compiler.json_schema import schema_problems
+from agentspec.compiler.mcp import mcp_tools
+from agentspec.compiler.scopes import ROOTS
+from agentspec.compiler.types import (
+    ANY,
+    Type,
+    TypeSyntaxError,
+    assignable,
+    json_schema_type,
+    parse_type,
+    python_value_type,
+)
+from agentspec.spec.yaml_loader import Path
+
+if TYPE_CHECKING:
+    from agentspec.compiler.checker import Checker
+
+_JSON_TYPES = ["string", "integer", "number", "boolean", "array", "object", "null"]
+
+
+def type_at(checker: Checker, path: Path, spelled: str) -> Type:
+    try:
+        return parse_type(spelled)
+    except TypeSyntaxError as exc:
+        close = difflib.get_close_matches(
+            spelled, ["str", "int", "float", "bool", "dict", "any"], n=1
+        )
+        checker.error(
+            "E507",
+            str(exc),
+            checker.map.value_span(path),
+            f"did you mean '{close[0]}'?" if close else None,
+        )
+        return ANY
+
+
+def reserved_names(checker: Checker) -> None:
+    """Declared names starting with `__` belong to Python: `__init__` or
+    `__post_init__` as a state variable would break the generated
+    dataclass, and no expression may mention such a name (E410)."""
+    for section in ("state", "functions", "tools"):
+        for name in getattr(checker.spec, section):
+            if name.startswith("__"):
+                kind = {"state": "state variable", "functions": "function", "tools": "tool"}
+                checker.error(
+                    "E413",
+                    f"{kind[section]} '{name}': names starting with '__' are reserved for Python",
+                    checker.map.key_span((section, name)),
+                    hint=f"rename it, e.g. '{name.strip('_') or 'value'}'",
+                )
+
+
+def declare(checker: Checker) -> None:
+    spec = checker.spec
+    checker.constant_types = {
+        name: python_value_type(value) for name, value in spec.constants.items()
+    }
+    reserved_names(checker)
+    for name, var in spec.state.items():
+        path = ("state", name)
+        declared = type_at(checker, (*path, "type"), var.type)
+        checker.state_types[name] = declared
+        if sections.initial_is_expression(checker, name):
+            continue
+        if var.initial is not None and not assignable(python_value_type(var.initial), declared):
+            checker.error(
+                "E508",
+                f"initial value of state.{name} is {python_value_type(var.initial)}, but its type is {declared}",
+                checker.map.value_span((*path, "initial")),
+                hint=f"give an initial value of type {declared}, or change `type`",
+            )
+    if spec.data is not None:
+        for name, spelled in spec.data.fields.items():
+            checker.sample_types[name] = type_at(checker, ("data", "fields", name), spelled)
+        for name in spec.data.derived:
+            if name in spec.data.fields:
+                checker.error(
+                    "E412",
+                    f"derived field '{name}' has the name of a declared field",
+                    checker.map.key_span(("data", "derived", name)),
+                    hint="rename one of them",
+                )
+    for name, function in spec.functions.items():
+        path = ("functions", name)
+        if name in BUILTINS or name in EFFECT_CALLS or name in ROOTS:
+            kind = "scope" if name in ROOTS else "built-in function"
+            checker.error(
+                "E412",
+                f"function '{name}' has the name of a {kind}",
+                checker.map.key_span(path),
+                hint="choose another name",
+            )
+        params = (
+            tuple(type_at(checker, (*path, "params", i), p) for i, p in enumerate(function.params))
+            if function.params is not None
+            else ()
+        )
+        returns = type_at(checker, (*path, "returns"), function.returns)
+        variadic = ANY if function.params is None else None
+        checker.functions[name] = Signature(
+            params, returns, function.description, variadic=variadic
+        )
+    for tool_name, tool in spec.tools.items():
+        checker.arg_types[tool_name] = {
+            arg: json_schema_type(schema) for arg, schema in tool.parameters.items()
+        }
+
+
+def tool_schemas(checker: Checker) -> None:
+    for tool_name, tool in checker.spec.tools.items():
+        base: Path = ("tools", tool_name, "parameters")
+        for arg, schema in tool.parameters.items():
+            for problem in schema_problems(schema):
+                where = (*base, arg, *problem.absolute_path)
+                message = problem.message
+                hint = "parameters are JSON Schema, e.g. {type: string, description: …}"
+                if where[-1] == "type" and isinstance(problem.instance, str):
+                    message = f"{problem.instance!r} is not a JSON Schema type"
+                    close = difflib.get_close_matches(problem.instance, _JSON_TYPES, n=1)
+                    hint = (
+                        f"did you mean '{close[0]}'?"
+                        if close
+                        else "types: " + ", ".join(_JSON_TYPES)
+                    )
+                checker.error(
+                    "E701",
+                    f"parameter '{arg}' of tool '{tool_name}': {message}",
+                    checker.map.value_span(where),
+                    hint=hint,
+                )
+        for i, required in enumerate(tool.required or []):
+            if required not in tool.parameters:
+                check_names.unknown(
+                    checker,
+                    "E403",
+                    f"required argument '{required}' is not a parameter of tool '{tool_name}'",
+                    checker.map.value_span(("tools", tool_name, "required", i)),
+                    required,
+                    tool.parameters,
+                )
+
+
+def reward_events(checker: Checker) -> None:
+    for name, reward in checker.spec.rewards.items():
+        if ":" in reward.on:
+            tool = reward.on.partition(":")[2]
+            known = [*checker.spec.tools, *(t.name for t in mcp_tools(checker.spec))]
+            if tool not in known:
+                check_names.unknown(
+                    checker,
+                    "E409",
+                    f"reward '{name}' is on unknown tool '{tool}'",
+                    checker.map.value_span(("rewards", name, "on")),
+                    tool,
+                    known,
+                )
+
+
+def state_usage(checker: Checker) -> None:
+    for name in checker.state_types:
+        path = ("state", name)
+        if name in checker.usage.reads and name not in checker.usage.writes:
+            checker.error(
+                "W801",
+                f"state.{name} is read but no tool ever writes it: it keeps its initial value",
+                checker.usage.reads[name],
+                hint=f"assign it in a tool's effect (`state.{name} = …`) or make it a constant",
+            )
+        elif (
+            name not in checker.usage.reads
+            and name not in checker.usage.writes
+            and not name.startswith("__")  # already an error (E413)
+        ):
+            checker.error(
+                "W802",
+                f"state.{name} is never used",
+                checker.map.key_span(path),
+                hint="remove it, or read it in a guard, reward or observation",
+            )

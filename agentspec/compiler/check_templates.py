@@ -1,0 +1,121 @@
+"""Checking a template site (a prompt, an observation, an oracle turn…).
+
+Functions of the checker (`checker` is the running `Checker`): the template
+is parsed by Jinja (`compiler/templates.py`); its syntax errors (E601), its
+limits (E603 and the template findings), its unknown names (E602, E407) and
+its unknown fields (E402–E414) are reported at their own place in the text.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Any
+
+from agentspec.compiler.check_names import close_match_hint, missing_field, unavailable
+from agentspec.compiler.scopes import ROOTS
+
+if TYPE_CHECKING:
+    from agentspec.compiler.checker import Checker
+    from agentspec.compiler.scopes import Site
+    from agentspec.compiler.templates import ParsedTemplate
+
+
+def check_template(checker: Checker, site: Site, text: str) -> None:
+    parsed = _parse(checker, text)
+    if parsed is None:
+        return
+    template, undeclared = parsed
+    for finding in template.problems():
+        checker.error(
+            finding.code, finding.message, checker.span(finding.start, finding.end), finding.hint
+        )
+    _check_names(checker, site, template, undeclared)
+    _check_fields(checker, site, template)
+
+
+def _parse(checker: Checker, text: str) -> tuple[ParsedTemplate, set[str]] | None:
+    """The parsed template and the names it reads, or None after reporting
+    why it does not parse."""
+    from jinja2 import TemplateSyntaxError
+
+    from agentspec.compiler import templates
+
+    try:
+        parsed = templates.parse(text)
+        return parsed, parsed.undeclared()  # the name analysis can fail like the parse
+    except TemplateSyntaxError as exc:
+        offset = _line_offset(text, exc.lineno or 1)
+        named = re.search(r"named '(\w+)'", exc.message or "")
+        if named and named.group(1) in text:
+            offset = _word_offset(text, named.group(1))
+        checker.error(
+            "E601",
+            f"template syntax error: {exc.message}",
+            checker.span(offset, offset + 1),
+            hint="Jinja2 syntax: {{ sample.x }}, {% if … %}…{% endif %}",
+        )
+    except RecursionError:
+        checker.error(
+            "E603",
+            "the template is nested too deeply to check",
+            checker.span(0, 1),
+            hint="split the expression into {% set %} steps",
+        )
+    return None
+
+
+def _check_names(
+    checker: Checker, site: Site, parsed: ParsedTemplate, undeclared: set[str]
+) -> None:
+    """Each name the template reads that its site does not provide (E602, E407)."""
+    allowed = dict(site.scope.roots)
+    for name in sorted(undeclared):
+        if name in allowed:
+            continue
+        offset = parsed.name_offset(name)
+        span = checker.span(offset, offset + len(name))
+        if name in ROOTS:
+            unavailable(checker, name, span)
+            continue
+        fields = [
+            f"{root}.{f}" for root, rec in allowed.items() if isinstance(rec, dict) for f in rec
+        ]
+        message = f"undefined template variable '{name}'"
+        checker.error("E602", message, span, close_match_hint(name, [*allowed, *fields], fields))
+
+
+def _check_fields(checker: Checker, site: Site, parsed: ParsedTemplate) -> None:
+    """Each `root.field` the template reads whose record has no such field."""
+    from jinja2 import nodes
+
+    allowed: dict[str, Any] = dict(site.scope.roots)
+    for getattr_node in parsed.find(nodes.Getattr):
+        if getattr_node.attr.startswith("_"):
+            continue  # reported among the problems
+        target = getattr_node.node
+        if not isinstance(target, nodes.Name) or target.name not in allowed:
+            continue
+        record = allowed[target.name]
+        if not isinstance(record, dict) or target.name in site.scope.open_roots:
+            continue
+        if getattr_node.attr not in record:
+            offset = parsed.attr_offset(getattr_node)
+            span = checker.span(offset, offset + len(getattr_node.attr))
+            missing_field(checker, target.name, getattr_node.attr, span, record)
+        elif target.name == "state":
+            checker.usage.reads.setdefault(getattr_node.attr, checker.span(0, 1))
+
+
+def _line_offset(text: str, line: int) -> int:
+    offset = 0
+    for _ in range(line - 1):
+        nxt = text.find("\n", offset)
+        if nxt == -1:
+            break
+        offset = nxt + 1
+    return offset
+
+
+def _word_offset(text: str, word: str) -> int:
+    match = re.search(r"\b" + re.escape(word) + r"\b", text)
+    return 0 if match is None else match.start()
