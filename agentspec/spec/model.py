@@ -54,7 +54,7 @@ ImportPath = Annotated[
     ),
 ]
 
-ToolFormat = Literal["hermes", "json", "react", "bracket"]
+ToolFormat = Literal["hermes", "json", "react", "bracket", "harmony"]
 ContextPolicyName = Literal[
     "full_history", "sliding_window", "token_budget", "state_summary", "custom"
 ]

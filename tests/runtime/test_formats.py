@@ -39,7 +39,7 @@ PARSE = (EventKind.PARSE_ERROR,)
 ANALYSIS = "<|channel|>analysis<|message|>I need the calculator.<|end|><|start|>assistant"
 
 
-def HC(arguments: str) -> str:  # noqa: N802 - reads like the constant it builds
+def HC(arguments: str) -> str:
     """A harmony call of the calculator with ``arguments`` (raw JSON)."""
     return f"<|channel|>commentary to=functions.calculator <|constrain|>json<|message|>{arguments}<|call|>"
 
@@ -454,28 +454,90 @@ CORPUS: dict[str, list[Case]] = {
         Case("Action: calculator[2*(3+4)", PARSE, "unclosed_tag", "not closed"),
     ],
     "harmony": [
-        Case(HC('{"expression": "3+4"}'), OK, "", "<|start|>functions.calculator to=assistant<|channel|>commentary<|message|>7<|end|>"),
+        Case(
+            HC('{"expression": "3+4"}'),
+            OK,
+            "",
+            "<|start|>functions.calculator to=assistant<|channel|>commentary<|message|>7<|end|>",
+        ),
         Case(ANALYSIS + HC('{"expression": "3+4"}'), OK, "", "<|message|>7<|end|>"),
         Case(HC('{"expression": "3+4"}').removesuffix("<|call|>"), OK, "", "<|message|>7<|end|>"),
-        Case(HC('{"expression": "1+1"}') + "<|start|>assistant" + HC('{"expression": "2*5"}'), OK * 2, "", "<|message|>10<|end|>"),
+        Case(
+            HC('{"expression": "1+1"}') + "<|start|>assistant" + HC('{"expression": "2*5"}'),
+            OK * 2,
+            "",
+            "<|message|>10<|end|>",
+        ),
         Case("<|channel|>final<|message|>7<|return|>", ("final",), "", None),
         Case(ANALYSIS + "<|channel|>final<|message|>7<|return|>", ("final",), "", None),
         Case("The answer is 7.", ("final",), "", None),
-        Case("<|channel|>analysis<|message|>Let me think about", PARSE, "unclosed_reasoning", "was the response cut off?"),
-        Case(ANALYSIS.removesuffix("<|start|>assistant"), PARSE, "no_action", "no final message and no tool call"),
+        Case(
+            "<|channel|>analysis<|message|>Let me think about",
+            PARSE,
+            "unclosed_reasoning",
+            "was the response cut off?",
+        ),
+        Case(
+            ANALYSIS.removesuffix("<|start|>assistant"),
+            PARSE,
+            "no_action",
+            "no final message and no tool call",
+        ),
         Case(HC('{"expression": "3+4"'), PARSE, "invalid_json", "call 1: invalid JSON"),
         Case(HC('["3+4"]'), PARSE, "arguments_not_object", "must be a JSON object, got a list"),
-        Case(HC("{}").replace("functions.calculator", "python"), PARSE, "bad_recipient", "'python' is not functions.TOOL"),
-        Case(HC("{}").replace("functions.calculator", "functions."), PARSE, "bad_name", "no tool name"),
+        Case(
+            HC("{}").replace("functions.calculator", "python"),
+            PARSE,
+            "bad_recipient",
+            "'python' is not functions.TOOL",
+        ),
+        Case(
+            HC("{}").replace("functions.calculator", "functions."),
+            PARSE,
+            "bad_name",
+            "no tool name",
+        ),
         Case("<|channel|>chat<|message|>7<|end|>", PARSE, "bad_channel", "channel 'chat'"),
-        Case("<|channel|>commentary to=functions.calculator json", PARSE, "missing_message", "without <|message|>"),
-        Case(HC('{"expression": "1"}') + "<|start|>assistant<|channel|>final<|message|>1<|return|>", PARSE, "mixed_final", "not both"),
-        Case(HC('{"expression": "1"}') + "<|start|>functions.calculator to=assistant<|channel|>commentary<|message|>1<|end|>", PARSE, "extra_text", "do not write the 'functions.calculator' message yourself"),
+        Case(
+            "<|channel|>commentary to=functions.calculator json",
+            PARSE,
+            "missing_message",
+            "without <|message|>",
+        ),
+        Case(
+            HC('{"expression": "1"}') + "<|start|>assistant<|channel|>final<|message|>1<|return|>",
+            PARSE,
+            "mixed_final",
+            "not both",
+        ),
+        Case(
+            HC('{"expression": "1"}')
+            + "<|start|>functions.calculator to=assistant<|channel|>commentary<|message|>1<|end|>",
+            PARSE,
+            "extra_text",
+            "do not write the 'functions.calculator' message yourself",
+        ),
         Case(HC('{"expression": NaN}'), PARSE, "non_finite_number", "NaN is not a JSON number"),
-        Case(HC('{"q": "x"}').replace("calculator", "search"), TOOL_ERR, "unknown_tool", "Error: unknown tool 'search'"),
+        Case(
+            HC('{"q": "x"}').replace("calculator", "search"),
+            TOOL_ERR,
+            "unknown_tool",
+            "Error: unknown tool 'search'",
+        ),
         Case(HC('{"expression": 5}'), TOOL_ERR, "invalid_arguments", "5 is not of type 'string'"),
-        Case("<|channel|>commentary<|message|>Computing now.<|end|><|start|>assistant" + HC('{"expression": "6*7"}'), OK, "", "<|message|>42<|end|>"),
-        Case("<|start|>assistant to=functions.calculator<|channel|>commentary <|constrain|>json<|message|>{\"expression\": \"2+2\"}<|call|>", OK, "", "<|message|>4<|end|>"),
+        Case(
+            "<|channel|>commentary<|message|>Computing now.<|end|><|start|>assistant"
+            + HC('{"expression": "6*7"}'),
+            OK,
+            "",
+            "<|message|>42<|end|>",
+        ),
+        Case(
+            '<|start|>assistant to=functions.calculator<|channel|>commentary <|constrain|>json<|message|>{"expression": "2+2"}<|call|>',
+            OK,
+            "",
+            "<|message|>4<|end|>",
+        ),
     ],
 }
 

@@ -72,10 +72,16 @@ def test_react_bare_value_with_a_non_standard_number_is_a_parse_error() -> None:
         }
 
     fmt, tools = get_format("react"), {"count": Counter()}
-    for value, code in ((HUGE, "number_too_long"), ("NaN", "non_finite_number"), ("-Infinity", "non_finite_number")):
+    for value, code in (
+        (HUGE, "number_too_long"),
+        ("NaN", "non_finite_number"),
+        ("-Infinity", "non_finite_number"),
+    ):
         parsed = fmt.parse(f"Action: count\nAction Input: {value}", tools)
         assert [e.code for e in parsed.errors] == [code]
-    assert fmt.parse("Action: count\nAction Input: twelve", tools).calls[0].arguments == {"n": "twelve"}
+    assert fmt.parse("Action: count\nAction Input: twelve", tools).calls[0].arguments == {
+        "n": "twelve"
+    }
 
 
 def test_integers_up_to_the_limit_are_kept() -> None:

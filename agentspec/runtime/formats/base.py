@@ -174,7 +174,9 @@ class ToolCallFormat(ABC):
         return f"You can call these tools:\n{specs}\n{self.usage()}"
 
 
-def one_error(message: str, code: str, call_index: int | None = 0, content: str = "") -> ParsedResponse:
+def one_error(
+    message: str, code: str, call_index: int | None = 0, content: str = ""
+) -> ParsedResponse:
     """A response rejected for one reason."""
     return ParsedResponse(errors=[FormatError(message, code, call_index)], content=content)
 

@@ -23,7 +23,12 @@ import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from agentspec.runtime.formats.base import ParsedResponse, ToolCallFormat, one_error, register_format
+from agentspec.runtime.formats.base import (
+    ParsedResponse,
+    ToolCallFormat,
+    one_error,
+    register_format,
+)
 from agentspec.runtime.trajectory import ToolCall
 
 if TYPE_CHECKING:
@@ -57,7 +62,9 @@ class BracketFormat(ToolCallFormat):
             if _names_a_tool(last, tools):
                 return _malformed(last, content)
             if earlier_action:
-                return one_error("call 1: the action must be on the last line", "extra_text", 0, content)
+                return one_error(
+                    "call 1: the action must be on the last line", "extra_text", 0, content
+                )
             answer = text.strip()
             return ParsedResponse(final_answer=answer, content=answer)
         if earlier_action or _SECOND_ACTION.search(action.group(2)):
@@ -86,10 +93,16 @@ def _malformed(last: str, content: str) -> ParsedResponse:
     """A last line that tries to act but is not only ``TOOL[ARGUMENT]``."""
     if last.count("[") > last.count("]"):
         return one_error(
-            "call 1: '[' is not closed by ']' (was the response cut off?)", "unclosed_tag", 0, content
+            "call 1: '[' is not closed by ']' (was the response cut off?)",
+            "unclosed_tag",
+            0,
+            content,
         )
     return one_error(
-        f"call 1: the last line must be only TOOL[ARGUMENT], got {last[:60]!r}", "extra_text", 0, content
+        f"call 1: the last line must be only TOOL[ARGUMENT], got {last[:60]!r}",
+        "extra_text",
+        0,
+        content,
     )
 
 
@@ -108,6 +121,11 @@ def _unticked(line: str) -> str:
 
 def _unfenced_last_line(lines: list[str]) -> list[str]:
     """The lines with a code fence around only the last line removed."""
-    if len(lines) >= 3 and lines[-1] == "```" and lines[-3].startswith("```") and "`" not in lines[-3][3:]:
+    if (
+        len(lines) >= 3
+        and lines[-1] == "```"
+        and lines[-3].startswith("```")
+        and "`" not in lines[-3][3:]
+    ):
         return [*lines[:-3], lines[-2]]
     return lines

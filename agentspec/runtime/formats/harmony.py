@@ -80,12 +80,14 @@ def split_messages(text: str) -> list[HarmonyMessage | FormatError]:
 def _message(chunk: str) -> HarmonyMessage | FormatError:
     header, found, body = chunk.partition(MESSAGE)
     if not found:
-        return FormatError(f"a message header without {MESSAGE}: {chunk.strip()[:60]!r}", "missing_message")
+        return FormatError(
+            f"a message header without {MESSAGE}: {chunk.strip()[:60]!r}", "missing_message"
+        )
     end = _TERMINATOR.search(body)
     content = body[: end.start()] if end else body
     if end and body[end.end() :].strip():
         return FormatError(
-            f"text after the end of a message: {body[end.end():].strip()[:40]!r}", "extra_text"
+            f"text after the end of a message: {body[end.end() :].strip()[:40]!r}", "extra_text"
         )
     role_part, _, channel_part = header.partition(CHANNEL)
     channel_part = channel_part.partition(CONSTRAIN)[0]
@@ -161,7 +163,10 @@ class _Reading:
     def take(self, msg: HarmonyMessage) -> None:
         if msg.role not in ("", "assistant"):
             self.errors.append(
-                FormatError(f"do not write the {msg.role!r} message yourself; stop after your call", "extra_text")
+                FormatError(
+                    f"do not write the {msg.role!r} message yourself; stop after your call",
+                    "extra_text",
+                )
             )
         elif msg.recipient is not None:
             self.call(msg)
@@ -175,7 +180,9 @@ class _Reading:
         else:
             channel = "no channel" if msg.channel is None else f"channel {msg.channel!r}"
             self.errors.append(
-                FormatError(f"a message on {channel}; use analysis, commentary or final", "bad_channel")
+                FormatError(
+                    f"a message on {channel}; use analysis, commentary or final", "bad_channel"
+                )
             )
 
     def call(self, msg: HarmonyMessage) -> None:
@@ -185,16 +192,24 @@ class _Reading:
         namespace, dot, name = (msg.recipient or "").partition(".")
         if namespace != "functions" or not dot:
             self.errors.append(
-                FormatError(f"{where}: recipient {msg.recipient!r} is not functions.TOOL", "bad_recipient", index)
+                FormatError(
+                    f"{where}: recipient {msg.recipient!r} is not functions.TOOL",
+                    "bad_recipient",
+                    index,
+                )
             )
             return
         if not name:
-            self.errors.append(FormatError(f"{where}: no tool name after 'functions.'", "bad_name", index))
+            self.errors.append(
+                FormatError(f"{where}: no tool name after 'functions.'", "bad_name", index)
+            )
             return
         value, error = decode_one(msg.content, where, index)
         if error is None and not isinstance(value, dict):
             error = FormatError(
-                f"{where}: the arguments must be a JSON object, got {json_type(value)}", "arguments_not_object", index
+                f"{where}: the arguments must be a JSON object, got {json_type(value)}",
+                "arguments_not_object",
+                index,
             )
         if error is not None:
             self.errors.append(error)
@@ -209,13 +224,24 @@ class _Reading:
             return ParsedResponse(errors=errors, content=content, reasoning=reasoning)
         if self.calls:
             return ParsedResponse(calls=self.calls, content=content, reasoning=reasoning)
-        return ParsedResponse(final_answer="\n\n".join(self.finals), content=content, reasoning=reasoning)
+        return ParsedResponse(
+            final_answer="\n\n".join(self.finals), content=content, reasoning=reasoning
+        )
 
     def _shape_errors(self) -> list[FormatError]:
         if self.calls and self.finals:
-            return [FormatError("write either tool calls or a final message, not both", "mixed_final", 0)]
+            return [
+                FormatError(
+                    "write either tool calls or a final message, not both", "mixed_final", 0
+                )
+            ]
         if self.calls or self.finals:
             return []
         if self.cut_off_analysis:
-            return [FormatError("the analysis message is not ended (was the response cut off?)", "unclosed_reasoning")]
+            return [
+                FormatError(
+                    "the analysis message is not ended (was the response cut off?)",
+                    "unclosed_reasoning",
+                )
+            ]
         return [FormatError("no final message and no tool call", "no_action")]

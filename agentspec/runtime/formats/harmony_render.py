@@ -124,7 +124,13 @@ def typescript_type(schema: Mapping[str, Any]) -> str:
     return _SCALARS.get(kind, "any") if isinstance(kind, str) else "any"
 
 
-_SCALARS = {"string": "string", "integer": "number", "number": "number", "boolean": "boolean", "null": "null"}
+_SCALARS = {
+    "string": "string",
+    "integer": "number",
+    "number": "number",
+    "boolean": "boolean",
+    "null": "null",
+}
 
 
 def _comment(text: str) -> list[str]:

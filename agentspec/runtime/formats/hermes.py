@@ -103,7 +103,11 @@ class _TagWalk:
             self.outside.append(self.text[pos:start])
             if tag == CLOSE:
                 message = f"call {index + 1}: {CLOSE} without a matching {OPEN}"
-                call, error, pos = None, FormatError(message, "unopened_tag", index), start + len(tag)
+                call, error, pos = (
+                    None,
+                    FormatError(message, "unopened_tag", index),
+                    start + len(tag),
+                )
             else:
                 call, error, pos = self.read_call(t, index)
             if call is not None:
@@ -136,7 +140,11 @@ class _TagWalk:
             return self.read_between_tags(t, index)
         close = self.tags[k][0]
         rest = text[after:close].strip()
-        return None, trailing_error(rest, end - body, f"call {index + 1}", index), close + len(CLOSE)
+        return (
+            None,
+            trailing_error(rest, end - body, f"call {index + 1}", index),
+            close + len(CLOSE),
+        )
 
     def read_between_tags(self, t: int, index: int) -> _Read:
         """A call whose JSON does not parse: say what is wrong with the text up to the next tag."""

@@ -24,7 +24,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from agentspec.runtime.formats.base import ParsedResponse, ToolCallFormat, one_error, register_format
+from agentspec.runtime.formats.base import (
+    ParsedResponse,
+    ToolCallFormat,
+    one_error,
+    register_format,
+)
 from agentspec.runtime.formats.strict_json import (
     NonStandardNumber,
     decode_one,
