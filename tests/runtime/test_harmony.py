@@ -186,6 +186,8 @@ def test_results_errors_and_parse_errors_are_whole_messages() -> None:
     )
     parsed = fmt.parse("<|channel|>chat<|message|>hi<|end|>")
     observation = fmt.render_errors(parsed.errors)
-    assert observation.startswith("<|start|>user<|message|>Error: your response could not be parsed")
+    assert observation.startswith(
+        "<|start|>user<|message|>Error: your response could not be parsed"
+    )
     assert observation.endswith("<|end|>") and "functions.TOOL" in observation
     assert getattr(fmt, "frames_observations", False)
