@@ -2,7 +2,10 @@
 
 Thinking models (Qwen3, DeepSeek-R1, QwQ, …) write ``<think>…</think>`` before
 acting. Every format except harmony (whose reasoning is its ``analysis``
-channel) splits these blocks off before its own rules run:
+channel) splits these blocks off before its own rules run. OPEN and CLOSE are
+``<think>`` and ``</think>`` unless the format is made with other tags
+(``get_format(name)`` uses the default; ``HermesFormat(reasoning_tags=("<reasoning>",
+"</reasoning>"))`` uses others, ``reasoning_tags=None`` turns the split off):
 
 - every ``OPEN…CLOSE`` block is reasoning, wherever it is; the blocks are
   joined by a blank line on :attr:`ParsedResponse.reasoning`;
