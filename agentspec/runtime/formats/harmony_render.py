@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from agentspec.runtime.tools import BaseTool
 
 __all__ = [
+    "assistant_turn",
     "developer_message",
     "functions_namespace",
     "message",
@@ -40,6 +41,20 @@ def message(header: str, content: str) -> str:
 def tool_message(tool_name: str, content: str) -> str:
     """A tool's output as the model reads it (from ``functions.NAME`` to the assistant)."""
     return message(f"functions.{tool_name} to=assistant{CHANNEL}commentary", content)
+
+
+def assistant_turn(content: str, calls: Sequence[tuple[str, str]]) -> str:
+    """What the model writes after the prompt's ``<|start|>assistant``: a preamble, then calls.
+
+    ``calls`` are (tool name, arguments as JSON text); the text is written as
+    given, so arguments that are not a JSON object stay a parse error.
+    """
+    messages = [f"{CHANNEL}commentary{MESSAGE}{content}{END}"] if content else []
+    messages += [
+        f"{CHANNEL}commentary to=functions.{name} <|constrain|>json{MESSAGE}{arguments}<|call|>"
+        for name, arguments in calls
+    ]
+    return f"{START}assistant".join(messages)
 
 
 def system_message(
