@@ -64,3 +64,14 @@ def test_modules_and_functions_stay_small() -> None:
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
                 length = (node.end_lineno or node.lineno) - node.lineno + 1
                 assert length <= 60, f"{path.name}: {node.name} has {length} lines"
+
+
+def test_the_spec_language_accepts_every_registered_format() -> None:
+    from pydantic import ValidationError
+
+    from agentspec.spec.model import EpisodeSpec
+
+    for name in available_formats():
+        assert EpisodeSpec.model_validate({"tool_format": name}).tool_format == name
+    with pytest.raises(ValidationError):
+        EpisodeSpec.model_validate({"tool_format": "hermez"})
