@@ -19,8 +19,8 @@ Rules (the docs page lists them with examples):
   is the final answer; a call and a final answer together are ``mixed_final``;
 - only analysis is ``no_action``; an analysis message cut off at the end is
   ``unclosed_reasoning``; a message from another role (the model writing the
-  tool's reply itself) is ``extra_text``; a response with no harmony token at
-  all is a plain final answer;
+  tool's reply itself) and text before the first message are ``extra_text``;
+  a response with no harmony token at all is a plain final answer;
 - results come back as complete tool messages
   (``<|start|>functions.NAME to=assistant<|channel|>commentary<|message|>…<|end|>``):
   :attr:`HarmonyFormat.frames_observations` tells a chat template to insert
@@ -148,6 +148,21 @@ class HarmonyFormat(ToolCallFormat):
         return read.result()
 
 
+_AUTHORS = ("system", "developer", "user", "tool")
+
+
+def _not_the_assistants(msg: HarmonyMessage) -> FormatError:
+    """A message from another author (the model writing a reply itself), or stray text."""
+    if msg.role in _AUTHORS or msg.role.startswith("functions."):
+        message = f"do not write the {msg.role!r} message yourself; stop after your call"
+    else:
+        message = (
+            f"text outside a message: {msg.raw[:40]!r}; write every message as "
+            "<|channel|>CHANNEL<|message|>TEXT<|end|>"
+        )
+    return FormatError(message, "extra_text")
+
+
 class _Reading:
     """What the messages of one response add up to."""
 
@@ -162,12 +177,7 @@ class _Reading:
 
     def take(self, msg: HarmonyMessage) -> None:
         if msg.role not in ("", "assistant"):
-            self.errors.append(
-                FormatError(
-                    f"do not write the {msg.role!r} message yourself; stop after your call",
-                    "extra_text",
-                )
-            )
+            self.errors.append(_not_the_assistants(msg))
         elif msg.recipient is not None:
             self.call(msg)
         elif msg.channel == "analysis":
