@@ -314,7 +314,7 @@ def worked_example(name: str) -> list[str]:
         raise SystemExit(f"the {name} example does not parse: {parsed.errors}")
     calls = [{"name": c.name, "arguments": c.arguments} for c in parsed.calls]
     observation = fmt.render_results([ToolResult(c.name, result_text, True) for c in parsed.calls])
-    error = fmt.render_result(ToolResult(calls[0]["name"], "no such page", False))
+    error = fmt.render_result(ToolResult(parsed.calls[0].name, "no such page", False))
     lines = ["A response:", "", *block(response), "", "is parsed as the call(s):", ""]
     lines += [*block(json.dumps(calls, ensure_ascii=False), "json"), ""]
     if parsed.reasoning is not None:

@@ -6,6 +6,7 @@ import ast
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -29,11 +30,11 @@ def test_public_names_keep_working() -> None:
 
 def test_duplicate_and_unknown_names_are_errors() -> None:
     class Hermes2(ToolCallFormat):
-        def parse_answer(self, text, tools=None):  # type: ignore[no-untyped-def]
+        def parse_answer(self, text: str, tools: Any = None) -> formats.ParsedResponse:
             return formats.ParsedResponse(final_answer=text)
 
-        def render_result(self, result):  # type: ignore[no-untyped-def]
-            return result.text
+        def render_result(self, result: Any) -> str:
+            return str(result.text)
 
         def usage(self) -> str:
             return ""

@@ -101,15 +101,9 @@ class _TagWalk:
                 return calls, errors
             start, tag = self.tags[t]
             self.outside.append(self.text[pos:start])
-            if tag == CLOSE:
-                message = f"call {index + 1}: {CLOSE} without a matching {OPEN}"
-                call, error, pos = (
-                    None,
-                    FormatError(message, "unopened_tag", index),
-                    start + len(tag),
-                )
-            else:
-                call, error, pos = self.read_call(t, index)
+            call, error, pos = (
+                self.read_unopened(t, index) if tag == CLOSE else self.read_call(t, index)
+            )
             if call is not None:
                 calls.append(call)
             if error is not None:
@@ -118,6 +112,11 @@ class _TagWalk:
             t = max(t + 1, bisect.bisect_left(self.starts, pos))
         self.outside.append(self.text[pos:])
         return calls, errors
+
+    def read_unopened(self, t: int, index: int) -> _Read:
+        """A closing tag with no call open: an error, and reading goes on after it."""
+        message = f"call {index + 1}: {CLOSE} without a matching {OPEN}"
+        return None, FormatError(message, "unopened_tag", index), self.tags[t][0] + len(CLOSE)
 
     def read_call(self, t: int, index: int) -> _Read:
         """The call opened by tag ``t``, read as JSON up to its closing tag."""
