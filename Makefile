@@ -44,6 +44,7 @@ docs: venv
 	$(PY) docs/gen_reference.py
 	$(PY) docs/gen_recipes.py
 	$(PY) docs/gen_library.py
+	$(PY) docs/gen_formats.py
 	$(PY) docs/gen_errors.py
 	$(VENV)/bin/mkdocs build --strict
 

@@ -1,11 +1,10 @@
-"""Regenerate docs/library.md: tool-call formats, stdlib functions, data
-generators, and the files and folders a spec reads, from the code.
+"""Regenerate docs/library.md: the tool-call formats (one line each; their page is
+docs/gen_formats.py's), stdlib functions, data generators, and the files and
+folders a spec reads, from the code.
 
-Every worked example of a tool-call format is parsed by the runtime's own
-parser while the page is generated (a broken example stops the generator),
-and the shown call and observation are that parser's and renderer's output.
-Function and generator tables come from the registries and the factories'
-signatures. A test checks that the committed page is current.
+The format table comes from the format registry, function and generator tables
+from the registries and the factories' signatures. A test checks that the
+committed page is current.
 
     python docs/gen_library.py
 """
@@ -14,6 +13,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -21,98 +21,22 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from agentspec.runtime.formats import get_format  # noqa: E402
-from agentspec.runtime.tools import ToolResult  # noqa: E402
+from agentspec.runtime.formats import available_formats, get_format  # noqa: E402
 from agentspec.stdlib.data import _GENERATORS, GENERATOR_FIELDS, available_generators  # noqa: E402
 from agentspec.stdlib.library import SIGNATURES, load_library  # noqa: E402
 
 OUTPUT = ROOT / "docs" / "library.md"
 
 
-class _Tool:
-    """What the parsers read of a tool: its parameter schema."""
-
-    def __init__(self, **properties: dict[str, Any]):
-        self.parameters = {"type": "object", "properties": properties}
-
-    @property
-    def parameter_names(self) -> list[str]:
-        return list(self.parameters["properties"])
-
-
-TOOLS = {
-    "search": _Tool(query={"type": "string"}),
-    "lookup": _Tool(title={"type": "string"}, section={"type": "integer"}),
-}
-
-# One worked example per format: (what it is for, the model's response, the result text).
-EXAMPLES: dict[str, tuple[str, str, str]] = {
-    "hermes": (
-        "Qwen/Hermes style; any number of calls per turn, free text around them.",
-        'I will look it up.\n<tool_call>{"name": "lookup", "arguments": {"title": "Louvre", "section": 2}}</tool_call>',
-        "The Louvre is in Paris.",
-    ),
-    "json": (
-        "The whole response is one JSON call (or a list of calls); a response fenced as a `json` code block is accepted too. Anything else is a final answer.",
-        '{"name": "lookup", "arguments": {"title": "Louvre", "section": 2}}',
-        "The Louvre is in Paris.",
-    ),
-    "react": (
-        "ReAct: `Action:` and `Action Input:` lines (one call per turn), or `Final Answer:`. A tool with one parameter also takes a bare value as its input.",
-        'Thought: I need the museum.\nAction: lookup\nAction Input: {"title": "Louvre", "section": 2}',
-        "The Louvre is in Paris.",
-    ),
-    "bracket": (
-        "WebShop style `name[argument]` alone on the last line (optionally after `Action:`), one call per turn. "
-        "The argument fills the tool's only parameter: the bracket format serves tools with exactly one "
-        "parameter (`agentspec validate` reports a tool with more or fewer as E912).",
-        "Thinking: the search page is open.\nsearch[red running shoes]",
-        "[Results] 3 products",
-    ),
-}
-
-
-def format_section(name: str) -> list[str]:
-    purpose, response, result_text = EXAMPLES[name]
-    fmt = get_format(name)
-    parsed = fmt.parse(response, TOOLS)  # type: ignore[arg-type]
-    if parsed.errors or not parsed.calls:
-        raise SystemExit(f"the {name} example does not parse: {parsed.errors}")
-    calls = [{"name": c.name, "arguments": c.arguments} for c in parsed.calls]
-    observation = fmt.render_results([ToolResult(c.name, result_text, True) for c in parsed.calls])
-    error = fmt.render_result(ToolResult(calls[0]["name"], "no such page", False))
-    return [
-        f"### `{name}`",
-        "",
-        purpose,
-        "",
-        f"What the model is told: {fmt.usage()}",
-        "",
-        "A response:",
-        "",
-        "```text",
-        response,
-        "```",
-        "",
-        "is parsed as the call(s):",
-        "",
-        "```json",
-        json.dumps(calls, ensure_ascii=False),
-        "```",
-        "",
-        "and the model then sees the result:",
-        "",
-        "```text",
-        observation,
-        "```",
-        "",
-        "or, when the tool fails:",
-        "",
-        "```text",
-        error,
-        "```",
-        "",
-    ]
+def format_rows() -> list[str]:
+    """One row per registered format: its name and the first line of its module's docstring."""
+    lines = ["| `tool_format` | how calls are written |", "|---|---|"]
+    for name in available_formats():
+        module = sys.modules[type(get_format(name)).__module__]
+        summary = (inspect.getdoc(module) or "").split("\n", 1)[0].split(": ", 1)[-1]
+        summary = re.sub(r"``(?! )([^`]+?)``", r"`\1`", summary).replace("|", "&#124;")
+        lines.append(f"| [`{name}`](formats.md#{name}) | {summary} |")
+    return lines
 
 
 def _annotation(parameter: inspect.Parameter) -> str:
@@ -185,15 +109,14 @@ def render() -> str:
         "",
         "## Tool-call formats",
         "",
-        "The examples use two tools: `search(query: string)` and "
-        "`lookup(title: string, section: integer)`. A malformed call is never run: the model "
-        "sees what is wrong (the event `parse_error`). A spec's oracle turns are parsed the "
-        "same way by `agentspec validate` (E909–E911).",
+        "A malformed call is never run: the model sees what is wrong (the event "
+        "`parse_error`). A spec's oracle turns are parsed the same way by `agentspec "
+        "validate` (E909–E911). Each format's syntax, a worked example, how reasoning "
+        "(`<think>…</think>`) is kept apart, and every decided edge case are on the "
+        "[tool-call formats](formats.md) page.",
         "",
-    ]
-    for name in ("hermes", "json", "react", "bracket"):
-        lines += format_section(name)
-    lines += [
+        *format_rows(),
+        "",
         "## Library functions (`impl: stdlib:NAME`)",
         "",
         "Declare one under `functions:`; its `config` keys are the factory's keyword "

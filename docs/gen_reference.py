@@ -2,7 +2,7 @@
 
 Every section and field comes from the pydantic models (agentspec/spec/model.py:
 type, default, constraints, description), the expression syntax from the Lark
-grammar (agentspec/compiler/grammar.lark), the scopes from the checker, and
+grammar (agentspec/compiler/grammar.lark), the scopes from the checker (compiler/scopes.py), and
 every built-in function from `BUILTINS` (agentspec/compiler/builtins.py). A
 test checks that the committed page is current; rerun after changing any of them.
 
@@ -26,7 +26,7 @@ import annotated_types  # noqa: E402
 from pydantic import BaseModel  # noqa: E402
 from pydantic.fields import FieldInfo  # noqa: E402
 
-from agentspec.compiler import checker  # noqa: E402
+from agentspec.compiler import scopes  # noqa: E402
 from agentspec.compiler.builtins import BUILTINS, EFFECT_CALLS  # noqa: E402
 from agentspec.spec import model  # noqa: E402
 from agentspec.spec.schema import SCHEMA_ID  # noqa: E402
@@ -363,8 +363,8 @@ SCOPE_TEXT = {
     "args": "the arguments of the tool call",
     "sample": "the current sample's `data.fields` (and `data.derived`)",
     "action": "the model's turn: "
-    + ", ".join(f"`{k}` ({t})" for k, t in checker.ACTION_FIELDS.items()),
-    "step": "the step: " + ", ".join(f"`{k}` ({t})" for k, t in checker.STEP_FIELDS.items()),
+    + ", ".join(f"`{k}` ({t})" for k, t in scopes.ACTION_FIELDS.items()),
+    "step": "the step: " + ", ".join(f"`{k}` ({t})" for k, t in scopes.STEP_FIELDS.items()),
     "result": "the value of the tool's `returns`",
     "reward": "each reward component of the episode so far, by name (float)",
     "env": "the environment adapter's facts (`env.score`, `env.done`, …; any attribute)",
@@ -372,8 +372,8 @@ SCOPE_TEXT = {
 
 
 def scope_rows() -> list[str]:
-    where = checker._WHERE
-    return [f"| `{root}` | {SCOPE_TEXT[root]} | {where[root]} |" for root in checker.ROOTS]
+    where = scopes.WHERE
+    return [f"| `{root}` | {SCOPE_TEXT[root]} | {where[root]} |" for root in scopes.ROOTS]
 
 
 def main() -> int:

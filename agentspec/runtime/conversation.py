@@ -31,6 +31,7 @@ from agentspec.runtime.context import (
     Prompt,
     StateSummary,
 )
+from agentspec.runtime.formats.harmony_render import assistant_turn
 from agentspec.runtime.trajectory import Step, ToolCall
 
 __all__ = [
@@ -184,6 +185,8 @@ def render_calls(tool_format: str, content: str | None, calls: Sequence[ChatCall
     if tool_format == "react":
         blocks = [f"Action: {c.name}\nAction Input: {_react_input(c.arguments)}" for c in calls]
         return "\n".join([text, *blocks] if text else blocks)
+    if tool_format == "harmony":
+        return assistant_turn(text, [(c.name, c.arguments) for c in calls])
     if tool_format == "bracket":
         # One line: the format reads the last line, and two actions there are `multiple_calls`.
         line = " ".join(f"{c.name}[{_bracket_argument(c.arguments)}]" for c in calls)

@@ -169,7 +169,7 @@ def test_retry_after_accepts_seconds_and_http_dates() -> None:
     assert retry_after_seconds("soon") is None and retry_after_seconds(None) is None
 
 
-@pytest.mark.parametrize("fmt", ["hermes", "json", "react", "bracket"])
+@pytest.mark.parametrize("fmt", ["hermes", "json", "react", "bracket", "harmony"])
 def test_rendered_calls_parse_back_to_the_same_calls(fmt: str) -> None:
     tools = {"calculator": CalculatorTool()}
     call = ChatCall("calculator", '{"expression": "2 + 3"}')
@@ -180,7 +180,7 @@ def test_rendered_calls_parse_back_to_the_same_calls(fmt: str) -> None:
     ]
 
 
-@pytest.mark.parametrize("fmt", ["hermes", "json", "react"])
+@pytest.mark.parametrize("fmt", ["hermes", "json", "react", "harmony"])
 def test_arguments_that_are_not_json_become_parse_errors(fmt: str) -> None:
     for arguments in ['{"expression": ', "expression=2+3"]:
         text = render_calls(fmt, None, [ChatCall("calculator", arguments)])

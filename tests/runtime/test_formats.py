@@ -36,6 +36,14 @@ class Case:
 
 
 PARSE = (EventKind.PARSE_ERROR,)
+ANALYSIS = "<|channel|>analysis<|message|>I need the calculator.<|end|><|start|>assistant"
+
+
+def HC(arguments: str) -> str:
+    """A harmony call of the calculator with ``arguments`` (raw JSON)."""
+    return f"<|channel|>commentary to=functions.calculator <|constrain|>json<|message|>{arguments}<|call|>"
+
+
 TOOL_ERR = (EventKind.TOOL_ERROR,)
 OK = ("tool:calculator",)
 
@@ -71,7 +79,7 @@ CORPUS: dict[str, list[Case]] = {
         Case(
             '<tool_call>{"name": "calculator", "arguments": ["3+4"]}</tool_call>',
             PARSE,
-            "bad_arguments",
+            "arguments_not_object",
             "'arguments' must be a JSON object, got a list",
         ),
         Case(
@@ -83,7 +91,7 @@ CORPUS: dict[str, list[Case]] = {
         Case(
             '<tool_call>{"name": "calculator", "arguments": "3+4"}</tool_call>',
             PARSE,
-            "bad_arguments",
+            "invalid_json",
             "'arguments' is a string that is not valid JSON",
         ),
         Case(
@@ -212,7 +220,7 @@ CORPUS: dict[str, list[Case]] = {
         Case(
             '{"name": "calculator", "arguments": 5}',
             PARSE,
-            "bad_arguments",
+            "arguments_not_object",
             "'arguments' must be a JSON object, got a number",
         ),
         Case(
@@ -314,7 +322,7 @@ CORPUS: dict[str, list[Case]] = {
         Case(
             'Action: calculator\nAction Input: ["3+4"]',
             PARSE,
-            "bad_arguments",
+            "arguments_not_object",
             "Action Input must be a JSON object, got a list",
         ),
         Case(
@@ -411,7 +419,7 @@ CORPUS: dict[str, list[Case]] = {
         Case("Thought: I need to add.\ncalculator[3+4]", OK, "", "Observation: 7"),
         Case("I am done here.", ("final",), "", None),
         Case("calculator[3+4", PARSE, "unclosed_tag", "'[' is not closed by ']'"),
-        Case("calculator[]", PARSE, "bad_argument", "calculator[] has an empty argument"),
+        Case("calculator[]", PARSE, "empty_argument", "calculator[] has an empty argument"),
         Case("calculator[1+1]calculator[2+2]", PARSE, "multiple_calls", "one action per response"),
         Case(
             "calculator[1+1]\nand that is my action",
@@ -437,13 +445,99 @@ CORPUS: dict[str, list[Case]] = {
         Case("sleepy[abc]", TOOL_ERR, "invalid_arguments", "'abc' is not of type 'number'"),
         Case("Je vais chercher ça, très bien.", ("final",), "", None),
         Case("", ("final",), "", None),
-        Case("calculator[   ]", PARSE, "bad_argument", "empty argument"),
+        Case("calculator[   ]", PARSE, "empty_argument", "empty argument"),
         Case("I will use calculator[1+1]", PARSE, "extra_text", "the last line must be only"),
         Case("done]", ("final",), "", None),
         Case("calc-ulator[1]", TOOL_ERR, "unknown_tool", "unknown tool 'calc-ulator'"),
         Case("Action: calculator[2*3]\n\n\n", OK, "", "Observation: 6"),
         Case("calculator[10-4]  ", OK, "", "Observation: 6"),
         Case("Action: calculator[2*(3+4)", PARSE, "unclosed_tag", "not closed"),
+    ],
+    "harmony": [
+        Case(
+            HC('{"expression": "3+4"}'),
+            OK,
+            "",
+            "<|start|>functions.calculator to=assistant<|channel|>commentary<|message|>7<|end|>",
+        ),
+        Case(ANALYSIS + HC('{"expression": "3+4"}'), OK, "", "<|message|>7<|end|>"),
+        Case(HC('{"expression": "3+4"}').removesuffix("<|call|>"), OK, "", "<|message|>7<|end|>"),
+        Case(
+            HC('{"expression": "1+1"}') + "<|start|>assistant" + HC('{"expression": "2*5"}'),
+            OK * 2,
+            "",
+            "<|message|>10<|end|>",
+        ),
+        Case("<|channel|>final<|message|>7<|return|>", ("final",), "", None),
+        Case(ANALYSIS + "<|channel|>final<|message|>7<|return|>", ("final",), "", None),
+        Case("The answer is 7.", ("final",), "", None),
+        Case(
+            "<|channel|>analysis<|message|>Let me think about",
+            PARSE,
+            "unclosed_reasoning",
+            "was the response cut off?",
+        ),
+        Case(
+            ANALYSIS.removesuffix("<|start|>assistant"),
+            PARSE,
+            "no_action",
+            "no final message and no tool call",
+        ),
+        Case(HC('{"expression": "3+4"'), PARSE, "invalid_json", "call 1: invalid JSON"),
+        Case(HC('["3+4"]'), PARSE, "arguments_not_object", "must be a JSON object, got a list"),
+        Case(
+            HC("{}").replace("functions.calculator", "python"),
+            PARSE,
+            "bad_recipient",
+            "'python' is not functions.TOOL",
+        ),
+        Case(
+            HC("{}").replace("functions.calculator", "functions."),
+            PARSE,
+            "bad_name",
+            "no tool name",
+        ),
+        Case("<|channel|>chat<|message|>7<|end|>", PARSE, "bad_channel", "channel 'chat'"),
+        Case(
+            "<|channel|>commentary to=functions.calculator json",
+            PARSE,
+            "missing_message",
+            "without <|message|>",
+        ),
+        Case(
+            HC('{"expression": "1"}') + "<|start|>assistant<|channel|>final<|message|>1<|return|>",
+            PARSE,
+            "mixed_final",
+            "not both",
+        ),
+        Case(
+            HC('{"expression": "1"}')
+            + "<|start|>functions.calculator to=assistant<|channel|>commentary<|message|>1<|end|>",
+            PARSE,
+            "extra_text",
+            "do not write the 'functions.calculator' message yourself",
+        ),
+        Case(HC('{"expression": NaN}'), PARSE, "non_finite_number", "NaN is not a JSON number"),
+        Case(
+            HC('{"q": "x"}').replace("calculator", "search"),
+            TOOL_ERR,
+            "unknown_tool",
+            "Error: unknown tool 'search'",
+        ),
+        Case(HC('{"expression": 5}'), TOOL_ERR, "invalid_arguments", "5 is not of type 'string'"),
+        Case(
+            "<|channel|>commentary<|message|>Computing now.<|end|><|start|>assistant"
+            + HC('{"expression": "6*7"}'),
+            OK,
+            "",
+            "<|message|>42<|end|>",
+        ),
+        Case(
+            '<|start|>assistant to=functions.calculator<|channel|>commentary <|constrain|>json<|message|>{"expression": "2+2"}<|call|>',
+            OK,
+            "",
+            "<|message|>4<|end|>",
+        ),
     ],
 }
 
@@ -508,12 +602,12 @@ def test_bracket_rejects_multi_parameter_tools() -> None:
             return "ok"
 
     parsed = get_format("bracket").parse("move[3]", {"move": Two()})
-    assert [e.code for e in parsed.errors] == ["bad_arguments"]
+    assert [e.code for e in parsed.errors] == ["not_one_parameter"]
     assert "takes 2 parameters" in parsed.errors[0].message
 
 
 def test_unknown_format_lists_the_valid_ones() -> None:
-    with pytest.raises(ValueError, match="bracket, hermes, json, react"):
+    with pytest.raises(ValueError, match="bracket, harmony, hermes, json, react"):
         get_format("xml")
 
 

@@ -32,10 +32,11 @@ def _call(fmt: str, arguments: str) -> str:
         "hermes": f'<tool_call>{{"name": "calculator", "arguments": {arguments}}}</tool_call>',
         "json": f'{{"name": "calculator", "arguments": {arguments}}}',
         "react": f"Action: calculator\nAction Input: {arguments}",
+        "harmony": f"<|channel|>commentary to=functions.calculator <|constrain|>json<|message|>{arguments}<|call|>",
     }[fmt]
 
 
-@pytest.mark.parametrize("fmt", ["hermes", "json", "react"])
+@pytest.mark.parametrize("fmt", ["hermes", "json", "react", "harmony"])
 @pytest.mark.parametrize(
     ("number", "code"),
     [
@@ -60,9 +61,9 @@ def test_arguments_given_as_a_json_string_are_strict_too() -> None:
     assert [e.code for e in parsed.errors] == ["non_finite_number"]
 
 
-def test_react_bare_value_with_a_huge_number_stays_text() -> None:
-    # A bare value for a non-string parameter is JSON-decoded when it can be; a huge
-    # integer cannot, so the tool gets the text (and its schema check says so).
+def test_react_bare_value_with_a_non_standard_number_is_a_parse_error() -> None:
+    # A bare value for a non-string parameter is JSON-decoded; numbers JSON refuses
+    # (a huge integer, NaN, Infinity) are parse errors there too, as in every format.
     class Counter(CalculatorTool):
         name = "count"
         parameters: ClassVar[dict[str, Any]] = {
@@ -70,8 +71,17 @@ def test_react_bare_value_with_a_huge_number_stays_text() -> None:
             "properties": {"n": {"type": "integer"}},
         }
 
-    parsed = get_format("react").parse(f"Action: count\nAction Input: {HUGE}", {"count": Counter()})
-    assert parsed.calls[0].arguments == {"n": HUGE}
+    fmt, tools = get_format("react"), {"count": Counter()}
+    for value, code in (
+        (HUGE, "number_too_long"),
+        ("NaN", "non_finite_number"),
+        ("-Infinity", "non_finite_number"),
+    ):
+        parsed = fmt.parse(f"Action: count\nAction Input: {value}", tools)
+        assert [e.code for e in parsed.errors] == [code]
+    assert fmt.parse("Action: count\nAction Input: twelve", tools).calls[0].arguments == {
+        "n": "twelve"
+    }
 
 
 def test_integers_up_to_the_limit_are_kept() -> None:
@@ -156,6 +166,16 @@ _PIECES = st.sampled_from(
         "\\ud800",
         '"\\ud800"',
         "<|im_start|>",
+        "<|start|>",
+        "<|channel|>",
+        "<|message|>",
+        "<|call|>",
+        "<|end|>",
+        "analysis",
+        "commentary to=functions.calculator",
+        "final",
+        "<think>",
+        "</think>",
         "null",
         "true",
         "0",
@@ -171,7 +191,7 @@ _HOSTILE_TEXT = st.one_of(
 )
 
 
-@pytest.mark.parametrize("fmt", ["hermes", "json", "react", "bracket"])
+@pytest.mark.parametrize("fmt", ["hermes", "json", "react", "bracket", "harmony"])
 @settings(
     max_examples=300, derandomize=True, deadline=None, suppress_health_check=[HealthCheck.too_slow]
 )
