@@ -152,3 +152,18 @@ def test_the_scan_finds_a_name_comparison() -> None:
     code = 'if loss == "steppo" or algo in ("opd", "x"):\n    compute_advantages("grpo", b, c)\n'
     found = _branches_on_a_name(ast.parse(code), _algorithm_names())
     assert sorted(name for _, name in found) == ["grpo", "opd", "steppo"]
+
+
+def test_registries_are_complete_whichever_name_comes_first() -> None:
+    code = (
+        "from agentspec.runtime.algorithms import ESTIMATORS as E\n"
+        "from agentspec.runtime.algorithms.presets import ALGORITHMS as A\n"
+        "from agentspec.runtime.algorithms import POLICY_LOSSES as L\n"
+        "for name in A:\n"
+        "    E.get(A.get(name).estimator); L.get(A.get(name).loss)\n"
+        "print('ok')\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=False
+    )
+    assert result.stdout.strip() == "ok", result.stderr[-2000:]

@@ -120,11 +120,23 @@ _MODULES = {
 }
 _LAZY = {name: module for module, names in _MODULES.items() for name in names}
 
+REGISTERING_MODULES = (
+    "agentspec.runtime.algorithms.advantages",
+    "agentspec.runtime.algorithms.losses",
+    "agentspec.runtime.algorithms.distillation",
+)
+"""Every module that registers estimators or losses. The first torch-side name asked of
+this package imports them all, so ``ESTIMATORS`` and ``POLICY_LOSSES`` are complete
+whichever name comes first. A new module of estimators or losses is listed here."""
+
 
 def __getattr__(name: str) -> Any:
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    if module.startswith("agentspec.runtime.algorithms.") and not module.endswith(".presets"):
+        for registering in REGISTERING_MODULES:
+            importlib.import_module(registering)
     value = getattr(importlib.import_module(module), name)
     globals()[name] = value
     return value
