@@ -161,6 +161,8 @@ class ChooseTool(SpecTool):
     }
     timeout = 30.0
     location = "shop_state_machine.yaml:39"
+    # Bounded expressions (no loops, regexes or user functions): no worker thread.
+    blocking = False
     guard_text = 'state.page == "item"'
     observation = template("You chose {{ args.option }}.")
 
