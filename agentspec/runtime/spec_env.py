@@ -18,7 +18,14 @@ from typing import Any, ClassVar
 
 from agentspec.runtime.contract import EpisodeRules, RewardComponent, ToolRules
 from agentspec.runtime.envs import AgentEnv, StepResult, ToolEnv
-from agentspec.runtime.scope import ActionView, Scope, StepView, state_fields, template
+from agentspec.runtime.scope import (
+    ActionView,
+    Scope,
+    SpecTemplate,
+    StepView,
+    state_fields,
+    template,
+)
 from agentspec.runtime.tools import (
     BaseTool,
     GuardMessage,
@@ -68,9 +75,9 @@ class SpecTool(BaseTool):
     in_call_order: ClassVar[bool] = True
     rules: ClassVar[ToolRules] = ToolRules()
     guard_text: ClassVar[str] = ""
-    guard_messages: ClassVar[tuple[Any, ...]] = ()  # templates of guards with messages
+    guard_messages: ClassVar[tuple[SpecTemplate, ...]] = ()  # of the guards with messages
     location: ClassVar[str] = ""  # spec file:line, for errors in the tool's expressions
-    observation: ClassVar[Any] = None  # a template over args, state, result, sample, step
+    observation: ClassVar[SpecTemplate | None] = None  # over args, state, result, sample, step
 
     def guard(self, args: dict[str, Any], context: ToolContext) -> str | None:
         rules = self.rules
@@ -290,8 +297,8 @@ class SpecToolEnv(SpecEnvMixin, ToolEnv):
     tool_classes: ClassVar[tuple[type[SpecTool], ...]] = ()
     tool_format: ClassVar[str] = "hermes"
     final_answer: ClassVar[str] = "end"
-    system_template: ClassVar[Any] = None
-    user_template: ClassVar[Any] = None
+    system_template: ClassVar[SpecTemplate | None] = None
+    user_template: ClassVar[SpecTemplate | None] = None
 
     def __init__(self) -> None:
         super().__init__(self._shared_tools(), self.tool_format)
@@ -385,8 +392,8 @@ class SpecAdapterEnv(SpecEnvMixin, AgentEnv):
     """
 
     make_adapter: ClassVar[Callable[[], EnvironmentAdapter]]
-    system_template: ClassVar[Any] = None
-    user_template: ClassVar[Any] = None
+    system_template: ClassVar[SpecTemplate | None] = None
+    user_template: ClassVar[SpecTemplate | None] = None
 
     def __init__(self) -> None:
         super().__init__()

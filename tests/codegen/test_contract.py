@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from agentspec.compiler.build import compile_spec, write_compiled
+from agentspec.compiler.names import IMPORTS
 from agentspec.runtime.contract import EpisodeRules, RewardComponent, ToolRules
 
 pytest.importorskip("mypy")
@@ -108,3 +109,36 @@ def test_generated_classes_expose_their_expressions_as_data(spec: Path) -> None:
         assert callable(component.value)
     for tool in getattr(env, "tool_classes", ()):
         assert isinstance(getattr(tool, "rules", ToolRules()), ToolRules)
+
+
+@pytest.mark.parametrize("name", sorted(IMPORTS))
+def test_each_import_a_generated_module_may_need_provides_its_name(name: str) -> None:
+    """The table emit.py draws the generated imports from stays true to the runtime."""
+    import ast
+    import importlib
+
+    (line,) = ast.parse(IMPORTS[name]).body
+    if isinstance(line, ast.Import):
+        assert line.names[0].name == name
+        importlib.import_module(name)
+        return
+    assert isinstance(line, ast.ImportFrom) and line.module is not None
+    (alias,) = line.names
+    assert (alias.asname or alias.name) == name
+    assert hasattr(importlib.import_module(line.module), alias.name)
+
+
+def test_a_generated_module_imports_exactly_what_it_uses() -> None:
+    import ast
+
+    for spec in SPECS:
+        tree = ast.parse(compile_spec(spec).source)
+        imported = {
+            alias.asname or alias.name
+            for node in tree.body
+            if isinstance(node, (ast.Import, ast.ImportFrom))
+            for alias in node.names
+        } - {"annotations"}
+        used = {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)}
+        assert imported <= used, f"{spec.name}: unused {imported - used}"
+        assert (used & IMPORTS.keys()) <= imported, f"{spec.name}: missing {used - imported}"
