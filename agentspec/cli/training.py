@@ -8,6 +8,7 @@ from typing import Annotated, Any
 import typer
 
 from agentspec.cli.app import app, fail, report_spec_error
+from agentspec.runtime.algorithms.presets import ALGORITHMS  # torch-free
 
 
 @app.command()
@@ -15,7 +16,7 @@ def train(
     spec: Annotated[Path, typer.Argument(help="The spec to train.", exists=True, dir_okay=False)],
     algorithm: Annotated[
         str | None,
-        typer.Option(help="ppo, steppo, grpo, rloo, gigpo, token_gae, reinforce or opd."),
+        typer.Option(help=f"One of {', '.join(ALGORITHMS.names())} (docs/algorithms.md)."),
     ] = None,
     set_: Annotated[
         list[str] | None,
@@ -118,8 +119,6 @@ def _train_verl(
             "local backend only; verl trains the model as it is",
             err=True,
         )
-    from agentspec.runtime.algorithms.presets import ALGORITHMS
-
     if ALGORITHMS.get(resolved.algorithm).needs_teacher and resolved.opd_topk:
         typer.echo(
             f"note: training.opd_topk ({resolved.opd_topk}, the full-distribution loss) runs on "
