@@ -326,6 +326,7 @@ class _Codec:
         self.bpe_model = self.rust is not None and type(self.rust.model).__name__ == "BPE"
         self.plans: dict[Any, _ChatPlan | None] = {}
         self._framing: dict[str, list[int]] = {}
+        self._segments: dict[str, tuple[int, ...]] = {}
 
     def _direct(self) -> bool:
         """The Rust tokenizer encodes as ``tokenizer.encode`` would (no truncation,
@@ -344,6 +345,17 @@ class _Codec:
         if self._direct():
             return self.rust.encode(text, add_special_tokens=False).ids  # type: ignore[union-attr]
         return self.tokenizer.encode(text, add_special_tokens=False)
+
+    def segment(self, text: str) -> list[int] | tuple[int, ...]:
+        """The ids of one piece of text between special tokens, remembered: the
+        first messages repeat across episodes (the same system prompt for every
+        sample), so most of a first prompt is encoded once."""
+        ids = self._segments.get(text)
+        if ids is None:
+            if len(self._segments) >= _MAX_SEGMENTS:
+                self._segments.clear()
+            ids = self._segments[text] = tuple(self.encode(text))
+        return ids
 
     def decode(self, token_ids: Sequence[int]) -> str:
         rust = self.rust
@@ -375,6 +387,7 @@ class _Codec:
 
 
 _MAX_CACHED = 256
+_MAX_SEGMENTS = 256
 _CODECS: dict[int, _Codec] = {}
 
 
@@ -434,20 +447,22 @@ class _ChatPlan:
     literals: tuple[_Literal, ...]
 
     def encode(self, contents: Sequence[str]) -> list[int]:
-        encode = self.codec.encode
+        codec, last = self.codec, len(contents) - 1
         ids: list[int] = []
         pending = ""
         for i, literal in enumerate(self.literals):
             pending += literal.lead
             if literal.fixed is not None:
                 if pending:
-                    ids += encode(pending)
+                    # Text up to an earlier message's end (a system prompt) repeats
+                    # across episodes: remembered; the last message's is not.
+                    ids += codec.segment(pending) if i <= last else codec.encode(pending)
                 ids += literal.fixed
                 pending = literal.trail
-            if i < len(contents):
+            if i <= last:
                 pending += contents[i]
         if pending:
-            ids += encode(pending)
+            ids += codec.encode(pending)
         return ids
 
 
