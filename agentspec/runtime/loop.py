@@ -20,6 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from agentspec.runtime.blocking import FifoSemaphore
 from agentspec.runtime.caps import cap_error
 from agentspec.runtime.context import (
     ContextOverflowError,
@@ -110,7 +111,7 @@ class AgentFlowBase(ABC):
         """One semaphore per event loop (``max_concurrent_tool_calls`` permits)."""
         key = id(asyncio.get_running_loop())
         if key not in self._semaphores:
-            self._semaphores = {key: asyncio.Semaphore(self.config.max_concurrent_tool_calls)}
+            self._semaphores = {key: FifoSemaphore(self.config.max_concurrent_tool_calls)}
         return self._semaphores[key]
 
     async def generate(self, prompt_ids: Sequence[int]) -> Generation:

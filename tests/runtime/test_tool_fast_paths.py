@@ -124,3 +124,29 @@ def test_a_cancelled_caller_leaves_no_pending_timer() -> None:
         assert not [h for h in asyncio.get_running_loop()._scheduled if not h.cancelled()]
 
     asyncio.run(main())
+
+
+def test_the_fifo_semaphore_bounds_serves_in_order_and_survives_cancellation() -> None:
+    from agentspec.runtime.blocking import FifoSemaphore
+
+    async def main() -> tuple[list[int], int]:
+        sem, order, running, peak = FifoSemaphore(2), [], [0], [0]
+
+        async def worker(i: int) -> None:
+            async with sem:
+                running[0] += 1
+                peak[0] = max(peak[0], running[0])
+                order.append(i)
+                await asyncio.sleep(0.001)
+                running[0] -= 1
+
+        tasks = [asyncio.ensure_future(worker(i)) for i in range(10)]
+        await asyncio.sleep(0)
+        tasks[5].cancel()  # a waiter gives up: its turn passes to the next one
+        await asyncio.gather(*tasks, return_exceptions=True)
+        assert not sem.locked()
+        return order, peak[0]
+
+    order, peak = asyncio.run(main())
+    assert order == [0, 1, 2, 3, 4, 6, 7, 8, 9]
+    assert peak == 2
