@@ -29,7 +29,7 @@ import ctypes
 import queue
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal
 
 __all__ = ["MAX_WORKERS", "FifoSemaphore", "Interrupted", "run_blocking"]
 
@@ -187,7 +187,7 @@ class FifoSemaphore(asyncio.Semaphore):
     def locked(self) -> bool:
         return self._permits == 0
 
-    async def acquire(self) -> bool:
+    async def acquire(self) -> Literal[True]:
         if self._permits > 0 and not self._queue:
             self._permits -= 1
             return True

@@ -18,7 +18,7 @@ import itertools
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from agentspec.runtime.blocking import FifoSemaphore
 from agentspec.runtime.caps import cap_error
@@ -218,7 +218,8 @@ class AgentEnvLoop(AgentFlowBase):
             conversation = conversation_of(view, prompt, self.context)
         except ConversationError as exc:
             return Generation([], [], error=str(exc))
-        return await self.policy.generate_chat(conversation, self.config.sampling)
+        chatting = cast(ConversationPolicy, self.policy)  # checked by `chat_policy`
+        return await chatting.generate_chat(conversation, self.config.sampling)
 
     def _failed_step(
         self,
