@@ -466,6 +466,7 @@ class _ChatPlan:
         return ids
 
 
+_UNPLANNED = object()
 _SENTINEL = "\ue000{}\ue001"
 _PROBES = ("x", " a b \n", "\n\n1 2.5\n ", "  Ünï\tcode  ")
 
@@ -485,11 +486,14 @@ def _chat_plan(
         hash(key)
     except TypeError:  # an unhashable template or message field: no cache
         return None
-    if key not in codec.plans:
-        if len(codec.plans) >= _MAX_CACHED:
-            codec.plans.clear()
-        codec.plans[key] = _build_plan(codec, chat, messages, prefix, add_generation_prompt)
-    return codec.plans[key]
+    cached = codec.plans.get(key, _UNPLANNED)
+    if cached is not _UNPLANNED:
+        return cached  # type: ignore[return-value]
+    plan = _build_plan(codec, chat, messages, prefix, add_generation_prompt)
+    if len(codec.plans) >= _MAX_CACHED:
+        codec.plans.clear()
+    codec.plans[key] = plan
+    return plan
 
 
 def _build_plan(
