@@ -126,6 +126,31 @@ def first_difference(expected: Any, actual: Any, where: str = "") -> str | None:
     return None if expected == actual else f"{where.lstrip('.')}: {expected!r} != {actual!r}"
 
 
+def golden_text(golden: dict[str, Any]) -> str:
+    """The pins as JSON with one step or row per line (short, readable diffs)."""
+
+    def line(value: Any) -> str:
+        return json.dumps(value, separators=(", ", ": "))
+
+    out = ["{"]
+    for i, (spec, records) in enumerate(sorted(golden.items())):
+        out.append(f" {line(spec)}: {{")
+        for j, (tokenizer, episodes) in enumerate(sorted(records.items())):
+            out.append(f"  {line(tokenizer)}: [")
+            for k, ep in enumerate(episodes):
+                head = {key: ep[key] for key in ("termination", "overflow_tokens")}
+                out.append(f"   {line(head)[:-1]},")
+                for key in ("steps", "rows"):
+                    items = [f"     {line(item)}" for item in ep[key]]
+                    body = ",\n".join(items)
+                    out.append(f'    "{key}": [' + (f"\n{body}\n    ]" if items else "]"))
+                    out[-1] += "," if key == "steps" else ""
+                out.append("   }" + ("," if k + 1 < len(episodes) else ""))
+            out.append("  ]" + ("," if j + 1 < len(records) else ""))
+        out.append(" }" + ("," if i + 1 < len(golden) else ""))
+    return "\n".join([*out, "}", ""])
+
+
 def load_golden() -> dict[str, Any]:
     return json.loads(GOLDEN.read_text()) if GOLDEN.exists() else {}
 
@@ -137,7 +162,7 @@ def test_oracle_rollout_tokens_are_pinned(spec: Path, update_golden: bool) -> No
         golden = load_golden()
         golden[spec.stem] = actual
         GOLDEN.parent.mkdir(parents=True, exist_ok=True)
-        GOLDEN.write_text(json.dumps(dict(sorted(golden.items())), indent=1) + "\n")
+        GOLDEN.write_text(golden_text(golden))
     expected = load_golden().get(spec.stem)
     assert expected is not None, f"{spec.stem}: no pin yet (run with --update-golden)"
     difference = first_difference(expected, actual)
