@@ -12,8 +12,14 @@ maximum over every child a process has waited for).
               40` runs the whole demo)
     rollout   `agentspec run specs/calculator.yaml --policy oracle -n 256`
               (256 episodes, all started at once, trajectories written)
+    held      the memory that 256 played oracle episodes of
+              specs/keys_and_chests.yaml (9 steps each, `full_history`) hold
+              as trajectories: allocated (tracemalloc) while they are kept
+              and freed when they are dropped, in a fresh process. The prompts
+              of an episode share one token list, so this grows with the
+              episode's length, not with its square.
 
-    .venv/bin/python benchmarks/memory.py [--iterations 2] [--episodes 256] [--only rollout]
+    .venv/bin/python benchmarks/memory.py [--iterations 2] [--episodes 256] [--only rollout|held]
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 SPEC = ROOT / "specs" / "calculator.yaml"
+LONG_SPEC = ROOT / "specs" / "keys_and_chests.yaml"
 
 
 def agentspec_command() -> list[str]:
@@ -60,16 +67,65 @@ def peak_rss(command: list[str]) -> dict[str, float]:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+def held_by_trajectories(spec: Path, episodes: int) -> dict[str, float]:
+    """MiB that `episodes` oracle trajectories of `spec` hold (freed when dropped)."""
+    import asyncio
+    import gc
+    import itertools
+    import tracemalloc
+
+    from agentspec.compiler.codegen import import_spec
+    from agentspec.runtime.spec_run import rollout
+    from agentspec.runtime.task_text import task_bpe_tokenizer
+
+    module = import_spec(spec)
+    data = module.load_samples()
+    samples = list(itertools.islice(itertools.cycle(data), episodes))
+    tokenizer = task_bpe_tokenizer(module, data[:50])
+    asyncio.run(rollout(module, samples[:2], "oracle", task_tokenizer=tokenizer))  # warm caches
+    tracemalloc.start()
+    trajectories = asyncio.run(rollout(module, samples, "oracle", task_tokenizer=tokenizer))
+    gc.collect()
+    kept = tracemalloc.get_traced_memory()[0]
+    steps = sum(len(t.steps) for t in trajectories)
+    tokens = sum(len(s.prompt_ids) + len(s.response_ids) for t in trajectories for s in t.steps)
+    del trajectories
+    gc.collect()
+    freed = kept - tracemalloc.get_traced_memory()[0]
+    return {"held_mib": freed / 2**20, "steps": steps, "step_tokens": tokens}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--iterations", type=int, default=2, help="training iterations (demo: 40)")
     parser.add_argument("--episodes", type=int, default=256, help="rollout episodes")
-    parser.add_argument("--only", choices=["train", "rollout"], help="measure one command")
+    parser.add_argument("--only", choices=["train", "rollout", "held"], help="measure one thing")
     parser.add_argument("--measure", help=argparse.SUPPRESS)  # internal: one command as JSON
+    parser.add_argument("--held", action="store_true", help=argparse.SUPPRESS)  # internal
     options = parser.parse_args(argv)
     if options.measure:
         print(json.dumps(measure_child(json.loads(options.measure))))
         return 0
+    if options.held:
+        print(json.dumps(held_by_trajectories(LONG_SPEC, options.episodes)))
+        return 0
+    if options.only in (None, "held"):
+        done = subprocess.run(
+            [sys.executable, __file__, "--held", "--episodes", str(options.episodes)],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if done.returncode != 0:
+            raise SystemExit(done.stderr[-4000:])
+        held = json.loads(done.stdout.strip().splitlines()[-1])
+        print(
+            f"{options.episodes} oracle trajectories of {LONG_SPEC.relative_to(ROOT)} "
+            f"({held['steps']} steps, {held['step_tokens']:,} prompt + response tokens over "
+            f"the steps) hold {held['held_mib']:.1f} MiB\n"
+        )
+        if options.only == "held":
+            return 0
 
     with tempfile.TemporaryDirectory() as tmp:
         commands = {

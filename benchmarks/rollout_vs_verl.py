@@ -38,6 +38,7 @@ through hydra; neither is timed here, which can only favour verl.
 
     .venv/bin/python benchmarks/rollout_vs_verl.py [--episodes 1 32 256] [--repeats 5]
     .venv/bin/python benchmarks/rollout_vs_verl.py --profile    # cProfile of each side at the largest N
+    .venv/bin/python benchmarks/rollout_vs_verl.py --clock cpu  # per CPU second (a shared machine)
 """
 
 from __future__ import annotations
@@ -375,10 +376,13 @@ def assert_identical(task: Task, verl: VerlSide, n: int) -> tuple[int, int]:
     return len(ours), total
 
 
-def steps_per_second(run: Callable[[int], Any], n: int) -> float:
-    start = time.perf_counter()
+def steps_per_second(run: Callable[[int], Any], n: int, clock: str = "wall") -> float:
+    """Env steps per second of `run(n)`: per wall-clock second, or per second of
+    this process's CPU time (all its threads; steadier on a shared machine)."""
+    timer = time.process_time if clock == "cpu" else time.perf_counter
+    start = timer()
     asyncio.run(run(n))
-    return 3 * n / (time.perf_counter() - start)
+    return 3 * n / (timer() - start)
 
 
 class InlineExecutor(concurrent.futures.ThreadPoolExecutor):
@@ -394,8 +398,9 @@ class InlineExecutor(concurrent.futures.ThreadPoolExecutor):
         return future
 
 
-def profile(run: Callable[[int], Any], n: int, top: int) -> str:
-    """cProfile of one run of `n` episodes.
+def profile(run: Callable[[int], Any], n: int, top: int, clock: str = "wall") -> str:
+    """cProfile of one run of `n` episodes (with `clock="cpu"`, timed in the event
+    loop thread's CPU time, so waits for a core on a loaded machine do not count).
 
     cProfile sees one thread; verl renders chat templates, encodes and decodes in
     the event loop's default executor (a thread pool), so the profiled run puts
@@ -406,7 +411,7 @@ def profile(run: Callable[[int], Any], n: int, top: int) -> str:
         asyncio.get_running_loop().set_default_executor(InlineExecutor())
         return await run(n)
 
-    profiler = cProfile.Profile()
+    profiler = cProfile.Profile(time.thread_time) if clock == "cpu" else cProfile.Profile()
     profiler.enable()
     asyncio.run(inline())
     profiler.disable()
@@ -415,6 +420,14 @@ def profile(run: Callable[[int], Any], n: int, top: int) -> str:
     stats.sort_stats("tottime").print_stats(top)
     stats.sort_stats("cumulative").print_stats(top)
     return out.getvalue()
+
+
+def load_average() -> str:
+    """The 1, 5 and 15 minute load averages (the machine may be shared)."""
+    try:
+        return " ".join(f"{x:.2f}" for x in os.getloadavg())
+    except OSError:
+        return "unknown"
 
 
 def summary(values: list[float]) -> str:
@@ -430,6 +443,12 @@ def main(argv: list[str] | None = None) -> int:
         "--profile", action="store_true", help="cProfile each side at the largest N"
     )
     parser.add_argument("--top", type=int, default=25, help="functions listed per profile")
+    parser.add_argument(
+        "--clock",
+        choices=["wall", "cpu"],
+        default="wall",
+        help="time per wall-clock second (default) or per CPU second of this process",
+    )
     options = parser.parse_args(argv)
 
     import logging
@@ -449,6 +468,7 @@ def main(argv: list[str] | None = None) -> int:
         f"{os.cpu_count()} CPUs"
     )
     print(f"token sequences identical on both sides ({episodes} episodes checked)")
+    print(f"clock: {options.clock} · load average at start: {load_average()}")
     ours = lambda n: agentspec_episodes(task, n)  # noqa: E731
     theirs = verl_side.episodes
     print()
@@ -459,8 +479,8 @@ def main(argv: list[str] | None = None) -> int:
         steps_per_second(theirs, n)
         a, b = [], []
         for _ in range(options.repeats):
-            a.append(steps_per_second(ours, n))
-            b.append(steps_per_second(theirs, n))
+            a.append(steps_per_second(ours, n, options.clock))
+            b.append(steps_per_second(theirs, n, options.clock))
         ratios = [x / y for x, y in zip(a, b, strict=True)]
         print(
             f"| {n} | {summary(a)} | {summary(b)} | {statistics.median(ratios):.2f}× "
@@ -469,12 +489,13 @@ def main(argv: list[str] | None = None) -> int:
         )
     print(
         f"\nmedian (range) of {options.repeats} repetitions; ratio: median of per-repetition ratios"
+        f"; load average at the end: {load_average()}"
     )
     if options.profile:
         n = max(options.episodes)
         for name, run in (("agentspec", ours), ("verl", theirs)):
             print(f"\n===== cProfile: {name}, {n} concurrent episodes =====")
-            print(profile(run, n, options.top))
+            print(profile(run, n, options.top, options.clock))
     return 0
 
 

@@ -37,7 +37,13 @@ from enum import Enum
 from typing import Any, ClassVar
 
 from agentspec.registry import Registry
-from agentspec.runtime.tokenizer import ChatTemplate, Message, Tokenizer, encode_chat
+from agentspec.runtime.tokenizer import (
+    ChatTemplate,
+    Message,
+    Tokenizer,
+    encode_chat,
+    framing_ids,
+)
 from agentspec.runtime.trajectory import Step
 
 __all__ = [
@@ -110,7 +116,7 @@ class Prompt:
 
 
 def end_of_turn_id(tokenizer: Tokenizer, chat: ChatTemplate) -> int | None:
-    ids = tokenizer.encode(chat.end_of_turn, add_special_tokens=False)
+    ids = framing_ids(tokenizer, chat.end_of_turn)  # cached: asked at every step
     return ids[0] if len(ids) == 1 else None
 
 

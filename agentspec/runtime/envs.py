@@ -225,7 +225,12 @@ class ToolEnv(AgentEnv):
             )
         if not parsed.calls:
             return await self.on_final(parsed.final_answer or "", action)
-        results = await asyncio.gather(*(self._run_call(i, c) for i, c in enumerate(parsed.calls)))
+        if len(parsed.calls) == 1:  # the usual case: no task for gather to wrap it in
+            results = [await self._run_call(0, parsed.calls[0])]
+        else:
+            results = await asyncio.gather(
+                *(self._run_call(i, c) for i, c in enumerate(parsed.calls))
+            )
         events = [
             Event.tool_ok(r.name, i)
             if r.ok

@@ -18,8 +18,9 @@ import itertools
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
+from agentspec.runtime.blocking import FifoSemaphore
 from agentspec.runtime.caps import cap_error
 from agentspec.runtime.context import (
     ContextOverflowError,
@@ -36,11 +37,12 @@ from agentspec.runtime.policies.base import (
     Policy,
     SamplingParams,
 )
-from agentspec.runtime.tokenizer import ChatTemplate, Tokenizer, encode_chat
+from agentspec.runtime.tokenizer import ChatTemplate, Tokenizer, decode_text, encode_chat
 from agentspec.runtime.trajectory import (
     Action,
     Event,
     EventKind,
+    PromptIds,
     Step,
     TerminationReason,
     Trajectory,
@@ -92,13 +94,24 @@ class AgentFlowBase(ABC):
         self.config = config or LoopConfig()
         self.chat = chat or ChatTemplate()
         self._semaphores: dict[int, asyncio.Semaphore] = {}
+        self._policy_kind: tuple[Any, bool] = (None, False)
+
+    @property
+    def chat_policy(self) -> bool:
+        """Whether the policy answers chat messages (a :class:`ConversationPolicy`);
+        cached per policy object, as a protocol check is slow on the hot path."""
+        policy, is_chat = self._policy_kind
+        if policy is not self.policy:
+            is_chat = isinstance(self.policy, ConversationPolicy)
+            self._policy_kind = (self.policy, is_chat)
+        return is_chat
 
     @property
     def tool_semaphore(self) -> asyncio.Semaphore:
         """One semaphore per event loop (``max_concurrent_tool_calls`` permits)."""
         key = id(asyncio.get_running_loop())
         if key not in self._semaphores:
-            self._semaphores = {key: asyncio.Semaphore(self.config.max_concurrent_tool_calls)}
+            self._semaphores = {key: FifoSemaphore(self.config.max_concurrent_tool_calls)}
         return self._semaphores[key]
 
     async def generate(self, prompt_ids: Sequence[int]) -> Generation:
@@ -108,7 +121,8 @@ class AgentFlowBase(ABC):
         return out
 
     def decode(self, token_ids: Sequence[int]) -> str:
-        return self.tokenizer.decode(list(token_ids), skip_special_tokens=True)
+        """The response's text (special tokens skipped), for parsing and reading."""
+        return decode_text(self.tokenizer, token_ids)
 
     def encode_messages(self, messages: Sequence[Mapping[str, str]]) -> list[int]:
         """Prompt ids of a conversation, ending with the assistant's generation prompt."""
@@ -181,12 +195,13 @@ class AgentEnvLoop(AgentFlowBase):
             e.kind == EventKind.TOOL_ERROR and e.code == "timeout" for e in step.events
         ):
             return TerminationReason.TOOL_TIMEOUT
-        all_steps = [*steps, step]
         if cfg.max_parse_errors is not None:
+            all_steps = [*steps, step]
             n = sum(1 for s in all_steps if any(e.kind == EventKind.PARSE_ERROR for e in s.events))
             if n >= cfg.max_parse_errors:
                 return TerminationReason.PARSE_ERROR_LIMIT
         if cfg.max_tool_errors is not None:
+            all_steps = [*steps, step]
             n = sum(1 for s in all_steps for e in s.events if e.kind == EventKind.TOOL_ERROR)
             if n >= cfg.max_tool_errors:
                 return TerminationReason.TOOL_ERROR_LIMIT
@@ -197,21 +212,28 @@ class AgentEnvLoop(AgentFlowBase):
     async def generate_step(self, view: ContextView, prompt: Prompt) -> Generation:
         """The policy's response: from the prompt ids, or — for a
         :class:`ConversationPolicy` — from the same turns written as chat messages."""
-        if not isinstance(self.policy, ConversationPolicy):
+        if not self.chat_policy:
             return await self.generate(prompt.ids)
         try:
             conversation = conversation_of(view, prompt, self.context)
         except ConversationError as exc:
             return Generation([], [], error=str(exc))
-        return await self.policy.generate_chat(conversation, self.config.sampling)
+        chatting = cast(ConversationPolicy, self.policy)  # checked by `chat_policy`
+        return await chatting.generate_chat(conversation, self.config.sampling)
 
     def _failed_step(
-        self, env: AgentEnv, index: int, prompt: Prompt, gen: Generation, anchor: str | None
+        self,
+        env: AgentEnv,
+        index: int,
+        prompt: Prompt,
+        prompt_ids: PromptIds,
+        gen: Generation,
+        anchor: str | None,
     ) -> Step:
         """The last step of an episode whose policy could not answer (``policy_error``)."""
         step = Step(
             index=index,
-            prompt_ids=list(prompt.ids),
+            prompt_ids=prompt_ids,
             response_ids=[],
             response_logprobs=[],
             events=[Event(EventKind.STEP), Event(EventKind.TRUNCATED, message="policy_error")],
@@ -241,11 +263,13 @@ class AgentEnvLoop(AgentFlowBase):
             traj.termination = TerminationReason.CONTEXT_OVERFLOW
             traj.info["overflow_tokens"] = len(prompt.ids)
             return traj
+        tokens: list[int] = []  # the episode's ids so far, shared by the steps' prompts
         for index in itertools.count():
+            tokens, prompt_ids = _shared_prompt(tokens, prompt.ids)
             anchor = _guarded(env.anchor, None, traj.info, "anchor")
             gen = await self.generate_step(view, prompt)
             if gen.error is not None:
-                traj.steps.append(self._failed_step(env, index, prompt, gen, anchor))
+                traj.steps.append(self._failed_step(env, index, prompt, prompt_ids, gen, anchor))
                 traj.termination = TerminationReason.POLICY_ERROR
                 break
             action = Action(self.decode(gen.token_ids), list(gen.token_ids), gen.finish_reason)
@@ -263,7 +287,7 @@ class AgentEnvLoop(AgentFlowBase):
                 events.append(Event(EventKind.RESPONSE_TRUNCATED))
             step = Step(
                 index=index,
-                prompt_ids=list(prompt.ids),
+                prompt_ids=prompt_ids,
                 response_ids=list(gen.token_ids),
                 response_logprobs=list(gen.logprobs),
                 action_text=action.text,
@@ -279,6 +303,8 @@ class AgentEnvLoop(AgentFlowBase):
                 step.observation_ids = self.context.observation_ids(
                     view, step, result.observation.text, result.observation.role
                 )
+            tokens += step.response_ids
+            tokens += step.observation_ids
             termination = self._limit_reached(view.steps, step, result)
             view.steps.append(step)
             if termination is None:
@@ -306,6 +332,19 @@ class AgentEnvLoop(AgentFlowBase):
                 break
         traj.success = _guarded(env.success, None, traj.info, "success", traj.steps, results)
         return traj
+
+
+def _shared_prompt(tokens: list[int], prompt: list[int]) -> tuple[list[int], PromptIds]:
+    """The step's prompt as a view of the episode's token list.
+
+    An append-only context's prompt is exactly the tokens so far (the last
+    prompt, response and observation): the view shares them. Any other
+    prompt (the first, or one that dropped or re-rendered context) starts a
+    new list, which the following steps extend.
+    """
+    if len(prompt) != len(tokens) or prompt != tokens:
+        tokens = list(prompt)
+    return tokens, PromptIds(tokens, len(tokens))
 
 
 def _error_text(exc: BaseException) -> str:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -21,6 +21,8 @@ import jsonschema
 
 from agentspec.runtime.blocking import run_blocking
 from agentspec.runtime.caps import MAX_ERROR_CHARS, cap_error
+
+_timeout = getattr(asyncio, "timeout", None)  # Python 3.11+
 
 __all__ = [
     "MAX_ERROR_CHARS",
@@ -94,6 +96,64 @@ def _validator(schema_json: str) -> Any:
     return validator_cls(schema)
 
 
+_FLAT_TYPES: dict[str, Callable[[Any], bool]] = {
+    "string": lambda v: isinstance(v, str),
+    "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
+    "number": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
+    "boolean": lambda v: isinstance(v, bool),
+}
+_FLAT_SCHEMA_KEYS = frozenset(
+    {"type", "properties", "required", "additionalProperties", "description", "title"}
+)
+_FLAT_PROPERTY_KEYS = frozenset({"type", "description", "title"})
+
+
+@functools.lru_cache(maxsize=256)
+def _flat_check(schema_json: str) -> Callable[[Any], bool] | None:
+    """A quick test for a flat object schema (properties of one scalar type each,
+    required names, open or closed), or ``None`` for any other schema.
+
+    It accepts only arguments that jsonschema accepts too (it may refuse a few
+    that jsonschema accepts, e.g. ``2.0`` for an integer): refused arguments go
+    to jsonschema, which decides and writes the error messages.
+    """
+    schema = json.loads(schema_json)
+    if set(schema) - _FLAT_SCHEMA_KEYS or schema.get("type") != "object":
+        return None
+    properties, required = schema.get("properties", {}), schema.get("required", [])
+    extra_allowed = schema.get("additionalProperties", True)
+    if not isinstance(properties, dict) or not isinstance(extra_allowed, bool):
+        return None
+    if not isinstance(required, list) or not all(isinstance(r, str) for r in required):
+        return None
+    tests: dict[str, Callable[[Any], bool] | None] = {}
+    for name, prop in properties.items():
+        if not isinstance(prop, dict) or set(prop) - _FLAT_PROPERTY_KEYS:
+            return None
+        if "type" in prop and not (isinstance(prop["type"], str) and prop["type"] in _FLAT_TYPES):
+            return None
+        tests[name] = _FLAT_TYPES[prop["type"]] if "type" in prop else None
+    names = tuple(required)
+
+    def check(args: Any) -> bool:
+        if type(args) is not dict:
+            return False
+        for name in names:
+            if name not in args:
+                return False
+        for key, value in args.items():
+            if key not in tests:
+                if extra_allowed:
+                    continue
+                return False
+            test = tests[key]
+            if test is not None and not test(value):
+                return False
+        return True
+
+    return check
+
+
 def schema_errors(schema: Mapping[str, Any], args: Any) -> list[str]:
     """Every way ``args`` fails ``schema``, as ``path: message`` lines (empty if valid)."""
     validator_cls = jsonschema.validators.validator_for(schema)
@@ -132,7 +192,9 @@ class BaseTool:
     def __init__(self) -> None:
         if not self.name:
             raise TypeError(f"{type(self).__name__} must set the class attribute 'name'")
-        self._validator = _validator(json.dumps(self.parameters, sort_keys=True))
+        schema_json = json.dumps(self.parameters, sort_keys=True)
+        self._validator = _validator(schema_json)
+        self._quick_check = _flat_check(schema_json)
 
     async def execute(self, args: dict[str, Any], context: ToolContext) -> str | ToolOutput:
         """Run the tool on validated ``args``; return the text the model sees."""
@@ -159,6 +221,8 @@ class BaseTool:
 
     def validate(self, args: Any) -> list[str]:
         """Schema errors of ``args`` (empty if valid)."""
+        if self._quick_check is not None and self._quick_check(args):
+            return []
         if self._validator.is_valid(args):
             return []
         return schema_errors(self.parameters, args)
@@ -226,7 +290,10 @@ class BaseTool:
         self._check_guard(args, context)
         if self.timeout is None:
             return await self.execute(args, context)
-        return await asyncio.wait_for(self.execute(args, context), self.timeout)
+        if _timeout is None:  # Python 3.10
+            return await asyncio.wait_for(self.execute(args, context), self.timeout)
+        async with _timeout(self.timeout):  # no task per call, unlike wait_for
+            return await self.execute(args, context)
 
 
 class _Refused(Exception):

@@ -27,16 +27,23 @@ so :func:`training_rows` packs the chained steps into one row::
 Any other context policy (or a step whose context was truncated) breaks the
 chain; those steps become one row each (``prompt_t | response_t``, mask 1 on the
 response only). Response ids are never decoded and re-encoded into a row.
+
+Memory: the loop keeps one growing token list per episode (first prompt,
+then each response and observation) and each chained step's ``prompt_ids`` is
+a :class:`PromptIds` view of its first ``len(prompt)`` ids, so an episode of T
+steps holds its tokens once instead of T growing copies. A view reads,
+compares, adds and serialises like the list it stands for.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import os
 import re
 import uuid
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from enum import Enum
 from pathlib import Path
@@ -49,6 +56,7 @@ __all__ = [
     "Event",
     "EventKind",
     "Observation",
+    "PromptIds",
     "Step",
     "TerminationReason",
     "ToolCall",
@@ -178,12 +186,78 @@ class Action:
         return self.finish_reason == "length"
 
 
+class PromptIds(Sequence[int]):
+    """The first ``length`` ids of an episode's token list, shared by its steps.
+
+    Behaves as the list ``tokens[:length]`` would (indexing, iteration, ``==``,
+    ``+``, copying, pickling and JSON via :meth:`Step.to_dict` all give or take
+    plain lists) without copying it. The loop only ever appends to ``tokens``,
+    so a view never changes.
+    """
+
+    __slots__ = ("_length", "_tokens")
+
+    def __init__(self, tokens: list[int], length: int) -> None:
+        if not 0 <= length <= len(tokens):
+            raise ValueError(f"a view of {length} ids over {len(tokens)}")
+        self._tokens = tokens
+        self._length = length
+
+    def __len__(self) -> int:
+        return self._length
+
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, slice):
+            return self.as_list()[index]
+        if index < 0:
+            index += self._length
+        if not 0 <= index < self._length:
+            raise IndexError("prompt index out of range")
+        return self._tokens[index]
+
+    def __iter__(self) -> Iterator[int]:
+        return itertools.islice(self._tokens, self._length)
+
+    def as_list(self) -> list[int]:
+        return self._tokens[: self._length]
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, PromptIds):
+            if other._tokens is self._tokens:
+                return other._length == self._length
+            other = other.as_list()
+        if isinstance(other, (list, tuple)):
+            return len(other) == self._length and self.as_list() == list(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]  # equal to a list, so unhashable like one
+
+    def __add__(self, other: Iterable[int]) -> list[int]:
+        return [*self.as_list(), *other]
+
+    def __radd__(self, other: Iterable[int]) -> list[int]:
+        return [*other, *self.as_list()]
+
+    def __repr__(self) -> str:
+        return repr(self.as_list())
+
+    def __copy__(self) -> list[int]:
+        return self.as_list()
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> list[int]:
+        return self.as_list()
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (list, (self.as_list(),))
+
+
 @dataclass
 class Step:
     """One policy call and the environment's answer to it."""
 
     index: int
-    prompt_ids: list[int]
+    prompt_ids: Sequence[int]
+    """The prompt's ids: a list, or a :class:`PromptIds` view shared with the episode's other steps."""
     response_ids: list[int]
     response_logprobs: list[float]
     action_text: str = ""
@@ -415,8 +489,8 @@ class TrainingRow:
 def _chains(prev: Step, nxt: Step) -> bool:
     if nxt.context_truncated:
         return False
-    head = prev.prompt_ids + prev.response_ids + prev.observation_ids
-    return nxt.prompt_ids == head
+    head = [*prev.prompt_ids, *prev.response_ids, *prev.observation_ids]
+    return len(nxt.prompt_ids) == len(head) and list(nxt.prompt_ids) == head
 
 
 def training_rows(traj: Trajectory, pack: bool = True) -> list[TrainingRow]:

@@ -32,3 +32,12 @@ def test_each_measurement_starts_afresh() -> None:
     big = memory.peak_rss(allocating(300))["peak_rss_mib"]
     small = memory.peak_rss(allocating(10))["peak_rss_mib"]
     assert small < big - 200
+
+
+def test_trajectories_held_are_measured_and_freed() -> None:
+    """The `held` row: memory kept by played trajectories, counted from what
+    dropping them frees (so it is theirs, not caches')."""
+    held = memory.held_by_trajectories(memory.LONG_SPEC, 4)
+    assert held["steps"] >= 4 * 2
+    assert held["step_tokens"] > 0
+    assert 0 < held["held_mib"] < 50

@@ -60,3 +60,12 @@ def test_the_script_prints_its_table(tokenizer_dir: Path, capsys: pytest.Capture
     out = capsys.readouterr().out
     assert "token sequences identical on both sides (1 episodes checked)" in out
     assert "| 1 |" in out and "×" in out
+
+
+@pytest.mark.slow
+def test_cpu_clock_and_its_profile(tokenizer_dir: Path, capsys: pytest.CaptureFixture) -> None:
+    argv = ["--episodes", "2", "--repeats", "1", "--clock", "cpu", "--profile", "--top", "5"]
+    assert bench.main([*argv, "--tokenizer", str(tokenizer_dir)]) == 0
+    out = capsys.readouterr().out
+    assert "clock: cpu · load average at start:" in out
+    assert "| 2 |" in out and "cProfile: agentspec" in out and "cProfile: verl" in out
