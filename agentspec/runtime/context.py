@@ -84,7 +84,7 @@ class ContextView:
     def initial_ids(self) -> list[int]:
         """The first prompt: ``chat.render(initial_messages)`` encoded (cached)."""
         if self._initial_ids is None:
-            self._initial_ids = encode_chat(self.tokenizer, self.chat, self.initial_messages)
+            self._initial_ids = self.encode_messages(self.initial_messages)
         return self._initial_ids
 
     @property
@@ -94,6 +94,8 @@ class ContextView:
 
     def encode_messages(self, messages: Sequence[Message]) -> list[int]:
         """Chat-rendered ``messages``; their contents are encoded as text (no forged turns)."""
+        if not isinstance(self.chat, ChatTemplate):  # the model's own template (chat_templates)
+            return self.chat.encode_messages(self, messages)
         return encode_chat(self.tokenizer, self.chat, messages)
 
 
@@ -182,6 +184,8 @@ class ContextPolicy(ABC):
         return None
 
     def observation_ids(self, view: ContextView, step: Step, text: str, role: str) -> list[int]:
+        if not isinstance(view.chat, ChatTemplate):  # the model's own template (chat_templates)
+            return view.chat.observation_ids(view, step, text, role)
         return observation_ids(view.tokenizer, view.chat, step.response_ids, text, role)
 
     def prompt(self, view: ContextView) -> Prompt:
@@ -209,8 +213,11 @@ class _StepWindow(ContextPolicy):
         return len(view.steps)
 
     def _assemble(self, view: ContextView, keep: int) -> list[int]:
+        kept = view.steps[len(view.steps) - keep :] if keep else []
+        if not getattr(view.chat, "prefix_stable", True):  # re-rendered: per-step rows
+            return view.chat.prompt_ids(view, kept)
         ids = list(view.initial_ids)
-        for step in view.steps[len(view.steps) - keep :] if keep else []:
+        for step in kept:
             ids += step.response_ids
             ids += step.observation_ids
         return ids

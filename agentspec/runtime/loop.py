@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agentspec.runtime.caps import cap_error
+from agentspec.runtime.chat_templates import chat_for
 from agentspec.runtime.context import (
     ContextOverflowError,
     ContextPolicy,
@@ -90,7 +91,7 @@ class AgentFlowBase(ABC):
         self.policy = policy
         self.tokenizer = tokenizer
         self.config = config or LoopConfig()
-        self.chat = chat or ChatTemplate()
+        self.chat = chat or chat_for(tokenizer)  # the model's own template, else ChatML
         self._semaphores: dict[int, asyncio.Semaphore] = {}
 
     @property

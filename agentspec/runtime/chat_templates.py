@@ -1,0 +1,443 @@
+"""Prompts in the model's own chat template, token in and token out.
+
+A model is trained on one prompt framing: ChatML, Llama 3 headers, Mistral's
+``[INST]``, Gemma's turns, harmony, ... Its tokenizer carries that framing as a
+Jinja ``chat_template`` (a GGUF file as ``tokenizer.chat_template`` metadata).
+:class:`ModelTemplate` renders every prompt with it, the tools passed as
+``tools=`` where the template writes calls in the spec's tool format; the
+built-in :class:`~agentspec.runtime.tokenizer.ChatTemplate` (ChatML as Python
+strings) serves only a tokenizer without a template (:func:`chat_for`).
+
+Token in, token out. A response is never re-encoded: the ids after it are the
+template's rendering of the extended conversation minus the rendering of the
+current one, checked to extend it. The responses inside those renderings are
+placeholders, so the template can neither see nor reformat what the model
+wrote::
+
+    current  = render(first messages, A_0, obs_0, …, A_{t-1}, obs_{t-1})    # + generation prompt
+    extended = render(…, A_t, obs_t)
+    extended == current + [model-written header] + A_t + tail   →   observation ids = tokens(tail)
+
+(the model's end-of-turn token, if the response ended with it, is cut from the
+tail's start). That is exact only for a *prefix-stable* template, one that
+never rewrites an earlier turn. Templates that do — Qwen3 and gpt-oss drop the
+reasoning of past turns — are found at start-up by rendering a probe
+conversation turn by turn (:func:`probe`), and are handled explicitly: each
+step's prompt is the template's rendering of the conversation so far (per-step
+rows, never packed; :func:`row_layout`).
+
+Contents are text: when a message holds special-token text (``<|im_start|>``
+written by a tool), that content is encoded with
+:func:`~agentspec.runtime.tokenizer.encode_text` and only the framing around it
+with special tokens, so no tool can forge a turn.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from jinja2 import TemplateError
+
+from agentspec.runtime.tokenizer import (
+    ChatTemplate,
+    Tokenizer,
+    _special_pattern,
+    encode_text,
+)
+
+__all__ = [
+    "ChatTemplateError",
+    "ModelTemplate",
+    "Stability",
+    "chat_for",
+    "probe",
+    "row_layout",
+    "split_reasoning",
+]
+
+_HOLE = "AGENTSPECHOLE{}X"
+"""A placeholder for a content: letters and digits only, so no template trims or escapes it."""
+
+
+class ChatTemplateError(ValueError):
+    """A chat template that does not compile or cannot render a conversation."""
+
+
+@dataclass(frozen=True)
+class Stability:
+    """Whether a template only ever appends to a conversation, and if not, where it rewrote it."""
+
+    prefix_stable: bool
+    reason: str = ""
+
+
+def row_layout(layout: str, chat: Any) -> str:
+    """The training-row layout with the chat template as the second input.
+
+    ``layout`` is what the context policy allows (``packed`` for an append-only
+    context); a template that is not prefix-stable makes it ``per_step``.
+    """
+    return layout if getattr(chat, "prefix_stable", True) else "per_step"
+
+
+# --- Rendering ------------------------------------------------------------------------
+
+
+def _tojson(value: Any, indent: int | None = None, **_: Any) -> str:
+    # Hugging Face's tojson: no ASCII escaping, keys in the given order.
+    return json.dumps(value, ensure_ascii=False, indent=indent)
+
+
+def _raise(message: str) -> None:
+    raise ChatTemplateError(f"the chat template refused the conversation: {message}")
+
+
+def _strftime_now(fmt: str) -> str:
+    return datetime.now().strftime(fmt)
+
+
+def _environment() -> Any:
+    from agentspec.sandbox import LimitedSandbox
+
+    env = LimitedSandbox(
+        trim_blocks=True, lstrip_blocks=True, extensions=["jinja2.ext.loopcontrols"]
+    )
+    env.filters["tojson"] = _tojson
+    env.globals["raise_exception"] = _raise
+    env.globals["strftime_now"] = _strftime_now
+    return env
+
+
+class ModelTemplate:
+    """A model's Jinja chat template, rendered the way Hugging Face's ``apply_chat_template`` does.
+
+    Args:
+        source: the Jinja template.
+        bos_token, eos_token: the texts templates may write as ``bos_token`` / ``eos_token``.
+        tokenizer: when given, :func:`probe` checks prefix-stability on its tokens too.
+        name: where the template came from (for messages).
+    """
+
+    def __init__(
+        self,
+        source: str,
+        *,
+        bos_token: str = "",
+        eos_token: str = "",
+        tokenizer: Tokenizer | None = None,
+        name: str = "chat template",
+    ) -> None:
+        from agentspec import sandbox
+
+        self.source = source
+        self.name = name
+        self.bos_token = bos_token
+        self.eos_token = eos_token
+        try:
+            self._template = _environment().from_string(source)
+        except TemplateError as exc:
+            raise ChatTemplateError(f"{name} does not compile: {exc}") from None
+        self._render_limited = sandbox.render
+        self._native: dict[str, bool] = {}
+        self.stability = probe(self, tokenizer)
+
+    @property
+    def prefix_stable(self) -> bool:
+        return self.stability.prefix_stable
+
+    def render(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        add_generation_prompt: bool = True,
+    ) -> str:
+        """The conversation's text (``tools``: OpenAI-style function schemas)."""
+        variables = {
+            "messages": [dict(m) for m in messages],
+            "tools": list(tools) if tools else None,
+            "add_generation_prompt": add_generation_prompt,
+            "bos_token": self.bos_token,
+            "eos_token": self.eos_token,
+        }
+        try:
+            return str(self._render_limited(self._template, variables))
+        except ChatTemplateError:
+            raise
+        except Exception as exc:  # a template bug or limit: the caller reports where
+            raise ChatTemplateError(f"{self.name} failed to render: {exc}") from None
+
+    # --- What the context policies call (see agentspec.runtime.context) ---------------
+
+    def encode_messages(self, view: Any, messages: Sequence[Mapping[str, Any]]) -> list[int]:
+        """Prompt ids of ``messages`` (first messages, a state summary): with the tools, if native."""
+        tools = self.tools_for(view.env)
+        if tools is not None:
+            from agentspec.runtime.conversation import _without_tool_instructions
+
+            messages = _without_tool_instructions(messages, view.env)
+        return self._encode(view.tokenizer, list(messages), tools, True)
+
+    def prompt_ids(self, view: Any, steps: Sequence[Any]) -> list[int]:
+        """The prompt after ``steps``, rendered whole (for a template that is not prefix-stable)."""
+        messages = self._first_messages(view)
+        for step in steps:
+            messages.append(assistant_message(_response_text(view.tokenizer, step)))
+            if step.observation is not None:
+                messages.append({"role": step.info.get("observation_role", "user"),
+                                 "content": step.observation})
+        return self._encode(view.tokenizer, messages, self.tools_for(view.env), True)
+
+    def observation_ids(self, view: Any, step: Any, text: str, role: str) -> list[int]:
+        """The ids that follow ``step``'s response: the rest of its turn, the observation,
+        the next generation prompt (see the module docstring)."""
+        if role != "user":
+            step.info["observation_role"] = role
+        tools = self.tools_for(view.env)
+        history = self._first_messages(view)
+        for i, past in enumerate(view.steps):
+            history.append({"role": "assistant", "content": _HOLE.format(i)})
+            if past.observation is not None:
+                history.append({"role": past.info.get("observation_role", "user"),
+                                "content": past.observation})
+        hole = _HOLE.format(len(view.steps))
+        current = self.render(history, tools, True)
+        extended = [*history, {"role": "assistant", "content": hole}, {"role": role, "content": text}]
+        full = self.render(extended, tools, True)
+        at = full.find(hole, len(current))
+        if not full.startswith(current) or at < 0:
+            step.info["chat_template"] = "the template rewrote earlier turns at this step"
+            at = max(full.find(hole), 0)
+        tail = full[at + len(hole) :]
+        ended = _ended_with(view.tokenizer, step.response_ids, tail)
+        if ended:
+            tail = tail[len(ended) :]
+        return self._encode_text_with_contents(view.tokenizer, tail, [text])
+
+    # --- Tools -----------------------------------------------------------------------
+
+    def tools_for(self, env: Any) -> list[dict[str, Any]] | None:
+        """The tool schemas to pass as ``tools=``: only where the template writes a call
+        the way the environment's tool format parses it (else the spec's own tool
+        instructions stay in the system prompt)."""
+        tools = list(getattr(env, "tools", {}).values())
+        fmt = getattr(env, "format", None)
+        if not tools or fmt is None or "tools" not in self.source:
+            return None
+        name = str(getattr(fmt, "name", type(fmt).__name__))
+        if name not in self._native:
+            self._native[name] = writes_calls_in(self, fmt)
+        return [t.schema() for t in tools] if self._native[name] else None
+
+    # --- Encoding --------------------------------------------------------------------
+
+    def _first_messages(self, view: Any) -> list[dict[str, Any]]:
+        messages = [dict(m) for m in view.initial_messages]
+        if self.tools_for(view.env) is not None:
+            from agentspec.runtime.conversation import _without_tool_instructions
+
+            messages = _without_tool_instructions(messages, view.env)
+        return messages
+
+    def _encode(
+        self,
+        tokenizer: Tokenizer,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]] | None,
+        add_generation_prompt: bool,
+    ) -> list[int]:
+        pattern = _special_pattern(tokenizer)
+        risky = [i for i, m in enumerate(messages) if pattern.search(str(m.get("content") or ""))]
+        if not risky:
+            text = self.render(messages, tools, add_generation_prompt)
+            return tokenizer.encode(text, add_special_tokens=False)
+        # Render with placeholders for the risky contents, then encode them as text.
+        marked = [
+            {**m, "content": _HOLE.format(f"C{i}")} if i in risky else m
+            for i, m in enumerate(messages)
+        ]
+        text = self.render(marked, tools, add_generation_prompt)
+        contents = [str(messages[i]["content"]) for i in risky]
+        holes = [_HOLE.format(f"C{i}") for i in risky]
+        return _splice(tokenizer, text, holes, contents)
+
+    def _encode_text_with_contents(
+        self, tokenizer: Tokenizer, text: str, contents: Sequence[str]
+    ) -> list[int]:
+        pattern = _special_pattern(tokenizer)
+        risky = [c for c in contents if pattern.search(c) and c in text]
+        if not risky:
+            return tokenizer.encode(text, add_special_tokens=False)
+        holes = []
+        for i, content in enumerate(risky):
+            hole = _HOLE.format(f"T{i}")
+            text = text.replace(content, hole, 1)
+            holes.append(hole)
+        return _splice(tokenizer, text, holes, risky)
+
+
+def _splice(tokenizer: Tokenizer, text: str, holes: Sequence[str], contents: Sequence[str]) -> list[int]:
+    """``text`` encoded with each hole replaced by its content encoded as text."""
+    ids: list[int] = []
+    pos = 0
+    for hole, content in zip(holes, contents, strict=True):
+        at = text.find(hole, pos)
+        if at < 0:  # the template dropped this content
+            continue
+        if at > pos:
+            ids.extend(tokenizer.encode(text[pos:at], add_special_tokens=False))
+        ids.extend(encode_text(tokenizer, content))
+        pos = at + len(hole)
+    if pos < len(text):
+        ids.extend(tokenizer.encode(text[pos:], add_special_tokens=False))
+    return ids
+
+
+def _ended_with(tokenizer: Tokenizer, response_ids: Sequence[int], tail: str) -> str:
+    """The text of the response's last token if it is a special token that starts ``tail``."""
+    if not response_ids:
+        return ""
+    last = tokenizer.decode([response_ids[-1]], skip_special_tokens=False)
+    specials = _special_pattern(tokenizer)
+    if last and specials.fullmatch(last) and tail.startswith(last):
+        return last
+    return ""
+
+
+def _response_text(tokenizer: Tokenizer, step: Any) -> str:
+    """A response as text with its special tokens, without the end-of-turn token it stopped on."""
+    ids = list(step.response_ids)
+    if ids and ids[-1] == tokenizer.eos_token_id:
+        ids = ids[:-1]
+    return str(tokenizer.decode(ids, skip_special_tokens=False))
+
+
+# --- Reasoning ------------------------------------------------------------------------
+
+_THINK = re.compile(r"\s*<think>(.*?)</think>\s*", re.DOTALL)
+_HARMONY = re.compile(
+    r"(?:<\|start\|>assistant)?<\|channel\|>(\w+)[^<]*(?:<\|constrain\|>[^<]*)?<\|message\|>"
+    r"(.*?)(?:<\|end\|>|<\|call\|>|<\|return\|>|(?=<\|start\|>)|$)",
+    re.DOTALL,
+)
+
+
+def split_reasoning(text: str) -> tuple[str, str]:
+    """(reasoning, the rest) of a response: a leading ``<think>…</think>`` block, or
+    harmony's ``analysis`` channel. The reasoning is never parsed for tool calls."""
+    if "<|channel|>" in text:
+        parts = _HARMONY.findall(text)
+        if parts:
+            thinking = "".join(body for channel, body in parts if channel == "analysis")
+            rest = "".join(body for channel, body in parts if channel != "analysis")
+            return thinking, rest
+    match = _THINK.match(text)
+    if match:
+        return match.group(1).strip(), text[match.end() :]
+    return "", text
+
+
+def assistant_message(text: str) -> dict[str, Any]:
+    """A response as the assistant message templates read: the reasoning under the keys
+    Qwen3 (``reasoning_content``) and gpt-oss (``thinking``) templates use."""
+    reasoning, content = split_reasoning(text)
+    message: dict[str, Any] = {"role": "assistant", "content": content}
+    if reasoning:
+        message["reasoning_content"] = message["thinking"] = reasoning
+    return message
+
+
+# --- Start-up checks ------------------------------------------------------------------
+
+_PROBE: list[dict[str, Any]] = [
+    {"role": "system", "content": "You are a careful assistant."},
+    {"role": "user", "content": "What is two plus two?"},
+    assistant_message("<think>Two plus two is four.</think>I will check with the tool."),
+    {"role": "user", "content": "The tool says 4."},
+    assistant_message("<think>The tool agrees.</think>The answer is 4."),
+    {"role": "user", "content": "Thank you."},
+]
+
+
+def probe(template: ModelTemplate, tokenizer: Tokenizer | None = None) -> Stability:
+    """Render a probe conversation one turn at a time: each rendering (and its tokens)
+    must extend the previous one, and a response's placeholder must come right after
+    the generation prompt."""
+    renders = []
+    try:
+        for n in range(2, len(_PROBE) + 1):
+            generation = _PROBE[n - 1]["role"] != "assistant"
+            renders.append((n, template.render(_PROBE[:n], None, generation)))
+        hole = _HOLE.format(0)
+        start = template.render(_PROBE[:2], None, True)
+        placed = template.render([*_PROBE[:2], {"role": "assistant", "content": hole}], None, False)
+    except ChatTemplateError as exc:
+        return Stability(False, str(exc))
+    if not placed.startswith(start) or hole not in placed[len(start) :]:
+        return Stability(False, "a response does not follow the generation prompt")
+    for (_, before), (n, after) in zip(renders, renders[1:]):
+        if not after.startswith(before):
+            role = _PROBE[n - 1]["role"]
+            return Stability(False, f"adding a {role} turn rewrites an earlier turn")
+        if tokenizer is not None:
+            head = tokenizer.encode(before, add_special_tokens=False)
+            if tokenizer.encode(after, add_special_tokens=False)[: len(head)] != head:
+                return Stability(False, f"the tokens of a {_PROBE[n - 1]['role']} turn merge with the previous turn")
+    return Stability(True)
+
+
+def writes_calls_in(template: ModelTemplate, fmt: Any) -> bool:
+    """Whether the template writes an assistant's tool call in a text ``fmt`` parses back."""
+    schema = {
+        "type": "function",
+        "function": {
+            "name": "probe_tool",
+            "description": "A probe.",
+            "parameters": {"type": "object", "properties": {"query": {"type": "string"}}},
+        },
+    }
+    call = {"id": "call_0", "type": "function",
+            "function": {"name": "probe_tool", "arguments": {"query": "probe"}}}
+    asked = [{"role": "user", "content": "Probe."}]
+    try:
+        before = template.render(asked, [schema], True)
+        after = template.render(
+            [*asked, {"role": "assistant", "content": "", "tool_calls": [call]}], [schema], False
+        )
+    except ChatTemplateError:
+        return False
+    if not after.startswith(before):
+        return False
+    parsed = fmt.parse(after[len(before) :])
+    return [(c.name, c.arguments) for c in parsed.calls] == [("probe_tool", {"query": "probe"})]
+
+
+# --- Choosing the framing -------------------------------------------------------------
+
+_CACHE: dict[tuple[int, str], tuple[Any, ModelTemplate]] = {}
+
+
+def chat_for(tokenizer: Any, source: str | None = None) -> ChatTemplate | ModelTemplate:
+    """The framing of ``tokenizer``'s model: its chat template (or ``source``), else
+    agentspec's ChatML (a tokenizer without a template, or the built-in tiny model's)."""
+    if source is None:
+        source = getattr(tokenizer, "chat_template", None)
+    if not isinstance(source, str) or not source.strip() or source == ChatTemplate().jinja():
+        return ChatTemplate()
+    key = (id(tokenizer), source)
+    cached = _CACHE.get(key)
+    if cached is not None and cached[0] is tokenizer:
+        return cached[1]
+    template = ModelTemplate(
+        source,
+        bos_token=str(getattr(tokenizer, "bos_token", None) or ""),
+        eos_token=str(getattr(tokenizer, "eos_token", None) or ""),
+        tokenizer=tokenizer,
+        name=f"the chat template of {getattr(tokenizer, 'name_or_path', '') or 'the tokenizer'}",
+    )
+    _CACHE[key] = (tokenizer, template)
+    return template
