@@ -611,6 +611,11 @@ def view(
         webbrowser.open(path.resolve().as_uri())
 
 
+from agentspec.prompt_command import prompt as prompt_command  # noqa: E402
+
+app.command(name="prompt")(prompt_command)
+
+
 mcp_app = typer.Typer(help="MCP servers a spec takes tools from.", no_args_is_help=True)
 app.add_typer(mcp_app, name="mcp")
 

@@ -150,6 +150,11 @@ class ModelTemplate:
     def prefix_stable(self) -> bool:
         return self.stability.prefix_stable
 
+    @property
+    def takes_tools(self) -> bool:
+        """Whether the template reads a ``tools`` variable at all."""
+        return "tools" in self.source
+
     def render(
         self,
         messages: Sequence[Mapping[str, Any]],
@@ -173,14 +178,23 @@ class ModelTemplate:
 
     # --- What the context policies call (see agentspec.runtime.context) ---------------
 
-    def encode_messages(self, view: Any, messages: Sequence[Mapping[str, Any]]) -> list[int]:
-        """Prompt ids of ``messages`` (first messages, a state summary): with the tools, if native."""
-        tools = self.tools_for(view.env)
+    def conversation_start(
+        self, env: Any, messages: Sequence[Mapping[str, Any]]
+    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]] | None]:
+        """The first messages and the ``tools=`` the template gets: where the tools go
+        to the template, the spec's own tool paragraph is cut from the system prompt."""
+        tools = self.tools_for(env)
+        out = [dict(m) for m in messages]
         if tools is not None:
             from agentspec.runtime.conversation import _without_tool_instructions
 
-            messages = _without_tool_instructions(messages, view.env)
-        return self._encode(view.tokenizer, list(messages), tools, True)
+            out = _without_tool_instructions(out, env)
+        return out, tools
+
+    def encode_messages(self, view: Any, messages: Sequence[Mapping[str, Any]]) -> list[int]:
+        """Prompt ids of ``messages`` (first messages, a state summary): with the tools, if native."""
+        start, tools = self.conversation_start(view.env, messages)
+        return self.encode_conversation(view.tokenizer, start, tools)
 
     def prompt_ids(self, view: Any, steps: Sequence[Any]) -> list[int]:
         """The prompt after ``steps``, rendered whole (for a template that is not prefix-stable)."""
@@ -190,7 +204,7 @@ class ModelTemplate:
             if step.observation is not None:
                 messages.append({"role": step.info.get("observation_role", "user"),
                                  "content": step.observation})
-        return self._encode(view.tokenizer, messages, self.tools_for(view.env), True)
+        return self.encode_conversation(view.tokenizer, messages, self.tools_for(view.env))
 
     def observation_ids(self, view: Any, step: Any, text: str, role: str) -> list[int]:
         """The ids that follow ``step``'s response: the rest of its turn, the observation,
@@ -205,8 +219,11 @@ class ModelTemplate:
                 history.append({"role": past.info.get("observation_role", "user"),
                                 "content": past.observation})
         hole = _HOLE.format(len(view.steps))
+        # Observation text holding special-token text is spliced in as text (no forged turns).
+        risky = _special_pattern(view.tokenizer).search(text) is not None
+        shown = _HOLE.format("OBS") if risky else text
         current = self.render(history, tools, True)
-        extended = [*history, {"role": "assistant", "content": hole}, {"role": role, "content": text}]
+        extended = [*history, {"role": "assistant", "content": hole}, {"role": role, "content": shown}]
         full = self.render(extended, tools, True)
         at = full.find(hole, len(current))
         if not full.startswith(current) or at < 0:
@@ -216,7 +233,9 @@ class ModelTemplate:
         ended = _ended_with(view.tokenizer, step.response_ids, tail)
         if ended:
             tail = tail[len(ended) :]
-        return self._encode_text_with_contents(view.tokenizer, tail, [text])
+        if risky:
+            return _splice(view.tokenizer, tail, [shown], [text])
+        return view.tokenizer.encode(tail, add_special_tokens=False)
 
     # --- Tools -----------------------------------------------------------------------
 
@@ -226,7 +245,7 @@ class ModelTemplate:
         instructions stay in the system prompt)."""
         tools = list(getattr(env, "tools", {}).values())
         fmt = getattr(env, "format", None)
-        if not tools or fmt is None or "tools" not in self.source:
+        if not tools or fmt is None or not self.takes_tools:
             return None
         name = str(getattr(fmt, "name", type(fmt).__name__))
         if name not in self._native:
@@ -236,20 +255,16 @@ class ModelTemplate:
     # --- Encoding --------------------------------------------------------------------
 
     def _first_messages(self, view: Any) -> list[dict[str, Any]]:
-        messages = [dict(m) for m in view.initial_messages]
-        if self.tools_for(view.env) is not None:
-            from agentspec.runtime.conversation import _without_tool_instructions
+        return self.conversation_start(view.env, view.initial_messages)[0]
 
-            messages = _without_tool_instructions(messages, view.env)
-        return messages
-
-    def _encode(
+    def encode_conversation(
         self,
         tokenizer: Tokenizer,
         messages: list[dict[str, Any]],
         tools: list[dict[str, Any]] | None,
-        add_generation_prompt: bool,
+        add_generation_prompt: bool = True,
     ) -> list[int]:
+        """The rendering's ids; contents holding special-token text are encoded as text."""
         pattern = _special_pattern(tokenizer)
         risky = [i for i, m in enumerate(messages) if pattern.search(str(m.get("content") or ""))]
         if not risky:
@@ -264,20 +279,6 @@ class ModelTemplate:
         contents = [str(messages[i]["content"]) for i in risky]
         holes = [_HOLE.format(f"C{i}") for i in risky]
         return _splice(tokenizer, text, holes, contents)
-
-    def _encode_text_with_contents(
-        self, tokenizer: Tokenizer, text: str, contents: Sequence[str]
-    ) -> list[int]:
-        pattern = _special_pattern(tokenizer)
-        risky = [c for c in contents if pattern.search(c) and c in text]
-        if not risky:
-            return tokenizer.encode(text, add_special_tokens=False)
-        holes = []
-        for i, content in enumerate(risky):
-            hole = _HOLE.format(f"T{i}")
-            text = text.replace(content, hole, 1)
-            holes.append(hole)
-        return _splice(tokenizer, text, holes, risky)
 
 
 def _splice(tokenizer: Tokenizer, text: str, holes: Sequence[str], contents: Sequence[str]) -> list[int]:
