@@ -58,7 +58,9 @@ def prompt(
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
     if sample >= len(samples):
-        typer.echo(f"error: the spec has {len(samples)} samples; --sample {sample} is past them", err=True)
+        typer.echo(
+            f"error: the spec has {len(samples)} samples; --sample {sample} is past them", err=True
+        )
         raise typer.Exit(2)
     env = module.ENV_CLASS()
     messages = env.initial_messages(dict(samples[sample]))
@@ -73,7 +75,10 @@ def prompt(
         ("model", name),
         ("chat template", framing.source),
         *report,
-        ("tokens", str(len(ids)) if ids is not None else "not counted (no tokenizer without torch)"),
+        (
+            "tokens",
+            str(len(ids)) if ids is not None else "not counted (no tokenizer without torch)",
+        ),
         ("sample", f"{sample} of {module.SPEC_NAME}"),
     ]
     for key, value in lines:
@@ -103,7 +108,9 @@ def _render(
     if chat.prefix_stable:
         stable = "yes: an append-only context packs an episode into one row"
     else:
-        stable = f"no ({chat.stability.reason}): each step's prompt is re-rendered, one row per step"
+        stable = (
+            f"no ({chat.stability.reason}): each step's prompt is re-rendered, one row per step"
+        )
     report = [("prefix-stable", stable)]
     if tools:
         fmt = getattr(getattr(env, "format", None), "name", "?")

@@ -34,6 +34,7 @@ with special tokens, so no tool can forge a turn.
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 from collections.abc import Mapping, Sequence
@@ -202,8 +203,9 @@ class ModelTemplate:
         for step in steps:
             messages.append(assistant_message(_response_text(view.tokenizer, step)))
             if step.observation is not None:
-                messages.append({"role": step.info.get("observation_role", "user"),
-                                 "content": step.observation})
+                messages.append(
+                    {"role": step.info.get("observation_role", "user"), "content": step.observation}
+                )
         return self.encode_conversation(view.tokenizer, messages, self.tools_for(view.env))
 
     def observation_ids(self, view: Any, step: Any, text: str, role: str) -> list[int]:
@@ -216,14 +218,19 @@ class ModelTemplate:
         for i, past in enumerate(view.steps):
             history.append({"role": "assistant", "content": _HOLE.format(i)})
             if past.observation is not None:
-                history.append({"role": past.info.get("observation_role", "user"),
-                                "content": past.observation})
+                history.append(
+                    {"role": past.info.get("observation_role", "user"), "content": past.observation}
+                )
         hole = _HOLE.format(len(view.steps))
         # Observation text holding special-token text is spliced in as text (no forged turns).
         risky = _special_pattern(view.tokenizer).search(text) is not None
         shown = _HOLE.format("OBS") if risky else text
         current = self.render(history, tools, True)
-        extended = [*history, {"role": "assistant", "content": hole}, {"role": role, "content": shown}]
+        extended = [
+            *history,
+            {"role": "assistant", "content": hole},
+            {"role": role, "content": shown},
+        ]
         full = self.render(extended, tools, True)
         at = full.find(hole, len(current))
         if not full.startswith(current) or at < 0:
@@ -281,7 +288,9 @@ class ModelTemplate:
         return _splice(tokenizer, text, holes, contents)
 
 
-def _splice(tokenizer: Tokenizer, text: str, holes: Sequence[str], contents: Sequence[str]) -> list[int]:
+def _splice(
+    tokenizer: Tokenizer, text: str, holes: Sequence[str], contents: Sequence[str]
+) -> list[int]:
     """``text`` encoded with each hole replaced by its content encoded as text."""
     ids: list[int] = []
     pos = 0
@@ -380,14 +389,17 @@ def probe(template: ModelTemplate, tokenizer: Tokenizer | None = None) -> Stabil
         return Stability(False, str(exc))
     if not placed.startswith(start) or hole not in placed[len(start) :]:
         return Stability(False, "a response does not follow the generation prompt")
-    for (_, before), (n, after) in zip(renders, renders[1:]):
+    for (_, before), (n, after) in itertools.pairwise(renders):
         if not after.startswith(before):
             role = _PROBE[n - 1]["role"]
             return Stability(False, f"adding a {role} turn rewrites an earlier turn")
         if tokenizer is not None:
             head = tokenizer.encode(before, add_special_tokens=False)
             if tokenizer.encode(after, add_special_tokens=False)[: len(head)] != head:
-                return Stability(False, f"the tokens of a {_PROBE[n - 1]['role']} turn merge with the previous turn")
+                return Stability(
+                    False,
+                    f"the tokens of a {_PROBE[n - 1]['role']} turn merge with the previous turn",
+                )
     return Stability(True)
 
 
@@ -401,8 +413,11 @@ def writes_calls_in(template: ModelTemplate, fmt: Any) -> bool:
             "parameters": {"type": "object", "properties": {"query": {"type": "string"}}},
         },
     }
-    call = {"id": "call_0", "type": "function",
-            "function": {"name": "probe_tool", "arguments": {"query": "probe"}}}
+    call = {
+        "id": "call_0",
+        "type": "function",
+        "function": {"name": "probe_tool", "arguments": {"query": "probe"}},
+    }
     asked = [{"role": "user", "content": "Probe."}]
     try:
         before = template.render(asked, [schema], True)

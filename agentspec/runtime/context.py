@@ -34,10 +34,13 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentspec.runtime.tokenizer import ChatTemplate, Message, Tokenizer, encode_chat
 from agentspec.runtime.trajectory import Step
+
+if TYPE_CHECKING:
+    from agentspec.runtime.chat_templates import ModelTemplate
 
 __all__ = [
     "ContextOverflowError",
@@ -73,7 +76,7 @@ class ContextView:
     """The episode so far, as a context policy reads it."""
 
     tokenizer: Tokenizer
-    chat: ChatTemplate
+    chat: ChatTemplate | ModelTemplate
     initial_messages: list[dict[str, str]]
     steps: list[Step] = field(default_factory=list)
     env: Any = None
@@ -214,7 +217,8 @@ class _StepWindow(ContextPolicy):
 
     def _assemble(self, view: ContextView, keep: int) -> list[int]:
         kept = view.steps[len(view.steps) - keep :] if keep else []
-        if not getattr(view.chat, "prefix_stable", True):  # re-rendered: per-step rows
+        if not isinstance(view.chat, ChatTemplate) and not view.chat.prefix_stable:
+            # a template that rewrites earlier turns: re-rendered each step (per-step rows)
             return view.chat.prompt_ids(view, kept)
         ids = list(view.initial_ids)
         for step in kept:

@@ -19,7 +19,7 @@ import struct
 from collections.abc import Callable, Collection
 from typing import Any, BinaryIO
 
-__all__ = ["GGUFError", "read_metadata", "read_chat_template"]
+__all__ = ["GGUFError", "read_chat_template", "read_metadata"]
 
 CHAT_TEMPLATE_KEY = "tokenizer.chat_template"
 

@@ -113,6 +113,8 @@ class AgentFlowBase(ABC):
 
     def encode_messages(self, messages: Sequence[Mapping[str, str]]) -> list[int]:
         """Prompt ids of a conversation, ending with the assistant's generation prompt."""
+        if not isinstance(self.chat, ChatTemplate):  # the model's own template
+            return self.chat.encode_conversation(self.tokenizer, [dict(m) for m in messages], None)
         return encode_chat(self.tokenizer, self.chat, messages)
 
     def make_step(

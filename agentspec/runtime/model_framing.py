@@ -46,7 +46,9 @@ class Framing:
 def load_framing(model: str) -> Framing:
     """The framing of ``model`` (see the module docstring for what it may name)."""
     if model.startswith("builtin:"):
-        return Framing(model, ChatTemplate(), "agentspec's ChatML (the built-in model has no other)")
+        return Framing(
+            model, ChatTemplate(), "agentspec's ChatML (the built-in model has no other)"
+        )
     if model == "smollm2":
         return _gguf(model, _smollm2_gguf())
     path = Path(model.removeprefix("hf:"))
@@ -89,7 +91,9 @@ def _gguf(model: str, path: Path) -> Framing:
         raise FramingError(str(exc)) from None
     source = meta.get("tokenizer.chat_template")
     if not isinstance(source, str) or not source.strip():
-        return Framing(model, ChatTemplate(), f"agentspec's ChatML ({path.name} has no chat template)")
+        return Framing(
+            model, ChatTemplate(), f"agentspec's ChatML ({path.name} has no chat template)"
+        )
     tokens = meta.get("tokenizer.ggml.tokens") or []
 
     def token(key: str) -> str:
@@ -97,7 +101,11 @@ def _gguf(model: str, path: Path) -> Framing:
         return str(tokens[index]) if isinstance(index, int) and 0 <= index < len(tokens) else ""
 
     chat = _template(
-        source, token("tokenizer.ggml.bos_token_id"), token("tokenizer.ggml.eos_token_id"), None, path.name
+        source,
+        token("tokenizer.ggml.bos_token_id"),
+        token("tokenizer.ggml.eos_token_id"),
+        None,
+        path.name,
     )
     return Framing(model, chat, f"the model's own ({path.name}: tokenizer.chat_template)")
 
@@ -113,12 +121,20 @@ def _directory(model: str, path: Path) -> Framing:
     source, where = _template_source(path, config)
     tokenizer = _tokenizer(path, config)
     if source is None:
-        return Framing(model, ChatTemplate(), "agentspec's ChatML (the model has no chat template)", tokenizer)
+        return Framing(
+            model, ChatTemplate(), "agentspec's ChatML (the model has no chat template)", tokenizer
+        )
     chat = _template(
-        source, _token_text(config.get("bos_token")), _token_text(config.get("eos_token")), tokenizer, where
+        source,
+        _token_text(config.get("bos_token")),
+        _token_text(config.get("eos_token")),
+        tokenizer,
+        where,
     )
     if source == ChatTemplate().jinja():
-        return Framing(model, ChatTemplate(), "agentspec's ChatML (the built-in model's template)", tokenizer)
+        return Framing(
+            model, ChatTemplate(), "agentspec's ChatML (the built-in model's template)", tokenizer
+        )
     return Framing(model, chat, f"the model's own ({where})", tokenizer)
 
 

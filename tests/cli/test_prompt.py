@@ -25,7 +25,10 @@ def invoke(*args: str) -> tuple[int, str, str]:
 def test_smollm2_uses_its_gguf_chat_template() -> None:
     code, out, _ = invoke(str(CALCULATOR), "--model", "smollm2")
     assert code == 0, out
-    assert "chat template: the model's own (SmolLM2-135M-Instruct.Q4_1.gguf: tokenizer.chat_template)" in out
+    assert (
+        "chat template: the model's own (SmolLM2-135M-Instruct.Q4_1.gguf: tokenizer.chat_template)"
+        in out
+    )
     assert "prefix-stable: yes" in out
     assert "(the template takes no tools)" in out
     assert out.split("─" * 72)[1].strip().endswith("<|im_start|>assistant")

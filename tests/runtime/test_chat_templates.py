@@ -52,30 +52,61 @@ class Family:
 
 FAMILIES = {
     "chatml_tools": Family(
-        "qwen25_tools", ("<|endoftext|>", "<|im_start|>", "<|im_end|>"), "<|im_end|>", None,
-        prefix_stable=True, native_tools=True,
+        "qwen25_tools",
+        ("<|endoftext|>", "<|im_start|>", "<|im_end|>"),
+        "<|im_end|>",
+        None,
+        prefix_stable=True,
+        native_tools=True,
     ),
     "chatml_thinking": Family(
-        "qwen3_thinking", ("<|endoftext|>", "<|im_start|>", "<|im_end|>"), "<|im_end|>", None,
-        prefix_stable=False, native_tools=False, reasoning="<think>\nI should use the tool.\n</think>\n\n",
+        "qwen3_thinking",
+        ("<|endoftext|>", "<|im_start|>", "<|im_end|>"),
+        "<|im_end|>",
+        None,
+        prefix_stable=False,
+        native_tools=False,
+        reasoning="<think>\nI should use the tool.\n</think>\n\n",
     ),
     "llama3": Family(
         "llama3",
         ("<|begin_of_text|>", "<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>"),
-        "<|eot_id|>", "<|begin_of_text|>", prefix_stable=True, native_tools=False,
+        "<|eot_id|>",
+        "<|begin_of_text|>",
+        prefix_stable=True,
+        native_tools=False,
     ),
     "mistral": Family(
-        "mistral", ("<s>", "</s>", "[INST]", "[/INST]"), "</s>", "<s>",
-        prefix_stable=True, native_tools=False,
+        "mistral",
+        ("<s>", "</s>", "[INST]", "[/INST]"),
+        "</s>",
+        "<s>",
+        prefix_stable=True,
+        native_tools=False,
     ),
     "gemma": Family(
-        "gemma", ("<bos>", "<eos>", "<start_of_turn>", "<end_of_turn>"), "<end_of_turn>", "<bos>",
-        prefix_stable=True, native_tools=False,
+        "gemma",
+        ("<bos>", "<eos>", "<start_of_turn>", "<end_of_turn>"),
+        "<end_of_turn>",
+        "<bos>",
+        prefix_stable=True,
+        native_tools=False,
     ),
     "harmony": Family(
         "harmony",
-        ("<|start|>", "<|end|>", "<|message|>", "<|channel|>", "<|constrain|>", "<|return|>", "<|call|>"),
-        "<|return|>", None, prefix_stable=False, native_tools=False,
+        (
+            "<|start|>",
+            "<|end|>",
+            "<|message|>",
+            "<|channel|>",
+            "<|constrain|>",
+            "<|return|>",
+            "<|call|>",
+        ),
+        "<|return|>",
+        None,
+        prefix_stable=False,
+        native_tools=False,
         reasoning="<|channel|>analysis<|message|>I should use the tool.<|end|><|start|>assistant",
     ),
 }
@@ -104,13 +135,18 @@ def family_tokenizer(family: Family, corpus: Sequence[str]) -> Any:
     )
     rust.train_from_iterator(list(corpus), trainer=trainer)
     tokenizer = PreTrainedTokenizerFast(
-        tokenizer_object=rust, eos_token=family.eos, bos_token=family.bos, pad_token=family.specials[0]
+        tokenizer_object=rust,
+        eos_token=family.eos,
+        bos_token=family.bos,
+        pad_token=family.specials[0],
     )
     tokenizer.chat_template = (TEMPLATES / f"{family.template}.jinja").read_text(encoding="utf-8")
     return tokenizer
 
 
-def play(module: Any, tokenizer: Any, turns: list[str], sample: dict[str, Any]) -> tuple[Any, Trajectory]:
+def play(
+    module: Any, tokenizer: Any, turns: list[str], sample: dict[str, Any]
+) -> tuple[Any, Trajectory]:
     flow = module.FLOW_CLASS(ScriptedPolicy(turns, tokenizer), tokenizer)
     # the framing is under test, not the spec's limits
     flow.config = LoopConfig(max_steps=len(turns), sampling=SamplingParams(max_new_tokens=1000))
@@ -118,7 +154,9 @@ def play(module: Any, tokenizer: Any, turns: list[str], sample: dict[str, Any]) 
     return flow, asyncio.run(flow.run(sample, sample_id="0", group_id="0"))
 
 
-def first_messages(module: Any, sample: dict[str, Any], native_tools: bool) -> tuple[list[dict[str, Any]], Any]:
+def first_messages(
+    module: Any, sample: dict[str, Any], native_tools: bool
+) -> tuple[list[dict[str, Any]], Any]:
     from agentspec.runtime.conversation import _without_tool_instructions
 
     env = module.ENV_CLASS()
@@ -144,7 +182,10 @@ def test_episode_ids_are_the_templates_rendering(name: str, calculator: Any) -> 
     call, answer = list(calculator.oracle_actions(dict(sample)))
     from agentspec.runtime.task_text import task_corpus
 
-    corpus = [*task_corpus(calculator, [sample]), (TEMPLATES / f"{family.template}.jinja").read_text()]
+    corpus = [
+        *task_corpus(calculator, [sample]),
+        (TEMPLATES / f"{family.template}.jinja").read_text(),
+    ]
     tokenizer = family_tokenizer(family, corpus)
     chat = chat_for(tokenizer)
     assert isinstance(chat, ModelTemplate)
@@ -178,9 +219,7 @@ def test_episode_ids_are_the_templates_rendering(name: str, calculator: Any) -> 
         assert layout == "packed" and len(rows) == 1
     else:
         # re-rendered each step, the template's reasoning rule applied to past turns
-        history = [assistant_message(header + c if header else family.reasoning + c) for c in contents]
-        if name == "harmony":
-            history = [assistant_message(t) for t in turns]
+        history = [assistant_message(t) for t in turns]
         for t, step in enumerate(traj.steps):
             assert step.prompt_ids == expected_prompt(t, history), f"step {t}"
         assert "I should use the tool." not in tokenizer.decode(traj.steps[-1].prompt_ids)
@@ -220,7 +259,9 @@ def test_a_tool_cannot_forge_a_turn_through_the_template(calculator: Any) -> Non
 def test_split_reasoning() -> None:
     assert split_reasoning("<think>\nplan\n</think>\n\nanswer") == ("plan", "answer")
     assert split_reasoning("no thoughts") == ("", "no thoughts")
-    text = "<|channel|>analysis<|message|>plan<|end|><|start|>assistant<|channel|>final<|message|>hi"
+    text = (
+        "<|channel|>analysis<|message|>plan<|end|><|start|>assistant<|channel|>final<|message|>hi"
+    )
     assert split_reasoning(text) == ("plan", "hi")
 
 
@@ -254,7 +295,10 @@ def test_smollm2_plays_in_its_gguf_chat_template(calculator: Any) -> None:
     messages, _ = first_messages(calculator, sample, native_tools=False)
     conversation = list(messages)
     for step, content in zip(traj.steps[:2], [call, call], strict=True):
-        conversation += [{"role": "assistant", "content": content}, {"role": "user", "content": step.observation}]
+        conversation += [
+            {"role": "assistant", "content": content},
+            {"role": "user", "content": step.observation},
+        ]
     text = tokenizer.apply_chat_template(conversation, add_generation_prompt=True, tokenize=False)
     assert traj.steps[-1].prompt_ids == tokenizer.encode(text, add_special_tokens=False)
     assert len(training_rows(traj, pack=row_layout("packed", chat) == "packed")) == 1

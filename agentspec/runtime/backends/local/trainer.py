@@ -63,6 +63,7 @@ from agentspec.runtime.backends.local.tensors import (
     pad_rows,
     token_log_probs,
 )
+from agentspec.runtime.chat_templates import chat_for, row_layout
 from agentspec.runtime.loop import run_episodes
 from agentspec.runtime.policies.hf import HFPolicy
 from agentspec.runtime.policies.scripted import ScriptedPolicy
@@ -129,7 +130,8 @@ def train(
     train_samples, eval_samples = split_samples(module, cfg)
     models = build_models(cfg, module, train_samples, run.path)
     algorithm = ALGORITHMS.get(cfg.algorithm)
-    pack = module.LAYOUT == "packed"
+    # the model's chat template is the layout's second input: one that rewrites earlier turns gets per-step rows
+    pack = row_layout(module.LAYOUT, chat_for(models.tokenizer)) == "packed"
 
     state = TrainerState()
     checkpoint = latest_checkpoint(run.path / "checkpoints") if resume else None

@@ -43,6 +43,7 @@ from verl.experimental.agent_loop.agent_loop import (
 )
 
 from agentspec.runtime.backends.verl.layout import EXTRA_KEY, row_steps
+from agentspec.runtime.chat_templates import row_layout
 from agentspec.runtime.policies.base import Generation, SamplingParams
 from agentspec.runtime.trajectory import Trajectory, training_rows
 
@@ -239,7 +240,7 @@ class SpecAgentLoop(AgentLoopBase):
         components = [c.name for c in getattr(self.spec.ENV_CLASS, "reward_components", ())]
         outputs = episode_outputs(
             traj,
-            pack=self.layout == "packed",
+            pack=row_layout(self.layout, flow.chat) == "packed",  # the template is the second input
             components=components,
             generate_seconds=policy.generate_seconds,
             weight_versions=policy.weight_versions,
