@@ -401,6 +401,8 @@ class ModuleModel:
     training: dict[str, Any]
     mcp_servers: dict[str, dict[str, Any]] = field(default_factory=dict)
     """Module variable → how to reach one MCP server (command or url, env, timeout)."""
+    keep_reasoning: bool | None = None
+    """`episode.reasoning.keep_in_history` (None: as the model's chat template does)."""
 
 
 def _condition_or_constant(
@@ -546,6 +548,7 @@ def lower(checked: CheckedSpec, *, spec_file: str, spec_sha256: str, version: st
         user_prompt=spec.prompt.user,
         tool_format=spec.episode.tool_format,
         final_answer=spec.episode.final_answer,
+        keep_reasoning=spec.episode.reasoning.keep_in_history if spec.episode.reasoning else None,
         max_steps=spec.episode.max_steps,
         max_response_tokens=spec.episode.max_response_tokens,
         max_parse_errors=spec.episode.max_parse_errors,

@@ -132,6 +132,7 @@ class ModelTemplate:
         eos_token: str = "",
         tokenizer: Tokenizer | None = None,
         name: str = "chat template",
+        keep_reasoning: bool | None = None,
     ) -> None:
         from agentspec import sandbox
 
@@ -145,7 +146,8 @@ class ModelTemplate:
             raise ChatTemplateError(f"{name} does not compile: {exc}") from None
         self._render_limited = sandbox.render
         self._native: dict[str, bool] = {}
-        self.stability = probe(self, tokenizer)
+        self.keep_reasoning = keep_reasoning
+        self.stability = _stability(self, tokenizer, keep_reasoning)
 
     @property
     def prefix_stable(self) -> bool:
@@ -201,7 +203,10 @@ class ModelTemplate:
         """The prompt after ``steps``, rendered whole (for a template that is not prefix-stable)."""
         messages = self._first_messages(view)
         for step in steps:
-            messages.append(assistant_message(_response_text(view.tokenizer, step)))
+            message = assistant_message(_response_text(view.tokenizer, step))
+            if self.keep_reasoning is False:
+                message = {"role": "assistant", "content": message["content"]}
+            messages.append(message)
             if step.observation is not None:
                 messages.append(
                     {"role": step.info.get("observation_role", "user"), "content": step.observation}
@@ -373,15 +378,40 @@ _PROBE: list[dict[str, Any]] = [
 ]
 
 
-def probe(template: ModelTemplate, tokenizer: Tokenizer | None = None) -> Stability:
+def _stability(
+    template: ModelTemplate, tokenizer: Tokenizer | None, keep_reasoning: bool | None
+) -> Stability:
+    """The probe's verdict under the spec's ``episode.reasoning.keep_in_history``."""
+    if keep_reasoning is False:
+        return Stability(
+            False, "episode.reasoning.keep_in_history is false: past reasoning is dropped"
+        )
+    if keep_reasoning is None:
+        return probe(template, tokenizer)
+    # kept: the responses stay as the model wrote them, so only the framing must be stable
+    found = probe(template, tokenizer, with_reasoning=False)
+    if found.prefix_stable:
+        return found
+    return Stability(False, f"keep_in_history cannot hold: {found.reason}")
+
+
+def probe(
+    template: ModelTemplate, tokenizer: Tokenizer | None = None, with_reasoning: bool = True
+) -> Stability:
     """Render a probe conversation one turn at a time: each rendering (and its tokens)
     must extend the previous one, and a response's placeholder must come right after
-    the generation prompt."""
+    the generation prompt. ``with_reasoning=False``: the assistant turns carry no reasoning."""
+    conversation = [
+        m
+        if with_reasoning or m["role"] != "assistant"
+        else {"role": "assistant", "content": m["content"]}
+        for m in _PROBE
+    ]
     renders = []
     try:
-        for n in range(2, len(_PROBE) + 1):
-            generation = _PROBE[n - 1]["role"] != "assistant"
-            renders.append((n, template.render(_PROBE[:n], None, generation)))
+        for n in range(2, len(conversation) + 1):
+            generation = conversation[n - 1]["role"] != "assistant"
+            renders.append((n, template.render(conversation[:n], None, generation)))
         hole = _HOLE.format(0)
         start = template.render(_PROBE[:2], None, True)
         placed = template.render([*_PROBE[:2], {"role": "assistant", "content": hole}], None, False)
@@ -434,17 +464,26 @@ def writes_calls_in(template: ModelTemplate, fmt: Any) -> bool:
 
 # --- Choosing the framing -------------------------------------------------------------
 
-_CACHE: dict[tuple[int, str], tuple[Any, ModelTemplate]] = {}
+_CACHE: dict[tuple[int, str, bool | None], tuple[Any, ModelTemplate]] = {}
 
 
-def chat_for(tokenizer: Any, source: str | None = None) -> ChatTemplate | ModelTemplate:
+def chat_for(
+    tokenizer: Any, source: str | None = None, keep_reasoning: bool | None = None
+) -> ChatTemplate | ModelTemplate:
     """The framing of ``tokenizer``'s model: its chat template (or ``source``), else
-    agentspec's ChatML (a tokenizer without a template, or the built-in tiny model's)."""
+    agentspec's ChatML (a tokenizer without a template, or the built-in tiny model's).
+
+    ``keep_reasoning`` is the spec's ``episode.reasoning.keep_in_history``; with
+    ``False`` even agentspec's ChatML re-renders each prompt without past reasoning.
+    """
     if source is None:
         source = getattr(tokenizer, "chat_template", None)
-    if not isinstance(source, str) or not source.strip() or source == ChatTemplate().jinja():
+    builtin = not isinstance(source, str) or not source.strip() or source == ChatTemplate().jinja()
+    if builtin and keep_reasoning is not False:
         return ChatTemplate()
-    key = (id(tokenizer), source)
+    if not isinstance(source, str) or builtin:
+        source = ChatTemplate().jinja()
+    key = (id(tokenizer), source, keep_reasoning)
     cached = _CACHE.get(key)
     if cached is not None and cached[0] is tokenizer:
         return cached[1]
@@ -454,6 +493,7 @@ def chat_for(tokenizer: Any, source: str | None = None) -> ChatTemplate | ModelT
         eos_token=str(getattr(tokenizer, "eos_token", None) or ""),
         tokenizer=tokenizer,
         name=f"the chat template of {getattr(tokenizer, 'name_or_path', '') or 'the tokenizer'}",
+        keep_reasoning=keep_reasoning,
     )
     _CACHE[key] = (tokenizer, template)
     return template

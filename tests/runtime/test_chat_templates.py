@@ -302,3 +302,72 @@ def test_smollm2_plays_in_its_gguf_chat_template(calculator: Any) -> None:
     text = tokenizer.apply_chat_template(conversation, add_generation_prompt=True, tokenize=False)
     assert traj.steps[-1].prompt_ids == tokenizer.encode(text, add_special_tokens=False)
     assert len(training_rows(traj, pack=row_layout("packed", chat) == "packed")) == 1
+
+
+def reasoning_spec(tmp_path: Path, keep: str) -> Any:
+    """The calculator spec with `episode.reasoning.keep_in_history: keep`, compiled."""
+    from agentspec.compiler.codegen import import_spec
+
+    text = CALCULATOR.read_text(encoding="utf-8").replace(
+        "  tool_format: hermes\n",
+        f"  tool_format: hermes\n  reasoning: {{keep_in_history: {keep}}}\n",
+    )
+    path = tmp_path / "calculator.yaml"
+    path.write_text(text, encoding="utf-8")
+    return import_spec(path)
+
+
+def test_keep_in_history_true_keeps_the_models_reasoning_append_only(tmp_path: Path) -> None:
+    module = reasoning_spec(tmp_path, "true")
+    assert module.ENV_CLASS.keep_reasoning is True
+    family = FAMILIES["chatml_thinking"]  # its template would drop past reasoning
+    sample = module.load_samples(limit=1)[0]
+    call, answer = list(module.oracle_actions(dict(sample)))
+    from agentspec.runtime.task_text import task_corpus
+
+    tokenizer = family_tokenizer(family, task_corpus(module, [sample]))
+    turns = [family.reasoning + c for c in (call, call, answer)]
+    flow, traj = play(module, tokenizer, turns, sample)
+    assert flow.chat.prefix_stable and flow.chat.keep_reasoning is True
+    # every earlier response is in the last prompt exactly as the model wrote it
+    last = traj.steps[-1].prompt_ids
+    assert last == (
+        traj.steps[0].prompt_ids
+        + traj.steps[0].response_ids
+        + traj.steps[0].observation_ids
+        + traj.steps[1].response_ids
+        + traj.steps[1].observation_ids
+    )
+    assert tokenizer.decode(last).count("I should use the tool.") == 2
+    assert len(training_rows(traj, pack=row_layout(module.LAYOUT, flow.chat) == "packed")) == 1
+
+
+def test_keep_in_history_false_drops_past_reasoning_even_in_chatml(tmp_path: Path) -> None:
+    from agentspec.runtime.byte_tokenizer import ByteTokenizer
+
+    module = reasoning_spec(tmp_path, "false")
+    assert module.ENV_CLASS.keep_reasoning is False
+    sample = module.load_samples(limit=1)[0]
+    call, answer = list(module.oracle_actions(dict(sample)))
+    tokenizer = ByteTokenizer()  # no chat template: agentspec's ChatML, re-rendered
+    thought = "<think>Use the tool.</think>"
+    flow, traj = play(module, tokenizer, [thought + call, thought + call, thought + answer], sample)
+    assert isinstance(flow.chat, ModelTemplate) and not flow.chat.prefix_stable
+    chatml = ChatTemplate()
+    env = module.ENV_CLASS()
+    conversation = env.initial_messages(dict(sample))
+    for step in traj.steps[:2]:
+        conversation += [
+            {"role": "assistant", "content": call},
+            {"role": "user", "content": step.observation},
+        ]
+    assert traj.steps[-1].prompt_ids == tokenizer.encode(chatml.render(conversation))
+    assert thought in traj.steps[0].action_text  # kept in the trajectory, trained as a response
+    assert row_layout(module.LAYOUT, flow.chat) == "per_step"
+    assert len(training_rows(traj, pack=False)) == 3
+
+
+def test_unset_reasoning_leaves_the_generated_module_unchanged() -> None:
+    from agentspec.compiler.codegen import import_spec
+
+    assert not hasattr(import_spec(CALCULATOR).ENV_CLASS, "keep_reasoning")
