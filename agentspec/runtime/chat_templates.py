@@ -61,6 +61,9 @@ __all__ = [
     "split_reasoning",
 ]
 
+TURN_NOTE = "chat_template"
+"""The key of a step's ``info`` that says the template could not simply append its turn."""
+
 _HOLE = "AGENTSPECHOLE{}X"
 """A placeholder for a content: letters and digits only, so no template trims or escapes it."""
 
@@ -199,8 +202,17 @@ class ModelTemplate:
         start, tools = self.conversation_start(view.env, messages)
         return self.encode_conversation(view.tokenizer, start, tools)
 
+    def rerenders(self, steps: Sequence[Any]) -> bool:
+        """Whether the prompt after ``steps`` is rendered whole (:meth:`prompt_ids`) rather
+        than assembled from ids: for a template that is not prefix-stable, and from a
+        step on whose turn the template could not append (noted in its ``info``)."""
+        return not self.prefix_stable or any(TURN_NOTE in step.info for step in steps)
+
     def prompt_ids(self, view: Any, steps: Sequence[Any]) -> list[int]:
-        """The prompt after ``steps``, rendered whole (for a template that is not prefix-stable)."""
+        """The prompt after ``steps``, rendered whole (for a template that is not prefix-stable).
+
+        Raises :class:`ChatTemplateError` where the template cannot render the
+        conversation (the loop ends that episode with ``env_error``)."""
         messages = self._first_messages(view)
         for step in steps:
             message = assistant_message(_response_text(view.tokenizer, step))
@@ -215,9 +227,21 @@ class ModelTemplate:
 
     def observation_ids(self, view: Any, step: Any, text: str, role: str) -> list[int]:
         """The ids that follow ``step``'s response: the rest of its turn, the observation,
-        the next generation prompt (see the module docstring)."""
+        the next generation prompt (see the module docstring).
+
+        Where the template rewrites an earlier turn here, or cannot render this one,
+        the step's ``info[TURN_NOTE]`` says so and later prompts are rendered whole
+        (:meth:`rerenders`): never an exception out of the episode's loop.
+        """
         if role != "user":
             step.info["observation_role"] = role
+        try:
+            return self._turn_ids(view, step, text, role)
+        except ChatTemplateError as exc:
+            step.info[TURN_NOTE] = str(exc)
+            return []
+
+    def _turn_ids(self, view: Any, step: Any, text: str, role: str) -> list[int]:
         tools = self.tools_for(view.env)
         history = self._first_messages(view)
         for i, past in enumerate(view.steps):
@@ -239,7 +263,7 @@ class ModelTemplate:
         full = self.render(extended, tools, True)
         at = full.find(hole, len(current))
         if not full.startswith(current) or at < 0:
-            step.info["chat_template"] = "the template rewrote earlier turns at this step"
+            step.info[TURN_NOTE] = "the template rewrote an earlier turn at this step"
             at = max(full.find(hole), 0)
         tail = full[at + len(hole) :]
         ended = _ended_with(view.tokenizer, step.response_ids, tail)

@@ -217,7 +217,7 @@ class _StepWindow(ContextPolicy):
 
     def _assemble(self, view: ContextView, keep: int) -> list[int]:
         kept = view.steps[len(view.steps) - keep :] if keep else []
-        if not isinstance(view.chat, ChatTemplate) and not view.chat.prefix_stable:
+        if not isinstance(view.chat, ChatTemplate) and view.chat.rerenders(kept):
             # a template that rewrites earlier turns: re-rendered each step (per-step rows)
             return view.chat.prompt_ids(view, kept)
         ids = list(view.initial_ids)

@@ -371,3 +371,62 @@ def test_unset_reasoning_leaves_the_generated_module_unchanged() -> None:
     from agentspec.compiler.codegen import import_spec
 
     assert not hasattr(import_spec(CALCULATOR).ENV_CLASS, "keep_reasoning")
+
+
+CHATML = (
+    "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+
+
+def chatml_tokenizer(template: str, corpus: Sequence[str]) -> Any:
+    family = FAMILIES["chatml_tools"]
+    tokenizer = family_tokenizer(family, corpus)
+    tokenizer.chat_template = template
+    return tokenizer
+
+
+def test_a_turn_the_template_rewrites_later_is_rerendered_not_appended(calculator: Any) -> None:
+    # stable on the probe (6 messages); from the 8th message on it shortens the question
+    template = CHATML.replace(
+        "{{ m.content }}",
+        "{% if messages | length > 7 and loop.index0 == 1 %}[earlier question]"
+        "{% else %}{{ m.content }}{% endif %}",
+    )
+    sample = calculator.load_samples(limit=1)[0]
+    call, answer = list(calculator.oracle_actions(dict(sample)))
+    tokenizer = chatml_tokenizer(template, [call, answer, "earlier question"])
+    chat = chat_for(tokenizer)
+    assert chat.prefix_stable
+    _, traj = play(calculator, tokenizer, [call, call, call, answer], sample)
+    assert [("chat_template" in s.info) for s in traj.steps] == [False, False, True, False]
+    env = calculator.ENV_CLASS()
+    conversation = env.initial_messages(dict(sample))
+    for step in traj.steps[:3]:
+        conversation += [
+            {"role": "assistant", "content": call},
+            {"role": "user", "content": step.observation},
+        ]
+    text = tokenizer.apply_chat_template(conversation, add_generation_prompt=True, tokenize=False)
+    assert "[earlier question]" in text
+    assert traj.steps[-1].prompt_ids == tokenizer.encode(text, add_special_tokens=False)
+    # the chain breaks where the template rewrote the conversation: two rows, not one
+    assert len(training_rows(traj, pack=True)) == 2
+
+
+def test_a_template_failing_on_an_observation_ends_that_episode_only(calculator: Any) -> None:
+    template = CHATML.replace(
+        "{{ m.content }}",
+        "{% if 'division by zero' in m.content %}{{ raise_exception('no errors here') }}{% endif %}"
+        "{{ m.content }}",
+    )
+    samples = calculator.load_samples(limit=2)
+    tokenizer = chatml_tokenizer(template, ["calculator"])
+    bad = '<tool_call>{"name": "calculator", "arguments": {"expression": "1/0"}}</tool_call>'
+    _, failed = play(calculator, tokenizer, [bad, "<answer>1</answer>"], samples[0])
+    assert failed.termination.value == "env_error"
+    assert "no errors here" in failed.steps[0].info["chat_template"]
+    assert "no errors here" in failed.steps[0].info["env_error"]
+    call, answer = list(calculator.oracle_actions(dict(samples[1])))
+    _, fine = play(calculator, tokenizer, [call, answer], samples[1])
+    assert fine.success is True
