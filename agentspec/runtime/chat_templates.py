@@ -56,6 +56,7 @@ __all__ = [
     "ModelTemplate",
     "Stability",
     "chat_for",
+    "chat_for_spec",
     "probe",
     "row_layout",
     "split_reasoning",
@@ -521,3 +522,9 @@ def chat_for(
     )
     _CACHE[key] = (tokenizer, template)
     return template
+
+
+def chat_for_spec(module: Any, tokenizer: Any) -> ChatTemplate | ModelTemplate:
+    """The framing a generated spec module's flow uses with ``tokenizer`` (its
+    ``episode.reasoning`` setting applied): what the row layout must be decided on."""
+    return chat_for(tokenizer, keep_reasoning=getattr(module.ENV_CLASS, "keep_reasoning", None))

@@ -63,7 +63,7 @@ from agentspec.runtime.backends.local.tensors import (
     pad_rows,
     token_log_probs,
 )
-from agentspec.runtime.chat_templates import chat_for, row_layout
+from agentspec.runtime.chat_templates import chat_for_spec, row_layout
 from agentspec.runtime.loop import run_episodes
 from agentspec.runtime.policies.hf import HFPolicy
 from agentspec.runtime.policies.scripted import ScriptedPolicy
@@ -131,7 +131,7 @@ def train(
     models = build_models(cfg, module, train_samples, run.path)
     algorithm = ALGORITHMS.get(cfg.algorithm)
     # the model's chat template is the layout's second input: one that rewrites earlier turns gets per-step rows
-    pack = row_layout(module.LAYOUT, chat_for(models.tokenizer)) == "packed"
+    pack = row_layout(module.LAYOUT, chat_for_spec(module, models.tokenizer)) == "packed"
 
     state = TrainerState()
     checkpoint = latest_checkpoint(run.path / "checkpoints") if resume else None
