@@ -38,6 +38,7 @@ def prompt(
 ) -> None:
     """Print the rendered first prompt of a spec for a model, and how the model's chat template frames it."""
     from agentspec.compiler.diagnostics import SpecError
+    from agentspec.runtime.chat_templates import ChatTemplateError
     from agentspec.runtime.model_framing import FramingError, load_framing
 
     try:
@@ -67,7 +68,11 @@ def prompt(
     tokenizer = framing.tokenizer
     if tokenizer is None and name.startswith("builtin:"):
         tokenizer = _task_tokenizer(spec, module)
-    text, ids, report = _render(framing.chat, env, messages, tokenizer)
+    try:
+        text, ids, report = _render(framing.chat, env, messages, tokenizer)
+    except ChatTemplateError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
     if raw:
         typer.echo(text, nl=not text.endswith("\n"))
         return

@@ -93,6 +93,9 @@ def test_bad_model_and_sample_are_clear_errors(tmp_path: Path) -> None:
     (tmp_path / "chat_template.jinja").write_text("{% for m in messages %}")
     code, _, err = invoke(str(CALCULATOR), "--model", str(tmp_path))
     assert code == 2 and "does not compile" in err
+    (tmp_path / "chat_template.jinja").write_text("{{ raise_exception('no system role') }}")
+    code, _, err = invoke(str(CALCULATOR), "--model", str(tmp_path))
+    assert code == 2 and "refused the conversation: no system role" in err
     code, _, err = invoke(str(CALCULATOR), "--model", "smollm2", "--sample", "100000")
     assert code == 2 and "--sample 100000 is past them" in err
 
