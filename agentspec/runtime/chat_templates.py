@@ -40,9 +40,10 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, ClassVar
 
-from jinja2 import TemplateError
+from jinja2 import TemplateError, nodes
+from jinja2.ext import Extension
 
 from agentspec.runtime.tokenizer import (
     ChatTemplate,
@@ -93,9 +94,29 @@ def row_layout(layout: str, chat: Any) -> str:
 # --- Rendering ------------------------------------------------------------------------
 
 
-def _tojson(value: Any, indent: int | None = None, **_: Any) -> str:
-    # Hugging Face's tojson: no ASCII escaping, keys in the given order.
-    return json.dumps(value, ensure_ascii=False, indent=indent)
+def _tojson(
+    value: Any,
+    ensure_ascii: bool = False,
+    indent: int | None = None,
+    separators: tuple[str, str] | None = None,
+    sort_keys: bool = False,
+) -> str:
+    # As chat templates expect it (Hugging Face's filter): no HTML escaping, keys in order.
+    return json.dumps(
+        value, ensure_ascii=ensure_ascii, indent=indent, separators=separators, sort_keys=sort_keys
+    )
+
+
+class _GenerationBlock(Extension):
+    """``{% generation %}…{% endgeneration %}``: how some templates mark the assistant's
+    own text (for Hugging Face's assistant masks); rendered as is."""
+
+    tags: ClassVar[set[str]] = {"generation"}
+
+    def parse(self, parser: Any) -> nodes.Node:
+        lineno = next(parser.stream).lineno
+        body = parser.parse_statements(("name:endgeneration",), drop_needle=True)
+        return nodes.Scope(body).set_lineno(lineno)
 
 
 def _raise(message: str) -> None:
@@ -110,7 +131,9 @@ def _environment() -> Any:
     from agentspec.sandbox import LimitedSandbox
 
     env = LimitedSandbox(
-        trim_blocks=True, lstrip_blocks=True, extensions=["jinja2.ext.loopcontrols"]
+        trim_blocks=True,
+        lstrip_blocks=True,
+        extensions=["jinja2.ext.loopcontrols", _GenerationBlock],
     )
     env.filters["tojson"] = _tojson
     env.globals["raise_exception"] = _raise

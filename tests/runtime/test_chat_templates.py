@@ -430,3 +430,25 @@ def test_a_template_failing_on_an_observation_ends_that_episode_only(calculator:
     call, answer = list(calculator.oracle_actions(dict(samples[1])))
     _, fine = play(calculator, tokenizer, [call, answer], samples[1])
     assert fine.success is True
+
+
+def test_renders_like_hugging_face_generation_blocks_and_tojson_options() -> None:
+    source = (
+        "{% for m in messages %}<|im_start|>{{ m.role }}\n"
+        "{% if m.role == 'assistant' %}{% generation %}{{ m.content }}{% endgeneration %}"
+        "{% else %}{{ m.content }}{% endif %}<|im_end|>\n{% endfor %}"
+        "{% if tools %}{{ tools | tojson(separators=(',', ':'), sort_keys=true) }}{% endif %}"
+        "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+    )
+    messages = [
+        {"role": "user", "content": "Café?"},
+        {"role": "assistant", "content": "Oui."},
+        {"role": "user", "content": "<b>&</b>"},
+    ]
+    tools = [{"type": "function", "function": {"name": "f", "description": "é"}}]
+    tokenizer = family_tokenizer(FAMILIES["chatml_tools"], ["Café"])
+    expected = tokenizer.apply_chat_template(
+        messages, tools=tools, add_generation_prompt=True, tokenize=False, chat_template=source
+    )
+    assert ModelTemplate(source).render(messages, tools, True) == expected
+    assert '"description":"é"' in expected
