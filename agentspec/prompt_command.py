@@ -117,6 +117,10 @@ def _render(
             f"no ({chat.stability.reason}): each step's prompt is re-rendered, one row per step"
         )
     report = [("prefix-stable", stable)]
+    if chat.merges_system:
+        report.append(
+            ("system prompt", "opens the first user turn (the template refuses a system turn)")
+        )
     if tools:
         fmt = getattr(getattr(env, "format", None), "name", "?")
         where = (

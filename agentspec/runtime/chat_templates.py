@@ -174,7 +174,13 @@ class ModelTemplate:
         self._render_limited = sandbox.render
         self._native: dict[str, bool] = {}
         self.keep_reasoning = keep_reasoning
+        self.merges_system = False
+        """The template refuses a system turn (Gemma 2's, say): the system prompt opens
+        the first user turn instead."""
         self.stability = _stability(self, tokenizer, keep_reasoning)
+        if not self.prefix_stable and _refuses_system(self):
+            self.merges_system = True
+            self.stability = _stability(self, tokenizer, keep_reasoning)
 
     @property
     def prefix_stable(self) -> bool:
@@ -192,6 +198,8 @@ class ModelTemplate:
         add_generation_prompt: bool = True,
     ) -> str:
         """The conversation's text (``tools``: OpenAI-style function schemas)."""
+        if self.merges_system:
+            messages = _system_into_first_user(messages)
         variables = {
             "messages": [dict(m) for m in messages],
             "tools": list(tools) if tools else None,
@@ -479,6 +487,31 @@ def probe(
                     f"the tokens of a {_PROBE[n - 1]['role']} turn merge with the previous turn",
                 )
     return Stability(True)
+
+
+def _refuses_system(template: ModelTemplate) -> bool:
+    """Whether the template refuses a system turn but renders the same conversation without it."""
+    user = [{"role": "user", "content": "Hello."}]
+    try:
+        template.render(user, None, True)
+    except ChatTemplateError:
+        return False
+    try:
+        template.render([{"role": "system", "content": "Be brief."}, *user], None, True)
+    except ChatTemplateError:
+        return True
+    return False
+
+
+def _system_into_first_user(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """A leading system message moved into the first user message (``system\n\nuser``)."""
+    out = [dict(m) for m in messages]
+    if len(out) >= 2 and out[0].get("role") == "system" and out[1].get("role") == "user":
+        system = out.pop(0)
+        out[0]["content"] = f"{system.get('content') or ''}\n\n{out[0].get('content') or ''}"
+    elif out and out[0].get("role") == "system":
+        out[0]["role"] = "user"
+    return out
 
 
 def writes_calls_in(template: ModelTemplate, fmt: Any) -> bool:

@@ -112,3 +112,13 @@ def test_prompt_does_not_import_torch() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert "HEAVY []" in out.stdout, out.stdout + out.stderr
+
+
+def test_a_template_without_a_system_turn_is_reported(tmp_path: Path) -> None:
+    (tmp_path / "chat_template.jinja").write_text(
+        (TEMPLATES / "gemma2_no_system.jinja").read_text(encoding="utf-8")
+    )
+    code, out, _ = invoke(str(CALCULATOR), "--model", str(tmp_path))
+    assert code == 0, out
+    assert "system prompt: opens the first user turn (the template refuses a system turn)" in out
+    assert "<start_of_turn>user\nUse the calculator tool" in out

@@ -452,3 +452,33 @@ def test_renders_like_hugging_face_generation_blocks_and_tojson_options() -> Non
     )
     assert ModelTemplate(source).render(messages, tools, True) == expected
     assert '"description":"é"' in expected
+
+
+def test_a_template_that_refuses_a_system_turn_gets_it_in_the_first_user_turn(
+    calculator: Any,
+) -> None:
+    family = Family(
+        "gemma2_no_system",
+        ("<bos>", "<eos>", "<start_of_turn>", "<end_of_turn>"),
+        "<end_of_turn>",
+        "<bos>",
+        prefix_stable=True,
+        native_tools=False,
+    )
+    sample = calculator.load_samples(limit=1)[0]
+    call, answer = list(calculator.oracle_actions(dict(sample)))
+    from agentspec.runtime.task_text import task_corpus
+
+    tokenizer = family_tokenizer(family, task_corpus(calculator, [sample]))
+    chat = chat_for(tokenizer)
+    assert isinstance(chat, ModelTemplate) and chat.merges_system and chat.prefix_stable
+    _, traj = play(calculator, tokenizer, [call, call, answer], sample)
+    system, user = calculator.ENV_CLASS().initial_messages(dict(sample))
+    conversation = [{"role": "user", "content": f"{system['content']}\n\n{user['content']}"}]
+    for step in traj.steps[:2]:
+        conversation += [
+            {"role": "assistant", "content": call},
+            {"role": "user", "content": step.observation},
+        ]
+    text = tokenizer.apply_chat_template(conversation, add_generation_prompt=True, tokenize=False)
+    assert traj.steps[-1].prompt_ids == tokenizer.encode(text, add_special_tokens=False)
