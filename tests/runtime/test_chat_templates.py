@@ -302,6 +302,12 @@ def test_smollm2_plays_in_its_gguf_chat_template(calculator: Any) -> None:
     text = tokenizer.apply_chat_template(conversation, add_generation_prompt=True, tokenize=False)
     assert traj.steps[-1].prompt_ids == tokenizer.encode(text, add_special_tokens=False)
     assert len(training_rows(traj, pack=row_layout("packed", chat) == "packed")) == 1
+    # `agentspec prompt` builds the same tokenizer from the GGUF metadata, without torch
+    from agentspec.runtime.model_framing import load_framing
+
+    framing = load_framing("smollm2")
+    assert framing.tokenizer.encode(text) == tokenizer.encode(text, add_special_tokens=False)
+    assert framing.tokenizer.eos_token_id == tokenizer.eos_token_id
 
 
 def reasoning_spec(tmp_path: Path, keep: str) -> Any:
