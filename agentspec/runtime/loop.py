@@ -159,12 +159,10 @@ class AgentEnvLoop(AgentFlowBase):
         chat: ChatTemplate | None = None,
     ) -> None:
         super().__init__(policy, tokenizer, config, chat)
-        if (
-            chat is None
-        ):  # the spec's `episode.reasoning` decides what the template does with past reasoning
-            self.chat = chat_for(
-                tokenizer, keep_reasoning=getattr(env_factory, "keep_reasoning", None)
-            )
+        if chat is None:
+            # the spec's `episode.reasoning` says what the template does with past reasoning
+            keep = getattr(env_factory, "keep_reasoning", None)
+            self.chat = chat_for(tokenizer, keep_reasoning=keep)
         self.env_factory = env_factory
         self.context = context or FullHistory()
 

@@ -130,7 +130,7 @@ def train(
     train_samples, eval_samples = split_samples(module, cfg)
     models = build_models(cfg, module, train_samples, run.path)
     algorithm = ALGORITHMS.get(cfg.algorithm)
-    # the model's chat template is the layout's second input: one that rewrites earlier turns gets per-step rows
+    # the chat template is the layout's second input: rewriting earlier turns means per-step rows
     pack = row_layout(module.LAYOUT, chat_for_spec(module, models.tokenizer)) == "packed"
 
     state = TrainerState()
