@@ -35,16 +35,14 @@ with special tokens, so no tool can forge a turn.
 from __future__ import annotations
 
 import itertools
-import json
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
-from jinja2 import TemplateError, nodes
-from jinja2.ext import Extension
+from jinja2 import TemplateError
 
+from agentspec.runtime.chat_reasoning import assistant_message, split_reasoning
+from agentspec.runtime.jinja_chat import ChatTemplateError, environment
 from agentspec.runtime.tokenizer import (
     ChatTemplate,
     Tokenizer,
@@ -56,6 +54,7 @@ __all__ = [
     "ChatTemplateError",
     "ModelTemplate",
     "Stability",
+    "assistant_message",
     "chat_for",
     "chat_for_spec",
     "probe",
@@ -68,10 +67,6 @@ TURN_NOTE = "chat_template"
 
 _HOLE = "AGENTSPECHOLE{}X"
 """A placeholder for a content: letters and digits only, so no template trims or escapes it."""
-
-
-class ChatTemplateError(ValueError):
-    """A chat template that does not compile or cannot render a conversation."""
 
 
 @dataclass(frozen=True)
@@ -89,56 +84,6 @@ def row_layout(layout: str, chat: Any) -> str:
     context); a template that is not prefix-stable makes it ``per_step``.
     """
     return layout if getattr(chat, "prefix_stable", True) else "per_step"
-
-
-# --- Rendering ------------------------------------------------------------------------
-
-
-def _tojson(
-    value: Any,
-    ensure_ascii: bool = False,
-    indent: int | None = None,
-    separators: tuple[str, str] | None = None,
-    sort_keys: bool = False,
-) -> str:
-    # As chat templates expect it (Hugging Face's filter): no HTML escaping, keys in order.
-    return json.dumps(
-        value, ensure_ascii=ensure_ascii, indent=indent, separators=separators, sort_keys=sort_keys
-    )
-
-
-class _GenerationBlock(Extension):
-    """``{% generation %}…{% endgeneration %}``: how some templates mark the assistant's
-    own text (for Hugging Face's assistant masks); rendered as is."""
-
-    tags = {"generation"}  # noqa: RUF012 (a Jinja extension declares its tags so)
-
-    def parse(self, parser: Any) -> nodes.Node:
-        lineno = next(parser.stream).lineno
-        body = parser.parse_statements(("name:endgeneration",), drop_needle=True)
-        return nodes.Scope(body).set_lineno(lineno)
-
-
-def _raise(message: str) -> None:
-    raise ChatTemplateError(f"the chat template refused the conversation: {message}")
-
-
-def _strftime_now(fmt: str) -> str:
-    return datetime.now().strftime(fmt)
-
-
-def _environment() -> Any:
-    from agentspec.sandbox import LimitedSandbox
-
-    env = LimitedSandbox(
-        trim_blocks=True,
-        lstrip_blocks=True,
-        extensions=["jinja2.ext.loopcontrols", _GenerationBlock],
-    )
-    env.filters["tojson"] = _tojson
-    env.globals["raise_exception"] = _raise
-    env.globals["strftime_now"] = _strftime_now
-    return env
 
 
 class ModelTemplate:
@@ -168,7 +113,7 @@ class ModelTemplate:
         self.bos_token = bos_token
         self.eos_token = eos_token
         try:
-            self._template = _environment().from_string(source)
+            self._template = environment().from_string(source)
         except TemplateError as exc:
             raise ChatTemplateError(f"{name} does not compile: {exc}") from None
         self._render_limited = sandbox.render
@@ -385,41 +330,6 @@ def _response_text(tokenizer: Tokenizer, step: Any) -> str:
     if ids and ids[-1] == tokenizer.eos_token_id:
         ids = ids[:-1]
     return str(tokenizer.decode(ids, skip_special_tokens=False))
-
-
-# --- Reasoning ------------------------------------------------------------------------
-
-_THINK = re.compile(r"\s*<think>(.*?)</think>\s*", re.DOTALL)
-_HARMONY = re.compile(
-    r"(?:<\|start\|>assistant)?<\|channel\|>(\w+)[^<]*(?:<\|constrain\|>[^<]*)?<\|message\|>"
-    r"(.*?)(?:<\|end\|>|<\|call\|>|<\|return\|>|(?=<\|start\|>)|$)",
-    re.DOTALL,
-)
-
-
-def split_reasoning(text: str) -> tuple[str, str]:
-    """(reasoning, the rest) of a response: a leading ``<think>…</think>`` block, or
-    harmony's ``analysis`` channel. The reasoning is never parsed for tool calls."""
-    if "<|channel|>" in text:
-        parts = _HARMONY.findall(text)
-        if parts:
-            thinking = "".join(body for channel, body in parts if channel == "analysis")
-            rest = "".join(body for channel, body in parts if channel != "analysis")
-            return thinking, rest
-    match = _THINK.match(text)
-    if match:
-        return match.group(1).strip(), text[match.end() :]
-    return "", text
-
-
-def assistant_message(text: str) -> dict[str, Any]:
-    """A response as the assistant message templates read: the reasoning under the keys
-    Qwen3 (``reasoning_content``) and gpt-oss (``thinking``) templates use."""
-    reasoning, content = split_reasoning(text)
-    message: dict[str, Any] = {"role": "assistant", "content": content}
-    if reasoning:
-        message["reasoning_content"] = message["thinking"] = reasoning
-    return message
 
 
 # --- Start-up checks ------------------------------------------------------------------
