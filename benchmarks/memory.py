@@ -74,7 +74,7 @@ def held_by_trajectories(spec: Path, episodes: int) -> dict[str, float]:
     import itertools
     import tracemalloc
 
-    from agentspec.compiler.codegen import import_spec
+    from agentspec.compiler.build import import_spec
     from agentspec.runtime.spec_run import rollout
     from agentspec.runtime.task_text import task_bpe_tokenizer
 

@@ -47,6 +47,7 @@ SECTIONS: list[tuple[type[BaseModel], str]] = [
     (model.GuardSpec, "tools.NAME.when (a guard with a message, or a list of them)"),
     (model.EnvironmentSpec, "environment"),
     (model.EpisodeSpec, "episode"),
+    (model.ReasoningSpec, "episode.reasoning"),
     (model.ContextSpec, "context"),
     (model.RewardSpec, "rewards.NAME"),
     (model.OracleEach, "oracle[i] (one step per item)"),

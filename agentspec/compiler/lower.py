@@ -81,6 +81,7 @@ def lower(checked: CheckResult, *, spec_file: str, spec_sha256: str, version: st
         user_prompt=spec.prompt.user,
         tool_format=episode.tool_format,
         final_answer=episode.final_answer,
+        keep_reasoning=episode.reasoning.keep_in_history if episode.reasoning else None,
         max_steps=episode.max_steps,
         max_response_tokens=episode.max_response_tokens,
         max_parse_errors=episode.max_parse_errors,

@@ -125,6 +125,8 @@ class ModuleModel:
     training: dict[str, Any]
     mcp_servers: dict[str, dict[str, Any]] = field(default_factory=dict)
     """Module variable → how to reach one MCP server (command or url, env, timeout)."""
+    keep_reasoning: bool | None = None
+    """`episode.reasoning.keep_in_history` (None: as the model's chat template does)."""
 
     @property
     def episode_rules(self) -> str:

@@ -34,7 +34,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from agentspec.registry import Registry
 from agentspec.runtime.tokenizer import (
@@ -45,6 +45,9 @@ from agentspec.runtime.tokenizer import (
     framing_ids,
 )
 from agentspec.runtime.trajectory import Step
+
+if TYPE_CHECKING:
+    from agentspec.runtime.chat_templates import ModelTemplate
 
 __all__ = [
     "CONTEXT_POLICIES",
@@ -81,7 +84,7 @@ class ContextView:
     """The episode so far, as a context policy reads it."""
 
     tokenizer: Tokenizer
-    chat: ChatTemplate
+    chat: ChatTemplate | ModelTemplate
     initial_messages: list[dict[str, str]]
     steps: list[Step] = field(default_factory=list)
     env: Any = None
@@ -92,7 +95,7 @@ class ContextView:
     def initial_ids(self) -> list[int]:
         """The first prompt: ``chat.render(initial_messages)`` encoded (cached)."""
         if self._initial_ids is None:
-            self._initial_ids = encode_chat(self.tokenizer, self.chat, self.initial_messages)
+            self._initial_ids = self.encode_messages(self.initial_messages)
         return self._initial_ids
 
     @property
@@ -102,6 +105,8 @@ class ContextView:
 
     def encode_messages(self, messages: Sequence[Message]) -> list[int]:
         """Chat-rendered ``messages``; their contents are encoded as text (no forged turns)."""
+        if not isinstance(self.chat, ChatTemplate):  # the model's own template (chat_templates)
+            return self.chat.encode_messages(self, messages)
         return encode_chat(self.tokenizer, self.chat, messages)
 
 
@@ -188,6 +193,8 @@ class ContextPolicy(ABC):
         return None
 
     def observation_ids(self, view: ContextView, step: Step, text: str, role: str) -> list[int]:
+        if not isinstance(view.chat, ChatTemplate):  # the model's own template (chat_templates)
+            return view.chat.observation_ids(view, step, text, role)
         return observation_ids(view.tokenizer, view.chat, step.response_ids, text, role)
 
     def prompt(self, view: ContextView) -> Prompt:
@@ -215,8 +222,12 @@ class _StepWindow(ContextPolicy):
         return len(view.steps)
 
     def _assemble(self, view: ContextView, keep: int) -> list[int]:
+        kept = view.steps[len(view.steps) - keep :] if keep else []
+        if not isinstance(view.chat, ChatTemplate) and view.chat.rerenders(kept):
+            # a template that rewrites earlier turns: re-rendered each step (per-step rows)
+            return view.chat.prompt_ids(view, kept)
         ids = list(view.initial_ids)
-        for step in view.steps[len(view.steps) - keep :] if keep else []:
+        for step in kept:
             ids += step.response_ids
             ids += step.observation_ids
         return ids

@@ -22,6 +22,7 @@ from typing import Any, cast
 
 from agentspec.runtime.blocking import FifoSemaphore
 from agentspec.runtime.caps import cap_error
+from agentspec.runtime.chat_templates import chat_for
 from agentspec.runtime.context import (
     ContextOverflowError,
     ContextPolicy,
@@ -92,7 +93,7 @@ class AgentFlowBase(ABC):
         self.policy = policy
         self.tokenizer = tokenizer
         self.config = config or LoopConfig()
-        self.chat = chat or ChatTemplate()
+        self.chat = chat or chat_for(tokenizer)  # the model's own template, else ChatML
         self._semaphores: dict[int, asyncio.Semaphore] = {}
         self._policy_kind: tuple[Any, bool] = (None, False)
 
@@ -126,6 +127,8 @@ class AgentFlowBase(ABC):
 
     def encode_messages(self, messages: Sequence[Mapping[str, str]]) -> list[int]:
         """Prompt ids of a conversation, ending with the assistant's generation prompt."""
+        if not isinstance(self.chat, ChatTemplate):  # the model's own template
+            return self.chat.encode_conversation(self.tokenizer, [dict(m) for m in messages], None)
         return encode_chat(self.tokenizer, self.chat, messages)
 
     def make_step(
@@ -170,6 +173,10 @@ class AgentEnvLoop(AgentFlowBase):
         chat: ChatTemplate | None = None,
     ) -> None:
         super().__init__(policy, tokenizer, config, chat)
+        if chat is None:
+            # the spec's `episode.reasoning` says what the template does with past reasoning
+            keep = getattr(env_factory, "keep_reasoning", None)
+            self.chat = chat_for(tokenizer, keep_reasoning=keep)
         self.env_factory = env_factory
         self.context = context or FullHistory()
 

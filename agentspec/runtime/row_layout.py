@@ -11,7 +11,8 @@ masked; otherwise each step is its own row.
 module's ``LAYOUT`` (which the local trainer reads) and the verl target calls
 it for the agent loop's rows. Each further reason that forces one row per step
 is a keyword argument, so every caller passes what it knows and the rule stays
-here. Even a packed layout only joins steps that really chain
+here. The model's chat template is only known at run time:
+:func:`layout_for_template` narrows the compiled layout for it. Even a packed layout only joins steps that really chain
 (:func:`agentspec.runtime.trajectory.training_rows` checks every prefix).
 
 Torch-free and cheap to import (the compiler uses it).
@@ -19,11 +20,11 @@ Torch-free and cheap to import (the compiler uses it).
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from agentspec.runtime.context import CONTEXT_POLICIES
 
-__all__ = ["RowLayout", "row_layout"]
+__all__ = ["RowLayout", "layout_for_template", "row_layout"]
 
 RowLayout = Literal["packed", "per_step"]
 
@@ -40,3 +41,16 @@ def row_layout(context_policy: str, *, step_rows: bool = False) -> RowLayout:
     """
     append_only = CONTEXT_POLICIES.get(context_policy).append_only
     return "packed" if append_only and not step_rows else "per_step"
+
+
+def layout_for_template(layout: str, chat: Any) -> RowLayout:
+    """``layout`` (from :func:`row_layout`) for the framing a run actually uses.
+
+    A chat template that rewrites earlier turns (not prefix-stable, found by
+    :func:`agentspec.runtime.chat_templates.probe` at start-up) re-renders each
+    step's prompt, so its steps never chain: one row per step. agentspec's own
+    ChatML has no ``prefix_stable`` attribute and is append-only.
+    """
+    if layout == "packed" and getattr(chat, "prefix_stable", True):
+        return "packed"
+    return "per_step"

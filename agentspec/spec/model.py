@@ -238,6 +238,15 @@ class EnvironmentSpec(Section):
     )
 
 
+class ReasoningSpec(Section):
+    """Reasoning models: what becomes of a turn's reasoning (`<think>…</think>`, harmony's analysis channel) in later prompts."""
+
+    keep_in_history: bool | None = Field(
+        None,
+        description="Past turns' reasoning in later prompts: `null` as the model's chat template does, `true` kept (append-only: packed rows, even where the template would drop it), `false` dropped (each step's prompt re-rendered: per-step rows). Reasoning is always kept in the trajectory and trained like any response token.",
+    )
+
+
 class EpisodeSpec(Section):
     """How an episode runs and ends."""
 
@@ -263,6 +272,9 @@ class EpisodeSpec(Section):
     final_answer: Literal["end", "continue"] = Field(
         "end",
         description="What a turn without a tool call does: `end` the episode (it is the final answer) or `continue`.",
+    )
+    reasoning: ReasoningSpec | None = Field(
+        None, description="Reasoning models: past turns' reasoning in later prompts."
     )
 
 

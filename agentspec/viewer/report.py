@@ -23,6 +23,7 @@ import datetime as _dt
 import gzip
 import json
 import math
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -179,12 +180,35 @@ def _step(step: dict[str, Any], prev: dict[str, Any] | None, decoder: _Decoder) 
             out["tadv"] = [None if v is None else round(v, 3) for v in values]
     if decoder.available and response:
         out["toks"] = decoder.pieces(response)
+    _fold_reasoning(out)
     if info.get("expression_errors"):
         out["expr_err"] = _clean(info["expression_errors"])
     extra = {k: v for k, v in info.items() if k not in _KNOWN_STEP_INFO}
     if extra:
         out["info"] = _clean(extra)
     return out
+
+
+_REASONING = re.compile(r"\s*<think>.*?</think>\s*", re.DOTALL)
+
+
+def _fold_reasoning(out: dict[str, Any]) -> None:
+    """Mark a response's leading ``<think>…</think>`` block, which the page folds:
+    ``think_len`` characters of ``act`` and, with tokens, the first ``think_toks`` of them."""
+    match = _REASONING.match(out["act"] or "")
+    if match is None:
+        return
+    out["think_len"] = match.end()
+    if "toks" in out:
+        seen, count = "", 0
+        # the block ends where the tokens' text covers it (special tokens may be skipped in act)
+        toks = out["toks"]
+        while count < len(toks) and _REASONING.match(seen) is None:
+            seen += toks[count]
+            count += 1
+        while count < len(toks) and not toks[count].strip():  # the whitespace after it
+            count += 1
+        out["think_toks"] = count
 
 
 def _trajectory(record: dict[str, Any], trace: TraceFile, decoder: _Decoder) -> dict[str, Any]:

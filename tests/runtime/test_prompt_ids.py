@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from agentspec.compiler.codegen import import_spec
+from agentspec.compiler.build import import_spec
 from agentspec.runtime.spec_run import rollout
 from agentspec.runtime.trajectory import PromptIds, Step, Trajectory, training_rows
 

@@ -27,7 +27,7 @@ from typing import Any
 
 import pytest
 
-from agentspec.compiler.codegen import import_spec
+from agentspec.compiler.build import import_spec
 from agentspec.runtime.byte_tokenizer import ByteTokenizer
 from agentspec.runtime.spec_run import rollout
 from agentspec.runtime.tokenizer import BPETokenizer
@@ -84,8 +84,8 @@ def episode_record(traj: Trajectory) -> dict[str, Any]:
 
 
 def task_tokenizers(module: Any) -> dict[str, Any]:
-    from agentspec.runtime.models import TINY_EOS, TINY_PAD, train_tiny_bpe
     from agentspec.runtime.task_text import task_corpus
+    from agentspec.runtime.tiny_model import TINY_EOS, TINY_PAD, train_tiny_bpe
 
     rust = train_tiny_bpe(task_corpus(module, module.load_samples()[:TOKENIZER_SAMPLES]))
     out: dict[str, Any] = {

@@ -63,9 +63,11 @@ from agentspec.runtime.backends.local.tensors import (
     pad_rows,
     token_log_probs,
 )
+from agentspec.runtime.chat_templates import chat_for_spec
 from agentspec.runtime.loop import run_episodes
 from agentspec.runtime.policies.hf import HFPolicy
 from agentspec.runtime.policies.scripted import ScriptedPolicy
+from agentspec.runtime.row_layout import layout_for_template
 from agentspec.runtime.spec_run import episode_script
 from agentspec.runtime.summary import summarize
 from agentspec.runtime.trajectory import Trajectory, training_rows, write_jsonl
@@ -129,7 +131,8 @@ def train(
     train_samples, eval_samples = split_samples(module, cfg)
     models = build_models(cfg, module, train_samples, run.path)
     algorithm = ALGORITHMS.get(cfg.algorithm)
-    pack = module.LAYOUT == "packed"
+    # the chat template is the layout's second input: rewriting earlier turns means per-step rows
+    pack = layout_for_template(module.LAYOUT, chat_for_spec(module, models.tokenizer)) == "packed"
 
     state = TrainerState()
     checkpoint = latest_checkpoint(run.path / "checkpoints") if resume else None

@@ -44,6 +44,7 @@ from verl.experimental.agent_loop.agent_loop import (
 
 from agentspec.runtime.backends.verl.layout import EXTRA_KEY, row_steps
 from agentspec.runtime.policies.base import Generation, SamplingParams
+from agentspec.runtime.row_layout import layout_for_template
 from agentspec.runtime.trajectory import Trajectory, training_rows
 
 __all__ = [
@@ -239,7 +240,7 @@ class SpecAgentLoop(AgentLoopBase):
         components = [c.name for c in getattr(self.spec.ENV_CLASS, "reward_components", ())]
         outputs = episode_outputs(
             traj,
-            pack=self.layout == "packed",
+            pack=layout_for_template(self.layout, flow.chat) == "packed",
             components=components,
             generate_seconds=policy.generate_seconds,
             weight_versions=policy.weight_versions,

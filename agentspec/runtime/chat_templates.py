@@ -1,0 +1,486 @@
+"""Prompts in the model's own chat template, token in and token out.
+
+A model is trained on one prompt framing: ChatML, Llama 3 headers, Mistral's
+``[INST]``, Gemma's turns, harmony, ... Its tokenizer carries that framing as a
+Jinja ``chat_template`` (a GGUF file as ``tokenizer.chat_template`` metadata).
+:class:`ModelTemplate` renders every prompt with it, the tools passed as
+``tools=`` where the template writes calls in the spec's tool format; the
+built-in :class:`~agentspec.runtime.tokenizer.ChatTemplate` (ChatML as Python
+strings) serves only a tokenizer without a template (:func:`chat_for`).
+
+Token in, token out. A response is never re-encoded: the ids after it are the
+template's rendering of the extended conversation minus the rendering of the
+current one, checked to extend it. The responses inside those renderings are
+placeholders, so the template can neither see nor reformat what the model
+wrote::
+
+    current  = render(first messages, A_0, obs_0, …, A_{t-1}, obs_{t-1})    # + generation prompt
+    extended = render(…, A_t, obs_t)
+    extended == current + [model-written header] + A_t + tail   →   observation ids = tokens(tail)
+
+(the model's end-of-turn token, if the response ended with it, is cut from the
+tail's start). That is exact only for a *prefix-stable* template, one that
+never rewrites an earlier turn. Templates that do — Qwen3 and gpt-oss drop the
+reasoning of past turns — are found at start-up by rendering a probe
+conversation turn by turn (:func:`probe`), and are handled explicitly: each
+step's prompt is the template's rendering of the conversation so far (per-step
+rows, never packed; :func:`agentspec.runtime.row_layout.layout_for_template`).
+
+Contents are text: when a message holds special-token text (``<|im_start|>``
+written by a tool), that content is encoded with
+:func:`~agentspec.runtime.tokenizer.encode_text` and only the framing around it
+with special tokens, so no tool can forge a turn.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from jinja2 import TemplateError
+
+from agentspec.runtime.chat_reasoning import assistant_message, split_reasoning
+from agentspec.runtime.jinja_chat import ChatTemplateError, environment
+from agentspec.runtime.tokenizer import (
+    ChatTemplate,
+    Tokenizer,
+    _special_pattern,
+    encode_text,
+)
+
+__all__ = [
+    "ChatTemplateError",
+    "ModelTemplate",
+    "Stability",
+    "assistant_message",
+    "chat_for",
+    "chat_for_spec",
+    "probe",
+    "split_reasoning",
+]
+
+TURN_NOTE = "chat_template"
+"""The key of a step's ``info`` that says the template could not simply append its turn."""
+
+_HOLE = "AGENTSPECHOLE{}X"
+"""A placeholder for a content: letters and digits only, so no template trims or escapes it."""
+
+
+@dataclass(frozen=True)
+class Stability:
+    """Whether a template only ever appends to a conversation, and if not, where it rewrote it."""
+
+    prefix_stable: bool
+    reason: str = ""
+
+
+class ModelTemplate:
+    """A model's Jinja chat template, rendered the way Hugging Face's ``apply_chat_template`` does.
+
+    Args:
+        source: the Jinja template.
+        bos_token, eos_token: the texts templates may write as ``bos_token`` / ``eos_token``.
+        tokenizer: when given, :func:`probe` checks prefix-stability on its tokens too.
+        name: where the template came from (for messages).
+    """
+
+    def __init__(
+        self,
+        source: str,
+        *,
+        bos_token: str = "",
+        eos_token: str = "",
+        tokenizer: Tokenizer | None = None,
+        name: str = "chat template",
+        keep_reasoning: bool | None = None,
+    ) -> None:
+        from agentspec import sandbox
+
+        self.source = source
+        self.name = name
+        self.bos_token = bos_token
+        self.eos_token = eos_token
+        try:
+            self._template = environment().from_string(source)
+        except TemplateError as exc:
+            raise ChatTemplateError(f"{name} does not compile: {exc}") from None
+        self._render_limited = sandbox.render
+        self._native: dict[str, bool] = {}
+        self.keep_reasoning = keep_reasoning
+        self.merges_system = False
+        """The template refuses a system turn (Gemma 2's, say): the system prompt opens
+        the first user turn instead."""
+        self.stability = _stability(self, tokenizer, keep_reasoning)
+        if not self.prefix_stable and _refuses_system(self):
+            self.merges_system = True
+            self.stability = _stability(self, tokenizer, keep_reasoning)
+
+    @property
+    def prefix_stable(self) -> bool:
+        return self.stability.prefix_stable
+
+    @property
+    def takes_tools(self) -> bool:
+        """Whether the template reads a ``tools`` variable at all."""
+        return "tools" in self.source
+
+    def render(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        add_generation_prompt: bool = True,
+    ) -> str:
+        """The conversation's text (``tools``: OpenAI-style function schemas)."""
+        if self.merges_system:
+            messages = _system_into_first_user(messages)
+        variables = {
+            "messages": [dict(m) for m in messages],
+            "tools": list(tools) if tools else None,
+            "add_generation_prompt": add_generation_prompt,
+            "bos_token": self.bos_token,
+            "eos_token": self.eos_token,
+        }
+        try:
+            return str(self._render_limited(self._template, variables))
+        except ChatTemplateError:
+            raise
+        except Exception as exc:  # a template bug or limit: the caller reports where
+            raise ChatTemplateError(f"{self.name} failed to render: {exc}") from None
+
+    # --- What the context policies call (see agentspec.runtime.context) ---------------
+
+    def conversation_start(
+        self, env: Any, messages: Sequence[Mapping[str, Any]]
+    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]] | None]:
+        """The first messages and the ``tools=`` the template gets: where the tools go
+        to the template, the spec's own tool paragraph is cut from the system prompt."""
+        tools = self.tools_for(env)
+        out = [dict(m) for m in messages]
+        if tools is not None:
+            from agentspec.runtime.conversation import _without_tool_instructions
+
+            out = _without_tool_instructions(out, env)
+        return out, tools
+
+    def encode_messages(self, view: Any, messages: Sequence[Mapping[str, Any]]) -> list[int]:
+        """Prompt ids of ``messages`` (first messages, a state summary): with the tools, if native."""
+        start, tools = self.conversation_start(view.env, messages)
+        return self.encode_conversation(view.tokenizer, start, tools)
+
+    def rerenders(self, steps: Sequence[Any]) -> bool:
+        """Whether the prompt after ``steps`` is rendered whole (:meth:`prompt_ids`) rather
+        than assembled from ids: for a template that is not prefix-stable, and from a
+        step on whose turn the template could not append (noted in its ``info``)."""
+        return not self.prefix_stable or any(TURN_NOTE in step.info for step in steps)
+
+    def prompt_ids(self, view: Any, steps: Sequence[Any]) -> list[int]:
+        """The prompt after ``steps``, rendered whole (for a template that is not prefix-stable).
+
+        Raises :class:`ChatTemplateError` where the template cannot render the
+        conversation (the loop ends that episode with ``env_error``)."""
+        messages = self._first_messages(view)
+        for step in steps:
+            message = assistant_message(_response_text(view.tokenizer, step))
+            if self.keep_reasoning is False:
+                message = {"role": "assistant", "content": message["content"]}
+            messages.append(message)
+            if step.observation is not None:
+                messages.append(
+                    {"role": step.info.get("observation_role", "user"), "content": step.observation}
+                )
+        return self.encode_conversation(view.tokenizer, messages, self.tools_for(view.env))
+
+    def observation_ids(self, view: Any, step: Any, text: str, role: str) -> list[int]:
+        """The ids that follow ``step``'s response: the rest of its turn, the observation,
+        the next generation prompt (see the module docstring).
+
+        Where the template rewrites an earlier turn here, or cannot render this one,
+        the step's ``info[TURN_NOTE]`` says so and later prompts are rendered whole
+        (:meth:`rerenders`): never an exception out of the episode's loop.
+        """
+        if role != "user":
+            step.info["observation_role"] = role
+        try:
+            return self._turn_ids(view, step, text, role)
+        except ChatTemplateError as exc:
+            step.info[TURN_NOTE] = str(exc)
+            return []
+
+    def _turn_ids(self, view: Any, step: Any, text: str, role: str) -> list[int]:
+        tools = self.tools_for(view.env)
+        history = self._first_messages(view)
+        for i, past in enumerate(view.steps):
+            history.append({"role": "assistant", "content": _HOLE.format(i)})
+            if past.observation is not None:
+                history.append(
+                    {"role": past.info.get("observation_role", "user"), "content": past.observation}
+                )
+        hole = _HOLE.format(len(view.steps))
+        # Observation text holding special-token text is spliced in as text (no forged turns).
+        risky = _special_pattern(view.tokenizer).search(text) is not None
+        shown = _HOLE.format("OBS") if risky else text
+        current = self.render(history, tools, True)
+        extended = [
+            *history,
+            {"role": "assistant", "content": hole},
+            {"role": role, "content": shown},
+        ]
+        full = self.render(extended, tools, True)
+        at = full.find(hole, len(current))
+        if not full.startswith(current) or at < 0:
+            step.info[TURN_NOTE] = "the template rewrote an earlier turn at this step"
+            at = max(full.find(hole), 0)
+        tail = full[at + len(hole) :]
+        ended = _ended_with(view.tokenizer, step.response_ids, tail)
+        if ended:
+            tail = tail[len(ended) :]
+        if risky:
+            return _splice(view.tokenizer, tail, [shown], [text])
+        return view.tokenizer.encode(tail, add_special_tokens=False)
+
+    # --- Tools -----------------------------------------------------------------------
+
+    def tools_for(self, env: Any) -> list[dict[str, Any]] | None:
+        """The tool schemas to pass as ``tools=``: only where the template writes a call
+        the way the environment's tool format parses it (else the spec's own tool
+        instructions stay in the system prompt)."""
+        tools = list(getattr(env, "tools", {}).values())
+        fmt = getattr(env, "format", None)
+        if not tools or fmt is None or not self.takes_tools:
+            return None
+        name = str(getattr(fmt, "name", type(fmt).__name__))
+        if name not in self._native:
+            self._native[name] = writes_calls_in(self, fmt)
+        return [t.schema() for t in tools] if self._native[name] else None
+
+    # --- Encoding --------------------------------------------------------------------
+
+    def _first_messages(self, view: Any) -> list[dict[str, Any]]:
+        return self.conversation_start(view.env, view.initial_messages)[0]
+
+    def encode_conversation(
+        self,
+        tokenizer: Tokenizer,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]] | None,
+        add_generation_prompt: bool = True,
+    ) -> list[int]:
+        """The rendering's ids; contents holding special-token text are encoded as text."""
+        pattern = _special_pattern(tokenizer)
+        risky = [i for i, m in enumerate(messages) if pattern.search(str(m.get("content") or ""))]
+        if not risky:
+            text = self.render(messages, tools, add_generation_prompt)
+            return tokenizer.encode(text, add_special_tokens=False)
+        # Render with placeholders for the risky contents, then encode them as text.
+        marked = [
+            {**m, "content": _HOLE.format(f"C{i}")} if i in risky else m
+            for i, m in enumerate(messages)
+        ]
+        text = self.render(marked, tools, add_generation_prompt)
+        contents = [str(messages[i]["content"]) for i in risky]
+        holes = [_HOLE.format(f"C{i}") for i in risky]
+        return _splice(tokenizer, text, holes, contents)
+
+
+def _splice(
+    tokenizer: Tokenizer, text: str, holes: Sequence[str], contents: Sequence[str]
+) -> list[int]:
+    """``text`` encoded with each hole replaced by its content encoded as text."""
+    ids: list[int] = []
+    pos = 0
+    for hole, content in zip(holes, contents, strict=True):
+        at = text.find(hole, pos)
+        if at < 0:  # the template dropped this content
+            continue
+        if at > pos:
+            ids.extend(tokenizer.encode(text[pos:at], add_special_tokens=False))
+        ids.extend(encode_text(tokenizer, content))
+        pos = at + len(hole)
+    if pos < len(text):
+        ids.extend(tokenizer.encode(text[pos:], add_special_tokens=False))
+    return ids
+
+
+def _ended_with(tokenizer: Tokenizer, response_ids: Sequence[int], tail: str) -> str:
+    """The text of the response's last token if it is a special token that starts ``tail``."""
+    if not response_ids:
+        return ""
+    last = tokenizer.decode([response_ids[-1]], skip_special_tokens=False)
+    specials = _special_pattern(tokenizer)
+    if last and specials.fullmatch(last) and tail.startswith(last):
+        return last
+    return ""
+
+
+def _response_text(tokenizer: Tokenizer, step: Any) -> str:
+    """A response as text with its special tokens, without the end-of-turn token it stopped on."""
+    ids = list(step.response_ids)
+    if ids and ids[-1] == tokenizer.eos_token_id:
+        ids = ids[:-1]
+    return str(tokenizer.decode(ids, skip_special_tokens=False))
+
+
+# --- Start-up checks ------------------------------------------------------------------
+
+_PROBE: list[dict[str, Any]] = [
+    {"role": "system", "content": "You are a careful assistant."},
+    {"role": "user", "content": "What is two plus two?"},
+    assistant_message("<think>Two plus two is four.</think>I will check with the tool."),
+    {"role": "user", "content": "The tool says 4."},
+    assistant_message("<think>The tool agrees.</think>The answer is 4."),
+    {"role": "user", "content": "Thank you."},
+]
+
+
+def _stability(
+    template: ModelTemplate, tokenizer: Tokenizer | None, keep_reasoning: bool | None
+) -> Stability:
+    """The probe's verdict under the spec's ``episode.reasoning.keep_in_history``."""
+    if keep_reasoning is False:
+        return Stability(
+            False, "episode.reasoning.keep_in_history is false: past reasoning is dropped"
+        )
+    if keep_reasoning is None:
+        return probe(template, tokenizer)
+    # kept: the responses stay as the model wrote them, so only the framing must be stable
+    found = probe(template, tokenizer, with_reasoning=False)
+    if found.prefix_stable:
+        return found
+    return Stability(False, f"keep_in_history cannot hold: {found.reason}")
+
+
+def probe(
+    template: ModelTemplate, tokenizer: Tokenizer | None = None, with_reasoning: bool = True
+) -> Stability:
+    """Render a probe conversation one turn at a time: each rendering (and its tokens)
+    must extend the previous one, and a response's placeholder must come right after
+    the generation prompt. ``with_reasoning=False``: the assistant turns carry no reasoning."""
+    conversation = [
+        m
+        if with_reasoning or m["role"] != "assistant"
+        else {"role": "assistant", "content": m["content"]}
+        for m in _PROBE
+    ]
+    renders = []
+    try:
+        for n in range(2, len(conversation) + 1):
+            generation = conversation[n - 1]["role"] != "assistant"
+            renders.append((n, template.render(conversation[:n], None, generation)))
+        hole = _HOLE.format(0)
+        start = template.render(_PROBE[:2], None, True)
+        placed = template.render([*_PROBE[:2], {"role": "assistant", "content": hole}], None, False)
+    except ChatTemplateError as exc:
+        return Stability(False, str(exc))
+    if not placed.startswith(start) or hole not in placed[len(start) :]:
+        return Stability(False, "a response does not follow the generation prompt")
+    for (_, before), (n, after) in itertools.pairwise(renders):
+        if not after.startswith(before):
+            role = _PROBE[n - 1]["role"]
+            return Stability(False, f"adding a {role} turn rewrites an earlier turn")
+        if tokenizer is not None:
+            head = tokenizer.encode(before, add_special_tokens=False)
+            if tokenizer.encode(after, add_special_tokens=False)[: len(head)] != head:
+                return Stability(
+                    False,
+                    f"the tokens of a {_PROBE[n - 1]['role']} turn merge with the previous turn",
+                )
+    return Stability(True)
+
+
+def _refuses_system(template: ModelTemplate) -> bool:
+    """Whether the template refuses a system turn but renders the same conversation without it."""
+    user = [{"role": "user", "content": "Hello."}]
+    try:
+        template.render(user, None, True)
+    except ChatTemplateError:
+        return False
+    try:
+        template.render([{"role": "system", "content": "Be brief."}, *user], None, True)
+    except ChatTemplateError:
+        return True
+    return False
+
+
+def _system_into_first_user(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """A leading system message moved into the first user message (``system\n\nuser``)."""
+    out = [dict(m) for m in messages]
+    if len(out) >= 2 and out[0].get("role") == "system" and out[1].get("role") == "user":
+        system = out.pop(0)
+        out[0]["content"] = f"{system.get('content') or ''}\n\n{out[0].get('content') or ''}"
+    elif out and out[0].get("role") == "system":
+        out[0]["role"] = "user"
+    return out
+
+
+def writes_calls_in(template: ModelTemplate, fmt: Any) -> bool:
+    """Whether the template writes an assistant's tool call in a text ``fmt`` parses back."""
+    schema = {
+        "type": "function",
+        "function": {
+            "name": "probe_tool",
+            "description": "A probe.",
+            "parameters": {"type": "object", "properties": {"query": {"type": "string"}}},
+        },
+    }
+    call = {
+        "id": "call_0",
+        "type": "function",
+        "function": {"name": "probe_tool", "arguments": {"query": "probe"}},
+    }
+    asked = [{"role": "user", "content": "Probe."}]
+    try:
+        before = template.render(asked, [schema], True)
+        after = template.render(
+            [*asked, {"role": "assistant", "content": "", "tool_calls": [call]}], [schema], False
+        )
+    except ChatTemplateError:
+        return False
+    if not after.startswith(before):
+        return False
+    parsed = fmt.parse(after[len(before) :])
+    return [(c.name, c.arguments) for c in parsed.calls] == [("probe_tool", {"query": "probe"})]
+
+
+# --- Choosing the framing -------------------------------------------------------------
+
+_CACHE: dict[tuple[int, str, bool | None], tuple[Any, ModelTemplate]] = {}
+
+
+def chat_for(
+    tokenizer: Any, source: str | None = None, keep_reasoning: bool | None = None
+) -> ChatTemplate | ModelTemplate:
+    """The framing of ``tokenizer``'s model: its chat template (or ``source``), else
+    agentspec's ChatML (a tokenizer without a template, or the built-in tiny model's).
+
+    ``keep_reasoning`` is the spec's ``episode.reasoning.keep_in_history``; with
+    ``False`` even agentspec's ChatML re-renders each prompt without past reasoning.
+    """
+    if source is None:
+        source = getattr(tokenizer, "chat_template", None)
+    builtin = not isinstance(source, str) or not source.strip() or source == ChatTemplate().jinja()
+    if builtin and keep_reasoning is not False:
+        return ChatTemplate()
+    if not isinstance(source, str) or builtin:
+        source = ChatTemplate().jinja()
+    key = (id(tokenizer), source, keep_reasoning)
+    cached = _CACHE.get(key)
+    if cached is not None and cached[0] is tokenizer:
+        return cached[1]
+    template = ModelTemplate(
+        source,
+        bos_token=str(getattr(tokenizer, "bos_token", None) or ""),
+        eos_token=str(getattr(tokenizer, "eos_token", None) or ""),
+        tokenizer=tokenizer,
+        name=f"the chat template of {getattr(tokenizer, 'name_or_path', '') or 'the tokenizer'}",
+        keep_reasoning=keep_reasoning,
+    )
+    _CACHE[key] = (tokenizer, template)
+    return template
+
+
+def chat_for_spec(module: Any, tokenizer: Any) -> ChatTemplate | ModelTemplate:
+    """The framing a generated spec module's flow uses with ``tokenizer`` (its
+    ``episode.reasoning`` setting applied): what the row layout must be decided on."""
+    return chat_for(tokenizer, keep_reasoning=getattr(module.ENV_CLASS, "keep_reasoning", None))
