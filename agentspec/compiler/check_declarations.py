@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING
 
 from agentspec.compiler import check_names, sections
 from agentspec.compiler.builtins import BUILTINS, EFFECT_CALLS, Signature
-from agentspec.compiler.json_schema import schema_problems
 from agentspec.compiler.mcp import mcp_tools
 from agentspec.compiler.scopes import ROOTS
 from agentspec.compiler.types import (
@@ -23,6 +22,7 @@ from agentspec.compiler.types import (
     parse_type,
     python_value_type,
 )
+from agentspec.json_schema import schema_problems
 from agentspec.spec.yaml_loader import Path
 
 if TYPE_CHECKING:

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from agentspec.compiler import check_names
-from agentspec.compiler.json_schema import schema_problems
 from agentspec.compiler.types import Type, json_schema_type
+from agentspec.json_schema import schema_problems
 from agentspec.spec.model import McpServerSpec, McpToolSpec, TaskSpec
 
 if TYPE_CHECKING:

@@ -23,7 +23,6 @@ from typing import Any, cast
 
 from agentspec.compiler.diagnostics import Diagnostic
 from agentspec.compiler.ir import CheckResult
-from agentspec.compiler.json_schema import value_problems
 from agentspec.compiler.types import (
     BOOL,
     DICT,
@@ -34,6 +33,7 @@ from agentspec.compiler.types import (
     Type,
     strip_optional,
 )
+from agentspec.json_schema import value_problems
 from agentspec.spec.model import OracleEach, ToolSpec
 from agentspec.spec.source import Span
 

@@ -19,6 +19,7 @@ from typing import Any, ClassVar
 
 import jsonschema
 
+from agentspec.json_schema import JSON_TYPE_TESTS
 from agentspec.runtime.blocking import run_blocking
 from agentspec.runtime.caps import MAX_ERROR_CHARS, cap_error
 
@@ -96,12 +97,6 @@ def _validator(schema_json: str) -> Any:
     return validator_cls(schema)
 
 
-_FLAT_TYPES: dict[str, Callable[[Any], bool]] = {
-    "string": lambda v: isinstance(v, str),
-    "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
-    "number": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
-    "boolean": lambda v: isinstance(v, bool),
-}
 _FLAT_SCHEMA_KEYS = frozenset(
     {"type", "properties", "required", "additionalProperties", "description", "title"}
 )
@@ -130,9 +125,11 @@ def _flat_check(schema_json: str) -> Callable[[Any], bool] | None:
     for name, prop in properties.items():
         if not isinstance(prop, dict) or set(prop) - _FLAT_PROPERTY_KEYS:
             return None
-        if "type" in prop and not (isinstance(prop["type"], str) and prop["type"] in _FLAT_TYPES):
+        if "type" in prop and not (
+            isinstance(prop["type"], str) and prop["type"] in JSON_TYPE_TESTS
+        ):
             return None
-        tests[name] = _FLAT_TYPES[prop["type"]] if "type" in prop else None
+        tests[name] = JSON_TYPE_TESTS[prop["type"]] if "type" in prop else None
     names = tuple(required)
 
     def check(args: Any) -> bool:

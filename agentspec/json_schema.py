@@ -1,4 +1,4 @@
-"""JSON Schema checks for `validate`, with a fast path for the common shapes.
+"""JSON Schema checks with a fast path for the common shapes (validate and tool calls).
 
 Tool parameters are nearly always small schemas such as
 ``{type: string, description: …}``. Importing `jsonschema` and building a
@@ -10,7 +10,7 @@ message. The fast path only ever answers "no problem".
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 JSON_TYPES = ("string", "number", "integer", "boolean", "object", "array", "null")
@@ -81,7 +81,8 @@ def schema_problems(schema: Any) -> Iterator[Any]:
     return Draft202012Validator(Draft202012Validator.META_SCHEMA).iter_errors(schema)
 
 
-_PYTHON_TYPES: dict[str, Any] = {
+JSON_TYPE_TESTS: dict[str, Callable[[Any], bool]] = {
+    # What each JSON Schema type accepts among decoded JSON values (bool is not a number).
     "string": lambda v: isinstance(v, str),
     "number": _is_number,
     "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
@@ -113,7 +114,7 @@ def _certainly_valid(schema: Any, value: Any) -> bool:
             return False
     if "type" in schema:
         types = schema["type"] if isinstance(schema["type"], list) else [schema["type"]]
-        if not any(t in _PYTHON_TYPES and _PYTHON_TYPES[t](value) for t in types):
+        if not any(t in JSON_TYPE_TESTS and JSON_TYPE_TESTS[t](value) for t in types):
             return False
     if "enum" in schema:
         options = schema["enum"]
