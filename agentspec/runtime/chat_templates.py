@@ -46,8 +46,8 @@ from agentspec.runtime.jinja_chat import ChatTemplateError, environment
 from agentspec.runtime.tokenizer import (
     ChatTemplate,
     Tokenizer,
-    _special_pattern,
     encode_text,
+    special_pattern,
 )
 
 __all__ = [
@@ -219,7 +219,7 @@ class ModelTemplate:
                 )
         hole = _HOLE.format(len(view.steps))
         # Observation text holding special-token text is spliced in as text (no forged turns).
-        risky = _special_pattern(view.tokenizer).search(text) is not None
+        risky = special_pattern(view.tokenizer).search(text) is not None
         shown = _HOLE.format("OBS") if risky else text
         current = self.render(history, tools, True)
         extended = [
@@ -268,7 +268,7 @@ class ModelTemplate:
         add_generation_prompt: bool = True,
     ) -> list[int]:
         """The rendering's ids; contents holding special-token text are encoded as text."""
-        pattern = _special_pattern(tokenizer)
+        pattern = special_pattern(tokenizer)
         risky = [i for i, m in enumerate(messages) if pattern.search(str(m.get("content") or ""))]
         if not risky:
             text = self.render(messages, tools, add_generation_prompt)
@@ -308,7 +308,7 @@ def _ended_with(tokenizer: Tokenizer, response_ids: Sequence[int], tail: str) ->
     if not response_ids:
         return ""
     last = tokenizer.decode([response_ids[-1]], skip_special_tokens=False)
-    specials = _special_pattern(tokenizer)
+    specials = special_pattern(tokenizer)
     if last and specials.fullmatch(last) and tail.startswith(last):
         return last
     return ""

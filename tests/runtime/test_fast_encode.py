@@ -17,11 +17,10 @@ import pytest
 
 from agentspec.runtime.byte_tokenizer import ByteTokenizer
 from agentspec.runtime.context import observation_ids
+from agentspec.runtime.fast_codec import chat_plan, codec
 from agentspec.runtime.tokenizer import (
     BPETokenizer,
     ChatTemplate,
-    _chat_plan,
-    _codec,
     decode_text,
     encode_chat,
     framing_ids,
@@ -53,7 +52,7 @@ def reference(tokenizer: Any, text: str) -> list[int]:
 def test_the_plan_is_used_for_every_supported_tokenizer(tokenizer: Any) -> None:
     """Not vacuous: the cached framing is what these tokenizers get."""
     messages = [{"role": "system", "content": "s"}, {"role": "user", "content": "u"}]
-    assert _chat_plan(tokenizer, ChatTemplate(), messages, "", True) is not None
+    assert chat_plan(tokenizer, ChatTemplate(), messages, "", True) is not None
 
 
 def test_encode_chat_equals_encoding_the_whole_text(tokenizer: Any) -> None:
@@ -114,5 +113,5 @@ def test_state_left_on_a_hugging_face_backend_is_respected(tok: BPETokenizer) ->
     )
     hf.backend_tokenizer.enable_truncation(max_length=2)
     text = "a long enough text to be truncated"
-    assert _codec(hf).encode(text) == reference(hf, text)
+    assert codec(hf).encode(text) == reference(hf, text)
     assert len(reference(hf, text)) > 2
