@@ -69,6 +69,7 @@ if TYPE_CHECKING:
     )
     from agentspec.runtime.tokenizer import BPETokenizer, ChatTemplate, Tokenizer, load_tokenizer
     from agentspec.runtime.tools import BaseTool, ToolContext, ToolOutput, ToolResult
+    from agentspec.runtime.training_rows import TrainingRow, training_rows
     from agentspec.runtime.trajectory import (
         FORMAT_VERSION,
         Action,
@@ -78,10 +79,8 @@ if TYPE_CHECKING:
         Step,
         TerminationReason,
         ToolCall,
-        TrainingRow,
         Trajectory,
         read_jsonl,
-        training_rows,
         write_jsonl,
     )
 
@@ -139,7 +138,7 @@ _LAZY: dict[str, str] = {
     "register_context_policy": "agentspec.runtime.context",
     "register_format": "agentspec.runtime.formats",
     "run_episodes": "agentspec.runtime.loop",
-    "training_rows": "agentspec.runtime.trajectory",
+    "training_rows": "agentspec.runtime.training_rows",
     "write_jsonl": "agentspec.runtime.trajectory",
 }
 

@@ -32,7 +32,8 @@ from agentspec.runtime.policies.base import SamplingParams
 from agentspec.runtime.policies.scripted import ScriptedPolicy
 from agentspec.runtime.row_layout import layout_for_template
 from agentspec.runtime.tokenizer import ChatTemplate
-from agentspec.runtime.trajectory import Trajectory, training_rows
+from agentspec.runtime.training_rows import training_rows
+from agentspec.runtime.trajectory import Trajectory
 
 TEMPLATES = Path(__file__).parent / "data" / "chat_templates"
 CALCULATOR = Path(__file__).resolve().parents[2] / "specs" / "calculator.yaml"

@@ -13,7 +13,8 @@ import pytest
 
 from agentspec.compiler.build import import_spec
 from agentspec.runtime.spec_run import rollout
-from agentspec.runtime.trajectory import PromptIds, Step, Trajectory, training_rows
+from agentspec.runtime.training_rows import training_rows
+from agentspec.runtime.trajectory import PromptIds, Step, Trajectory
 
 ROOT = Path(__file__).resolve().parents[2]
 

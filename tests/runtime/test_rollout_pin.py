@@ -31,7 +31,8 @@ from agentspec.compiler.build import import_spec
 from agentspec.runtime.byte_tokenizer import ByteTokenizer
 from agentspec.runtime.spec_run import rollout
 from agentspec.runtime.tokenizer import BPETokenizer
-from agentspec.runtime.trajectory import Trajectory, training_rows
+from agentspec.runtime.training_rows import training_rows
+from agentspec.runtime.trajectory import Trajectory
 
 ROOT = Path(__file__).resolve().parents[2]
 SPECS = sorted((ROOT / "specs").glob("*.yaml"))

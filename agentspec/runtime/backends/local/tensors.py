@@ -17,7 +17,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from agentspec.runtime.trajectory import Step, TrainingRow, Trajectory, training_rows
+from agentspec.runtime.training_rows import TrainingRow, training_rows
+from agentspec.runtime.trajectory import Step, Trajectory
 
 
 @dataclass

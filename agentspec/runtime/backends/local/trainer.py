@@ -70,7 +70,8 @@ from agentspec.runtime.policies.scripted import ScriptedPolicy
 from agentspec.runtime.row_layout import layout_for_template
 from agentspec.runtime.spec_run import episode_script
 from agentspec.runtime.summary import summarize
-from agentspec.runtime.trajectory import Trajectory, training_rows, write_jsonl
+from agentspec.runtime.training_rows import training_rows
+from agentspec.runtime.trajectory import Trajectory, write_jsonl
 from agentspec.spec.model import TrainingSpec
 
 ProgressFn = Callable[[int, dict[str, float]], None]
