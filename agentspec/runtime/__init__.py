@@ -67,9 +67,9 @@ if TYPE_CHECKING:
         SamplingParams,
         ScriptedPolicy,
     )
+    from agentspec.runtime.rows import TrainingRow, training_rows
     from agentspec.runtime.tokenizer import BPETokenizer, ChatTemplate, Tokenizer, load_tokenizer
     from agentspec.runtime.tools import BaseTool, ToolContext, ToolOutput, ToolResult
-    from agentspec.runtime.training_rows import TrainingRow, training_rows
     from agentspec.runtime.trajectory import (
         FORMAT_VERSION,
         Action,
@@ -138,7 +138,7 @@ _LAZY: dict[str, str] = {
     "register_context_policy": "agentspec.runtime.context",
     "register_format": "agentspec.runtime.formats",
     "run_episodes": "agentspec.runtime.loop",
-    "training_rows": "agentspec.runtime.training_rows",
+    "training_rows": "agentspec.runtime.rows",
     "write_jsonl": "agentspec.runtime.trajectory",
 }
 

@@ -13,7 +13,7 @@ it for the agent loop's rows. Each further reason that forces one row per step
 is a keyword argument, so every caller passes what it knows and the rule stays
 here. The model's chat template is only known at run time:
 :func:`layout_for_template` narrows the compiled layout for it. Even a packed layout only joins steps that really chain
-(:func:`agentspec.runtime.training_rows.training_rows` checks every prefix).
+(:func:`agentspec.runtime.rows.training_rows` checks every prefix).
 
 Torch-free and cheap to import (the compiler uses it).
 """

@@ -261,7 +261,7 @@ def oracle_model(tiny: Any, calculator: Any) -> tuple[Any, Any, list[dict[str, A
     """The tiny model trained for a few seconds to repeat the oracle on two samples."""
     import torch
 
-    from agentspec.runtime.training_rows import training_rows
+    from agentspec.runtime.rows import training_rows
 
     model, tokenizer = copy.deepcopy(tiny[0]).train(), tiny[1]
     samples = calculator.load_samples()[:2]

@@ -31,8 +31,8 @@ from agentspec.runtime.loop import LoopConfig
 from agentspec.runtime.policies.base import SamplingParams
 from agentspec.runtime.policies.scripted import ScriptedPolicy
 from agentspec.runtime.row_layout import layout_for_template
+from agentspec.runtime.rows import training_rows
 from agentspec.runtime.tokenizer import ChatTemplate
-from agentspec.runtime.training_rows import training_rows
 from agentspec.runtime.trajectory import Trajectory
 
 TEMPLATES = Path(__file__).parent / "data" / "chat_templates"

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from agentspec.compiler.build import import_spec
+from agentspec.runtime.rows import training_rows
 from agentspec.runtime.spec_run import rollout
-from agentspec.runtime.training_rows import training_rows
 from agentspec.runtime.trajectory import PromptIds, Step, Trajectory
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -29,9 +29,9 @@ import pytest
 
 from agentspec.compiler.build import import_spec
 from agentspec.runtime.byte_tokenizer import ByteTokenizer
+from agentspec.runtime.rows import training_rows
 from agentspec.runtime.spec_run import rollout
 from agentspec.runtime.tokenizer import BPETokenizer
-from agentspec.runtime.training_rows import training_rows
 from agentspec.runtime.trajectory import Trajectory
 
 ROOT = Path(__file__).resolve().parents[2]

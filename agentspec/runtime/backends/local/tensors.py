@@ -17,7 +17,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from agentspec.runtime.training_rows import TrainingRow, training_rows
+from agentspec.runtime.rows import TrainingRow, training_rows
 from agentspec.runtime.trajectory import Step, Trajectory
 
 

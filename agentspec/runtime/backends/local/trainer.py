@@ -68,9 +68,9 @@ from agentspec.runtime.loop import run_episodes
 from agentspec.runtime.policies.hf import HFPolicy
 from agentspec.runtime.policies.scripted import ScriptedPolicy
 from agentspec.runtime.row_layout import layout_for_template
+from agentspec.runtime.rows import training_rows
 from agentspec.runtime.spec_run import episode_script
 from agentspec.runtime.summary import summarize
-from agentspec.runtime.training_rows import training_rows
 from agentspec.runtime.trajectory import Trajectory, write_jsonl
 from agentspec.spec.model import TrainingSpec
 

@@ -45,7 +45,7 @@ from verl.experimental.agent_loop.agent_loop import (
 from agentspec.runtime.backends.verl.layout import EXTRA_KEY, row_steps
 from agentspec.runtime.policies.base import Generation, SamplingParams
 from agentspec.runtime.row_layout import layout_for_template
-from agentspec.runtime.training_rows import training_rows
+from agentspec.runtime.rows import training_rows
 from agentspec.runtime.trajectory import Trajectory
 
 __all__ = [

@@ -23,7 +23,7 @@ import torch
 from torch import Tensor
 
 from agentspec.runtime.algorithms import StepBatch, StepRow, collate_steps
-from agentspec.runtime.training_rows import TrainingRow
+from agentspec.runtime.rows import TrainingRow
 from agentspec.runtime.trajectory import Trajectory
 
 __all__ = ["EXTRA_KEY", "RowSteps", "StepView", "anchor_key", "row_steps", "step_view"]
