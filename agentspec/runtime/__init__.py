@@ -127,7 +127,7 @@ _LAZY: dict[str, str] = {
     "ToolEnv": "agentspec.runtime.envs",
     "ToolOutput": "agentspec.runtime.tools",
     "ToolResult": "agentspec.runtime.tools",
-    "TrainingRow": "agentspec.runtime.trajectory",
+    "TrainingRow": "agentspec.runtime.rows",
     "Trajectory": "agentspec.runtime.trajectory",
     "available_context_policies": "agentspec.runtime.context",
     "available_formats": "agentspec.runtime.formats",
