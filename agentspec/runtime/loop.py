@@ -280,52 +280,15 @@ class AgentEnvLoop(AgentFlowBase):
                 traj.termination = TerminationReason.POLICY_ERROR
                 break
             action = Action(self.decode(gen.token_ids), list(gen.token_ids), gen.finish_reason)
-            try:
-                result = await env.step(action)
-            except Exception as exc:  # the environment's failure ends this episode only
-                result = StepResult(
-                    done=True,
-                    termination=TerminationReason.ENV_ERROR,
-                    info={"env_error": _error_text(exc)},
-                )
+            result = await _step_env(env, action)
             results.append(result)
-            events = [Event(EventKind.STEP), *result.events]
-            if action.truncated:
-                events.append(Event(EventKind.RESPONSE_TRUNCATED))
-            step = Step(
-                index=index,
-                prompt_ids=prompt_ids,
-                response_ids=list(gen.token_ids),
-                response_logprobs=list(gen.logprobs),
-                action_text=action.text,
-                finish_reason=gen.finish_reason,
-                tool_calls=list(result.tool_calls),
-                events=events,
-                anchor=anchor,
-                context_truncated=prompt.truncated,
-                info=dict(result.info),
-            )
-            if result.observation is not None:
-                step.observation = result.observation.text
-                step.observation_ids = self.context.observation_ids(
-                    view, step, result.observation.text, result.observation.role
-                )
+            step = self._record(view, index, prompt, prompt_ids, gen, action, result, anchor)
             tokens += step.response_ids
             tokens += step.observation_ids
             termination = self._limit_reached(view.steps, step, result)
             view.steps.append(step)
             if termination is None:
-                try:
-                    prompt = self.context.prompt(view)
-                except ContextOverflowError:
-                    raise
-                except Exception as exc:  # e.g. a state_summary template over model-written state
-                    termination = TerminationReason.ENV_ERROR
-                    step.info["env_error"] = f"context: {_error_text(exc)}"
-                else:
-                    if prompt.overflow:
-                        termination = TerminationReason.CONTEXT_OVERFLOW
-                        traj.info["overflow_tokens"] = len(prompt.ids)
+                prompt, termination = self._next_prompt(view, step, traj, prompt)
             if termination is not None and termination is not TerminationReason.DONE:
                 step.events.append(Event(EventKind.TRUNCATED, message=termination.value))
             step.done = termination is not None
@@ -339,6 +302,67 @@ class AgentEnvLoop(AgentFlowBase):
                 break
         traj.success = _guarded(env.success, None, traj.info, "success", traj.steps, results)
         return traj
+
+    def _record(
+        self,
+        view: ContextView,
+        index: int,
+        prompt: Prompt,
+        prompt_ids: PromptIds,
+        gen: Generation,
+        action: Action,
+        result: StepResult,
+        anchor: Any,
+    ) -> Step:
+        """The step as the trajectory keeps it: ids in, ids out, the observation's ids."""
+        events = [Event(EventKind.STEP), *result.events]
+        if action.truncated:
+            events.append(Event(EventKind.RESPONSE_TRUNCATED))
+        step = Step(
+            index=index,
+            prompt_ids=prompt_ids,
+            response_ids=list(gen.token_ids),
+            response_logprobs=list(gen.logprobs),
+            action_text=action.text,
+            finish_reason=gen.finish_reason,
+            tool_calls=list(result.tool_calls),
+            events=events,
+            anchor=anchor,
+            context_truncated=prompt.truncated,
+            info=dict(result.info),
+        )
+        if result.observation is not None:
+            step.observation = result.observation.text
+            step.observation_ids = self.context.observation_ids(
+                view, step, result.observation.text, result.observation.role
+            )
+        return step
+
+    def _next_prompt(
+        self, view: ContextView, step: Step, traj: Trajectory, prompt: Prompt
+    ) -> tuple[Prompt, TerminationReason | None]:
+        """The next step's prompt, or why the episode cannot go on."""
+        try:
+            following = self.context.prompt(view)
+        except ContextOverflowError:
+            raise
+        except Exception as exc:  # e.g. a state_summary template over model-written state
+            step.info["env_error"] = f"context: {_error_text(exc)}"
+            return prompt, TerminationReason.ENV_ERROR
+        if following.overflow:
+            traj.info["overflow_tokens"] = len(following.ids)
+            return following, TerminationReason.CONTEXT_OVERFLOW
+        return following, None
+
+
+async def _step_env(env: AgentEnv, action: Action) -> StepResult:
+    """``env.step(action)``; the environment's failure ends this episode only."""
+    try:
+        return await env.step(action)
+    except Exception as exc:
+        return StepResult(
+            done=True, termination=TerminationReason.ENV_ERROR, info={"env_error": _error_text(exc)}
+        )
 
 
 def _shared_prompt(tokens: list[int], prompt: list[int]) -> tuple[list[int], PromptIds]:
