@@ -286,12 +286,6 @@ def collate_steps(
         width = pad_to
     n = len(rows)
 
-    def present(name: str) -> bool:
-        given = [getattr(r, name) is not None for r in rows]
-        if any(given) and not all(given):
-            raise ValueError(f"{name} must be given for every step or for none")
-        return bool(given) and all(given)
-
     mask = torch.zeros((n, width), dtype=torch.bool)
     for i, k in enumerate(lengths):
         mask[i, :k] = True
@@ -302,15 +296,8 @@ def collate_steps(
     def floats(values: list[float]) -> Tensor:
         return torch.tensor(values, dtype=dtype, device=device).reshape(n)
 
-    def tokens(name: str) -> Tensor | None:
-        if not present(name):
-            return None
-        out = torch.zeros((n, width), dtype=dtype)
-        for i, r in enumerate(rows):
-            seq = getattr(r, name)
-            if lengths[i]:
-                out[i, : lengths[i]] = torch.tensor(list(seq), dtype=dtype)
-        return out.to(device)
+    def present(name: str) -> bool:
+        return _given_for_all(rows, name)
 
     kw: dict[str, Tensor | None] = {
         "response_mask": mask.to(device),
@@ -322,6 +309,25 @@ def collate_steps(
         "values": floats([float(r.value) for r in rows]) if present("value") else None,  # type: ignore[arg-type]
     }
     for name in _TOKEN_FIELDS:
-        kw[name] = tokens(name)
+        kw[name] = _padded(rows, name, lengths, width, dtype).to(device) if present(name) else None
     assert {f.name for f in fields(StepBatch)} == set(kw)
     return StepBatch(**kw)  # type: ignore[arg-type]
+
+
+def _given_for_all(rows: Sequence[StepRow], name: str) -> bool:
+    """Whether the optional field ``name`` is set; it must be set on every row or none."""
+    given = [getattr(r, name) is not None for r in rows]
+    if any(given) and not all(given):
+        raise ValueError(f"{name} must be given for every step or for none")
+    return bool(given) and all(given)
+
+
+def _padded(
+    rows: Sequence[StepRow], name: str, lengths: list[int], width: int, dtype: torch.dtype
+) -> Tensor:
+    """The per-token field ``name`` of every row, zero-padded to ``width``."""
+    out = torch.zeros((len(rows), width), dtype=dtype)
+    for i, r in enumerate(rows):
+        if lengths[i]:
+            out[i, : lengths[i]] = torch.tensor(list(getattr(r, name)), dtype=dtype)
+    return out
