@@ -127,3 +127,30 @@ def token_log_probs(
     logp = F.pad(logp, (1, 0))
     aligned = F.pad(shifted, (0, 0, 1, 0)) if with_logits else None
     return logp, aligned
+
+
+@dataclass
+class ResponseTokens:
+    """A forward pass read at the response tokens of some steps (`(n, T)` step rows)."""
+
+    log_probs: Tensor  # (n, T) log π(token | what came before), 0 off the mask
+    logits: Tensor  # (n, T, V) the logits that predicted each token (÷ temperature); any off it
+
+
+def response_log_probs(
+    model: torch.nn.Module, ids: Tensor, mask: Tensor, index: StepIndex, temperature: float
+) -> ResponseTokens:
+    """The model's log-probs of the response tokens `index` addresses in `ids`.
+
+    The softmax runs only at the response positions (prompt positions, often most
+    of a row, are never normalised); the numbers equal `token_log_probs` gathered
+    with `index.tokens`.
+    """
+    logits = model(input_ids=ids, attention_mask=mask).logits.float()
+    if temperature > 0 and temperature != 1.0:  # x / 1.0 is x: skip the copy
+        logits = logits / temperature
+    row, pos, keep = (t.to(logits.device) for t in (index.row, index.pos, index.mask))
+    predicting = logits[row, (pos - 1).clamp(min=0)]  # position p is predicted at p − 1
+    targets = ids[row, pos]
+    logp = torch.log_softmax(predicting, dim=-1).gather(-1, targets[..., None])[..., 0]
+    return ResponseTokens(torch.where(keep, logp, 0.0), predicting)
