@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -212,3 +213,22 @@ def test_policy_learning_rate_warms_up_linearly(tmp_path: Path) -> None:
     )
     lrs = [r["optim/policy_lr"] for r in records(run) if "optim/policy_lr" in r]
     assert lrs == pytest.approx([0.001, 0.002, 0.002])
+
+
+def test_reward_expression_errors_are_counted_in_training_metrics(tmp_path: Path) -> None:
+    # a reward that raises on every final step: each one becomes 0.0 and is counted
+    spec = tmp_path / "echo_word.yaml"
+    spec.write_text(
+        ECHO.read_text().replace(
+            "rewards:\n", "rewards:\n  broken: {on: final, value: \"int(action.text + 'x')\"}\n"
+        )
+    )
+    shutil.copytree(ECHO.parent / "data", tmp_path / "data")
+    run = train(spec, tmp_path / "run", {**FAST, "iterations": 1, "warm_start": 0})
+    first, last = records(run)
+    episodes = 4 * 4  # prompts_per_iteration × group_size; one final step each
+    assert last["rollout/expression_errors"] == episodes
+    assert first["eval/expression_errors"] == last["eval/expression_errors"] == 4
+    assert last["reward/broken"] == 0.0
+    healthy = train(ECHO, tmp_path / "healthy", {**FAST, "iterations": 1, "warm_start": 0})
+    assert records(healthy)[-1]["rollout/expression_errors"] == 0
