@@ -80,16 +80,6 @@ def train(
     models = build_models(cfg, module, train_samples, run.path)
     state = restore(run, models, resume)
 
-    def save() -> Path:
-        return save_checkpoint(
-            run.path / "checkpoints",
-            state,
-            models.policy,
-            models.tokenizer,
-            models.critic,
-            models.optimizers,
-        )
-
     def log(iteration: int, record: dict[str, float]) -> None:
         run.log(record)
         if progress:
@@ -109,7 +99,7 @@ def train(
                     **evaluate(module, models, eval_samples, cfg, run, 0),
                 },
             )
-            save()
+            save(run, state, models)
         for iteration in range(state.iteration + 1, cfg.iterations + 1):
             record = train_iteration(
                 module, models, cfg.algorithm, train_samples, cfg, pack, iteration, run
@@ -122,9 +112,9 @@ def train(
                 record.update(evaluate(module, models, eval_samples, cfg, run, iteration))
             log(iteration, record)
             if iteration % cfg.checkpoint_every == 0 or last:
-                save()
+                save(run, state, models)
     except KeyboardInterrupt:
-        raise TrainingInterrupted(save()) from None
+        raise TrainingInterrupted(save(run, state, models)) from None
     finally:
         run.close()
     run.plot()
@@ -153,6 +143,18 @@ def open_run(
         )
     run.write_config(resolved)
     return module, cfg, run
+
+
+def save(run: RunLog, state: TrainerState, models: Models) -> Path:
+    """A checkpoint of the models, their optimisers and the loop's state."""
+    return save_checkpoint(
+        run.path / "checkpoints",
+        state,
+        models.policy,
+        models.tokenizer,
+        models.critic,
+        models.optimizers,
+    )
 
 
 def restore(run: RunLog, models: Models, resume: bool) -> TrainerState:
