@@ -19,7 +19,7 @@ from agentspec.runtime.backends.local.tensors import (
     Rollout,
     StepIndex,
     pad_rows,
-    token_log_probs,
+    response_log_probs,
 )
 
 
@@ -75,8 +75,8 @@ def score(
         for name, model in scorers.items():
             if model is not None:
                 with autocast(models.device):
-                    logp = token_log_probs(model, ids, mask, temperature)[0].cpu()
-                out[name][refs] = index.tokens(logp)
+                    tokens = response_log_probs(model, ids, mask, index, temperature)
+                out[name][refs] = tokens.log_probs.cpu()
         if models.critic is not None:
             assert values is not None and token_values is not None
             with autocast(models.device):
