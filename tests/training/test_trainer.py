@@ -232,3 +232,39 @@ def test_reward_expression_errors_are_counted_in_training_metrics(tmp_path: Path
     assert last["reward/broken"] == 0.0
     healthy = train(ECHO, tmp_path / "healthy", {**FAST, "iterations": 1, "warm_start": 0})
     assert records(healthy)[-1]["rollout/expression_errors"] == 0
+
+
+def test_old_log_probs_from_the_update_equal_a_scoring_pass(tmp_path: Path) -> None:
+    """With the batch in one minibatch the trainer skips the policy's scoring pass and
+    takes the old log-probs from the update's first forward pass: they are the same."""
+    import torch
+
+    from agentspec.compiler.codegen import import_spec
+    from agentspec.runtime.backends.local import trainer
+    from agentspec.runtime.backends.local.scoring import score
+    from agentspec.runtime.backends.local.tensors import build_rollout, response_log_probs
+    from agentspec.runtime.backends.local.update import minibatches
+
+    module = import_spec(ECHO)
+    cfg = resolve_config(
+        TrainingSpec.model_validate(module.TRAINING),
+        {**FAST, "minibatch_size": 64, "epochs": 1, "warm_start": 0},
+    )
+    assert trainer.update_scores_policy(trainer.ALGORITHMS.get("grpo"), cfg, 16)
+    assert not trainer.update_scores_policy(trainer.ALGORITHMS.get("opd"), cfg, 16)
+    assert not trainer.update_scores_policy(trainer.ALGORITHMS.get("grpo"), cfg, 65)
+    samples, _ = trainer.split_samples(module, cfg)
+    torch.manual_seed(0)
+    models = trainer.build_models(cfg, module, samples, tmp_path)
+    episodes = trainer.rollout(module, models, samples[:8], 2, cfg.temperature)
+    rollout = build_rollout(episodes, module.LAYOUT == "packed")
+    scored = score(rollout, models, cfg.temperature)
+    assert scored.old_log_probs is not None
+    weights = torch.ones(len(rollout.steps), rollout.width)
+    (whole,) = minibatches(rollout, weights, cfg, models)
+    with torch.no_grad():
+        first = response_log_probs(
+            models.policy, whole.ids, whole.attention, whole.index, cfg.temperature
+        )
+    assert torch.equal(first.log_probs, scored.old_log_probs[whole.steps])
+    assert score(rollout, models, cfg.temperature, policy_log_probs=False).old_log_probs is None
