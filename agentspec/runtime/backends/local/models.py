@@ -89,10 +89,16 @@ class ValueModel(nn.Module):
         nn.init.zeros_(self.head.weight)
         nn.init.zeros_(self.head.bias)
 
-    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
-        hidden = self.backbone(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+    def forward(
+        self, input_ids: torch.Tensor, attention_mask: torch.Tensor, prefix: int = 0
+    ) -> torch.Tensor:
+        """Values `(B, L)`; with `prefix` > 0 the rows' shared first `prefix` tokens run
+        once (see `tensors.outputs_after`) and their values are 0 (no state is read there)."""
+        from agentspec.runtime.backends.local.tensors import outputs_after
+
+        hidden = outputs_after(self.backbone, input_ids, attention_mask, prefix).last_hidden_state
         values: torch.Tensor = self.head(hidden.float()).squeeze(-1)
-        return values
+        return torch.nn.functional.pad(values, (prefix, 0)) if prefix else values
 
 
 def build_critic(policy: Any) -> ValueModel:

@@ -20,6 +20,7 @@ from agentspec.runtime.backends.local.tensors import (
     StepIndex,
     pad_rows,
     response_log_probs,
+    shared_prefix,
 )
 
 
@@ -80,7 +81,8 @@ def score(
         if models.critic is not None:
             assert values is not None and token_values is not None
             with autocast(models.device):
-                position_values = models.critic(ids, mask).float().cpu()
+                prefix = shared_prefix(ids, index.first_read())
+                position_values = models.critic(ids, mask, prefix).float().cpu()
             values[refs] = index.states(position_values)
             # V of the state before each response token: read at the previous position.
             token_values[refs] = index.tokens(

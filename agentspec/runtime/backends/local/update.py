@@ -35,6 +35,7 @@ from agentspec.runtime.backends.local.tensors import (
     StepIndex,
     pad_rows,
     response_log_probs,
+    shared_prefix,
 )
 from agentspec.spec.model import TrainingSpec
 
@@ -207,7 +208,9 @@ def critic_step(
     """One gradient step of the critic on `minibatch`; returns the value loss."""
     index, steps, weights = minibatch.index, minibatch.steps, minibatch.weights
     with autocast(models.device):
-        position_values = models.critic(minibatch.ids, minibatch.attention).float().cpu()
+        prefix = shared_prefix(minibatch.ids, index.first_read())
+        position_values = models.critic(minibatch.ids, minibatch.attention, prefix)
+        position_values = position_values.float().cpu()
     if returns.dim() == 1:  # step-level: V(state before the step) against the step's return
         assert scored.values is not None
         step_weights = weights.sum(dim=1)

@@ -16,7 +16,7 @@ import torch
 
 from agentspec.runtime.backends.local.device import autocast
 from agentspec.runtime.backends.local.models import Models
-from agentspec.runtime.backends.local.tensors import pad_rows
+from agentspec.runtime.backends.local.tensors import outputs_after, pad_rows, shared_prefix
 from agentspec.runtime.policies.scripted import ScriptedPolicy
 from agentspec.runtime.spec_run import episode_script
 from agentspec.runtime.trajectory import TrainingRow, Trajectory, training_rows
@@ -76,18 +76,21 @@ def oracle_episodes(
 def response_nll(models: Models, rows: Sequence[TrainingRow], pad: int) -> torch.Tensor:
     """Mean negative log-likelihood of the rows' response tokens under the policy.
 
-    The softmax runs only where a response token is predicted (position p − 1 for
-    the token at p); prompt positions, most of a row, are never normalised.
+    The rows' common prefix (the system prompt) runs once (`outputs_after`), and the
+    softmax runs only where a response token is predicted (position p − 1 for the
+    token at p); prompt positions, most of a row, are never normalised.
     """
     input_ids, attention = pad_rows(rows, pad)
     response = torch.zeros_like(input_ids, dtype=torch.bool)
     for i, row in enumerate(rows):
         response[i, : len(row.response_mask)] = torch.tensor(row.response_mask, dtype=torch.bool)
     input_ids, attention = input_ids.to(models.device), attention.to(models.device)
-    predicted = response[:, 1:].to(models.device)  # position 0 has nothing before it
+    predicted = response[:, 1:].to(models.device)  # position q predicts token q + 1
+    first = int(predicted.any(dim=0).nonzero()[0]) if bool(predicted.any()) else 0
+    prefix = shared_prefix(input_ids, first)
     with autocast(models.device):
-        logits = models.policy(input_ids=input_ids, attention_mask=attention).logits
-    predicting = logits[:, :-1][predicted].float()  # (tokens, V)
-    targets = input_ids[:, 1:][predicted]
+        logits = outputs_after(models.policy, input_ids, attention, prefix).logits
+    predicting = logits[:, :-1][predicted[:, prefix:]].float()  # (tokens, V)
+    targets = input_ids[:, prefix + 1 :][predicted[:, prefix:]]
     logp = torch.log_softmax(predicting, dim=-1).gather(-1, targets[:, None])[:, 0]
     return -logp.sum().cpu() / response.sum()
