@@ -19,8 +19,11 @@ per episode: for agentspec the last step's prompt (which, with the task's
 included) plus its response; for TRL its own count (`num_input_tokens_seen`:
 prompt + completion tokens). The first iteration of each round is a warm-up and
 is not timed. Reports the median over all timed iterations, the ratio, and the
-share of agentspec's iteration time in each phase (rollout generation, scoring,
-update, other), timed around the trainer's own functions.
+share of agentspec's iteration time in each phase (rollout generation, and within
+it the model's decoding; scoring; update; other), timed around the trainer's own
+functions. With the whole batch in one minibatch (as here) the trainer scores
+nothing before the update: the update's first forward pass gives the old
+log-probs, so `score` is ~0 %.
 
 TRL runs in its own virtual environment (`runs/bench-venvs/trl`, created on first
 use: the same local torch build, then trl and transformers under
@@ -125,6 +128,7 @@ def run_agentspec(shared: dict[str, Any], iterations: int, work: Path) -> list[t
 
     from agentspec.runtime.backends.local import trainer
     from agentspec.runtime.backends.local.runlog import RunLog
+    from agentspec.runtime.policies.hf import HFPolicy
 
     cfg = shared["cfg"]
     torch.manual_seed(cfg.seed)
@@ -148,6 +152,15 @@ def run_agentspec(shared: dict[str, Any], iterations: int, work: Path) -> list[t
 
     for name in PHASES:
         setattr(trainer, name, timed(name))
+    decode = HFPolicy.generate_batch
+
+    def timed_decode(self: Any, *args: Any) -> Any:  # the model's share of the rollout
+        started = time.perf_counter()
+        out = decode(self, *args)
+        seconds_in["decode"] = seconds_in.get("decode", 0.0) + time.perf_counter() - started
+        return out
+
+    HFPolicy.generate_batch = timed_decode  # type: ignore[method-assign]
     results = []
     try:
         for iteration in range(1, iterations + 2):
@@ -170,10 +183,12 @@ def run_agentspec(shared: dict[str, Any], iterations: int, work: Path) -> list[t
                 )
                 phases = {name: seconds_in.get(name, 0.0) for name in PHASES}
                 phases["other"] = seconds - sum(phases.values())
+                phases["decode"] = seconds_in.get("decode", 0.0)
                 shared.setdefault("phases", []).append(phases)
     finally:
         for name, original in originals.items():
             setattr(trainer, name, original)
+        HFPolicy.generate_batch = decode  # type: ignore[method-assign]
         run.close()
     return results
 
@@ -316,12 +331,15 @@ def main(argv: list[str] | None = None) -> int:
     print()
     print(f"ratio agentspec / TRL: {rates['agentspec'] / rates['trl']:.2f}×")
     phases = shared["phases"]
-    total = sum(sum(p.values()) for p in phases)
+    total = sum(sum(p[name] for name in (*PHASES, "other")) for p in phases)
+
+    def share(name: str) -> str:
+        return f"{sum(p[name] for p in phases) / total:.0%}"
+
     print(
-        "agentspec, share of iteration time (all timed iterations): "
-        + ", ".join(
-            f"{name} {sum(p[name] for p in phases) / total:.0%}" for name in (*PHASES, "other")
-        )
+        f"agentspec, share of iteration time (all timed iterations): rollout {share('rollout')} "
+        f"(the model's decoding {share('decode')}, the env and the loop the rest), "
+        f"score {share('score')}, update {share('update')}, other {share('other')}"
     )
     return 0
 

@@ -179,11 +179,13 @@ def _train_local(
 
         def report(iteration: int, record: dict[str, float]) -> None:
             success = record.get("eval/success", record.get("rollout/success"))
+            errors = int(record.get("rollout/expression_errors", 0))
             progress.update(
                 task,
                 completed=iteration,
                 success=f"{success:.2f}" if success is not None else "-",
-                reward=f"{record.get('rollout/reward', float('nan')):.2f}",
+                reward=f"{record.get('rollout/reward', float('nan')):.2f}"
+                + (f" ({errors} expression errors)" if errors else ""),
                 tps=f"{record.get('perf/tokens_per_s', 0):.0f}",
             )
 

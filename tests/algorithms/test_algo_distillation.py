@@ -3,13 +3,19 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import pytest
 import torch
 import torch.nn.functional as F
 
 from agentspec.runtime.algorithms import (
+    AdvantageConfig,
+    StepBatch,
+    StepRow,
     aggregation_weights,
+    collate_steps,
+    compute_advantages,
     opd_token_advantages,
     teacher_topk,
     topk_distillation_loss,
@@ -122,3 +128,47 @@ def test_jsd_needs_beta_strictly_between_0_and_1() -> None:
     t_lp, t_ids = teacher_topk(logits, k=2)
     with pytest.raises(ValueError, match="0 < beta < 1"):
         topk_divergence(logits, t_lp, t_ids, "jsd", beta=1.0)
+
+
+def _opd_batch() -> StepBatch:
+    # two trajectories of one prompt group, rewards 1 and 0: GRPO gives them ±1/√2 · …
+    rows = [
+        StepRow("a", 0, "g", 1.0, response_length=2, old_log_probs=[-1.0, -2.0],
+                teacher_log_probs=[-1.5, -1.0]),
+        StepRow("b", 0, "g", 0.0, response_length=1, old_log_probs=[-0.5],
+                teacher_log_probs=[-0.25]),
+    ]  # fmt: skip
+    return collate_steps(rows, dtype=F64)
+
+
+def test_opd_estimator_adds_the_weighted_task_advantage() -> None:
+    batch = _opd_batch()
+    config = AdvantageConfig(opd_beta=0.5, opd_task_weight=0.5)
+    task = compute_advantages("grpo", batch, config).advantages
+    out = compute_advantages("opd", batch, config)
+    # A = 0.5 · A_grpo − 0.5 (log π_s − log π_t)
+    teacher_term = torch.tensor([[-0.25, 0.5], [0.125, 0.0]], dtype=F64)
+    torch.testing.assert_close(out.advantages, 0.5 * task + teacher_term)
+    # the reverse KL estimate: mean of (0.5, −1, −0.25) over the three sampled tokens
+    assert out.metrics["opd/reverse_kl"] == pytest.approx(-0.25)
+    assert out.metrics["adv/mean"] == pytest.approx(float(task[batch.response_mask].mean()))
+
+
+def test_opd_estimator_with_the_topk_loss_keeps_only_the_task_term() -> None:
+    batch = _opd_batch()
+    task = compute_advantages("grpo", batch, AdvantageConfig()).advantages
+    for weight in (0.0, 0.5):
+        config = AdvantageConfig(opd_beta=0.5, opd_task_weight=weight, opd_topk=8)
+        out = compute_advantages("opd", batch, config)
+        torch.testing.assert_close(out.advantages, weight * task)  # the teacher is in the loss
+        assert out.metrics["opd/reverse_kl"] == pytest.approx(-0.25)
+    other = AdvantageConfig(opd_task_weight=1.0, opd_task_estimator="rloo")
+    rloo = compute_advantages("rloo", batch, other).advantages
+    sampled = compute_advantages("opd", batch, replace(other, opd_task_weight=0.0)).advantages
+    torch.testing.assert_close(compute_advantages("opd", batch, other).advantages, rloo + sampled)
+
+
+@pytest.mark.parametrize("bad", [{"opd_task_weight": -1.0}, {"opd_topk": -1}])
+def test_opd_config_rejects_negative_settings(bad: dict) -> None:
+    with pytest.raises(ValueError):
+        AdvantageConfig(**bad)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -212,3 +213,58 @@ def test_policy_learning_rate_warms_up_linearly(tmp_path: Path) -> None:
     )
     lrs = [r["optim/policy_lr"] for r in records(run) if "optim/policy_lr" in r]
     assert lrs == pytest.approx([0.001, 0.002, 0.002])
+
+
+def test_reward_expression_errors_are_counted_in_training_metrics(tmp_path: Path) -> None:
+    # a reward that raises on every final step: each one becomes 0.0 and is counted
+    spec = tmp_path / "echo_word.yaml"
+    spec.write_text(
+        ECHO.read_text().replace(
+            "rewards:\n", "rewards:\n  broken: {on: final, value: \"int(action.text + 'x')\"}\n"
+        )
+    )
+    shutil.copytree(ECHO.parent / "data", tmp_path / "data")
+    run = train(spec, tmp_path / "run", {**FAST, "iterations": 1, "warm_start": 0})
+    first, last = records(run)
+    episodes = 4 * 4  # prompts_per_iteration × group_size; one final step each
+    assert last["rollout/expression_errors"] == episodes
+    assert first["eval/expression_errors"] == last["eval/expression_errors"] == 4
+    assert last["reward/broken"] == 0.0
+    healthy = train(ECHO, tmp_path / "healthy", {**FAST, "iterations": 1, "warm_start": 0})
+    assert records(healthy)[-1]["rollout/expression_errors"] == 0
+
+
+def test_old_log_probs_from_the_update_equal_a_scoring_pass(tmp_path: Path) -> None:
+    """With the batch in one minibatch the trainer skips the policy's scoring pass and
+    takes the old log-probs from the update's first forward pass: they are the same."""
+    import torch
+
+    from agentspec.compiler.build import import_spec
+    from agentspec.runtime.backends.local import trainer
+    from agentspec.runtime.backends.local.scoring import score
+    from agentspec.runtime.backends.local.tensors import build_rollout, response_log_probs
+    from agentspec.runtime.backends.local.update import minibatches
+
+    module = import_spec(ECHO)
+    cfg = resolve_config(
+        TrainingSpec.model_validate(module.TRAINING),
+        {**FAST, "minibatch_size": 64, "epochs": 1, "warm_start": 0},
+    )
+    assert trainer.update_scores_policy(trainer.ALGORITHMS.get("grpo"), cfg, 16)
+    assert not trainer.update_scores_policy(trainer.ALGORITHMS.get("opd"), cfg, 16)
+    assert not trainer.update_scores_policy(trainer.ALGORITHMS.get("grpo"), cfg, 65)
+    samples, _ = trainer.split_samples(module, cfg)
+    torch.manual_seed(0)
+    models = trainer.build_models(cfg, module, samples, tmp_path)
+    episodes = trainer.rollout(module, models, samples[:8], 2, cfg.temperature)
+    rollout = build_rollout(episodes, module.LAYOUT == "packed")
+    scored = score(rollout, models, cfg.temperature)
+    assert scored.old_log_probs is not None
+    weights = torch.ones(len(rollout.steps), rollout.width)
+    (whole,) = minibatches(rollout, weights, cfg, models)
+    with torch.no_grad():
+        first = response_log_probs(
+            models.policy, whole.ids, whole.attention, whole.index, cfg.temperature
+        )
+    assert torch.equal(first.log_probs, scored.old_log_probs[whole.steps])
+    assert score(rollout, models, cfg.temperature, policy_log_probs=False).old_log_probs is None

@@ -22,7 +22,6 @@ from torch import Tensor
 
 from agentspec.registry import Registry
 from agentspec.runtime.algorithms.batch import AdvantageOutput, StepBatch
-from agentspec.runtime.algorithms.distillation import opd_token_advantages
 from agentspec.runtime.algorithms.normalize import (
     group_deviation_std_count,
     group_normalize,
@@ -64,6 +63,14 @@ class AdvantageConfig:
             batch's valid steps.
         opd_beta: β of on-policy distillation (``opd``): A = −β (log π_student −
             log π_teacher).
+        opd_task_weight: ``opd`` adds this weight × the task advantage of
+            ``opd_task_estimator`` (0: pure distillation, the task reward ignored).
+        opd_task_estimator: the estimator of OPD's task advantage (a group
+            estimator: OPD trains without a critic).
+        opd_topk: > 0 when the teacher enters as a full-distribution loss over its
+            top-k tokens instead (:func:`~agentspec.runtime.algorithms.distillation.topk_distillation_loss`,
+            a backend with the teacher's logits at hand): ``opd`` then returns the
+            weighted task advantage alone.
     """
 
     gamma: float = 1.0
@@ -74,6 +81,9 @@ class AdvantageConfig:
     omega: float = 1.0
     batch_baseline: bool = False
     opd_beta: float = 1.0
+    opd_task_weight: float = 0.0
+    opd_task_estimator: str = "grpo"
+    opd_topk: int = 0
 
     def __post_init__(self) -> None:
         for name in ("gamma", "lam"):
@@ -84,6 +94,10 @@ class AdvantageConfig:
             raise ValueError(f"epsilon must be > 0, got {self.epsilon}")
         if self.opd_beta < 0:
             raise ValueError(f"opd_beta must be >= 0, got {self.opd_beta}")
+        if self.opd_task_weight < 0:
+            raise ValueError(f"opd_task_weight must be >= 0, got {self.opd_task_weight}")
+        if self.opd_topk < 0:
+            raise ValueError(f"opd_topk must be >= 0, got {self.opd_topk}")
 
 
 EstimatorFn = Callable[[StepBatch, AdvantageConfig], AdvantageOutput]
@@ -400,27 +414,4 @@ def gigpo(batch: StepBatch, config: AdvantageConfig) -> AdvantageOutput:
         n_groups = int(torch.unique(keys[valid], dim=0).shape[0])
         metrics["gigpo/anchor_group_size_mean"] = n_valid / n_groups
         metrics["gigpo/singleton_fraction"] = float(((size == 1) & valid).sum().item()) / n_valid
-    return AdvantageOutput(advantages, None, metrics)
-
-
-@register_estimator("opd", requires=("old_log_probs", "teacher_log_probs"))
-def opd(batch: StepBatch, config: AdvantageConfig) -> AdvantageOutput:
-    """On-policy distillation as an advantage (task reward ignored).
-
-    ``A_j = −β (log π_student(y_j) − log π_teacher(y_j))`` on the tokens the
-    student sampled, with the sampler's log-probs as the student's; see
-    :func:`agentspec.runtime.algorithms.distillation.opd_token_advantages`.
-    To add it to a task advantage use
-    :func:`agentspec.runtime.algorithms.distillation.add_opd_advantages`.
-
-    Shapes: ``advantages (n, T)``; no returns.
-    """
-    assert batch.old_log_probs is not None and batch.teacher_log_probs is not None
-    advantages = opd_token_advantages(
-        batch.old_log_probs, batch.teacher_log_probs, batch.response_mask, config.opd_beta
-    )
-    metrics = _metrics(advantages, batch.response_mask)
-    if batch.response_mask.any():
-        diff = (batch.old_log_probs - batch.teacher_log_probs)[batch.response_mask]
-        metrics["opd/reverse_kl"] = float(diff.mean())
     return AdvantageOutput(advantages, None, metrics)

@@ -19,6 +19,10 @@ Two forms:
   Distillation of Language Models: Learning from Self-Generated Mistakes",
   arXiv:2306.13649, §3).
 
+The ``opd`` advantage estimator (registered here) combines the sampled form
+with an optional task advantage; the local backend's full-distribution loss
+replaces its teacher term when ``opd_topk`` > 0.
+
 Shapes: ``n`` step rows, ``T`` padded response length, ``V`` vocabulary, ``k``
 teacher top-k.
 """
@@ -32,12 +36,19 @@ from typing import Literal, get_args
 import torch
 from torch import Tensor
 
+from agentspec.runtime.algorithms.advantages import (
+    AdvantageConfig,
+    _metrics,
+    compute_advantages,
+    register_estimator,
+)
 from agentspec.runtime.algorithms.batch import AdvantageOutput, StepBatch
 from agentspec.runtime.algorithms.losses import LossOutput, aggregate
 
 __all__ = [
     "Divergence",
     "add_opd_advantages",
+    "opd",
     "opd_token_advantages",
     "teacher_topk",
     "topk_distillation_loss",
@@ -99,6 +110,48 @@ def add_opd_advantages(
         diff = (batch.old_log_probs - batch.teacher_log_probs)[batch.response_mask]
         metrics["opd/reverse_kl"] = float(diff.mean())
     return replace(task, advantages=task_weight * task.advantages + opd, metrics=metrics)
+
+
+@register_estimator("opd", requires=("old_log_probs", "teacher_log_probs"))
+def opd(batch: StepBatch, config: AdvantageConfig) -> AdvantageOutput:
+    """On-policy distillation, optionally with a task advantage.
+
+    ``A_j = −β (log π_student(y_j) − log π_teacher(y_j))`` on the tokens the
+    student sampled, with the sampler's log-probs as the student's (see
+    :func:`agentspec.runtime.algorithms.distillation.opd_token_advantages`), plus
+    ``opd_task_weight`` × the advantage of ``opd_task_estimator`` (the mix of
+    :func:`agentspec.runtime.algorithms.distillation.add_opd_advantages`). With
+    ``opd_topk`` > 0 the teacher's term is a loss, not an advantage: the result is
+    the weighted task advantage alone. ``opd/reverse_kl`` is logged either way.
+
+    Metrics: those of the task estimator when it runs, else of the OPD advantage.
+
+    Shapes: ``advantages (n, T)``; no returns.
+    """
+    assert batch.old_log_probs is not None and batch.teacher_log_probs is not None
+    if config.opd_task_weight or config.opd_topk:
+        task = compute_advantages(config.opd_task_estimator, batch, config)
+        if config.opd_topk:
+            mixed = replace(task, advantages=config.opd_task_weight * task.advantages)
+        else:
+            mixed = add_opd_advantages(
+                task, batch, beta=config.opd_beta, task_weight=config.opd_task_weight
+            )
+        return replace(mixed, metrics={**mixed.metrics, **_reverse_kl(batch)})
+    advantages = opd_token_advantages(
+        batch.old_log_probs, batch.teacher_log_probs, batch.response_mask, config.opd_beta
+    )
+    metrics = {**_metrics(advantages, batch.response_mask), **_reverse_kl(batch)}
+    return AdvantageOutput(advantages, None, metrics)
+
+
+def _reverse_kl(batch: StepBatch) -> dict[str, float]:
+    """``opd/reverse_kl``: mean log π_student − log π_teacher over the sampled tokens."""
+    assert batch.old_log_probs is not None and batch.teacher_log_probs is not None
+    if not batch.response_mask.any():
+        return {}
+    diff = (batch.old_log_probs - batch.teacher_log_probs)[batch.response_mask]
+    return {"opd/reverse_kl": float(diff.mean())}
 
 
 def teacher_topk(teacher_logits: Tensor, k: int) -> tuple[Tensor, Tensor]:

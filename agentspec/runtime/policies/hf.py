@@ -132,9 +132,11 @@ class HFPolicy(BatchingPolicy):
             logp = torch.log_softmax(logits, dim=-1)
             chosen = logp.argmax(dim=-1)
             return chosen, logp.gather(-1, chosen[:, None])[:, 0]
-        logp = torch.log_softmax(logits / params.temperature, dim=-1)
-        filtered = logp.clone()
+        scaled = logits / params.temperature if params.temperature != 1.0 else logits
+        logp = torch.log_softmax(scaled, dim=-1)
+        filtered = logp
         if params.top_k and params.top_k < filtered.shape[-1]:
+            filtered = filtered.clone()
             kth = torch.topk(filtered, params.top_k, dim=-1).values[:, -1:]
             filtered[filtered < kth] = float("-inf")
         if params.top_p < 1.0:
@@ -144,7 +146,10 @@ class HFPolicy(BatchingPolicy):
             sorted_lp[drop] = float("-inf")
             filtered = torch.full_like(filtered, float("-inf")).scatter(-1, order, sorted_lp)
         probs = filtered.softmax(-1)
-        chosen = torch.multinomial(probs, 1, generator=gen)[:, 0]
+        # torch.multinomial's own draw for one sample (argmax of p / q, q ~ Exp(1): the same
+        # random numbers, the same tokens), without its validity checks on every step
+        noise = torch.empty_like(probs).exponential_(1, generator=gen)
+        chosen = (probs / noise).argmax(dim=-1)
         return chosen, logp.gather(-1, chosen[:, None])[:, 0]
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -18,8 +19,12 @@ from typing import Any
 import torch
 from torch import nn
 
+from agentspec.runtime.algorithms import ESTIMATORS
+from agentspec.runtime.algorithms.presets import ALGORITHMS
+from agentspec.runtime.backends.local.device import resolve_device
 from agentspec.runtime.task_text import task_tokenizer
 from agentspec.runtime.tiny_model import TinyModelConfig, build_tiny_model
+from agentspec.spec.model import TrainingSpec
 
 BUILTIN_SHAPES = {
     "tiny": TinyModelConfig(
@@ -84,10 +89,16 @@ class ValueModel(nn.Module):
         nn.init.zeros_(self.head.weight)
         nn.init.zeros_(self.head.bias)
 
-    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
-        hidden = self.backbone(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+    def forward(
+        self, input_ids: torch.Tensor, attention_mask: torch.Tensor, prefix: int = 0
+    ) -> torch.Tensor:
+        """Values `(B, L)`; with `prefix` > 0 the rows' shared first `prefix` tokens run
+        once (see `tensors.outputs_after`) and their values are 0 (no state is read there)."""
+        from agentspec.runtime.backends.local.tensors import outputs_after
+
+        hidden = outputs_after(self.backbone, input_ids, attention_mask, prefix).last_hidden_state
         values: torch.Tensor = self.head(hidden.float()).squeeze(-1)
-        return values
+        return torch.nn.functional.pad(values, (prefix, 0)) if prefix else values
 
 
 def build_critic(policy: Any) -> ValueModel:
@@ -104,3 +115,46 @@ def frozen_copy(model: Any) -> Any:
     for parameter in ref.parameters():
         parameter.requires_grad_(False)
     return ref
+
+
+@dataclass
+class Models:
+    """Everything a run trains or consults, on one device."""
+
+    policy: Any
+    tokenizer: Any
+    critic: Any
+    reference: Any
+    teacher: Any
+    optimizers: dict[str, torch.optim.Optimizer]
+    device: torch.device = field(default_factory=lambda: torch.device("cpu"))
+
+
+def build_models(
+    cfg: TrainingSpec, module: ModuleType, samples: Sequence[Mapping[str, Any]], run_dir: Path
+) -> Models:
+    """The policy (and its optimiser); a critic if the estimator reads values; a frozen
+    reference for the KL penalty; the teacher if the algorithm distils."""
+    algorithm = ALGORITHMS.get(cfg.algorithm)
+    policy, tokenizer = load_policy(
+        cfg.model, module, samples[:2000], run_dir / "tokenizer", cfg.seed
+    )
+    critic = build_critic(policy) if ESTIMATORS.get(algorithm.estimator).critic != "none" else None
+    reference = frozen_copy(policy) if cfg.kl_coef > 0 else None
+    teacher = None
+    if algorithm.needs_teacher:
+        if cfg.teacher is None:
+            raise ValueError(
+                f"algorithm {cfg.algorithm!r} needs `training.teacher` (a checkpoint directory)"
+            )
+        teacher = frozen_copy(load_checkpoint(cfg.teacher)[0])
+    device = resolve_device(cfg.device)
+    for model in (policy, critic, reference, teacher):
+        if model is not None:
+            model.to(device)
+    optimizers: dict[str, torch.optim.Optimizer] = {
+        "policy": torch.optim.AdamW(policy.parameters(), lr=cfg.learning_rate)
+    }
+    if critic is not None:
+        optimizers["critic"] = torch.optim.AdamW(critic.parameters(), lr=cfg.critic_learning_rate)
+    return Models(policy, tokenizer, critic, reference, teacher, optimizers, device)

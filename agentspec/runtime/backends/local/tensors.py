@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -106,6 +107,11 @@ class StepIndex:
         mask = self.mask.view(*self.mask.shape, *([1] * (gathered.dim() - 2)))
         return gathered * mask
 
+    def first_read(self) -> int:
+        """The leftmost position `tokens` or `states` reads: the one before the first
+        response token (a critic's state, the logits that predict that token)."""
+        return int(self.pos[self.mask].min()) - 1 if bool(self.mask.any()) else 0
+
     def states(self, per_position: Tensor) -> Tensor:
         """`(B, L)` → `(n,)` at each step's state position."""
         return per_position[self.row[:, 0], self.state_pos]
@@ -128,3 +134,60 @@ def token_log_probs(
     logp = F.pad(logp, (1, 0))
     aligned = F.pad(shifted, (0, 0, 1, 0)) if with_logits else None
     return logp, aligned
+
+
+@dataclass
+class ResponseTokens:
+    """A forward pass read at the response tokens of some steps (`(n, T)` step rows)."""
+
+    log_probs: Tensor  # (n, T) log π(token | what came before), 0 off the mask
+    logits: Tensor  # (n, T, V) the logits that predicted each token (÷ temperature); any off it
+
+
+def response_log_probs(
+    model: torch.nn.Module, ids: Tensor, mask: Tensor, index: StepIndex, temperature: float
+) -> ResponseTokens:
+    """The model's log-probs of the response tokens `index` addresses in `ids`.
+
+    The rows' common prefix (the system prompt) runs once (`outputs_after`), and the
+    softmax runs only at the response positions (prompt positions, often most of a
+    row, are never normalised): the numbers are `token_log_probs` gathered with
+    `index.tokens`, up to float rounding.
+    """
+    row, pos, keep = (t.to(ids.device) for t in (index.row, index.pos, index.mask))
+    prefix = shared_prefix(ids, index.first_read())
+    logits = outputs_after(model, ids, mask, prefix).logits.float()  # positions prefix…
+    if temperature > 0 and temperature != 1.0:  # x / 1.0 is x: skip the copy
+        logits = logits / temperature
+    predicting = logits[row, (pos - 1 - prefix).clamp(min=0)]  # token p is predicted at p − 1
+    targets = ids[row, pos]
+    logp = torch.log_softmax(predicting, dim=-1).gather(-1, targets[..., None])[..., 0]
+    return ResponseTokens(torch.where(keep, logp, 0.0), predicting)
+
+
+SHARED_PREFIX_MIN = 16
+"""Shorter common prefixes are not worth a forward pass of their own."""
+
+
+def shared_prefix(ids: Tensor, limit: int) -> int:
+    """How many leading tokens every row of `ids` shares, at most `limit` (0 if under
+    `SHARED_PREFIX_MIN` or a single row): the task's system prompt, typically."""
+    if ids.shape[0] < 2 or limit < SHARED_PREFIX_MIN:
+        return 0
+    differs = (ids[:, :limit] != ids[:1, :limit]).any(dim=0).nonzero()
+    length = int(differs[0]) if len(differs) else limit
+    return length if length >= SHARED_PREFIX_MIN else 0
+
+
+def outputs_after(model: torch.nn.Module, ids: Tensor, mask: Tensor, prefix: int) -> Any:
+    """The model's outputs at positions `prefix`… of right-padded rows that share their
+    first `prefix` tokens: the prefix runs once, as one row, and every row continues from
+    its keys and values (gradients flow back through them). `prefix` 0: a plain forward."""
+    if prefix == 0:
+        return model(input_ids=ids, attention_mask=mask)
+    head = model(input_ids=ids[:1, :prefix], use_cache=True)
+    cache = head.past_key_values
+    cache.batch_repeat_interleave(ids.shape[0])
+    return model(
+        input_ids=ids[:, prefix:], attention_mask=mask, past_key_values=cache, use_cache=True
+    )

@@ -1,0 +1,97 @@
+"""The warm start: behaviour cloning on the oracle's successful episodes.
+
+RL from a random tiny model rarely finds the tool; `training.warm_start` steps
+of maximum likelihood on what the spec's oracle does give it a policy that can.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections.abc import Mapping, Sequence
+from types import ModuleType
+from typing import Any
+
+import torch
+
+from agentspec.runtime.backends.local.device import autocast
+from agentspec.runtime.backends.local.models import Models
+from agentspec.runtime.backends.local.tensors import outputs_after, pad_rows, shared_prefix
+from agentspec.runtime.policies.scripted import ScriptedPolicy
+from agentspec.runtime.rows import TrainingRow, training_rows
+from agentspec.runtime.spec_run import episode_script
+from agentspec.runtime.trajectory import Trajectory
+from agentspec.spec.model import TrainingSpec
+
+
+def behaviour_clone(
+    module: ModuleType,
+    models: Models,
+    samples: Sequence[Mapping[str, Any]],
+    cfg: TrainingSpec,
+    pack: bool,
+) -> None:
+    """Maximise the likelihood of the oracle's turns (`training.warm_start` steps)."""
+    rng = random.Random(f"{cfg.seed}:warm_start")
+    pool = rng.sample(list(samples), min(len(samples), cfg.warm_start_samples))
+    episodes = [t for t in oracle_episodes(module, models, pool) if t.success is not False]
+    rows = [row for t in episodes for row in training_rows(t, pack=pack)]
+    if not rows:
+        raise ValueError("the oracle produced no successful episode to warm-start from")
+    optimizer = torch.optim.AdamW(models.policy.parameters(), lr=cfg.warm_start_lr)
+    pad = models.tokenizer.pad_token_id or 0
+    for _ in range(cfg.warm_start):
+        chosen = rng.sample(rows, min(cfg.warm_start_batch, len(rows)))
+        loss = response_nll(models, chosen, pad)
+        optimizer.zero_grad()
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(models.policy.parameters(), cfg.max_grad_norm)
+        optimizer.step()
+
+
+def oracle_episodes(
+    module: ModuleType, models: Models, pool: Sequence[Mapping[str, Any]]
+) -> list[Trajectory]:
+    """One episode of the spec's oracle on each sample, all concurrently."""
+    script = episode_script(module, "oracle")
+    assert script is not None
+    flows = [
+        module.FLOW_CLASS(ScriptedPolicy(script(s), models.tokenizer), models.tokenizer)
+        for s in pool
+    ]
+    ids = [str(s.get("id", i)) for i, s in enumerate(pool)]
+
+    async def play() -> list[Trajectory]:
+        return list(
+            await asyncio.gather(
+                *(
+                    f.run(s, sample_id=i, group_id=i)
+                    for f, s, i in zip(flows, pool, ids, strict=True)
+                )
+            )
+        )
+
+    return asyncio.run(play())
+
+
+def response_nll(models: Models, rows: Sequence[TrainingRow], pad: int) -> torch.Tensor:
+    """Mean negative log-likelihood of the rows' response tokens under the policy.
+
+    The rows' common prefix (the system prompt) runs once (`outputs_after`), and the
+    softmax runs only where a response token is predicted (position p − 1 for the
+    token at p); prompt positions, most of a row, are never normalised.
+    """
+    input_ids, attention = pad_rows(rows, pad)
+    response = torch.zeros_like(input_ids, dtype=torch.bool)
+    for i, row in enumerate(rows):
+        response[i, : len(row.response_mask)] = torch.tensor(row.response_mask, dtype=torch.bool)
+    input_ids, attention = input_ids.to(models.device), attention.to(models.device)
+    predicted = response[:, 1:].to(models.device)  # position q predicts token q + 1
+    first = int(predicted.any(dim=0).nonzero()[0]) if bool(predicted.any()) else 0
+    prefix = shared_prefix(input_ids, first)
+    with autocast(models.device):
+        logits = outputs_after(models.policy, input_ids, attention, prefix).logits
+    predicting = logits[:, :-1][predicted[:, prefix:]].float()  # (tokens, V)
+    targets = input_ids[:, prefix + 1 :][predicted[:, prefix:]]
+    logp = torch.log_softmax(predicting, dim=-1).gather(-1, targets[:, None])[:, 0]
+    return -logp.sum().cpu() / response.sum()
