@@ -19,7 +19,6 @@ from typing import Any
 import torch
 from torch import nn
 
-from agentspec.runtime.algorithms import ESTIMATORS
 from agentspec.runtime.algorithms.presets import ALGORITHMS
 from agentspec.runtime.backends.local.device import resolve_device
 from agentspec.runtime.task_text import task_tokenizer
@@ -139,7 +138,7 @@ def build_models(
     policy, tokenizer = load_policy(
         cfg.model, module, samples[:2000], run_dir / "tokenizer", cfg.seed
     )
-    critic = build_critic(policy) if ESTIMATORS.get(algorithm.estimator).critic != "none" else None
+    critic = build_critic(policy) if algorithm.trains_critic else None
     reference = frozen_copy(policy) if cfg.kl_coef > 0 else None
     teacher = None
     if algorithm.needs_teacher:

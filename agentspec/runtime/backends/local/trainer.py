@@ -200,7 +200,7 @@ def train_iteration(
     batch = step_batch(batch_rollout, scored)
 
     # 3. Advantages from the algorithm's estimator (OPD's teacher term included).
-    advantages = compute_advantages(algorithm.estimator, batch, advantage_config(cfg))
+    advantages = compute_advantages(algorithm.estimator, batch, advantage_config(cfg, algorithm))
     annotate_advantages(batch_rollout, advantages.advantages, batch.response_mask)
 
     # 4. Epochs × minibatches of the algorithm's loss (and the critic's).
@@ -233,9 +233,13 @@ def train_iteration(
     }
 
 
-def advantage_config(cfg: TrainingSpec) -> AdvantageConfig:
-    """The estimators' settings from the training configuration. With `opd_topk` the
-    teacher enters as a loss (update.distillation_loss), not as an advantage."""
+def advantage_config(cfg: TrainingSpec, algorithm: Algorithm) -> AdvantageConfig:
+    """The estimators' settings from the training configuration and the preset (which
+    estimator gives a teacher algorithm's task advantage). With `opd_topk` the teacher
+    enters as a loss (update.distillation_loss), not as an advantage."""
+    task_estimator = (
+        {"opd_task_estimator": algorithm.task_estimator} if algorithm.task_estimator else {}
+    )
     return AdvantageConfig(
         gamma=cfg.gamma,
         lam=cfg.lam,
@@ -243,6 +247,7 @@ def advantage_config(cfg: TrainingSpec) -> AdvantageConfig:
         opd_beta=cfg.opd_beta,
         opd_task_weight=cfg.opd_task_weight,
         opd_topk=cfg.opd_topk,
+        **task_estimator,
     )
 
 
