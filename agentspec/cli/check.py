@@ -3,41 +3,45 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 from agentspec.cli.app import OutputFormat, app, expand_paths, fail, report_spec_error
 
+FormatOption = Annotated[
+    OutputFormat,
+    typer.Option("--format", "-f", help="text, json, or github (Actions annotations)."),
+]
+ListImportsOption = Annotated[
+    bool,
+    typer.Option(
+        "--list-imports",
+        help="Also list every Python `module:attribute` the spec imports at run"
+        " (functions, adapter, oracle hook, custom context): code outside the sandbox.",
+    ),
+]
+ImportOption = Annotated[
+    bool,
+    typer.Option(
+        "--import",
+        help="Also import the spec's own Python modules (functions, hooks, adapters) and check their signatures. Runs their import-time code.",
+    ),
+]
+
 
 @app.command()
 def validate(
     paths: Annotated[list[str], typer.Argument(help="Spec files, directories or globs.")],
-    output_format: Annotated[
-        OutputFormat,
-        typer.Option("--format", "-f", help="text, json, or github (Actions annotations)."),
-    ] = OutputFormat.text,
+    output_format: FormatOption = OutputFormat.text,
     strict: Annotated[bool, typer.Option(help="Treat warnings as errors.")] = False,
-    list_imports: Annotated[
-        bool,
-        typer.Option(
-            "--list-imports",
-            help="Also list every Python `module:attribute` the spec imports at run"
-            " (functions, adapter, oracle hook, custom context): code outside the sandbox.",
-        ),
-    ] = False,
-    import_user_code: Annotated[
-        bool,
-        typer.Option(
-            "--import",
-            help="Also import the spec's own Python modules (functions, hooks, adapters) and check their signatures. Runs their import-time code.",
-        ),
-    ] = False,
+    list_imports: ListImportsOption = False,
+    import_user_code: ImportOption = False,
 ) -> None:
     """Check specs without running anything. Exit 0 if valid, 1 if not, 2 on usage errors."""
     import json
 
-    from agentspec.compiler.diagnostics import render_github, render_json, render_text
+    from agentspec.compiler.diagnostics import render_json
     from agentspec.compiler.frontend import check_file
     from agentspec.spec import imports
 
@@ -62,32 +66,47 @@ def validate(
     elif output_format is OutputFormat.json:
         typer.echo(render_json(diagnostics))
     elif output_format is OutputFormat.github:
-        for d in diagnostics:
-            typer.echo(render_github(d))
-        for item in found:
-            span = item.span
-            typer.echo(
-                f"::notice file={span.file},line={span.line},col={span.column}"
-                f"::imports {item.target} ({item.field})"
-            )
+        _print_github(diagnostics, found)
     else:
-        for item in found:
-            typer.echo(imports.render_import(item))
-        if found:
-            typer.echo("")
-        sources = {k: v for r in results for k, v in r.sources.items()}
-        for d in diagnostics:
-            typer.echo(render_text(d, sources), err=False)
-            typer.echo("")
-        errors = sum(len(r.errors) for r in results)
-        warnings = sum(len(r.warnings) for r in results)
-        summary = (
-            f"{len(results)} spec{'s' if len(results) != 1 else ''} checked: "
-            f"{len(results) - len(failed)} valid, {len(failed)} invalid "
-            f"({errors} error{'s' if errors != 1 else ''}, {warnings} warning{'s' if warnings != 1 else ''})"
-        )
-        typer.echo(summary, err=True)
+        _print_text(results, found, failed)
     raise typer.Exit(1 if failed else 0)
+
+
+def _print_github(diagnostics: list[Any], found: list[Any]) -> None:
+    """Workflow commands: an annotation per diagnostic, a notice per user import."""
+    from agentspec.compiler.diagnostics import render_github
+
+    for d in diagnostics:
+        typer.echo(render_github(d))
+    for item in found:
+        span = item.span
+        typer.echo(
+            f"::notice file={span.file},line={span.line},col={span.column}"
+            f"::imports {item.target} ({item.field})"
+        )
+
+
+def _print_text(results: list[Any], found: list[Any], failed: list[Any]) -> None:
+    """Imports, then each diagnostic with its source line and caret, then the summary."""
+    from agentspec.compiler.diagnostics import render_text
+    from agentspec.spec import imports
+
+    for item in found:
+        typer.echo(imports.render_import(item))
+    if found:
+        typer.echo("")
+    sources = {k: v for r in results for k, v in r.sources.items()}
+    for d in (d for r in results for d in r.diagnostics):
+        typer.echo(render_text(d, sources), err=False)
+        typer.echo("")
+    errors = sum(len(r.errors) for r in results)
+    warnings = sum(len(r.warnings) for r in results)
+    summary = (
+        f"{len(results)} spec{'s' if len(results) != 1 else ''} checked: "
+        f"{len(results) - len(failed)} valid, {len(failed)} invalid "
+        f"({errors} error{'s' if errors != 1 else ''}, {warnings} warning{'s' if warnings != 1 else ''})"
+    )
+    typer.echo(summary, err=True)
 
 
 @app.command(name="test")

@@ -43,19 +43,12 @@ def run(
     concurrency: ConcurrencyOption = 8,
 ) -> None:
     """Roll out N episodes of a spec with a policy; print a summary and write the trajectories."""
-    import asyncio
-
-    from rich.console import Console
-    from rich.progress import Progress
-
     from agentspec.compiler.build import import_spec
     from agentspec.compiler.diagnostics import SpecError
-    from agentspec.runtime.spec_run import PolicyError, rollout
     from agentspec.runtime.summary import summarize
     from agentspec.runtime.trajectory import write_jsonl
     from agentspec.stdlib.data import DataError
 
-    console = Console(stderr=True)
     try:
         module = import_spec(spec)
         samples = module.load_samples(split=split)
@@ -67,26 +60,16 @@ def run(
         raise fail("the spec's data source yielded no samples")
     chosen = _choose(samples, episodes, seed)
     task_tokenizer, tokenizer_source = _task_tokenizer(spec, module, samples, policy, tokenizer)
-    with Progress(console=console, transient=True) as progress:
-        task = progress.add_task(f"{module.SPEC_NAME}: {policy}", total=len(chosen))
-        try:
-            trajectories = asyncio.run(
-                rollout(
-                    module,
-                    chosen,
-                    policy,
-                    seed=seed,
-                    temperature=temperature,
-                    on_episode=lambda _: progress.advance(task),
-                    tokenizer_dir=tokenizer,
-                    served_model=served_model,
-                    task_tokenizer=task_tokenizer,
-                    api_key_env=api_key_env,
-                    max_concurrency=concurrency,
-                )
-            )
-        except PolicyError as exc:
-            raise fail(str(exc), code=2) from None
+    settings = {
+        "seed": seed,
+        "temperature": temperature,
+        "tokenizer_dir": tokenizer,
+        "served_model": served_model,
+        "task_tokenizer": task_tokenizer,
+        "api_key_env": api_key_env,
+        "max_concurrency": concurrency,
+    }
+    trajectories = _roll_out(module, chosen, policy, settings)
     names = [c.name for c in module.ENV_CLASS.reward_components]
     summary = summarize(trajectories, names)
     print_summary(f"{module.SPEC_NAME} · policy {policy} · {len(trajectories)} episodes", summary)
@@ -95,6 +78,31 @@ def run(
     write_jsonl(out_dir / "trajectories.jsonl", trajectories)
     _keep_tokenizer(tokenizer_source, out_dir / "tokenizer")
     typer.echo(f"trajectories: {out_dir / 'trajectories.jsonl'}")
+
+
+def _roll_out(module: Any, samples: list[Any], policy: str, settings: dict[str, Any]) -> list[Any]:
+    """The episodes, concurrently, behind a progress bar on stderr."""
+    import asyncio
+
+    from rich.console import Console
+    from rich.progress import Progress
+
+    from agentspec.runtime.spec_run import PolicyError, rollout
+
+    with Progress(console=Console(stderr=True), transient=True) as progress:
+        task = progress.add_task(f"{module.SPEC_NAME}: {policy}", total=len(samples))
+        try:
+            return asyncio.run(
+                rollout(
+                    module,
+                    samples,
+                    policy,
+                    on_episode=lambda _: progress.advance(task),
+                    **settings,
+                )
+            )
+        except PolicyError as exc:
+            raise fail(str(exc), code=2) from None
 
 
 def _choose(samples: list[Any], episodes: int, seed: int) -> list[Any]:

@@ -19,7 +19,7 @@ from typing import Annotated, Any
 
 import typer
 
-from agentspec.cli.app import app
+from agentspec.cli.app import app, fail, report_spec_error
 
 __all__ = ["prompt"]
 
@@ -40,42 +40,18 @@ def prompt(
     raw: Annotated[bool, typer.Option(help="Print only the rendered prompt.")] = False,
 ) -> None:
     """Print the rendered first prompt of a spec for a model, and how the model's chat template frames it."""
-    from agentspec.compiler.diagnostics import SpecError
     from agentspec.runtime.chat_templates import ChatTemplateError
-    from agentspec.runtime.model_framing import FramingError, load_framing
 
-    try:
-        from agentspec.compiler.build import import_spec
-
-        module = import_spec(spec)
-    except SpecError as exc:
-        from agentspec.compiler.diagnostics import render_text
-
-        for d in exc.diagnostics:
-            typer.echo(render_text(d, exc.sources) + "\n", err=True)
-        raise typer.Exit(1) from None
-    name = model or str(module.TRAINING.get("model") or "builtin:tiny")
-    try:
-        framing = load_framing(name)
-        samples = module.load_samples(limit=sample + 1)
-    except (FramingError, ValueError, OSError) as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from None
-    if sample >= len(samples):
-        typer.echo(
-            f"error: the spec has {len(samples)} samples; --sample {sample} is past them", err=True
-        )
-        raise typer.Exit(2)
+    module, framing, name, row = _spec_and_model(spec, model, sample)
     env = module.ENV_CLASS()
-    messages = env.initial_messages(dict(samples[sample]))
+    messages = env.initial_messages(dict(row))
     tokenizer = framing.tokenizer
     if tokenizer is None and name.startswith("builtin:"):
         tokenizer = _task_tokenizer(spec, module)
     try:
         text, ids, report = _render(framing.chat, env, messages, tokenizer)
     except ChatTemplateError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from None
+        raise fail(str(exc), code=2) from None
     if raw:
         typer.echo(text, nl=not text.endswith("\n"))
         return
@@ -94,6 +70,27 @@ def prompt(
     typer.echo(RULE)
     typer.echo(text, nl=not text.endswith("\n"))
     typer.echo(RULE)
+
+
+def _spec_and_model(spec: Path, model: str | None, sample: int) -> tuple[Any, Any, str, Any]:
+    """The compiled spec, the model's framing, the model's name and the chosen sample."""
+    from agentspec.compiler.build import import_spec
+    from agentspec.compiler.diagnostics import SpecError
+    from agentspec.runtime.model_framing import FramingError, load_framing
+
+    try:
+        module = import_spec(spec)
+    except SpecError as exc:
+        raise report_spec_error(exc) from None
+    name = model or str(module.TRAINING.get("model") or "builtin:tiny")
+    try:
+        framing = load_framing(name)
+        samples = module.load_samples(limit=sample + 1)
+    except (FramingError, ValueError, OSError) as exc:
+        raise fail(str(exc), code=2) from None
+    if sample >= len(samples):
+        raise fail(f"the spec has {len(samples)} samples; --sample {sample} is past them", code=2)
+    return module, framing, name, samples[sample]
 
 
 def _render(

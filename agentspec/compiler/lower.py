@@ -51,12 +51,6 @@ def lower(checked: CheckResult, *, spec_file: str, spec_sha256: str, version: st
     plain = ExpressionWriter(repetitions=checked.repetitions)
     state_fields, initial_exprs = _state(checked, plain)
     tools, env_class, flow_class = _classes(checked, spec_file)
-    data = spec.data
-    derived = [
-        (name, plain.write(checked.expressions[("data", "derived", name)].node))
-        for name in (data.derived if data is not None else ())
-    ]
-    oracle = spec.oracle
     context = spec.context
     episode = spec.episode
     return ModuleModel(
@@ -92,22 +86,45 @@ def lower(checked: CheckResult, *, spec_file: str, spec_sha256: str, version: st
             checked, ("episode", "done_when"), episode.done_when, plain
         ),
         anchor=_condition_or_constant(checked, ("episode", "anchor"), episode.anchor, plain),
-        data_source=data.source if data else None,
-        data_split=data.split if data else "train",
-        data_eval_split=data.eval_split if data else None,
-        data_params=dict(data.params) if data else {},
-        data_fields=dict(data.fields) if data else {},
-        data_limit=data.limit if data else None,
-        derived=derived,
-        oracle=oracle_models(checked, plain, spec_file) if isinstance(oracle, list) else None,
-        oracle_hook=oracle.hook if oracle is not None and not isinstance(oracle, list) else None,
-        oracle_walkthrough=bool(
-            oracle is not None and not isinstance(oracle, list) and oracle.walkthrough
-        ),
+        **_data(checked, plain),
+        **_oracle(checked, plain, spec_file),
         adapter=spec.environment.adapter if spec.environment else None,
         adapter_config=_adapter_config(spec),
         training=spec.training.model_dump(),
     )
+
+
+def _data(checked: CheckResult, plain: ExpressionWriter) -> dict[str, Any]:
+    """The `data` section's fields of the module model."""
+    data = checked.spec.data
+    return {
+        "data_source": data.source if data else None,
+        "data_split": data.split if data else "train",
+        "data_eval_split": data.eval_split if data else None,
+        "data_params": dict(data.params) if data else {},
+        "data_fields": dict(data.fields) if data else {},
+        "data_limit": data.limit if data else None,
+        "derived": [
+            (name, plain.write(checked.expressions[("data", "derived", name)].node))
+            for name in (data.derived if data is not None else ())
+        ],
+    }
+
+
+def _oracle(checked: CheckResult, plain: ExpressionWriter, spec_file: str) -> dict[str, Any]:
+    """The oracle's fields: scripted turns, or a hook (and whether it walks through)."""
+    oracle = checked.spec.oracle
+    if isinstance(oracle, list):
+        return {
+            "oracle": oracle_models(checked, plain, spec_file),
+            "oracle_hook": None,
+            "oracle_walkthrough": False,
+        }
+    return {
+        "oracle": None,
+        "oracle_hook": oracle.hook if oracle is not None else None,
+        "oracle_walkthrough": bool(oracle is not None and oracle.walkthrough),
+    }
 
 
 def _state(

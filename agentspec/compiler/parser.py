@@ -144,23 +144,7 @@ def _check_brackets(text: str) -> None:
         elif ch in _OPENERS:
             stack.append((ch, i))
         elif ch in _CLOSERS:
-            if not stack:
-                raise ExprSyntaxError(
-                    "E307",
-                    f"unmatched '{ch}'",
-                    i,
-                    i + 1,
-                    hint=f"remove it or add a '{_CLOSERS[ch]}' before it",
-                )
-            opener, pos = stack.pop()
-            if _OPENERS[opener] != ch:
-                raise ExprSyntaxError(
-                    "E302",
-                    f"'{opener}' is closed by '{ch}'",
-                    pos,
-                    pos + 1,
-                    hint=f"close it with '{_OPENERS[opener]}'",
-                )
+            _close(stack, ch, i)
         i += 1
     if quote:
         raise ExprSyntaxError(
@@ -179,6 +163,27 @@ def _check_brackets(text: str) -> None:
             pos,
             pos + 1,
             hint=f"add a matching '{_OPENERS[opener]}'",
+        )
+
+
+def _close(stack: list[tuple[str, int]], ch: str, i: int) -> None:
+    """Pop the opener that the closer ``ch`` at ``i`` closes; raise if it does not match."""
+    if not stack:
+        raise ExprSyntaxError(
+            "E307",
+            f"unmatched '{ch}'",
+            i,
+            i + 1,
+            hint=f"remove it or add a '{_CLOSERS[ch]}' before it",
+        )
+    opener, pos = stack.pop()
+    if _OPENERS[opener] != ch:
+        raise ExprSyntaxError(
+            "E302",
+            f"'{opener}' is closed by '{ch}'",
+            pos,
+            pos + 1,
+            hint=f"close it with '{_OPENERS[opener]}'",
         )
 
 

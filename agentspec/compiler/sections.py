@@ -114,42 +114,13 @@ def all_sites(checker: Checker) -> Iterator[Site]:
     yield Site(("prompt", "system"), "template", prompt_scope)
     yield Site(("prompt", "user"), "template", prompt_scope)
     for tool_name, tool in spec.tools.items():
-        base: Path = ("tools", tool_name)
-        yield from guard_sites(checker, tool_name, tool)
-        if tool.returns is not None:
-            yield Site(
-                (*base, "returns"),
-                "expression",
-                checker._scope("state", "args", "sample", "step", "env", tool=tool_name),
-                tool_name,
-            )
-        after = ("state", "args", "sample", "step", "env", "result")
-        for i in range(len(tool.effect)):
-            yield Site(
-                (*base, "effect", i),
-                "statement",
-                checker._scope(*after, tool=tool_name, writable=["state"]),
-                tool_name,
-            )
-        if tool.observe is not None:
-            yield Site(
-                (*base, "observe"), "template", checker._scope(*after, tool=tool_name), tool_name
-            )
+        yield from tool_sites(checker, tool_name, tool)
     episode_roots = ("state", "sample", "step", "env")
     if isinstance(spec.episode.done_when, str):
         yield Site(("episode", "done_when"), "condition", checker._scope(*episode_roots, "action"))
     if spec.episode.anchor is not None:
         yield Site(("episode", "anchor"), "expression", checker._scope(*episode_roots))
-    for name, reward in spec.rewards.items():
-        on_tool = reward.on.removeprefix("tool:") if reward.on.startswith("tool:") else None
-        roots = (*episode_roots, "action") + (("args", "result") if on_tool else ())
-        scope = checker._scope(*roots, tool=on_tool)
-        if isinstance(reward.value, str):
-            yield Site(
-                ("rewards", name, "value"), "number", scope, on_tool, label=f"reward '{name}'"
-            )
-        if reward.when is not None:
-            yield Site(("rewards", name, "when"), "condition", scope, on_tool)
+    yield from reward_sites(checker, episode_roots)
     if isinstance(spec.episode.success, str):
         yield Site(
             ("episode", "success"), "condition", checker._scope(*episode_roots, "action", "reward")
@@ -159,3 +130,42 @@ def all_sites(checker: Checker) -> Iterator[Site]:
         summary.roots.update(last_observation=STR, task=STR, steps=ANY)
         yield Site(("context", "summary"), "template", summary)
     yield from oracle_sites(checker)
+
+
+def tool_sites(checker: Checker, tool_name: str, tool: ToolSpec) -> Iterator[Site]:
+    """A tool's guards, `returns` (typed first), effects and `observe`."""
+    base: Path = ("tools", tool_name)
+    yield from guard_sites(checker, tool_name, tool)
+    if tool.returns is not None:
+        yield Site(
+            (*base, "returns"),
+            "expression",
+            checker._scope("state", "args", "sample", "step", "env", tool=tool_name),
+            tool_name,
+        )
+    after = ("state", "args", "sample", "step", "env", "result")
+    for i in range(len(tool.effect)):
+        yield Site(
+            (*base, "effect", i),
+            "statement",
+            checker._scope(*after, tool=tool_name, writable=["state"]),
+            tool_name,
+        )
+    if tool.observe is not None:
+        yield Site(
+            (*base, "observe"), "template", checker._scope(*after, tool=tool_name), tool_name
+        )
+
+
+def reward_sites(checker: Checker, episode_roots: tuple[str, ...]) -> Iterator[Site]:
+    """Each reward's value and `when`; `on: tool:NAME` adds that call's args and result."""
+    for name, reward in checker.spec.rewards.items():
+        on_tool = reward.on.removeprefix("tool:") if reward.on.startswith("tool:") else None
+        roots = (*episode_roots, "action") + (("args", "result") if on_tool else ())
+        scope = checker._scope(*roots, tool=on_tool)
+        if isinstance(reward.value, str):
+            yield Site(
+                ("rewards", name, "value"), "number", scope, on_tool, label=f"reward '{name}'"
+            )
+        if reward.when is not None:
+            yield Site(("rewards", name, "when"), "condition", scope, on_tool)

@@ -209,20 +209,7 @@ class ToolEnv(AgentEnv):
                 )
             )
         if parsed.errors:
-            return StepResult(
-                observation=Observation(
-                    self.format.render_errors(parsed.errors), self.observation_role
-                ),
-                events=[
-                    Event(
-                        EventKind.PARSE_ERROR,
-                        message=cap_error(e.message),
-                        code=e.code,
-                        call_index=e.call_index,
-                    )
-                    for e in parsed.errors
-                ],
-            )
+            return self._parse_failure(parsed.errors)
         if not parsed.calls:
             return await self.on_final(parsed.final_answer or "", action)
         if len(parsed.calls) == 1:  # the usual case: no task for gather to wrap it in
@@ -231,6 +218,26 @@ class ToolEnv(AgentEnv):
             results = await asyncio.gather(
                 *(self._run_call(i, c) for i, c in enumerate(parsed.calls))
             )
+        return self._after_calls(results, parsed.calls)
+
+    def _parse_failure(self, errors: list[FormatError]) -> StepResult:
+        """The format's words for what was wrong, as the observation; nothing ran."""
+        return StepResult(
+            observation=Observation(self.format.render_errors(errors), self.observation_role),
+            events=[
+                Event(
+                    EventKind.PARSE_ERROR,
+                    message=cap_error(e.message),
+                    code=e.code,
+                    call_index=e.call_index,
+                )
+                for e in errors
+            ],
+        )
+
+    def _after_calls(self, results: list[ToolResult], calls: list[ToolCall]) -> StepResult:
+        """The step after its tool calls ran: one event per call, the results as the
+        observation unless a terminal tool ended the episode."""
         events = [
             Event.tool_ok(r.name, i)
             if r.ok
@@ -256,6 +263,6 @@ class ToolEnv(AgentEnv):
             done=done,
             events=events,
             success=success,
-            tool_calls=list(parsed.calls),
+            tool_calls=list(calls),
             info=info,
         )

@@ -64,13 +64,7 @@ class HFPolicy(BatchingPolicy):
             raise ValueError("every prompt needs at least one token")
         dev = self.device
         n = len(prompts)
-        width = max(len(p) for p in prompts)
-        ids = torch.full((n, width), self.pad_id, dtype=torch.long)
-        mask = torch.zeros((n, width), dtype=torch.long)
-        for i, p in enumerate(prompts):
-            ids[i, width - len(p) :] = torch.tensor(p, dtype=torch.long)
-            mask[i, width - len(p) :] = 1
-        ids, mask = ids.to(dev), mask.to(dev)
+        ids, mask = self._left_padded(prompts)
         positions = (mask.cumsum(-1) - 1).clamp(min=0)
         # Unseeded requests draw from torch's global generator, so a caller that
         # seeds torch (the trainer) gets reproducible rollouts.
@@ -87,8 +81,7 @@ class HFPolicy(BatchingPolicy):
         logps: list[list[float]] = [[] for _ in range(n)]
         finish = ["length"] * n
         alive = [True] * n
-        stops = tuple(params.stop)
-        tail = max((len(s) for s in stops), default=0) + 8
+        tail = max((len(s) for s in params.stop), default=0) + 8
         for _ in range(params.max_new_tokens):
             chosen, chosen_logp = self._sample(logits, params, gen)
             chosen_list = chosen.tolist()
@@ -96,15 +89,10 @@ class HFPolicy(BatchingPolicy):
             for i in range(n):
                 if not alive[i]:
                     continue
-                tok = int(chosen_list[i])
-                tokens[i].append(tok)
+                tokens[i].append(int(chosen_list[i]))
                 logps[i].append(float(lp_list[i]))
-                if tok in self.stop_ids and not params.ignore_eos:
+                if self._stopped(tokens[i], params, tail):
                     alive[i], finish[i] = False, "stop"
-                elif stops:
-                    text = self.tokenizer.decode(tokens[i][-tail:], skip_special_tokens=False)
-                    if any(s in text for s in stops):
-                        alive[i], finish[i] = False, "stop"
             if not any(alive):
                 break
             step_ids = torch.tensor(
@@ -122,6 +110,25 @@ class HFPolicy(BatchingPolicy):
             past = out.past_key_values
             logits = out.logits[:, -1, :].float()
         return [Generation(t, lp, f) for t, lp, f in zip(tokens, logps, finish, strict=True)]
+
+    def _left_padded(self, prompts: list[list[int]]) -> tuple[torch.Tensor, torch.Tensor]:
+        """Prompts right-aligned in one batch (ids, attention mask), on the model's device."""
+        n, width = len(prompts), max(len(p) for p in prompts)
+        ids = torch.full((n, width), self.pad_id, dtype=torch.long)
+        mask = torch.zeros((n, width), dtype=torch.long)
+        for i, p in enumerate(prompts):
+            ids[i, width - len(p) :] = torch.tensor(p, dtype=torch.long)
+            mask[i, width - len(p) :] = 1
+        return ids.to(self.device), mask.to(self.device)
+
+    def _stopped(self, tokens: list[int], params: SamplingParams, tail: int) -> bool:
+        """Whether the last token ends the sequence: a stop id, or a stop string in its tail."""
+        if tokens[-1] in self.stop_ids and not params.ignore_eos:
+            return True
+        if not params.stop:
+            return False
+        text = self.tokenizer.decode(tokens[-tail:], skip_special_tokens=False)
+        return any(s in text for s in params.stop)
 
     @staticmethod
     def _sample(

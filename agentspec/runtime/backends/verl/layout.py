@@ -195,9 +195,15 @@ def step_view(
             )
             row_of_step.append(i)
             cols.append(where)
-    s = max((len(c) for c in cols), default=0)
-    batch = collate_steps(rows, pad_to=s, dtype=torch.float32)
-    positions = torch.full((len(rows), s), -1, dtype=torch.int64)
+    positions = _positions(cols)
+    batch = collate_steps(rows, pad_to=positions.shape[1], dtype=torch.float32)
+    return StepView(batch, torch.tensor(row_of_step, dtype=torch.int64), positions, n, width)
+
+
+def _positions(cols: list[list[int]]) -> Tensor:
+    """``(steps, S)``: each step's token columns in its verl row, padded with -1."""
+    width = max((len(c) for c in cols), default=0)
+    positions = torch.full((len(cols), width), -1, dtype=torch.int64)
     for j, c in enumerate(cols):
         positions[j, : len(c)] = torch.tensor(c, dtype=torch.int64)
-    return StepView(batch, torch.tensor(row_of_step, dtype=torch.int64), positions, n, width)
+    return positions
