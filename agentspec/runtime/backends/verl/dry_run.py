@@ -24,13 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agentspec.runtime.backends.verl.launcher import (
-    VerlSetupError,
-    _has_cuda,
-    compose_config,
-    prepare_run,
-    worker_env,
-)
+from agentspec.runtime.backends.verl.launcher import compose_config, prepared_run
 
 __all__ = ["DryRun", "dry_run", "standalone_overrides"]
 
@@ -104,12 +98,7 @@ def dry_run(
     check_verl_version()
     run = Path(out_dir).resolve()
     user = {k: str(v) for k, v in overrides.items()}
-    cpu = user.get("trainer.device", "cpu" if not _has_cuda() else "cuda") == "cpu"
-    try:
-        target, merged = prepare_run(spec_path, run, user, cpu=cpu)
-    except (ValueError, FileNotFoundError) as exc:
-        raise VerlSetupError(str(exc)) from exc
-    env = worker_env(target, run, cpu=cpu)
+    _, merged, env, cpu = prepared_run(spec_path, run, user)
     full = standalone_overrides(merged, cpu=cpu, ray_address=ray_address)
     config = compose_config(full)
     _validate(config)

@@ -333,18 +333,25 @@ def train_verl(
     check_verl_version()
     run = Path(out_dir).resolve()
     run.mkdir(parents=True, exist_ok=True)
-    user = dict(overrides or {})
-    cpu = user.get("trainer.device", "cpu" if not _has_cuda() else "cuda") == "cpu"
-    try:
-        target, merged = prepare_run(spec_path, run, user, cpu=cpu)
-    except (ValueError, FileNotFoundError) as exc:
-        raise VerlSetupError(str(exc)) from exc
-    env = worker_env(target, run, cpu=cpu)
+    target, merged, env, cpu = prepared_run(spec_path, run, dict(overrides or {}))
     # this process is the run's driver and imports verl too; its environment and
     # sys.path are restored afterwards (train_verl may run inside a test session)
     with _process_env(env, target.out_dir):
         _run_main_ppo(run, merged, env, cpu=cpu, ray_address=ray_address)
     return run
+
+
+def prepared_run(
+    spec_path: str | Path, run: Path, user: dict[str, Any]
+) -> tuple[Any, dict[str, Any], dict[str, str], bool]:
+    """Compile the verl target into ``run`` and merge the overrides: the target, the
+    merged overrides, the workers' environment and whether the run is on CPU."""
+    cpu = user.get("trainer.device", "cpu" if not _has_cuda() else "cuda") == "cpu"
+    try:
+        target, merged = prepare_run(spec_path, run, user, cpu=cpu)
+    except (ValueError, FileNotFoundError) as exc:
+        raise VerlSetupError(str(exc)) from exc
+    return target, merged, worker_env(target, run, cpu=cpu), cpu
 
 
 def main(argv: list[str] | None = None) -> int:
