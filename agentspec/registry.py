@@ -16,6 +16,7 @@ __all__ = ["DuplicateNameError", "Registry", "RegistryError", "UnknownNameError"
 
 T = TypeVar("T")
 F = TypeVar("F", bound=Callable[..., object])
+C = TypeVar("C", bound=type)
 
 
 class RegistryError(ValueError):
@@ -73,6 +74,17 @@ class Registry(Generic[T]):
         def decorator(obj: F) -> F:
             self.add(name, obj)  # type: ignore[arg-type]
             return obj
+
+        return decorator
+
+    def register_class(self, name: str) -> Callable[[C], C]:
+        """Decorator for registries of classes that know their own name: adds the
+        class and sets its ``name`` attribute (tool-call formats, context policies)."""
+
+        def decorator(cls: C) -> C:
+            self.add(name, cls)  # type: ignore[arg-type]
+            cls.name = name  # type: ignore[attr-defined]
+            return cls
 
         return decorator
 

@@ -143,13 +143,7 @@ CONTEXT_POLICIES: Registry[type[ContextPolicy]] = Registry("context policy")
 
 def register_context_policy(name: str) -> Callable[[type[ContextPolicy]], type[ContextPolicy]]:
     """Class decorator: register a :class:`ContextPolicy` subclass under ``name``."""
-
-    def deco(cls: type[ContextPolicy]) -> type[ContextPolicy]:
-        CONTEXT_POLICIES.add(name, cls)
-        cls.name = name
-        return cls
-
-    return deco
+    return CONTEXT_POLICIES.register_class(name)
 
 
 def available_context_policies() -> list[str]:

@@ -195,13 +195,7 @@ FORMATS: Registry[type[ToolCallFormat]] = Registry("tool-call format")
 
 def register_format(name: str) -> Callable[[type[ToolCallFormat]], type[ToolCallFormat]]:
     """Class decorator adding a format to :data:`FORMATS` (duplicate names are rejected)."""
-
-    def deco(cls: type[ToolCallFormat]) -> type[ToolCallFormat]:
-        FORMATS.add(name, cls)
-        cls.name = name
-        return cls
-
-    return deco
+    return FORMATS.register_class(name)
 
 
 def available_formats() -> list[str]:
