@@ -22,7 +22,6 @@ it. Requests are served one at a time; meant for evaluation and tests.
 
 from __future__ import annotations
 
-import argparse
 import json
 import time
 import uuid
@@ -32,7 +31,11 @@ from typing import Any
 from agentspec.runtime.conversation import ChatCall, render_calls
 from agentspec.runtime.formats import get_format
 from agentspec.runtime.policies.base import SamplingParams
-from agentspec.runtime.policies.local_api import LocalAPIServer, serve_until_interrupted
+from agentspec.runtime.policies.local_api import (
+    LocalAPIServer,
+    serve_until_interrupted,
+    server_arguments,
+)
 from agentspec.runtime.tokenizer import ChatTemplate
 from agentspec.runtime.tools import ToolResult
 
@@ -173,13 +176,9 @@ def _request_call(raw: Any) -> ChatCall:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(
-        description="Serve a local causal LM as an OpenAI-compatible chat-completions API."
+    parser = server_arguments(
+        "Serve a local causal LM as an OpenAI-compatible chat-completions API.", port=8001
     )
-    parser.add_argument("model_dir")
-    parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, default=8001)
-    parser.add_argument("--name", default=None, help="model name reported by the API")
     parser.add_argument("--tool-format", default="hermes", help="how the model writes calls")
     args = parser.parse_args(argv)
     from agentspec.runtime.policies.hf import HFPolicy

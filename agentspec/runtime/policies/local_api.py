@@ -9,12 +9,13 @@ as in OpenAI's API; an unknown path is a 404.
 
 from __future__ import annotations
 
+import argparse
 import json
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-__all__ = ["LocalAPIServer", "serve_until_interrupted"]
+__all__ = ["LocalAPIServer", "serve_until_interrupted", "server_arguments"]
 
 
 class LocalAPIServer:
@@ -98,3 +99,13 @@ def serve_until_interrupted(server: LocalAPIServer, what: str) -> None:
         threading.Event().wait()
     except KeyboardInterrupt:
         server.close()
+
+
+def server_arguments(description: str, port: int) -> argparse.ArgumentParser:
+    """The command line both servers share: the model folder, host, port, served name."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("model_dir")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=port)
+    parser.add_argument("--name", default=None, help="model name reported by the API")
+    return parser

@@ -10,13 +10,16 @@ of prompts is one batch. Meant for evaluation and tests, not production traffic.
 
 from __future__ import annotations
 
-import argparse
 import time
 import uuid
 from typing import Any
 
 from agentspec.runtime.policies.base import SamplingParams
-from agentspec.runtime.policies.local_api import LocalAPIServer, serve_until_interrupted
+from agentspec.runtime.policies.local_api import (
+    LocalAPIServer,
+    serve_until_interrupted,
+    server_arguments,
+)
 
 __all__ = ["CompletionServer", "main"]
 
@@ -103,13 +106,9 @@ class CompletionServer(LocalAPIServer):
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(
-        description="Serve a local causal LM as an OpenAI-compatible completions API."
+    parser = server_arguments(
+        "Serve a local causal LM as an OpenAI-compatible completions API.", port=8000
     )
-    parser.add_argument("model_dir")
-    parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, default=8000)
-    parser.add_argument("--name", default=None, help="model name reported by the API")
     args = parser.parse_args(argv)
     from agentspec.runtime.policies.hf import HFPolicy
     from agentspec.runtime.tiny_model import load_tiny
