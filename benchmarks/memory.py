@@ -9,7 +9,7 @@ maximum over every child a process has waited for).
     train     `agentspec train specs/calculator.yaml` (the demo's training run,
               `make demo`), by default shortened with `--set iterations=2` (the
               warm start and the per-iteration work are the demo's; `--iterations
-              40` runs the whole demo)
+              30` runs the whole demo)
     rollout   `agentspec run specs/calculator.yaml --policy oracle -n 256`
               (256 episodes, all started at once, trajectories written)
     held      the memory that 256 played oracle episodes of
@@ -97,7 +97,7 @@ def held_by_trajectories(spec: Path, episodes: int) -> dict[str, float]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--iterations", type=int, default=2, help="training iterations (demo: 40)")
+    parser.add_argument("--iterations", type=int, default=2, help="training iterations (demo: 30)")
     parser.add_argument("--episodes", type=int, default=256, help="rollout episodes")
     parser.add_argument("--only", choices=["train", "rollout", "held"], help="measure one thing")
     parser.add_argument("--measure", help=argparse.SUPPRESS)  # internal: one command as JSON
