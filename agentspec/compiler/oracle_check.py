@@ -148,6 +148,16 @@ class _OracleChecker:
                 )
             for call in parsed.calls:
                 self._call(i, call.name, call.arguments, real_turn)
+            ends_early = self.spec.episode.final_answer == "end" and i + 1 < len(steps)
+            if ends_early and not parsed.errors and not parsed.calls:
+                self._report(
+                    "E911",
+                    i,
+                    f"oracle turn {i + 1} is a final answer under tool_format"
+                    f" {self.spec.episode.tool_format}: the episode ends there and the"
+                    " turns after it never run",
+                    hint=fmt.usage(),
+                )
 
     def _variables(
         self, i: int, step: Any, sample: dict[str, Any], real: bool

@@ -168,6 +168,32 @@ def test_bracket_oracle_calling_an_unknown_tool(tmp_path: Path) -> None:
     assert span is not None and (span.line, span.end_column - span.column) == (14, 3)
 
 
+@pytest.mark.parametrize(("final_answer", "expected"), [("end", ["E911"]), ("continue", [])])
+def test_an_oracle_turn_written_in_another_format_ends_the_episode_early(
+    tmp_path: Path, final_answer: str, expected: list[str]
+) -> None:
+    # hermes calls under tool_format: harmony are plain text, i.e. a final answer:
+    # with final_answer: end the episode stops there and the last turn never runs.
+    body = """
+    tools:
+      pick:
+        description: Pick a unit.
+        parameters: {unit: {type: string}}
+    episode: {tool_format: harmony, final_answer: FINAL}
+    rewards:
+      r: {on: final, value: 1.0}
+    oracle:
+      - '<tool_call>{"name": "pick", "arguments": {"unit": "km"}}</tool_call>'
+      - '<|start|>assistant<|channel|>final<|message|>done<|return|>'
+    """.replace("FINAL", final_answer)
+    result = check_file(write(tmp_path / "h", body, module=None))
+    assert codes(result) == expected
+    if expected:
+        assert "final answer under tool_format harmony" in result.diagnostics[0].message
+        assert result.diagnostics[0].span is not None
+        assert result.diagnostics[0].span.line == 14  # the first oracle turn
+
+
 def test_missing_corpus_of_a_stdlib_function_is_a_warning(tmp_path: Path) -> None:
     body = (
         "functions:\n"

@@ -140,6 +140,7 @@ def test_oracle_each_must_be_a_list_and_its_template_reads_item() -> None:
         """
         tools:
           go: {description: Go., parameters: {d: {type: string}}}
+        episode: {tool_format: bracket}
         oracle:
           - each: sample.n
             action: "go[{{ item }}]"
