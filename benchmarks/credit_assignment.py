@@ -23,6 +23,9 @@ interval of the difference of means excludes 0.
         [--algorithms steppo ppo token_gae grpo gigpo] [--seeds 8] [--jobs 2]
         [--lr steppo=3e-4 ...] [--set KEY=VALUE ...] [--out runs/credit]
 
+    # summarise the finished runs of a benchmark stopped part-way (trains nothing):
+    .venv/bin/python benchmarks/credit_assignment.py --report [same arguments]
+
     # the sweeps that choose the settings (3 seeds on keys_and_doors by default):
     .venv/bin/python benchmarks/credit_assignment.py --sweep step_clip
     .venv/bin/python benchmarks/credit_assignment.py --sweep lr
@@ -158,8 +161,20 @@ def bootstrap_difference(
     return diffs[int(0.025 * resamples)], diffs[int(0.975 * resamples) - 1]
 
 
+def final_success(records: Records) -> float:
+    """Greedy success at the run's last evaluation."""
+    curve = eval_curve(records)
+    return curve[-1][1] if curve else 0.0
+
+
+def largest_kl(records: Records) -> float:
+    """The largest per-iteration ``actor/ppo_kl``: how far one update moved the policy."""
+    return max((float(r["actor/ppo_kl"]) for r in records if "actor/ppo_kl" in r), default=0.0)
+
+
 def summarize(runs: dict[str, list[Records]]) -> dict[str, dict[str, Any]]:
-    """Per algorithm: env steps to 90 % and success AUC, each as mean and 95 % interval."""
+    """Per algorithm: env steps to 90 % and success AUC, each as mean and 95 % interval,
+    with the final greedy success and the largest per-iteration KL (means over seeds)."""
     budget = min(max(int(r.get("env_steps", 0)) for r in run) for rs in runs.values() for run in rs)
     out: dict[str, dict[str, Any]] = {}
     for algorithm, rs in runs.items():
@@ -174,6 +189,8 @@ def summarize(runs: dict[str, list[Records]]) -> dict[str, dict[str, Any]]:
             "auc": aucs,
             "auc_mean": statistics.fmean(aucs),
             "auc_ci": bootstrap_ci(aucs),
+            "final": statistics.fmean(final_success(r) for r in rs),
+            "kl_max": statistics.fmean(largest_kl(r) for r in rs),
             "budget": budget,
         }
     return out
@@ -182,8 +199,8 @@ def summarize(runs: dict[str, list[Records]]) -> dict[str, dict[str, Any]]:
 def table(summary: dict[str, dict[str, Any]]) -> str:
     lines = [
         f"| algorithm | env steps to {THRESHOLD:.0%} greedy success: mean [95 % CI] (seeds that reached it) "
-        "| success AUC: mean [95 % CI] |",
-        "|---|---|---|",
+        "| success AUC: mean [95 % CI] | final greedy success | largest iteration KL |",
+        "|---|---|---|---|---|",
     ]
     for algorithm, s in summary.items():
         censored = "≥ " if s["reached"] < len(s["steps"]) else ""
@@ -191,7 +208,8 @@ def table(summary: dict[str, dict[str, Any]]) -> str:
         alo, ahi = s["auc_ci"]
         lines.append(
             f"| `{algorithm}` | {censored}{s['steps_mean']:,.0f} [{lo:,.0f}, {hi:,.0f}] "
-            f"({s['reached']}/{len(s['steps'])}) | {s['auc_mean']:.3f} [{alo:.3f}, {ahi:.3f}] |"
+            f"({s['reached']}/{len(s['steps'])}) | {s['auc_mean']:.3f} [{alo:.3f}, {ahi:.3f}] "
+            f"| {s['final']:.2f} | {s['kl_max']:.3f} |"
         )
     return "\n".join(lines)
 
@@ -299,6 +317,11 @@ def main() -> None:
     )
     parser.add_argument("--sweep", choices=("step_clip", "lr"), default=None)
     parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument(
+        "--report",
+        action="store_true",
+        help="train nothing: summarise the runs that have finished (a benchmark stopped part-way)",
+    )
     parser.add_argument("--out", type=Path, default=ROOT / "runs" / "credit")
     parser.add_argument("--figure", type=Path, default=None)
     args = parser.parse_args()
@@ -315,18 +338,21 @@ def main() -> None:
 
     jobs: dict[Path, tuple[Path, dict[str, Any]]] = {}
     layout: dict[str, dict[str, list[Path]]] = {}
-    for task in tasks:
-        spec = ROOT / "specs" / f"{task}.yaml"
-        for name, (algorithm, overrides) in variants.items():
-            for seed in range(seeds):
+    # seed-major order: a benchmark stopped part-way has as many seeds of every variant
+    for seed in range(seeds):
+        for task in tasks:
+            spec = ROOT / "specs" / f"{task}.yaml"
+            for name, (algorithm, overrides) in variants.items():
                 out = args.out / task / f"{name}-{seed}"
                 settings = {**shared, **overrides, "algorithm": algorithm, "seed": seed}
                 if args.iterations:
                     settings["iterations"] = args.iterations
                 settings.setdefault("iterations", _spec_iterations(spec))
                 jobs[out] = (spec, settings)
-                layout.setdefault(task, {}).setdefault(name, []).append(out)
-    run_all(jobs, args.jobs)
+                if not args.report or finished(out, int(settings["iterations"])):
+                    layout.setdefault(task, {}).setdefault(name, []).append(out)
+    if not args.report:
+        run_all(jobs, args.jobs)
 
     results = {
         task: {name: [read_records(p) for p in paths] for name, paths in by_name.items()}
@@ -334,8 +360,10 @@ def main() -> None:
     }
     for task, runs in results.items():
         summary = summarize(runs)
+        counts = sorted({len(rs) for rs in runs.values()})
         print(
-            f"\n### {task} ({seeds} seeds, budget {next(iter(summary.values()))['budget']:,} env steps)\n"
+            f"\n### {task} ({'/'.join(map(str, counts))} seeds, "
+            f"budget {next(iter(summary.values()))['budget']:,} env steps)\n"
         )
         print(table(summary))
         if not args.sweep:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from agentspec.runtime.algorithms.presets import ALGORITHMS
+from agentspec.runtime.algorithms.presets import ALGORITHMS, STEP_CLIP_PRESETS
 from agentspec.runtime.context import CONTEXT_POLICIES
 from agentspec.runtime.formats import available_formats
 
@@ -60,10 +60,12 @@ if TYPE_CHECKING:  # a Literal of registered names is only known at run time
     ToolFormat = str
     ContextPolicyName = str
     Algorithm = str
+    StepClipPreset = str
 else:
     ToolFormat = Literal[tuple(available_formats())]
     ContextPolicyName = Literal[CONTEXT_POLICIES.names()]
     Algorithm = Literal[ALGORITHMS.names()]
+    StepClipPreset = Literal[STEP_CLIP_PRESETS.names()]
 
 
 class Section(BaseModel):

@@ -6,8 +6,13 @@ from typing import Literal
 
 from pydantic import Field
 
-from agentspec.runtime.algorithms.presets import ALGORITHMS
-from agentspec.spec.base import Algorithm, Section
+from agentspec.runtime.algorithms.presets import (
+    ALGORITHMS,
+    DEFAULT_CLIP_RATIO,
+    DEFAULT_STEP_CLIP_RATIO,
+    STEP_CLIP_PRESETS,
+)
+from agentspec.spec.base import Algorithm, Section, StepClipPreset
 
 
 class TrainingSpec(Section):
@@ -39,7 +44,7 @@ class TrainingSpec(Section):
     gamma: float = Field(1.0, ge=0, le=1, description="Discount between steps.")
     lam: float = Field(0.95, ge=0, le=1, description="GAE λ.")
     clip_ratio: float = Field(
-        0.2,
+        DEFAULT_CLIP_RATIO,
         gt=0,
         lt=1,
         description="Clip range ε of token-level ratios ("
@@ -47,21 +52,30 @@ class TrainingSpec(Section):
         + ").",
     )
     step_clip_ratio: float = Field(
-        0.2,
+        DEFAULT_STEP_CLIP_RATIO,
         gt=0,
         lt=1,
-        description="Clip range ε of StepPO's per-step ratio (the geometric mean of a step's token ratios); the step ratio is clipped to [1 − ε, 1 + ε] unless `step_clip_low` / `step_clip_high` say otherwise.",
+        description="Clip range ε of StepPO's per-step ratio (the geometric mean of a step's token ratios); the step ratio is clipped to [1 − ε, 1 + ε] unless `step_clip_preset` or `step_clip_low` / `step_clip_high` say otherwise.",
+    )
+    step_clip_preset: StepClipPreset | None = Field(
+        None,
+        description="StepPO: a named (ε_low, ε_high) step clip range, replacing `step_clip_ratio`: "
+        + ", ".join(
+            f"`{name}` ({low:g}, {high:g})"
+            for name, (low, high) in ((n, STEP_CLIP_PRESETS.get(n)) for n in STEP_CLIP_PRESETS)
+        )
+        + " (the StepPO paper's runs). `step_clip_low` / `step_clip_high` still override its sides.",
     )
     step_clip_low: float | None = Field(
         None,
         gt=0,
         lt=1,
-        description="StepPO: ε_low, the step ratio is clipped below at 1 − ε_low (default: `step_clip_ratio`). The StepPO paper's runs use 3e-4.",
+        description="StepPO: ε_low, the step ratio is clipped below at 1 − ε_low (default: `step_clip_preset`'s, else `step_clip_ratio`). The StepPO paper's runs use 3e-4.",
     )
     step_clip_high: float | None = Field(
         None,
         gt=0,
-        description="StepPO: ε_high, the step ratio is clipped above at 1 + ε_high (default: `step_clip_ratio`). The StepPO paper's runs use 4e-4.",
+        description="StepPO: ε_high, the step ratio is clipped above at 1 + ε_high (default: `step_clip_preset`'s, else `step_clip_ratio`). The StepPO paper's runs use 4e-4.",
     )
     value_coef: float = Field(0.5, ge=0, description="Weight of the critic's value loss.")
     critic_learning_rate: float = Field(

@@ -184,13 +184,36 @@ def test_public_api_is_exported() -> None:
 
 
 def test_clip_range_per_algorithm() -> None:
-    from agentspec.runtime.algorithms.presets import ALGORITHMS, clip_range
+    from agentspec.runtime.algorithms.presets import (
+        ALGORITHMS,
+        DEFAULT_STEP_CLIP_RATIO,
+        clip_range,
+    )
     from agentspec.spec.model import TrainingSpec
 
     steppo, ppo = ALGORITHMS.get("steppo"), ALGORITHMS.get("ppo")
-    assert clip_range(steppo, TrainingSpec()) == (0.2, 0.2)
+    default = DEFAULT_STEP_CLIP_RATIO
+    assert clip_range(steppo, TrainingSpec()) == (default, default)
+    assert clip_range(steppo, {}) == (default, default)
     assert clip_range(steppo, TrainingSpec(step_clip_ratio=0.04)) == (0.04, 0.04)
     paper = TrainingSpec(step_clip_low=3e-4, step_clip_high=4e-4, clip_ratio=0.28)
     assert clip_range(steppo, paper) == (3e-4, 4e-4)
     assert clip_range(steppo, {"step_clip_ratio": 0.1, "step_clip_high": 0.3}) == (0.1, 0.3)
     assert clip_range(ppo, paper) == (0.28, 0.28)  # token ratios ignore the step range
+
+
+def test_step_clip_preset_names_the_papers_range() -> None:
+    from agentspec.registry import UnknownNameError
+    from agentspec.runtime.algorithms.presets import ALGORITHMS, clip_range
+    from agentspec.spec.model import TrainingSpec
+
+    steppo = ALGORITHMS.get("steppo")
+    paper = TrainingSpec(step_clip_preset="steppo_paper", step_clip_ratio=0.1)
+    assert clip_range(steppo, paper) == (3e-4, 4e-4)  # the preset replaces the symmetric ε
+    widened = TrainingSpec(step_clip_preset="steppo_paper", step_clip_high=0.01)
+    assert clip_range(steppo, widened) == (3e-4, 0.01)  # an explicit side still wins
+    assert clip_range(ALGORITHMS.get("ppo"), paper) == (0.2, 0.2)
+    with pytest.raises(UnknownNameError, match="Did you mean 'steppo_paper'"):
+        clip_range(steppo, {"step_clip_preset": "steppo_papr"})
+    with pytest.raises(ValueError, match="steppo_paper"):
+        TrainingSpec(step_clip_preset="gspo")

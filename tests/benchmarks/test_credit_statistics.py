@@ -63,4 +63,5 @@ def test_summary_and_tables_over_two_algorithms() -> None:
     assert summary["grpo"]["steps"] == [300.0, 250.0] and summary["grpo"]["reached"] == 1
     text = credit.table(summary)
     assert "≥ 275" in text and "(1/2)" in text
+    assert summary["grpo"]["final"] == pytest.approx(0.75)  # last evaluations 0.6 and 0.9
     assert "0.45×" in credit.comparisons(summary)

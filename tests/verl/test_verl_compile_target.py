@@ -81,8 +81,14 @@ def test_lr_warmup_maps_to_verls_warmup_steps(tmp_path: Path) -> None:
     assert gpu_overrides(target)["actor_rollout_ref.actor.optim.lr_warmup_steps"] == "5"
 
 
-def test_step_clip_range_maps_to_verls_asymmetric_clip(tmp_path: Path) -> None:
-    paper = {"step_clip_low": 3e-4, "step_clip_high": 4e-4}
+@pytest.mark.parametrize(
+    "paper",
+    [{"step_clip_low": 3e-4, "step_clip_high": 4e-4}, {"step_clip_preset": "steppo_paper"}],
+    ids=["sides", "preset"],
+)
+def test_step_clip_range_maps_to_verls_asymmetric_clip(
+    tmp_path: Path, paper: dict[str, object]
+) -> None:
     target, _ = build_verl_target(SPEC, tmp_path / "s", training=paper)
     o = gpu_overrides(target)
     assert (

@@ -22,12 +22,35 @@ from typing import Any, Literal
 
 from agentspec.registry import Registry
 
-__all__ = ["ALGORITHMS", "Algorithm", "ClipSetting", "clip_range", "register_algorithm"]
+__all__ = [
+    "ALGORITHMS",
+    "DEFAULT_CLIP_RATIO",
+    "DEFAULT_STEP_CLIP_RATIO",
+    "STEP_CLIP_PRESETS",
+    "Algorithm",
+    "ClipSetting",
+    "clip_range",
+    "register_algorithm",
+]
 
 ClipSetting = Literal["token", "step", "none"]
 """Which clip range a loss reads: ``token`` (``clip_ratio``, one ratio per token),
-``step`` (``step_clip_low`` / ``step_clip_high`` / ``step_clip_ratio``, one ratio per
-step) or ``none`` (no ratio is clipped, as in REINFORCE)."""
+``step`` (``step_clip_low`` / ``step_clip_high`` / ``step_clip_preset`` /
+``step_clip_ratio``, one ratio per step) or ``none`` (no ratio is clipped, as in
+REINFORCE)."""
+
+DEFAULT_CLIP_RATIO = 0.2
+"""PPO's token clip ε (Schulman et al. 2017)."""
+
+DEFAULT_STEP_CLIP_RATIO = 0.2
+"""StepPO's symmetric step clip ε when a spec sets none (docs/algorithms.md has the
+sweep on ``keys_and_doors`` that chose it)."""
+
+STEP_CLIP_PRESETS: Registry[tuple[float, float]] = Registry("step clip preset")
+"""Named ``(ε_low, ε_high)`` ranges for ``training.step_clip_preset``."""
+# The StepPO paper's published run scripts (GSPO's sequence-ratio setting, too):
+# a geometric mean over a long step moves little, so its range is narrow.
+STEP_CLIP_PRESETS.add("steppo_paper", (3e-4, 4e-4))
 
 
 @dataclass(frozen=True)
@@ -141,25 +164,26 @@ def clip_range(algorithm: Algorithm, training: Any) -> tuple[float, float]:
 
     ``training`` is a :class:`~agentspec.spec.model.TrainingSpec` or a mapping
     of its keys. A per-step ratio is a geometric mean over the step's tokens,
-    so it has its own, usually much narrower, range (``step_clip_low`` /
-    ``step_clip_high``, each defaulting to the symmetric ``step_clip_ratio``);
-    token ratios use ``clip_ratio`` on both sides (as does a loss that clips nothing:
-    the backends' settings still take a number).
+    so it has its own, usually much narrower, range. Each side is the first of
+    ``step_clip_low`` / ``step_clip_high``, the named ``step_clip_preset``'s side,
+    and the symmetric ``step_clip_ratio``. Token ratios use ``clip_ratio`` on both
+    sides (as does a loss that clips nothing: the backends' settings still take a
+    number).
     """
 
-    def get(key: str, default: float | None) -> float | None:
-        value = (
-            training.get(key, default)
-            if isinstance(training, Mapping)
-            else getattr(training, key, default)
-        )
-        return None if value is None else float(value)
+    def get(key: str) -> Any:
+        if isinstance(training, Mapping):
+            return training.get(key)
+        return getattr(training, key, None)
+
+    def number(key: str, default: float) -> float:
+        value = get(key)
+        return default if value is None else float(value)
 
     if not algorithm.clips_steps:
-        clip = get("clip_ratio", 0.2)
-        assert clip is not None
+        clip = number("clip_ratio", DEFAULT_CLIP_RATIO)
         return clip, clip
-    symmetric = get("step_clip_ratio", 0.2)
-    assert symmetric is not None
-    low, high = get("step_clip_low", None), get("step_clip_high", None)
-    return (symmetric if low is None else low), (symmetric if high is None else high)
+    symmetric = number("step_clip_ratio", DEFAULT_STEP_CLIP_RATIO)
+    preset = get("step_clip_preset")
+    low, high = (symmetric, symmetric) if preset is None else STEP_CLIP_PRESETS.get(preset)
+    return number("step_clip_low", low), number("step_clip_high", high)

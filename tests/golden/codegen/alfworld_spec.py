@@ -50,6 +50,7 @@ TRAINING = {
     "lam": 0.95,
     "clip_ratio": 0.2,
     "step_clip_ratio": 0.2,
+    "step_clip_preset": None,
     "step_clip_low": None,
     "step_clip_high": None,
     "value_coef": 0.5,
