@@ -42,7 +42,7 @@ REINFORCE)."""
 DEFAULT_CLIP_RATIO = 0.2
 """PPO's token clip ε (Schulman et al. 2017)."""
 
-DEFAULT_STEP_CLIP_RATIO = 0.2
+DEFAULT_STEP_CLIP_RATIO = 0.04
 """StepPO's symmetric step clip ε when a spec sets none (docs/algorithms.md has the
 sweep on ``keys_and_doors`` that chose it)."""
 

@@ -48,7 +48,7 @@ TRAINING = {
     "gamma": 1.0,
     "lam": 0.95,
     "clip_ratio": 0.2,
-    "step_clip_ratio": 0.2,
+    "step_clip_ratio": 0.04,
     "step_clip_preset": None,
     "step_clip_low": None,
     "step_clip_high": None,
