@@ -65,15 +65,28 @@ def cache_dir() -> Path:
     return Path(os.environ.get("AGENTSPEC_CACHE", Path.home() / ".cache" / "agentspec"))
 
 
+def fingerprint_sources() -> list[Path]:
+    """The files whose bytes decide a generated module: the whole package's code,
+    templates and grammar. Not only the compiler's: the spec model's defaults
+    (written into ``TRAINING``), the registries that name algorithms, formats and
+    context policies, and the runtime the module imports all shape it."""
+    package = Path(__file__).resolve().parent.parent
+    return sorted(
+        path
+        for pattern in ("*.py", "*.j2", "*.lark")
+        for path in package.rglob(pattern)
+        if "__pycache__" not in path.parts
+    )
+
+
 @cache
 def compiler_fingerprint() -> str:
-    """A hash of the compiler itself (every module and template, the checker's
-    included, which decides what lowering sees): a cached module from another
-    version of the compiler is never reused."""
-    package = Path(__file__).parent
+    """A hash of :func:`fingerprint_sources`: a module cached by another version
+    of agentspec (a release, or an edited checkout) is never reused."""
+    package = Path(__file__).resolve().parent.parent
     digest = hashlib.sha256(__version__.encode())
-    for path in sorted([*package.glob("*.py"), *package.glob("templates/*.j2")]):
-        digest.update(path.name.encode())
+    for path in fingerprint_sources():
+        digest.update(path.relative_to(package).as_posix().encode())
         digest.update(path.read_bytes())
     return digest.hexdigest()
 

@@ -87,3 +87,25 @@ def test_data_and_user_modules_resolve_against_the_spec_folder_from_anywhere(
     copy = import_spec(other / "spec.yaml")
     assert [s["q"] for s in copy.load_samples()] == ["copy"]
     assert [s["q"] for s in module.load_samples()] == ["first", "second"]
+
+
+def test_the_cache_key_covers_everything_a_generated_module_is_made_of() -> None:
+    """A cached module is reused only by the agentspec that wrote it: the spec
+    model's defaults (written into ``TRAINING``) and the registries live outside
+    the compiler, and once a changed default (StepPO's clip) was trained with the
+    stale cached one."""
+    from agentspec.compiler.build import fingerprint_sources
+
+    package = ROOT / "agentspec"
+    covered = {path.relative_to(package).as_posix() for path in fingerprint_sources()}
+    for needed in (
+        "spec/training.py",
+        "spec/base.py",
+        "runtime/algorithms/presets.py",
+        "runtime/formats/__init__.py",
+        "compiler/lower.py",
+        "compiler/grammar.lark",
+    ):
+        assert needed in covered
+    assert any(name.endswith(".j2") for name in covered)
+    assert not any("__pycache__" in name for name in covered)
