@@ -32,7 +32,7 @@ from agentspec.runtime import (  # noqa: E402
     SamplingParams,
     ScriptedPolicy,
 )
-from agentspec.runtime.byte_tokenizer import ByteTokenizer  # noqa: E402
+from agentspec.runtime.text.byte_tokenizer import ByteTokenizer  # noqa: E402
 
 
 def compile_times(runs: int) -> list[tuple[str, float]]:

@@ -89,7 +89,7 @@ def build_long_run(run: Path, n: int, steps: int = 15) -> None:
     has the step advantage the local trainer records."""
     from tokenizers import Tokenizer
 
-    from agentspec.runtime.trajectory import Step, Trajectory, write_jsonl
+    from agentspec.runtime.episode.trajectory import Step, Trajectory, write_jsonl
 
     rng = random.Random(1)
     syllables = [a + b for a in "bcdfghklmnprstvz" for b in "aeiou"] + [str(d) for d in range(10)]

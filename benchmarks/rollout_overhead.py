@@ -117,7 +117,7 @@ def main() -> None:
 
     import torch
 
-    from agentspec.runtime.tiny_model import build_tiny
+    from agentspec.runtime.text.tiny_model import build_tiny
 
     torch.set_num_threads(max(1, os.cpu_count() or 1))
     texts = [

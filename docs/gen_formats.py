@@ -33,7 +33,7 @@ from agentspec.runtime.formats import (  # noqa: E402
 from agentspec.runtime.formats import reasoning as reasoning_module  # noqa: E402
 from agentspec.runtime.formats import strict_json as strict_json_module  # noqa: E402
 from agentspec.runtime.formats.harmony_render import functions_namespace  # noqa: E402
-from agentspec.runtime.tools import ToolResult  # noqa: E402
+from agentspec.runtime.episode.tools import ToolResult  # noqa: E402
 
 OUTPUT = ROOT / "docs" / "formats.md"
 CORPUS = ROOT / "tests" / "runtime" / "format_corpus"

@@ -127,7 +127,7 @@ def test_command(
     seed: Annotated[int, typer.Option(help="Seed of the random policy.")] = 0,
 ) -> None:
     """Run each spec's scripted episodes (`tests:`) and its oracle gate. Exit 0 if all pass, 1 if not."""
-    from agentspec.runtime.spec_tests import report_results, run_spec_tests
+    from agentspec.runtime.spec.tests import report_results, run_spec_tests
 
     files = expand_paths(paths)
     if not files:

@@ -45,8 +45,8 @@ def run(
     """Roll out N episodes of a spec with a policy; print a summary and write the trajectories."""
     from agentspec.compiler.build import import_spec
     from agentspec.compiler.diagnostics import SpecError
-    from agentspec.runtime.summary import summarize
-    from agentspec.runtime.trajectory import write_jsonl
+    from agentspec.runtime.episode.summary import summarize
+    from agentspec.runtime.episode.trajectory import write_jsonl
     from agentspec.stdlib.data import DataError
 
     try:
@@ -87,7 +87,7 @@ def _roll_out(module: Any, samples: list[Any], policy: str, settings: dict[str, 
     from rich.console import Console
     from rich.progress import Progress
 
-    from agentspec.runtime.spec_run import PolicyError, rollout
+    from agentspec.runtime.spec.run import PolicyError, rollout
 
     with Progress(console=Console(stderr=True), transient=True) as progress:
         task = progress.add_task(f"{module.SPEC_NAME}: {policy}", total=len(samples))
@@ -120,7 +120,7 @@ def _task_tokenizer(
     text, cached per spec), and the folder to keep beside the trajectories."""
     if policy == "oracle" or policy.split(":")[0] in ("random", "scripted", "chat"):
         from agentspec.compiler.build import cache_dir, cache_key
-        from agentspec.runtime.task_text import task_bpe_tokenizer
+        from agentspec.runtime.text.task_text import task_bpe_tokenizer
 
         directory = cache_dir() / cache_key(spec)[:16] / "tokenizer"
         return task_bpe_tokenizer(module, samples[:2000], directory), directory
@@ -164,7 +164,7 @@ def eval_command(
 ) -> None:
     """Evaluate a checkpoint (or a baseline policy) on held-out samples; print the table of `run`."""
 
-    from agentspec.runtime.spec_run import PolicyError, evaluate_policy
+    from agentspec.runtime.spec.run import PolicyError, evaluate_policy
 
     if (checkpoint is None) == (policy is None):
         raise fail("give exactly one of --checkpoint or --policy", code=2)

@@ -21,7 +21,7 @@ def mcp_pin(
     ] = False,
 ) -> None:
     """Read the tools of the spec's MCP servers into its `mcp.NAME.tools` pins."""
-    from agentspec.runtime.mcp_pin import PinError, pin_spec
+    from agentspec.runtime.mcp.pin import PinError, pin_spec
 
     try:
         report = pin_spec(spec, check=check)

@@ -40,7 +40,7 @@ def prompt(
     raw: Annotated[bool, typer.Option(help="Print only the rendered prompt.")] = False,
 ) -> None:
     """Print the rendered first prompt of a spec for a model, and how the model's chat template frames it."""
-    from agentspec.runtime.chat_templates import ChatTemplateError
+    from agentspec.runtime.text.chat_templates import ChatTemplateError
 
     module, framing, name, row = _spec_and_model(spec, model, sample)
     env = module.ENV_CLASS()
@@ -76,7 +76,7 @@ def _spec_and_model(spec: Path, model: str | None, sample: int) -> tuple[Any, An
     """The compiled spec, the model's framing, the model's name and the chosen sample."""
     from agentspec.compiler.build import import_spec
     from agentspec.compiler.diagnostics import SpecError
-    from agentspec.runtime.model_framing import FramingError, load_framing
+    from agentspec.runtime.text.model_framing import FramingError, load_framing
 
     try:
         module = import_spec(spec)
@@ -97,7 +97,7 @@ def _render(
     chat: Any, env: Any, messages: list[dict[str, Any]], tokenizer: Any
 ) -> tuple[str, list[int] | None, list[tuple[str, str]]]:
     """(prompt text, its ids or None, report lines) for either kind of framing."""
-    from agentspec.runtime.tokenizer import ChatTemplate, encode_chat
+    from agentspec.runtime.text.tokenizer import ChatTemplate, encode_chat
 
     tools = list(getattr(env, "tools", {}).values())
     if isinstance(chat, ChatTemplate):
@@ -140,7 +140,7 @@ def _render(
 def _task_tokenizer(spec: Path, module: Any) -> Any:
     """The built-in model's tokenizer (trained on the task's text; cached like `agentspec eval`'s)."""
     from agentspec.compiler.build import cache_dir, cache_key
-    from agentspec.runtime.task_text import task_bpe_tokenizer
+    from agentspec.runtime.text.task_text import task_bpe_tokenizer
 
     directory = cache_dir() / cache_key(spec)[:16] / "tokenizer"
     return task_bpe_tokenizer(module, module.load_samples()[:2000], directory)

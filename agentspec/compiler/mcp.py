@@ -4,7 +4,7 @@ A spec's `mcp:` section names servers; each server's `tools:` holds what
 `agentspec mcp pin` read from it (description and input JSON Schema per tool).
 The checker and the code generator only ever read these pins, so `validate`
 and `compile` stay offline; the runtime talks to the server (see
-:mod:`agentspec.runtime.mcp_tools`).
+:mod:`agentspec.runtime.mcp.tools`).
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 A spec tool is `blocking` by default: its expressions run over the model's
 arguments, and one of them can take long (a spec regex over a model string,
 a comprehension over `range(args.n)`, a user function), so the runtime runs
-it in a worker thread it can interrupt (`runtime/blocking.py`). That hop
+it in a worker thread it can interrupt (`runtime/episode/blocking.py`). That hop
 costs more than the work of most tools. A tool whose generated code is
 *bounded* — no loops, no user or MCP functions, only operators and built-in
 functions whose cost is at most linear in their inputs (which the JSON
@@ -50,7 +50,7 @@ BOUNDED_FUNCTIONS = frozenset(
     }
 )
 
-# Methods of the scope `s` generated code calls (`runtime/scope.py`); each is
+# Methods of the scope `s` generated code calls (`runtime/spec/scope.py`); each is
 # linear at most (`own` copies one value).
 SCOPE_METHODS = frozenset({"at", "done", "fail", "own", "slot"})
 

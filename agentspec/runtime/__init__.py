@@ -3,7 +3,7 @@
 Layers (DESIGN.md §4): :class:`BaseTool` → :class:`ToolEnv` / :class:`AgentEnv`
 → :class:`AgentEnvLoop` / :class:`AgentFlowBase`. Importing this package does not
 import torch or transformers; ``agentspec.runtime.policies.hf.HFPolicy`` and
-``agentspec.runtime.tiny_model`` do.
+``agentspec.runtime.text.tiny_model`` do.
 
 How a task plugs in (what generated code subclasses and overrides):
 
@@ -34,7 +34,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from agentspec.runtime.context import (
+    from agentspec.runtime.episode.context import (
         ContextOverflowError,
         ContextPolicy,
         ContextView,
@@ -49,28 +49,11 @@ if TYPE_CHECKING:
         make_context_policy,
         register_context_policy,
     )
-    from agentspec.runtime.envs import AgentEnv, StepResult, ToolEnv
-    from agentspec.runtime.formats import (
-        FormatError,
-        ParsedResponse,
-        ToolCallFormat,
-        available_formats,
-        get_format,
-        register_format,
-    )
-    from agentspec.runtime.loop import AgentEnvLoop, AgentFlowBase, LoopConfig, run_episodes
-    from agentspec.runtime.policies import (
-        BatchingPolicy,
-        Generation,
-        OpenAIPolicy,
-        Policy,
-        SamplingParams,
-        ScriptedPolicy,
-    )
-    from agentspec.runtime.rows import TrainingRow, training_rows
-    from agentspec.runtime.tokenizer import BPETokenizer, ChatTemplate, Tokenizer, load_tokenizer
-    from agentspec.runtime.tools import BaseTool, ToolContext, ToolOutput, ToolResult
-    from agentspec.runtime.trajectory import (
+    from agentspec.runtime.episode.envs import AgentEnv, StepResult, ToolEnv
+    from agentspec.runtime.episode.loop import AgentEnvLoop, AgentFlowBase, LoopConfig, run_episodes
+    from agentspec.runtime.episode.rows import TrainingRow, training_rows
+    from agentspec.runtime.episode.tools import BaseTool, ToolContext, ToolOutput, ToolResult
+    from agentspec.runtime.episode.trajectory import (
         FORMAT_VERSION,
         Action,
         Event,
@@ -83,63 +66,85 @@ if TYPE_CHECKING:
         read_jsonl,
         write_jsonl,
     )
+    from agentspec.runtime.formats import (
+        FormatError,
+        ParsedResponse,
+        ToolCallFormat,
+        available_formats,
+        get_format,
+        register_format,
+    )
+    from agentspec.runtime.policies import (
+        BatchingPolicy,
+        Generation,
+        OpenAIPolicy,
+        Policy,
+        SamplingParams,
+        ScriptedPolicy,
+    )
+    from agentspec.runtime.text.tokenizer import (
+        BPETokenizer,
+        ChatTemplate,
+        Tokenizer,
+        load_tokenizer,
+    )
 
 # Names are imported on first use (PEP 562), so that `agentspec validate` can
 # use one light module (the tool-call formats) without the whole runtime.
 _LAZY: dict[str, str] = {
-    "Action": "agentspec.runtime.trajectory",
-    "AgentEnv": "agentspec.runtime.envs",
-    "AgentEnvLoop": "agentspec.runtime.loop",
-    "AgentFlowBase": "agentspec.runtime.loop",
-    "BPETokenizer": "agentspec.runtime.tokenizer",
-    "BaseTool": "agentspec.runtime.tools",
+    "Action": "agentspec.runtime.episode.trajectory",
+    "AgentEnv": "agentspec.runtime.episode.envs",
+    "AgentEnvLoop": "agentspec.runtime.episode.loop",
+    "AgentFlowBase": "agentspec.runtime.episode.loop",
+    "BPETokenizer": "agentspec.runtime.text.tokenizer",
+    "BaseTool": "agentspec.runtime.episode.tools",
     "BatchingPolicy": "agentspec.runtime.policies",
-    "ChatTemplate": "agentspec.runtime.tokenizer",
-    "ContextOverflowError": "agentspec.runtime.context",
-    "ContextPolicy": "agentspec.runtime.context",
-    "ContextView": "agentspec.runtime.context",
-    "CustomContext": "agentspec.runtime.context",
-    "Event": "agentspec.runtime.trajectory",
-    "EventKind": "agentspec.runtime.trajectory",
-    "FORMAT_VERSION": "agentspec.runtime.trajectory",
+    "ChatTemplate": "agentspec.runtime.text.tokenizer",
+    "ContextOverflowError": "agentspec.runtime.episode.context",
+    "ContextPolicy": "agentspec.runtime.episode.context",
+    "ContextView": "agentspec.runtime.episode.context",
+    "CustomContext": "agentspec.runtime.episode.context",
+    "Event": "agentspec.runtime.episode.trajectory",
+    "EventKind": "agentspec.runtime.episode.trajectory",
+    "FORMAT_VERSION": "agentspec.runtime.episode.trajectory",
     "FormatError": "agentspec.runtime.formats",
-    "FullHistory": "agentspec.runtime.context",
+    "FullHistory": "agentspec.runtime.episode.context",
     "Generation": "agentspec.runtime.policies",
-    "LoopConfig": "agentspec.runtime.loop",
-    "Observation": "agentspec.runtime.trajectory",
+    "LoopConfig": "agentspec.runtime.episode.loop",
+    "Observation": "agentspec.runtime.episode.trajectory",
     "OpenAIPolicy": "agentspec.runtime.policies",
-    "Overflow": "agentspec.runtime.context",
+    "Overflow": "agentspec.runtime.episode.context",
     "ParsedResponse": "agentspec.runtime.formats",
     "Policy": "agentspec.runtime.policies",
-    "Prompt": "agentspec.runtime.context",
+    "Prompt": "agentspec.runtime.episode.context",
     "SamplingParams": "agentspec.runtime.policies",
     "ScriptedPolicy": "agentspec.runtime.policies",
-    "SlidingWindow": "agentspec.runtime.context",
-    "StateSummary": "agentspec.runtime.context",
-    "Step": "agentspec.runtime.trajectory",
-    "StepResult": "agentspec.runtime.envs",
-    "TerminationReason": "agentspec.runtime.trajectory",
-    "TokenBudget": "agentspec.runtime.context",
-    "Tokenizer": "agentspec.runtime.tokenizer",
-    "ToolCall": "agentspec.runtime.trajectory",
+    "SlidingWindow": "agentspec.runtime.episode.context",
+    "StateSummary": "agentspec.runtime.episode.context",
+    "Step": "agentspec.runtime.episode.trajectory",
+    "StepResult": "agentspec.runtime.episode.envs",
+    "TerminationReason": "agentspec.runtime.episode.trajectory",
+    "TokenBudget": "agentspec.runtime.episode.context",
+    "Tokenizer": "agentspec.runtime.text.tokenizer",
+    "ToolCall": "agentspec.runtime.episode.trajectory",
     "ToolCallFormat": "agentspec.runtime.formats",
-    "ToolContext": "agentspec.runtime.tools",
-    "ToolEnv": "agentspec.runtime.envs",
-    "ToolOutput": "agentspec.runtime.tools",
-    "ToolResult": "agentspec.runtime.tools",
-    "TrainingRow": "agentspec.runtime.rows",
-    "Trajectory": "agentspec.runtime.trajectory",
-    "available_context_policies": "agentspec.runtime.context",
+    "ToolContext": "agentspec.runtime.episode.tools",
+    "ToolEnv": "agentspec.runtime.episode.envs",
+    "ToolOutput": "agentspec.runtime.episode.tools",
+    "ToolResult": "agentspec.runtime.episode.tools",
+    "TrainingRow": "agentspec.runtime.episode.rows",
+    "Trajectory": "agentspec.runtime.episode.trajectory",
+    "available_context_policies": "agentspec.runtime.episode.context",
     "available_formats": "agentspec.runtime.formats",
     "get_format": "agentspec.runtime.formats",
-    "load_tokenizer": "agentspec.runtime.tokenizer",
-    "make_context_policy": "agentspec.runtime.context",
-    "read_jsonl": "agentspec.runtime.trajectory",
-    "register_context_policy": "agentspec.runtime.context",
+    "load_tokenizer": "agentspec.runtime.text.tokenizer",
+    "make_context_policy": "agentspec.runtime.episode.context",
+    "read_jsonl": "agentspec.runtime.episode.trajectory",
+    "register_context_policy": "agentspec.runtime.episode.context",
     "register_format": "agentspec.runtime.formats",
-    "run_episodes": "agentspec.runtime.loop",
-    "training_rows": "agentspec.runtime.rows",
-    "write_jsonl": "agentspec.runtime.trajectory",
+    "run_episodes": "agentspec.runtime.episode.loop",
+    "training_rows": "agentspec.runtime.episode.rows",
+    "write_jsonl": "agentspec.runtime.episode.trajectory",
 }
 
 

@@ -10,7 +10,7 @@ import importlib
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from agentspec.runtime.spec_env import EnvironmentAdapter
+from agentspec.runtime.spec.env import EnvironmentAdapter
 from agentspec.stdlib.user import import_target
 
 ADAPTERS: dict[str, Callable[..., EnvironmentAdapter]] = {}

@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from agentspec.runtime.spec_env import EnvironmentAdapter
+from agentspec.runtime.spec.env import EnvironmentAdapter
 from agentspec.stdlib.adapters import register_adapter
 from agentspec.stdlib.data import resolve_path
 

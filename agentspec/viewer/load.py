@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agentspec.runtime.trajectory import FORMAT_NAME, FORMAT_VERSION
+from agentspec.runtime.episode.trajectory import FORMAT_NAME, FORMAT_VERSION
 
 __all__ = ["RunData", "TraceFile", "ViewerError", "load_run"]
 

@@ -67,7 +67,7 @@ def test_presets_import_without_torch() -> None:
 def test_spec_model_names_come_from_the_registries() -> None:
     from typing import get_args
 
-    from agentspec.runtime.context import CONTEXT_POLICIES
+    from agentspec.runtime.episode.context import CONTEXT_POLICIES
     from agentspec.runtime.formats import available_formats
     from agentspec.spec.model import ContextSpec, EpisodeSpec, TrainingSpec
 

@@ -24,8 +24,8 @@ def tokenizer_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The built-in tiny ChatML tokenizer, trained on the task's text (fast; the
     benchmark's default, SmolLM2's, needs a one-off conversion)."""
     from agentspec.compiler.build import import_spec
-    from agentspec.runtime.task_text import task_corpus
-    from agentspec.runtime.tiny_model import build_tiny_tokenizer
+    from agentspec.runtime.text.task_text import task_corpus
+    from agentspec.runtime.text.tiny_model import build_tiny_tokenizer
 
     module = import_spec(bench.SPEC)
     samples = module.load_samples("train", limit=64)

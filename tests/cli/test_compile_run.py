@@ -7,7 +7,7 @@ import pytest
 from typer.testing import CliRunner
 
 from agentspec.cli import app
-from agentspec.runtime.trajectory import read_jsonl
+from agentspec.runtime.episode.trajectory import read_jsonl
 
 ROOT = Path(__file__).resolve().parents[2]
 CALCULATOR = ROOT / "specs" / "calculator.yaml"

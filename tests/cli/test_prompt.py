@@ -37,8 +37,8 @@ def test_smollm2_uses_its_gguf_chat_template() -> None:
 def test_the_gguf_template_is_what_the_file_says() -> None:
     import gguf
 
-    from agentspec.runtime.gguf_metadata import read_chat_template
-    from agentspec.runtime.model_framing import _smollm2_gguf
+    from agentspec.runtime.text.gguf_metadata import read_chat_template
+    from agentspec.runtime.text.model_framing import _smollm2_gguf
 
     path = _smollm2_gguf()
     field = gguf.GGUFReader(path).fields["tokenizer.chat_template"]

@@ -14,7 +14,7 @@ from typing import Any
 
 from agentspec.compiler.build import compile_spec
 from agentspec.runtime import AgentEnv, ScriptedPolicy, Trajectory
-from agentspec.runtime.byte_tokenizer import ByteTokenizer
+from agentspec.runtime.text.byte_tokenizer import ByteTokenizer
 
 _counter = itertools.count()
 

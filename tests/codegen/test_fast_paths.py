@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from agentspec.compiler.tool_cost import inline_reason
-from agentspec.runtime.scope import ConstantTemplate, FieldTemplate, SpecTemplate, template
-from agentspec.runtime.spec_env import SpecEnvMixin
+from agentspec.runtime.spec.env import SpecEnvMixin
+from agentspec.runtime.spec.scope import ConstantTemplate, FieldTemplate, SpecTemplate, template
 
 from .helpers import build, call, play
 

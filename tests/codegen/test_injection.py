@@ -84,7 +84,7 @@ tools:
 def test_templates_render_in_a_sandbox() -> None:
     from jinja2.exceptions import SecurityError, UndefinedError
 
-    from agentspec.runtime.spec_env import template
+    from agentspec.runtime.spec.env import template
 
     with pytest.raises(SecurityError):
         template("{{ x.__class__.__mro__ }}").render(x="s")

@@ -118,7 +118,7 @@ def test_the_oracle_succeeds_through_the_server(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     assert "success rate     │ 1.000" in result.output
     assert "tool error rate  │ 0.000" in result.output
-    from agentspec.runtime.trajectory import read_jsonl
+    from agentspec.runtime.episode.trajectory import read_jsonl
 
     for traj in read_jsonl(out / "trajectories.jsonl"):
         assert traj.success and traj.steps[0].has_event("tool:convert")
@@ -129,7 +129,7 @@ def _episode(spec: Path, turns: list[str]) -> Any:
     """One scripted episode, tokenised by the task tokenizer (as `agentspec run` does)."""
     from agentspec.compiler.build import import_spec
     from agentspec.runtime import ScriptedPolicy, run_episodes
-    from agentspec.runtime.task_text import task_bpe_tokenizer
+    from agentspec.runtime.text.task_text import task_bpe_tokenizer
 
     module = import_spec(spec)
     samples = module.load_samples()

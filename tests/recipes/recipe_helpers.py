@@ -14,7 +14,7 @@ from typing import Any
 from typer.testing import CliRunner
 
 from agentspec.cli import app
-from agentspec.runtime.trajectory import Trajectory
+from agentspec.runtime.episode.trajectory import Trajectory
 
 ROOT = Path(__file__).resolve().parents[2]
 SPECS = ROOT / "specs"
@@ -69,7 +69,7 @@ def load(spec: str) -> ModuleType:
 def tokenizer_of(module: ModuleType) -> Any:
     """The task tokenizer `agentspec run` gives oracle and scripted policies."""
     from agentspec.compiler.build import cache_dir
-    from agentspec.runtime.task_text import task_tokenizer
+    from agentspec.runtime.text.task_text import task_tokenizer
 
     directory = cache_dir() / "recipe-tokenizers" / module.SPEC_NAME
     return task_tokenizer(module, module.load_samples(limit=2000), directory)

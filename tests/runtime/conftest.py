@@ -13,7 +13,7 @@ from .helpers import corpus_texts
 @pytest.fixture(scope="session")
 def tiny_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A tiny Qwen2 model + tokenizer built once per session (hidden 64, 2 layers, vocab 1024)."""
-    from agentspec.runtime.tiny_model import build_tiny
+    from agentspec.runtime.text.tiny_model import build_tiny
 
     path = tmp_path_factory.mktemp("tiny")
     build_tiny(corpus_texts(), path, vocab_size=1024, seed=0)
@@ -22,7 +22,7 @@ def tiny_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="session")
 def tiny(tiny_dir: Path) -> tuple[Any, Any]:
-    from agentspec.runtime.tiny_model import load_tiny
+    from agentspec.runtime.text.tiny_model import load_tiny
 
     return load_tiny(tiny_dir)
 

@@ -20,11 +20,11 @@ from typing import Any
 import pytest
 
 from agentspec.runtime import ChatTemplate, SamplingParams, ScriptedPolicy, run_episodes
-from agentspec.runtime.byte_tokenizer import ByteTokenizer
-from agentspec.runtime.conversation import ChatCall, Conversation, render_calls
+from agentspec.runtime.episode.trajectory import EventKind, TerminationReason
 from agentspec.runtime.formats import get_format
 from agentspec.runtime.policies.chat import ChatPolicy, retry_after_seconds
-from agentspec.runtime.trajectory import EventKind, TerminationReason
+from agentspec.runtime.text.byte_tokenizer import ByteTokenizer
+from agentspec.runtime.text.conversation import ChatCall, Conversation, render_calls
 
 from .helpers import CalculatorTool
 
@@ -261,7 +261,7 @@ def oracle_model(tiny: Any, calculator: Any) -> tuple[Any, Any, list[dict[str, A
     """The tiny model trained for a few seconds to repeat the oracle on two samples."""
     import torch
 
-    from agentspec.runtime.rows import training_rows
+    from agentspec.runtime.episode.rows import training_rows
 
     model, tokenizer = copy.deepcopy(tiny[0]).train(), tiny[1]
     samples = calculator.load_samples()[:2]
@@ -323,9 +323,9 @@ def test_cli_run_and_eval_with_a_chat_policy_print_the_table(
     from typer.testing import CliRunner
 
     from agentspec.cli import app
+    from agentspec.runtime.episode.trajectory import read_jsonl
     from agentspec.runtime.policies.chat_serve import ChatCompletionServer
     from agentspec.runtime.policies.hf import HFPolicy
-    from agentspec.runtime.trajectory import read_jsonl
 
     model, tokenizer, _ = oracle_model
     monkeypatch.setenv("AGENTSPEC_CACHE", str(tmp_path / "cache"))
@@ -395,7 +395,7 @@ def test_a_chat_policy_needs_a_url(tmp_path: Path) -> None:
 
 
 def _step(index: int, text: str, observation: str, calls: list[Any], results: list[Any]) -> Any:
-    from agentspec.runtime.trajectory import Step
+    from agentspec.runtime.episode.trajectory import Step
 
     info = {"tool_results": results} if results else {}
     return Step(
@@ -405,9 +405,9 @@ def _step(index: int, text: str, observation: str, calls: list[Any], results: li
 
 def test_the_conversation_keeps_only_the_turns_the_context_policy_keeps(tok: Any) -> None:
     from agentspec.runtime import ToolEnv
-    from agentspec.runtime.context import ContextView, SlidingWindow, StateSummary
-    from agentspec.runtime.conversation import conversation_of
-    from agentspec.runtime.trajectory import ToolCall
+    from agentspec.runtime.episode.context import ContextView, SlidingWindow, StateSummary
+    from agentspec.runtime.episode.trajectory import ToolCall
+    from agentspec.runtime.text.conversation import conversation_of
 
     env = ToolEnv([CalculatorTool()], "hermes", system_prompt="Be exact.")
     initial = env.initial_messages({"question": "2+3?"})

@@ -20,20 +20,20 @@ from typing import Any
 
 import pytest
 
-from agentspec.runtime.chat_templates import (
+from agentspec.runtime.episode.context import make_context_policy
+from agentspec.runtime.episode.loop import LoopConfig
+from agentspec.runtime.episode.row_layout import layout_for_template
+from agentspec.runtime.episode.rows import training_rows
+from agentspec.runtime.episode.trajectory import Trajectory
+from agentspec.runtime.policies.base import SamplingParams
+from agentspec.runtime.policies.scripted import ScriptedPolicy
+from agentspec.runtime.text.chat_templates import (
     ModelTemplate,
     assistant_message,
     chat_for,
     split_reasoning,
 )
-from agentspec.runtime.context import make_context_policy
-from agentspec.runtime.loop import LoopConfig
-from agentspec.runtime.policies.base import SamplingParams
-from agentspec.runtime.policies.scripted import ScriptedPolicy
-from agentspec.runtime.row_layout import layout_for_template
-from agentspec.runtime.rows import training_rows
-from agentspec.runtime.tokenizer import ChatTemplate
-from agentspec.runtime.trajectory import Trajectory
+from agentspec.runtime.text.tokenizer import ChatTemplate
 
 TEMPLATES = Path(__file__).parent / "data" / "chat_templates"
 CALCULATOR = Path(__file__).resolve().parents[2] / "specs" / "calculator.yaml"
@@ -158,7 +158,7 @@ def play(
 def first_messages(
     module: Any, sample: dict[str, Any], native_tools: bool
 ) -> tuple[list[dict[str, Any]], Any]:
-    from agentspec.runtime.conversation import _without_tool_instructions
+    from agentspec.runtime.text.conversation import _without_tool_instructions
 
     env = module.ENV_CLASS()
     messages = env.initial_messages(dict(sample))
@@ -181,7 +181,7 @@ def test_episode_ids_are_the_templates_rendering(name: str, calculator: Any) -> 
     family = FAMILIES[name]
     sample = calculator.load_samples(limit=1)[0]
     call, answer = list(calculator.oracle_actions(dict(sample)))
-    from agentspec.runtime.task_text import task_corpus
+    from agentspec.runtime.text.task_text import task_corpus
 
     corpus = [
         *task_corpus(calculator, [sample]),
@@ -228,7 +228,7 @@ def test_episode_ids_are_the_templates_rendering(name: str, calculator: Any) -> 
 
 
 def test_builtin_framing_stays_agentspecs_chatml() -> None:
-    from agentspec.runtime.byte_tokenizer import ByteTokenizer
+    from agentspec.runtime.text.byte_tokenizer import ByteTokenizer
 
     assert isinstance(chat_for(ByteTokenizer()), ChatTemplate)
 
@@ -239,7 +239,7 @@ def test_builtin_framing_stays_agentspecs_chatml() -> None:
 
 
 def test_a_tool_cannot_forge_a_turn_through_the_template(calculator: Any) -> None:
-    from agentspec.runtime.context import ContextView
+    from agentspec.runtime.episode.context import ContextView
 
     sample = calculator.load_samples(limit=1)[0]
     tokenizer = family_tokenizer(FAMILIES["chatml_tools"], ["hello world"])
@@ -267,7 +267,7 @@ def test_split_reasoning() -> None:
 
 
 def test_broken_template_is_a_clear_error() -> None:
-    from agentspec.runtime.chat_templates import ChatTemplateError
+    from agentspec.runtime.text.chat_templates import ChatTemplateError
 
     with pytest.raises(ChatTemplateError, match="does not compile"):
         ModelTemplate("{% for m in messages %}")
@@ -282,7 +282,7 @@ def test_smollm2_plays_in_its_gguf_chat_template(calculator: Any) -> None:
     from transformers import AutoTokenizer
 
     from agentspec.runtime.backends.local.convert import CHATML_SPECIAL_TOKENS, smollm2_gguf
-    from agentspec.runtime.gguf_metadata import read_chat_template
+    from agentspec.runtime.text.gguf_metadata import read_chat_template
 
     path = smollm2_gguf()
     tokenizer = AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name)
@@ -304,7 +304,7 @@ def test_smollm2_plays_in_its_gguf_chat_template(calculator: Any) -> None:
     assert traj.steps[-1].prompt_ids == tokenizer.encode(text, add_special_tokens=False)
     assert len(training_rows(traj, pack=layout_for_template("packed", chat) == "packed")) == 1
     # `agentspec prompt` builds the same tokenizer from the GGUF metadata, without torch
-    from agentspec.runtime.model_framing import load_framing
+    from agentspec.runtime.text.model_framing import load_framing
 
     framing = load_framing("smollm2")
     assert framing.tokenizer.encode(text) == tokenizer.encode(text, add_special_tokens=False)
@@ -330,7 +330,7 @@ def test_keep_in_history_true_keeps_the_models_reasoning_append_only(tmp_path: P
     family = FAMILIES["chatml_thinking"]  # its template would drop past reasoning
     sample = module.load_samples(limit=1)[0]
     call, answer = list(module.oracle_actions(dict(sample)))
-    from agentspec.runtime.task_text import task_corpus
+    from agentspec.runtime.text.task_text import task_corpus
 
     tokenizer = family_tokenizer(family, task_corpus(module, [sample]))
     turns = [family.reasoning + c for c in (call, call, answer)]
@@ -353,7 +353,7 @@ def test_keep_in_history_true_keeps_the_models_reasoning_append_only(tmp_path: P
 
 
 def test_keep_in_history_false_drops_past_reasoning_even_in_chatml(tmp_path: Path) -> None:
-    from agentspec.runtime.byte_tokenizer import ByteTokenizer
+    from agentspec.runtime.text.byte_tokenizer import ByteTokenizer
 
     module = reasoning_spec(tmp_path, "false")
     assert module.ENV_CLASS.keep_reasoning is False
@@ -477,7 +477,7 @@ def test_a_template_that_refuses_a_system_turn_gets_it_in_the_first_user_turn(
     )
     sample = calculator.load_samples(limit=1)[0]
     call, answer = list(calculator.oracle_actions(dict(sample)))
-    from agentspec.runtime.task_text import task_corpus
+    from agentspec.runtime.text.task_text import task_corpus
 
     tokenizer = family_tokenizer(family, task_corpus(calculator, [sample]))
     chat = chat_for(tokenizer)

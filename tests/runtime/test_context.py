@@ -25,7 +25,7 @@ from agentspec.runtime import (
     run_episodes,
     training_rows,
 )
-from agentspec.runtime.context import CONTEXT_POLICIES
+from agentspec.runtime.episode.context import CONTEXT_POLICIES
 
 from .helpers import CharByCharPolicy, TwoRoomEnv, assert_chained_layout, room_oracle
 

@@ -15,10 +15,10 @@ from typing import Any
 
 import pytest
 
-from agentspec.runtime.byte_tokenizer import ByteTokenizer
-from agentspec.runtime.context import observation_ids
-from agentspec.runtime.fast_codec import chat_plan, codec
-from agentspec.runtime.tokenizer import (
+from agentspec.runtime.episode.context import observation_ids
+from agentspec.runtime.text.byte_tokenizer import ByteTokenizer
+from agentspec.runtime.text.fast_codec import chat_plan, codec
+from agentspec.runtime.text.tokenizer import (
     BPETokenizer,
     ChatTemplate,
     decode_text,

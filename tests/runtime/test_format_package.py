@@ -49,7 +49,7 @@ def test_duplicate_and_unknown_names_are_errors() -> None:
 def test_importing_the_formats_is_cheap() -> None:
     code = (
         "import sys, agentspec.runtime.formats\n"
-        "heavy = [m for m in ('torch', 'numpy', 'transformers', 'agentspec.runtime.tools', "
+        "heavy = [m for m in ('torch', 'numpy', 'transformers', 'agentspec.runtime.episode.tools', "
         "'jsonschema') if m in sys.modules]\n"
         "print(heavy)"
     )

@@ -10,6 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from agentspec.runtime.episode.tools import MAX_ERROR_CHARS, ToolResult, cap_error
 from agentspec.runtime.formats import (
     MAX_INT_DIGITS,
     MAX_LISTED_ERRORS,
@@ -18,7 +19,6 @@ from agentspec.runtime.formats import (
     get_format,
     strict_json_loads,
 )
-from agentspec.runtime.tools import MAX_ERROR_CHARS, ToolResult, cap_error
 
 from .helpers import CalculatorTool
 

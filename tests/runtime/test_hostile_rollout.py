@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 from agentspec.runtime import ScriptedPolicy
-from agentspec.runtime.byte_tokenizer import ByteTokenizer
-from agentspec.runtime.trajectory import EventKind, Trajectory, read_jsonl, write_jsonl
+from agentspec.runtime.episode.trajectory import EventKind, Trajectory, read_jsonl, write_jsonl
+from agentspec.runtime.text.byte_tokenizer import ByteTokenizer
 
 SPEC = Path(__file__).parent / "data" / "hostile.yaml"
 

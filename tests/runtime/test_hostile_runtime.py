@@ -10,11 +10,11 @@ import time
 from typing import Any, ClassVar
 
 from agentspec.runtime import AgentEnvLoop, ScriptedPolicy, ToolContext, ToolEnv, run_episodes
-from agentspec.runtime.byte_tokenizer import ByteTokenizer
-from agentspec.runtime.context import observation_ids
-from agentspec.runtime.tokenizer import ChatTemplate, encode_chat, encode_text
-from agentspec.runtime.tools import BaseTool
-from agentspec.runtime.trajectory import Step, ToolCall, Trajectory, read_jsonl, write_jsonl
+from agentspec.runtime.episode.context import observation_ids
+from agentspec.runtime.episode.tools import BaseTool
+from agentspec.runtime.episode.trajectory import Step, ToolCall, Trajectory, read_jsonl, write_jsonl
+from agentspec.runtime.text.byte_tokenizer import ByteTokenizer
+from agentspec.runtime.text.tokenizer import ChatTemplate, encode_chat, encode_text
 
 from .helpers import CalculatorTool
 
@@ -163,7 +163,7 @@ def test_special_token_text_in_an_observation_is_text_byte_tokenizer() -> None:
 
 
 def test_special_token_text_is_text_hf_tokenizer() -> None:
-    from agentspec.runtime.tiny_model import SPECIAL_TOKENS, build_tiny_tokenizer
+    from agentspec.runtime.text.tiny_model import SPECIAL_TOKENS, build_tiny_tokenizer
 
     tok = build_tiny_tokenizer(["hello world, the tool said 42"] * 20, vocab_size=400)
     chat = ChatTemplate()

@@ -16,7 +16,7 @@ def test_runtime_does_not_import_torch() -> None:
         "from agentspec.runtime import AgentEnvLoop, ScriptedPolicy, OpenAIPolicy, load_tokenizer\n"
         "import agentspec.runtime.policies.serve"
     )
-    assert "agentspec.runtime.loop" in loaded
+    assert "agentspec.runtime.episode.loop" in loaded
     assert "torch" not in loaded and "transformers" not in loaded
 
 

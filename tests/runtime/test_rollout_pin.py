@@ -28,11 +28,11 @@ from typing import Any
 import pytest
 
 from agentspec.compiler.build import import_spec
-from agentspec.runtime.byte_tokenizer import ByteTokenizer
-from agentspec.runtime.rows import training_rows
-from agentspec.runtime.spec_run import rollout
-from agentspec.runtime.tokenizer import BPETokenizer
-from agentspec.runtime.trajectory import Trajectory
+from agentspec.runtime.episode.rows import training_rows
+from agentspec.runtime.episode.trajectory import Trajectory
+from agentspec.runtime.spec.run import rollout
+from agentspec.runtime.text.byte_tokenizer import ByteTokenizer
+from agentspec.runtime.text.tokenizer import BPETokenizer
 
 ROOT = Path(__file__).resolve().parents[2]
 SPECS = sorted((ROOT / "specs").glob("*.yaml"))
@@ -85,8 +85,8 @@ def episode_record(traj: Trajectory) -> dict[str, Any]:
 
 
 def task_tokenizers(module: Any) -> dict[str, Any]:
-    from agentspec.runtime.task_text import task_corpus
-    from agentspec.runtime.tiny_model import TINY_EOS, TINY_PAD, train_tiny_bpe
+    from agentspec.runtime.text.task_text import task_corpus
+    from agentspec.runtime.text.tiny_model import TINY_EOS, TINY_PAD, train_tiny_bpe
 
     rust = train_tiny_bpe(task_corpus(module, module.load_samples()[:TOKENIZER_SAMPLES]))
     out: dict[str, Any] = {

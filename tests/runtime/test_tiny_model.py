@@ -15,7 +15,7 @@ CHAT = ChatTemplate()
 def test_saved_model_reloads_identically(tiny_dir: Path, tiny: Any) -> None:
     import torch
 
-    from agentspec.runtime.tiny_model import load_tiny
+    from agentspec.runtime.text.tiny_model import load_tiny
 
     model, tok = tiny
     again, _ = load_tiny(tiny_dir)
@@ -48,7 +48,7 @@ def test_tokenizer_round_trips_and_has_chatml(tiny: Any, tiny_dir: Path) -> None
 def test_builder_is_deterministic(tmp_path: Path) -> None:
     import torch
 
-    from agentspec.runtime.tiny_model import TinyModelConfig, build_tiny
+    from agentspec.runtime.text.tiny_model import TinyModelConfig, build_tiny
 
     texts = corpus_texts()[:200]
     m1, t1 = build_tiny(texts, vocab_size=512, seed=3)
@@ -81,7 +81,7 @@ def test_task_tokenizer_without_transformers_gives_the_same_ids(tmp_path: Path) 
     # `agentspec run` on a plain install uses task_bpe_tokenizer; training uses
     # task_tokenizer. Same task text must give the same ids, from either cache.
     from agentspec.compiler.build import import_spec
-    from agentspec.runtime.task_text import task_bpe_tokenizer, task_tokenizer
+    from agentspec.runtime.text.task_text import task_bpe_tokenizer, task_tokenizer
 
     module = import_spec(Path(__file__).parents[2] / "specs" / "calculator.yaml")
     samples = module.load_samples(limit=200)

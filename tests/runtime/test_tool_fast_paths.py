@@ -13,8 +13,8 @@ from typing import Any, ClassVar
 import jsonschema
 import pytest
 
-from agentspec.runtime.blocking import run_blocking
-from agentspec.runtime.tools import BaseTool, ToolContext, _flat_check
+from agentspec.runtime.episode.blocking import run_blocking
+from agentspec.runtime.episode.tools import BaseTool, ToolContext, _flat_check
 
 SCHEMAS: list[dict[str, Any]] = [
     {
@@ -127,7 +127,7 @@ def test_a_cancelled_caller_leaves_no_pending_timer() -> None:
 
 
 def test_the_fifo_semaphore_bounds_serves_in_order_and_survives_cancellation() -> None:
-    from agentspec.runtime.blocking import FifoSemaphore
+    from agentspec.runtime.episode.blocking import FifoSemaphore
 
     async def main() -> tuple[list[int], int]:
         sem, order, running, peak = FifoSemaphore(2), [], [0], [0]

@@ -10,7 +10,7 @@ pytest.importorskip("verl.experimental.agent_loop.agent_loop")
 
 from agentspec.runtime.backends.verl.agent_loop import check_distillation, episode_outputs
 from agentspec.runtime.backends.verl.layout import EXTRA_KEY, RowSteps, anchor_key
-from agentspec.runtime.trajectory import Step, Trajectory
+from agentspec.runtime.episode.trajectory import Step, Trajectory
 
 
 def _trajectory() -> Trajectory:

@@ -10,8 +10,8 @@ from types import ModuleType
 import torch
 
 from agentspec.runtime import ScriptedPolicy, training_rows
-from agentspec.runtime.task_text import task_corpus
-from agentspec.runtime.tiny_model import build_tiny, load_tiny
+from agentspec.runtime.text.task_text import task_corpus
+from agentspec.runtime.text.tiny_model import build_tiny, load_tiny
 
 ROOT = Path(__file__).resolve().parents[2]
 SPEC = ROOT / "specs" / "calculator.yaml"

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from agentspec.runtime.trajectory import Step, Trajectory, write_jsonl
+from agentspec.runtime.episode.trajectory import Step, Trajectory, write_jsonl
 from agentspec.viewer import write_report
 from agentspec.viewer.load import load_run
 from agentspec.viewer.report import build_payload

@@ -14,7 +14,7 @@ import pytest
 from typer.testing import CliRunner
 
 from agentspec.cli import app
-from agentspec.runtime.trajectory import Event, Step, ToolCall, Trajectory, write_jsonl
+from agentspec.runtime.episode.trajectory import Event, Step, ToolCall, Trajectory, write_jsonl
 from agentspec.viewer import ViewerError, build_payload, load_run, render_html, write_report
 from agentspec.viewer.report import decode_payload
 

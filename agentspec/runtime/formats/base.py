@@ -17,12 +17,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from agentspec.registry import Registry
-from agentspec.runtime.caps import cap_error
+from agentspec.runtime.episode.caps import cap_error
+from agentspec.runtime.episode.trajectory import ToolCall
 from agentspec.runtime.formats.reasoning import DEFAULT_REASONING_TAGS, split_reasoning
-from agentspec.runtime.trajectory import ToolCall
 
 if TYPE_CHECKING:  # annotations only: parsing stays light enough for `validate`
-    from agentspec.runtime.tools import BaseTool, ToolResult
+    from agentspec.runtime.episode.tools import BaseTool, ToolResult
 
 __all__ = [
     "BOM",

@@ -23,16 +23,16 @@ import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+from agentspec.runtime.episode.trajectory import ToolCall
 from agentspec.runtime.formats.base import (
     ParsedResponse,
     ToolCallFormat,
     one_error,
     register_format,
 )
-from agentspec.runtime.trajectory import ToolCall
 
 if TYPE_CHECKING:
-    from agentspec.runtime.tools import BaseTool, ToolResult
+    from agentspec.runtime.episode.tools import BaseTool, ToolResult
 
 __all__ = ["BracketFormat"]
 

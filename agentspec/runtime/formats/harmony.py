@@ -34,6 +34,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from agentspec.runtime.episode.trajectory import ToolCall
 from agentspec.runtime.formats.base import (
     MAX_LISTED_ERRORS,
     FormatError,
@@ -43,10 +44,9 @@ from agentspec.runtime.formats.base import (
 )
 from agentspec.runtime.formats.harmony_render import functions_namespace, message, tool_message
 from agentspec.runtime.formats.strict_json import decode_one, json_type
-from agentspec.runtime.trajectory import ToolCall
 
 if TYPE_CHECKING:
-    from agentspec.runtime.tools import BaseTool, ToolResult
+    from agentspec.runtime.episode.tools import BaseTool, ToolResult
 
 __all__ = ["HarmonyFormat", "HarmonyMessage", "split_messages"]
 

@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from agentspec.runtime.tools import BaseTool
+    from agentspec.runtime.episode.tools import BaseTool
 
 __all__ = [
     "assistant_turn",

@@ -20,6 +20,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
+from agentspec.runtime.episode.trajectory import ToolCall
 from agentspec.runtime.formats.base import (
     MAX_LISTED_ERRORS,
     FormatError,
@@ -36,10 +37,9 @@ from agentspec.runtime.formats.strict_json import (
     skip_whitespace,
     trailing_error,
 )
-from agentspec.runtime.trajectory import ToolCall
 
 if TYPE_CHECKING:
-    from agentspec.runtime.tools import BaseTool, ToolResult
+    from agentspec.runtime.episode.tools import BaseTool, ToolResult
 
 __all__ = ["HermesFormat"]
 

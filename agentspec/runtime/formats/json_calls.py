@@ -21,7 +21,8 @@ import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from agentspec.runtime.caps import cap_error
+from agentspec.runtime.episode.caps import cap_error
+from agentspec.runtime.episode.trajectory import ToolCall
 from agentspec.runtime.formats.base import (
     FormatError,
     ParsedResponse,
@@ -35,10 +36,9 @@ from agentspec.runtime.formats.strict_json import (
     decode_prefix,
     parse_call_object,
 )
-from agentspec.runtime.trajectory import ToolCall
 
 if TYPE_CHECKING:
-    from agentspec.runtime.tools import BaseTool, ToolResult
+    from agentspec.runtime.episode.tools import BaseTool, ToolResult
 
 __all__ = ["JsonFormat", "unfence"]
 

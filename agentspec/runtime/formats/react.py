@@ -24,6 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from agentspec.runtime.episode.trajectory import ToolCall
 from agentspec.runtime.formats.base import (
     ParsedResponse,
     ToolCallFormat,
@@ -36,10 +37,9 @@ from agentspec.runtime.formats.strict_json import (
     json_type,
     strict_json_loads,
 )
-from agentspec.runtime.trajectory import ToolCall
 
 if TYPE_CHECKING:
-    from agentspec.runtime.tools import BaseTool, ToolResult
+    from agentspec.runtime.episode.tools import BaseTool, ToolResult
 
 __all__ = ["ReactFormat"]
 

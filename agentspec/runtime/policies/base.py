@@ -69,7 +69,7 @@ class Policy(Protocol):
 class ConversationPolicy(Protocol):
     """A policy that reads the episode as chat messages (a chat-completions API).
 
-    The loop gives it the step's :class:`~agentspec.runtime.conversation.Conversation`
+    The loop gives it the step's :class:`~agentspec.runtime.text.conversation.Conversation`
     instead of prompt ids. Its :class:`Generation` carries the response's text
     encoded by the task tokenizer and no real log-probs: such a policy serves
     baselines and evaluation, never training.

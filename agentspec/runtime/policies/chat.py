@@ -3,7 +3,7 @@
 ``--policy chat:URL`` (e.g. ``chat:http://localhost:8000/v1``, a vLLM or SGLang
 chat server, or a hosted API) plays a spec's episodes for a baseline: each step
 sends ``POST {URL}/chat/completions`` with the episode as messages (see
-:mod:`agentspec.runtime.conversation`) and the spec's tools as JSON schemas in
+:mod:`agentspec.runtime.text.conversation`) and the spec's tools as JSON schemas in
 ``tools``; returned ``tool_calls`` are written in the spec's tool format so the
 environment parses and runs them exactly as a local model's.
 
@@ -32,9 +32,9 @@ from typing import Any
 
 import httpx
 
-from agentspec.runtime.conversation import ChatCall, Conversation, render_calls
 from agentspec.runtime.policies.base import Generation, SamplingParams
-from agentspec.runtime.tokenizer import Tokenizer
+from agentspec.runtime.text.conversation import ChatCall, Conversation, render_calls
+from agentspec.runtime.text.tokenizer import Tokenizer
 
 __all__ = ["ChatPolicy", "ChatPolicyError"]
 

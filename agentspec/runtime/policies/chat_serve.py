@@ -6,7 +6,7 @@ model in ``DIR`` at ``http://127.0.0.1:8001/v1``: ``GET /v1/models`` and ``POST
 ``top_p``, ``stop``, ``seed``). It does what vLLM does with a chat template and a
 tool-call parser, for a model trained on agentspec's own framing:
 
-- the conversation is rendered with :class:`~agentspec.runtime.tokenizer.ChatTemplate`
+- the conversation is rendered with :class:`~agentspec.runtime.text.tokenizer.ChatTemplate`
   (ChatML); ``tools`` are described at the end of the system message in the tool
   format's words (the paragraph agentspec's environments write), an assistant
   turn's ``tool_calls`` are written back in that format, and consecutive ``tool``
@@ -28,7 +28,7 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from agentspec.runtime.conversation import ChatCall, render_calls
+from agentspec.runtime.episode.tools import ToolResult
 from agentspec.runtime.formats import get_format
 from agentspec.runtime.policies.base import SamplingParams
 from agentspec.runtime.policies.local_api import (
@@ -36,8 +36,8 @@ from agentspec.runtime.policies.local_api import (
     serve_until_interrupted,
     server_arguments,
 )
-from agentspec.runtime.tokenizer import ChatTemplate
-from agentspec.runtime.tools import ToolResult
+from agentspec.runtime.text.conversation import ChatCall, render_calls
+from agentspec.runtime.text.tokenizer import ChatTemplate
 
 __all__ = ["ChatCompletionServer", "main"]
 
@@ -182,7 +182,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--tool-format", default="hermes", help="how the model writes calls")
     args = parser.parse_args(argv)
     from agentspec.runtime.policies.hf import HFPolicy
-    from agentspec.runtime.tiny_model import load_tiny
+    from agentspec.runtime.text.tiny_model import load_tiny
 
     model, tokenizer = load_tiny(args.model_dir)
     server = ChatCompletionServer(

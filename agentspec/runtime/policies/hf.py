@@ -15,7 +15,7 @@ from typing import Any
 import torch
 
 from agentspec.runtime.policies.base import BatchingPolicy, Generation, SamplingParams
-from agentspec.runtime.tokenizer import Tokenizer
+from agentspec.runtime.text.tokenizer import Tokenizer
 
 __all__ = ["HFPolicy", "sequence_logprobs"]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 
 from agentspec.runtime.policies.base import Generation, SamplingParams
-from agentspec.runtime.tokenizer import Tokenizer
+from agentspec.runtime.text.tokenizer import Tokenizer
 
 __all__ = ["ScriptedPolicy"]
 

@@ -111,7 +111,7 @@ def main(argv: list[str] | None = None) -> None:
     )
     args = parser.parse_args(argv)
     from agentspec.runtime.policies.hf import HFPolicy
-    from agentspec.runtime.tiny_model import load_tiny
+    from agentspec.runtime.text.tiny_model import load_tiny
 
     model, tokenizer = load_tiny(args.model_dir)
     server = CompletionServer(

@@ -19,9 +19,9 @@ from agentspec.runtime import (
     Tokenizer,
     make_context_policy,
 )
-from agentspec.runtime.contract import EpisodeRules, RewardComponent
-from agentspec.runtime.scope import Scope, template
-from agentspec.runtime.spec_env import SpecAdapterEnv
+from agentspec.runtime.spec.contract import EpisodeRules, RewardComponent
+from agentspec.runtime.spec.env import SpecAdapterEnv
+from agentspec.runtime.spec.scope import Scope, template
 from agentspec.stdlib.adapters import make_adapter
 from agentspec.stdlib.data import load_samples as load_source
 

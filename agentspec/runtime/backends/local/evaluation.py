@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agentspec.runtime.summary import RolloutSummary
+from agentspec.runtime.episode.summary import RolloutSummary
 
 
 def resolve_checkpoint(path: Path) -> Path:
@@ -29,9 +29,9 @@ def evaluate_checkpoint(
     from agentspec.compiler.build import import_spec
     from agentspec.runtime.backends.local.models import load_checkpoint
     from agentspec.runtime.backends.local.trainer import split_samples
-    from agentspec.runtime.loop import run_episodes
+    from agentspec.runtime.episode.loop import run_episodes
+    from agentspec.runtime.episode.summary import summarize
     from agentspec.runtime.policies.hf import HFPolicy
-    from agentspec.runtime.summary import summarize
     from agentspec.spec.model import TrainingSpec
 
     module = import_spec(spec)

@@ -21,8 +21,8 @@ from torch import nn
 
 from agentspec.runtime.algorithms.presets import ALGORITHMS
 from agentspec.runtime.backends.local.device import resolve_device
-from agentspec.runtime.task_text import task_tokenizer
-from agentspec.runtime.tiny_model import TinyModelConfig, build_tiny_model
+from agentspec.runtime.text.task_text import task_tokenizer
+from agentspec.runtime.text.tiny_model import TinyModelConfig, build_tiny_model
 from agentspec.spec.model import TrainingSpec
 
 BUILTIN_SHAPES = {

@@ -18,8 +18,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from agentspec.runtime.rows import TrainingRow, training_rows
-from agentspec.runtime.trajectory import Step, Trajectory
+from agentspec.runtime.episode.rows import TrainingRow, training_rows
+from agentspec.runtime.episode.trajectory import Step, Trajectory
 
 
 @dataclass

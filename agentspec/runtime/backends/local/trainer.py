@@ -40,12 +40,12 @@ from agentspec.runtime.backends.local.scoring import annotate_advantages, score,
 from agentspec.runtime.backends.local.tensors import Rollout, build_rollout
 from agentspec.runtime.backends.local.update import update
 from agentspec.runtime.backends.local.warm_start import behaviour_clone
-from agentspec.runtime.chat_templates import chat_for_spec
-from agentspec.runtime.loop import run_episodes
+from agentspec.runtime.episode.loop import run_episodes
+from agentspec.runtime.episode.row_layout import layout_for_template
+from agentspec.runtime.episode.summary import RolloutSummary, summarize
+from agentspec.runtime.episode.trajectory import Trajectory, write_jsonl
 from agentspec.runtime.policies.hf import HFPolicy
-from agentspec.runtime.row_layout import layout_for_template
-from agentspec.runtime.summary import RolloutSummary, summarize
-from agentspec.runtime.trajectory import Trajectory, write_jsonl
+from agentspec.runtime.text.chat_templates import chat_for_spec
 from agentspec.spec.model import TrainingSpec
 
 __all__ = ["Models", "TrainingInterrupted", "build_models", "train", "train_iteration"]
@@ -308,7 +308,7 @@ def split_samples(
     The held-out set is the spec's `eval_split`, a generator's `test` split, or
     else the last `eval_samples` samples of the data (removed from training).
     """
-    from agentspec.runtime.spec_run import held_out_split
+    from agentspec.runtime.spec.run import held_out_split
 
     return held_out_split(module, cfg.eval_samples)
 

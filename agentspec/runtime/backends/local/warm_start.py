@@ -17,10 +17,10 @@ import torch
 from agentspec.runtime.backends.local.device import autocast
 from agentspec.runtime.backends.local.models import Models
 from agentspec.runtime.backends.local.tensors import outputs_after, pad_rows, shared_prefix
+from agentspec.runtime.episode.rows import TrainingRow, training_rows
+from agentspec.runtime.episode.trajectory import Trajectory
 from agentspec.runtime.policies.scripted import ScriptedPolicy
-from agentspec.runtime.rows import TrainingRow, training_rows
-from agentspec.runtime.spec_run import episode_script
-from agentspec.runtime.trajectory import Trajectory
+from agentspec.runtime.spec.run import episode_script
 from agentspec.spec.model import TrainingSpec
 
 

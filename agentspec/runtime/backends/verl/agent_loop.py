@@ -43,10 +43,10 @@ from verl.experimental.agent_loop.agent_loop import (
 )
 
 from agentspec.runtime.backends.verl.layout import EXTRA_KEY, row_steps
+from agentspec.runtime.episode.row_layout import layout_for_template
+from agentspec.runtime.episode.rows import training_rows
+from agentspec.runtime.episode.trajectory import Trajectory
 from agentspec.runtime.policies.base import Generation, SamplingParams
-from agentspec.runtime.row_layout import layout_for_template
-from agentspec.runtime.rows import training_rows
-from agentspec.runtime.trajectory import Trajectory
 
 __all__ = [
     "ServerPolicy",

@@ -68,8 +68,8 @@ def _model_path(target: VerlTarget) -> str:
     model = str(target.training.get("model", "builtin:tiny"))
     if model == "builtin:tiny":
         if not (target.model_dir / "config.json").exists():
-            from agentspec.runtime.task_text import task_corpus
-            from agentspec.runtime.tiny_model import build_tiny
+            from agentspec.runtime.text.task_text import task_corpus
+            from agentspec.runtime.text.tiny_model import build_tiny
 
             samples = target.module.load_samples(limit=256)  # the spec's own split
             build_tiny(task_corpus(target.module, samples), target.model_dir)
@@ -90,7 +90,7 @@ def _critic_checkpoint(model_path: str, directory: Path) -> str:
     if not (directory / "config.json").exists():
         from transformers import AutoModelForTokenClassification
 
-        from agentspec.runtime.tiny_model import load_tiny
+        from agentspec.runtime.text.tiny_model import load_tiny
 
         _, tokenizer = load_tiny(model_path)
         critic = AutoModelForTokenClassification.from_pretrained(

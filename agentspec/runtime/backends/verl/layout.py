@@ -23,8 +23,8 @@ import torch
 from torch import Tensor
 
 from agentspec.runtime.algorithms import StepBatch, StepRow, collate_steps
-from agentspec.runtime.rows import TrainingRow
-from agentspec.runtime.trajectory import Trajectory
+from agentspec.runtime.episode.rows import TrainingRow
+from agentspec.runtime.episode.trajectory import Trajectory
 
 __all__ = ["EXTRA_KEY", "RowSteps", "StepView", "anchor_key", "row_steps", "step_view"]
 

@@ -2,8 +2,8 @@
 
 A generated module declares *what* (a `State` dataclass, tools with guards,
 effects and observations, reward components, termination rules) as small
-functions over a `Scope` (`runtime/scope.py`), listed in the data of
-`runtime/contract.py`; the classes here do the *how* — running a tool call's
+functions over a `Scope` (`runtime/spec/scope.py`), listed in the data of
+`runtime/spec/contract.py`; the classes here do the *how* — running a tool call's
 `returns` → effects → observation, dispatching reward components on step
 events, `done_when`, success and anchors — once, for every spec.
 """
@@ -16,17 +16,8 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar
 
-from agentspec.runtime.contract import EpisodeRules, RewardComponent, ToolRules
-from agentspec.runtime.envs import AgentEnv, StepResult, ToolEnv
-from agentspec.runtime.scope import (
-    ActionView,
-    Scope,
-    SpecTemplate,
-    StepView,
-    state_fields,
-    template,
-)
-from agentspec.runtime.tools import (
+from agentspec.runtime.episode.envs import AgentEnv, StepResult, ToolEnv
+from agentspec.runtime.episode.tools import (
     BaseTool,
     GuardMessage,
     ToolContext,
@@ -34,7 +25,16 @@ from agentspec.runtime.tools import (
     ToolOutput,
     cap_error,
 )
-from agentspec.runtime.trajectory import Action, Event, EventKind, Observation, Step
+from agentspec.runtime.episode.trajectory import Action, Event, EventKind, Observation, Step
+from agentspec.runtime.spec.contract import EpisodeRules, RewardComponent, ToolRules
+from agentspec.runtime.spec.scope import (
+    ActionView,
+    Scope,
+    SpecTemplate,
+    StepView,
+    state_fields,
+    template,
+)
 
 __all__ = [
     "ActionView",

@@ -23,7 +23,7 @@ from typing import Any
 
 import yaml
 
-from agentspec.runtime.mcp_tools import McpServer, list_server_tools
+from agentspec.runtime.mcp.tools import McpServer, list_server_tools
 
 __all__ = ["PinError", "PinReport", "pin_spec"]
 

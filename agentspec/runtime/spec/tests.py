@@ -27,7 +27,7 @@ from types import ModuleType
 from typing import Any
 
 from agentspec.compiler.diagnostics import SpecError
-from agentspec.runtime.trajectory import EventKind, Trajectory
+from agentspec.runtime.episode.trajectory import EventKind, Trajectory
 from agentspec.spec.model import SpecTest, TextMatch
 from agentspec.spec.source import Span
 from agentspec.spec.yaml_loader import Path as YamlPath
@@ -96,7 +96,7 @@ class SpecTestRunner:
         """The task tokenizer `agentspec run` uses for model-free policies (cached)."""
         if self._tokenizer is None:
             from agentspec.compiler.build import cache_dir, cache_key
-            from agentspec.runtime.task_text import task_bpe_tokenizer
+            from agentspec.runtime.text.task_text import task_bpe_tokenizer
 
             directory = cache_dir() / cache_key(self.path)[:16] / "tokenizer"
             samples = self.samples()[:2000] if self.spec.data is not None else []
@@ -207,7 +207,7 @@ class SpecTestRunner:
     # ---------------------------------------------------------- oracle gate
 
     def oracle_gate(self) -> CaseResult:
-        from agentspec.runtime.spec_run import rollout
+        from agentspec.runtime.spec.run import rollout
 
         result = CaseResult(str(self.path), f"oracle gate ({self.oracle_samples} samples)")
         if self.spec.oracle is None:

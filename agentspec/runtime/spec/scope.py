@@ -16,8 +16,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from agentspec.runtime.tools import ToolFailure
-from agentspec.runtime.trajectory import EventKind, Step
+from agentspec.runtime.episode.tools import ToolFailure
+from agentspec.runtime.episode.trajectory import EventKind, Step
 
 __all__ = ["ActionView", "Scope", "SpecTemplate", "StepView", "state_fields", "template"]
 

@@ -3,7 +3,7 @@
 Token in, token out (DESIGN.md §4): a training row holds exactly the ids the
 policy saw and produced. When every prompt extends the previous one — the
 context policy is append-only (:attr:`ContextPolicy.append_only
-<agentspec.runtime.context.ContextPolicy.append_only>`) — an episode's steps
+<agentspec.runtime.episode.context.ContextPolicy.append_only>`) — an episode's steps
 share a prefix and can be packed into one row with the observation tokens
 masked; otherwise each step is its own row.
 
@@ -13,7 +13,7 @@ it for the agent loop's rows. Each further reason that forces one row per step
 is a keyword argument, so every caller passes what it knows and the rule stays
 here. The model's chat template is only known at run time:
 :func:`layout_for_template` narrows the compiled layout for it. Even a packed layout only joins steps that really chain
-(:func:`agentspec.runtime.rows.training_rows` checks every prefix).
+(:func:`agentspec.runtime.episode.rows.training_rows` checks every prefix).
 
 Torch-free and cheap to import (the compiler uses it).
 """
@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from agentspec.runtime.context import CONTEXT_POLICIES
+from agentspec.runtime.episode.context import CONTEXT_POLICIES
 
 __all__ = ["RowLayout", "layout_for_template", "row_layout"]
 
@@ -33,7 +33,7 @@ def row_layout(context_policy: str, *, step_rows: bool = False) -> RowLayout:
     """``packed`` if ``context_policy`` is append-only and nothing needs one row per step.
 
     Args:
-        context_policy: a name in :data:`~agentspec.runtime.context.CONTEXT_POLICIES`
+        context_policy: a name in :data:`~agentspec.runtime.episode.context.CONTEXT_POLICIES`
             (an unknown name raises :class:`~agentspec.registry.UnknownNameError`).
         step_rows: the backend's loss sees rows, not steps, and the algorithm's
             loss is per step (:attr:`Algorithm.needs_step_rows
@@ -47,7 +47,7 @@ def layout_for_template(layout: str, chat: Any) -> RowLayout:
     """``layout`` (from :func:`row_layout`) for the framing a run actually uses.
 
     A chat template that rewrites earlier turns (not prefix-stable, found by
-    :func:`agentspec.runtime.chat_templates.probe` at start-up) re-renders each
+    :func:`agentspec.runtime.text.chat_templates.probe` at start-up) re-renders each
     step's prompt, so its steps never chain: one row per step. agentspec's own
     ChatML has no ``prefix_stable`` attribute and is append-only.
     """

@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from agentspec.runtime.tokenizer import ChatTemplate
+from agentspec.runtime.text.tokenizer import ChatTemplate
 
 __all__ = [
     "SPECIAL_TOKENS",

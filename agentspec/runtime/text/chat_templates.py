@@ -5,7 +5,7 @@ A model is trained on one prompt framing: ChatML, Llama 3 headers, Mistral's
 Jinja ``chat_template`` (a GGUF file as ``tokenizer.chat_template`` metadata).
 :class:`ModelTemplate` renders every prompt with it, the tools passed as
 ``tools=`` where the template writes calls in the spec's tool format; the
-built-in :class:`~agentspec.runtime.tokenizer.ChatTemplate` (ChatML as Python
+built-in :class:`~agentspec.runtime.text.tokenizer.ChatTemplate` (ChatML as Python
 strings) serves only a tokenizer without a template (:func:`chat_for`).
 
 Token in, token out. A response is never re-encoded: the ids after it are the
@@ -24,11 +24,11 @@ never rewrites an earlier turn. Templates that do — Qwen3 and gpt-oss drop the
 reasoning of past turns — are found at start-up by rendering a probe
 conversation turn by turn (:func:`probe`), and are handled explicitly: each
 step's prompt is the template's rendering of the conversation so far (per-step
-rows, never packed; :func:`agentspec.runtime.row_layout.layout_for_template`).
+rows, never packed; :func:`agentspec.runtime.episode.row_layout.layout_for_template`).
 
 Contents are text: when a message holds special-token text (``<|im_start|>``
 written by a tool), that content is encoded with
-:func:`~agentspec.runtime.tokenizer.encode_text` and only the framing around it
+:func:`~agentspec.runtime.text.tokenizer.encode_text` and only the framing around it
 with special tokens, so no tool can forge a turn.
 """
 
@@ -41,9 +41,9 @@ from typing import Any
 
 from jinja2 import TemplateError
 
-from agentspec.runtime.chat_reasoning import assistant_message, split_reasoning
-from agentspec.runtime.jinja_chat import ChatTemplateError, environment
-from agentspec.runtime.tokenizer import (
+from agentspec.runtime.text.chat_reasoning import assistant_message, split_reasoning
+from agentspec.runtime.text.jinja_chat import ChatTemplateError, environment
+from agentspec.runtime.text.tokenizer import (
     ChatTemplate,
     Tokenizer,
     encode_text,
@@ -149,7 +149,7 @@ class ModelTemplate:
         except Exception as exc:  # a template bug or limit: the caller reports where
             raise ChatTemplateError(f"{self.name} failed to render: {exc}") from None
 
-    # --- What the context policies call (see agentspec.runtime.context) ---------------
+    # --- What the context policies call (see agentspec.runtime.episode.context) ---------------
 
     def conversation_start(
         self, env: Any, messages: Sequence[Mapping[str, Any]]
@@ -159,7 +159,7 @@ class ModelTemplate:
         tools = self.tools_for(env)
         out = [dict(m) for m in messages]
         if tools is not None:
-            from agentspec.runtime.conversation import _without_tool_instructions
+            from agentspec.runtime.text.conversation import _without_tool_instructions
 
             out = _without_tool_instructions(out, env)
         return out, tools

@@ -17,9 +17,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from agentspec.runtime.formats import FormatError, ToolCallFormat, get_format
-from agentspec.runtime.tools import BaseTool, ToolContext, ToolResult, cap_error
-from agentspec.runtime.trajectory import (
+from agentspec.runtime.episode.tools import BaseTool, ToolContext, ToolResult, cap_error
+from agentspec.runtime.episode.trajectory import (
     Action,
     Event,
     EventKind,
@@ -28,6 +27,7 @@ from agentspec.runtime.trajectory import (
     TerminationReason,
     ToolCall,
 )
+from agentspec.runtime.formats import FormatError, ToolCallFormat, get_format
 
 __all__ = ["AgentEnv", "StepResult", "ToolEnv"]
 

@@ -20,8 +20,8 @@ from typing import Any, ClassVar
 import jsonschema
 
 from agentspec.json_schema import JSON_TYPE_TESTS
-from agentspec.runtime.blocking import run_blocking
-from agentspec.runtime.caps import MAX_ERROR_CHARS, cap_error
+from agentspec.runtime.episode.blocking import run_blocking
+from agentspec.runtime.episode.caps import MAX_ERROR_CHARS, cap_error
 
 _timeout = getattr(asyncio, "timeout", None)  # Python 3.11+
 
@@ -184,7 +184,7 @@ class BaseTool:
     blocking: ClassVar[bool] = False
     """The tool's work is synchronous (CPU-bound or blocking): :meth:`run` calls
     :meth:`guard` and :meth:`execute_blocking` in a worker thread, off the event
-    loop, and interrupts it at the timeout (:mod:`agentspec.runtime.blocking`)."""
+    loop, and interrupts it at the timeout (:mod:`agentspec.runtime.episode.blocking`)."""
 
     def __init__(self) -> None:
         if not self.name:

@@ -26,13 +26,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from agentspec.runtime.scope import Scope
+from agentspec.runtime.spec.scope import Scope
 
 if TYPE_CHECKING:
-    from agentspec.runtime.loop import AgentEnvLoop
+    from agentspec.runtime.episode.loop import AgentEnvLoop
     from agentspec.runtime.policies import Policy
-    from agentspec.runtime.spec_env import SpecEnvMixin
-    from agentspec.runtime.tokenizer import ChatTemplate, Tokenizer
+    from agentspec.runtime.spec.env import SpecEnvMixin
+    from agentspec.runtime.text.tokenizer import ChatTemplate, Tokenizer
 
 __all__ = [
     "EpisodeRules",

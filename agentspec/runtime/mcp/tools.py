@@ -30,7 +30,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
-from agentspec.runtime.tools import BaseTool, ToolContext, ToolFailure, ToolResult
+from agentspec.runtime.episode.tools import BaseTool, ToolContext, ToolFailure, ToolResult
 
 __all__ = ["McpError", "McpServer", "McpTool", "list_server_tools", "result_text"]
 

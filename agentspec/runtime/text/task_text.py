@@ -16,7 +16,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from agentspec.runtime.tokenizer import BPETokenizer, ChatTemplate, load_tokenizer
+from agentspec.runtime.text.tokenizer import BPETokenizer, ChatTemplate, load_tokenizer
 
 
 def task_corpus(
@@ -37,7 +37,7 @@ def task_corpus(
 def _oracle_texts(module: ModuleType, sample: Mapping[str, Any]) -> list[str]:
     """The oracle's actions for a sample, as far as they render (an action that
     indexes past a short per-sample path is never reached in an episode either)."""
-    from agentspec.runtime.oracle import OracleError
+    from agentspec.runtime.spec.oracle import OracleError
 
     texts: list[str] = []
     with contextlib.suppress(OracleError):
@@ -57,7 +57,7 @@ def task_tokenizer(
     """
     from transformers import AutoTokenizer
 
-    from agentspec.runtime.tiny_model import build_tiny_tokenizer
+    from agentspec.runtime.text.tiny_model import build_tiny_tokenizer
 
     def build() -> Any:
         tokenizer = build_tiny_tokenizer(task_corpus(module, samples), vocab_size=vocab_size)
@@ -80,7 +80,7 @@ def task_bpe_tokenizer(
     (no `[train]` extra) rolls out with the token limits training will use.
     Reads a directory written by either function.
     """
-    from agentspec.runtime.tiny_model import TINY_EOS, TINY_PAD, train_tiny_bpe
+    from agentspec.runtime.text.tiny_model import TINY_EOS, TINY_PAD, train_tiny_bpe
 
     def build() -> BPETokenizer:
         rust = train_tiny_bpe(task_corpus(module, samples), vocab_size=vocab_size)

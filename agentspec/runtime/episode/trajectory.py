@@ -13,7 +13,7 @@ Trajectories serialise to versioned JSON Lines, one trajectory per line
 (:func:`write_jsonl` / :func:`read_jsonl`).
 
 Training rows (the token layout the trainers consume) are built in
-:mod:`agentspec.runtime.rows`.
+:mod:`agentspec.runtime.episode.rows`.
 
 Memory: the loop keeps one growing token list per episode (first prompt,
 then each response and observation) and each chained step's ``prompt_ids`` is

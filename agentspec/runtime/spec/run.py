@@ -15,10 +15,10 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from agentspec.runtime.byte_tokenizer import ByteTokenizer
+from agentspec.runtime.episode.trajectory import Trajectory
 from agentspec.runtime.policies.scripted import ScriptedPolicy
-from agentspec.runtime.tokenizer import Tokenizer
-from agentspec.runtime.trajectory import Trajectory
+from agentspec.runtime.text.byte_tokenizer import ByteTokenizer
+from agentspec.runtime.text.tokenizer import Tokenizer
 
 
 class PolicyError(ValueError):
@@ -111,7 +111,7 @@ def lazy_oracle(
     episode asks for them; after the last (or an empty) action, the oracle
     answers with nothing, which ends a tool episode. A rendering error is a
     `PolicyError` with the spec line and the sample's id."""
-    from agentspec.runtime.oracle import OracleError
+    from agentspec.runtime.spec.oracle import OracleError
 
     def script(sample: Mapping[str, Any]) -> Callable[[str], str]:
         turns = iter(oracle_actions(dict(sample)))
@@ -271,9 +271,9 @@ def evaluate_policy(
     """`agentspec eval --policy`: a named policy (`chat:URL`, `openai:URL`, `hf:PATH`,
     `random`) on the held-out samples a checkpoint is evaluated on; no torch for chat."""
     from agentspec.compiler.build import cache_dir, cache_key, import_spec
-    from agentspec.runtime.loop import run_episodes
-    from agentspec.runtime.summary import summarize
-    from agentspec.runtime.task_text import task_bpe_tokenizer
+    from agentspec.runtime.episode.loop import run_episodes
+    from agentspec.runtime.episode.summary import summarize
+    from agentspec.runtime.text.task_text import task_bpe_tokenizer
 
     module = import_spec(spec)
     train_samples, samples = held_out_split(module, episodes)

@@ -20,26 +20,17 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from agentspec.runtime.blocking import FifoSemaphore
-from agentspec.runtime.caps import cap_error
-from agentspec.runtime.chat_templates import chat_for
-from agentspec.runtime.context import (
+from agentspec.runtime.episode.blocking import FifoSemaphore
+from agentspec.runtime.episode.caps import cap_error
+from agentspec.runtime.episode.context import (
     ContextOverflowError,
     ContextPolicy,
     ContextView,
     FullHistory,
     Prompt,
 )
-from agentspec.runtime.conversation import ConversationError, conversation_of
-from agentspec.runtime.envs import AgentEnv, StepResult
-from agentspec.runtime.policies.base import (
-    ConversationPolicy,
-    Generation,
-    Policy,
-    SamplingParams,
-)
-from agentspec.runtime.tokenizer import ChatTemplate, Tokenizer, decode_text, encode_chat
-from agentspec.runtime.trajectory import (
+from agentspec.runtime.episode.envs import AgentEnv, StepResult
+from agentspec.runtime.episode.trajectory import (
     Action,
     Event,
     EventKind,
@@ -48,6 +39,15 @@ from agentspec.runtime.trajectory import (
     TerminationReason,
     Trajectory,
 )
+from agentspec.runtime.policies.base import (
+    ConversationPolicy,
+    Generation,
+    Policy,
+    SamplingParams,
+)
+from agentspec.runtime.text.chat_templates import chat_for
+from agentspec.runtime.text.conversation import ConversationError, conversation_of
+from agentspec.runtime.text.tokenizer import ChatTemplate, Tokenizer, decode_text, encode_chat
 
 __all__ = ["AgentEnvLoop", "AgentFlowBase", "LoopConfig", "run_episodes"]
 

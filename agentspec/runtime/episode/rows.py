@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from agentspec.runtime.trajectory import Step, Trajectory
+from agentspec.runtime.episode.trajectory import Step, Trajectory
 
 __all__ = ["TrainingRow", "training_rows"]
 

@@ -6,7 +6,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from agentspec.runtime.trajectory import EventKind, Trajectory
+from agentspec.runtime.episode.trajectory import EventKind, Trajectory
 
 
 @dataclass

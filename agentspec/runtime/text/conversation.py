@@ -24,15 +24,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from agentspec.runtime.context import (
+from agentspec.runtime.episode.context import (
     ContextPolicy,
     ContextView,
     CustomContext,
     Prompt,
     StateSummary,
 )
+from agentspec.runtime.episode.trajectory import Step, ToolCall
 from agentspec.runtime.formats.harmony_render import assistant_turn
-from agentspec.runtime.trajectory import Step, ToolCall
 
 __all__ = [
     "ChatCall",

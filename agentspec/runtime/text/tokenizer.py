@@ -19,8 +19,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
-from agentspec.runtime.bpe_tokenizer import BPETokenizer, load_tokenizer
-from agentspec.runtime.fast_codec import chat_plan, codec
+from agentspec.runtime.text.bpe_tokenizer import BPETokenizer, load_tokenizer
+from agentspec.runtime.text.fast_codec import chat_plan, codec
 
 __all__ = [
     "BPETokenizer",
@@ -203,7 +203,7 @@ def encode_chat(
 
     When no content holds special-token text this is exactly
     ``tokenizer.encode(prefix + chat.render(messages))`` (computed from the
-    framing's cached ids and the contents, see :func:`~agentspec.runtime.fast_codec.chat_plan`); otherwise
+    framing's cached ids and the contents, see :func:`~agentspec.runtime.text.fast_codec.chat_plan`); otherwise
     the framing is encoded with its special tokens and each content with
     :func:`encode_text`.
     """

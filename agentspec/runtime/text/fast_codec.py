@@ -1,6 +1,6 @@
 """The rollout's fast encode / decode path: exact ids, less work.
 
-Used by :mod:`agentspec.runtime.tokenizer`'s ``encode_chat``, ``decode_text`` and
+Used by :mod:`agentspec.runtime.text.tokenizer`'s ``encode_chat``, ``decode_text`` and
 ``framing_ids``; nothing else calls it.
 """
 
@@ -11,10 +11,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from agentspec.runtime.bpe_tokenizer import BPETokenizer
+from agentspec.runtime.text.bpe_tokenizer import BPETokenizer
 
 if TYPE_CHECKING:
-    from agentspec.runtime.tokenizer import ChatTemplate, Message
+    from agentspec.runtime.text.tokenizer import ChatTemplate, Message
 
 __all__ = ["chat_plan", "codec"]
 
@@ -235,7 +235,7 @@ def _build_plan(
     pieces = re.split("|".join(map(re.escape, sentinels)), render(sentinels))
     if len(pieces) != len(messages) + 1:
         return None
-    from agentspec.runtime.tokenizer import special_pattern  # imports this module first
+    from agentspec.runtime.text.tokenizer import special_pattern  # imports this module first
 
     pattern = special_pattern(tokenizer)
     literals = []
@@ -260,7 +260,7 @@ def _build_plan(
 def _splits_at_special_tokens(tokenizer: Any) -> bool:
     """Whether ``tokenizer`` encodes the text between special tokens independently:
     the byte tokenizer, or a Rust tokenizer whose added tokens strip no whitespace."""
-    from agentspec.runtime.byte_tokenizer import ByteTokenizer
+    from agentspec.runtime.text.byte_tokenizer import ByteTokenizer
 
     if type(tokenizer) is ByteTokenizer:
         return True

@@ -1,0 +1,1 @@
+"""The episode core: tools, environments, the loop, context policies, trajectories and training rows."""
