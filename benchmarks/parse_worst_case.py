@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from agentspec.runtime.formats import available_formats, get_format
+from agentspec.formats import available_formats, get_format
 from agentspec.stdlib.text import extract
 
 CALL = '<tool_call>{"name": "calculator", "arguments": {"expression": "1+1"}}</tool_call>'

@@ -24,15 +24,15 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from agentspec.runtime.formats import (  # noqa: E402
+from agentspec.formats import (  # noqa: E402
     ERROR_CODES,
     ParsedResponse,
     available_formats,
     get_format,
 )
-from agentspec.runtime.formats import reasoning as reasoning_module  # noqa: E402
-from agentspec.runtime.formats import strict_json as strict_json_module  # noqa: E402
-from agentspec.runtime.formats.harmony_render import functions_namespace  # noqa: E402
+from agentspec.formats import reasoning as reasoning_module  # noqa: E402
+from agentspec.formats import strict_json as strict_json_module  # noqa: E402
+from agentspec.formats.harmony_render import functions_namespace  # noqa: E402
 from agentspec.runtime.episode.tools import ToolResult  # noqa: E402
 
 OUTPUT = ROOT / "docs" / "formats.md"

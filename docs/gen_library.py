@@ -21,7 +21,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from agentspec.runtime.formats import available_formats, get_format  # noqa: E402
+from agentspec.formats import available_formats, get_format  # noqa: E402
 from agentspec.stdlib.data import _GENERATORS, GENERATOR_FIELDS, available_generators  # noqa: E402
 from agentspec.stdlib.library import SIGNATURES, load_library  # noqa: E402
 

@@ -65,7 +65,7 @@ def print_summary(title: str, summary: Any) -> None:
 
 
 def report_spec_error(exc: Exception) -> typer.Exit:
-    from agentspec.compiler.diagnostics import SpecError, render_text
+    from agentspec.diagnostics import SpecError, render_text
 
     assert isinstance(exc, SpecError)
     for d in exc.diagnostics:

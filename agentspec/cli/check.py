@@ -41,8 +41,8 @@ def validate(
     """Check specs without running anything. Exit 0 if valid, 1 if not, 2 on usage errors."""
     import json
 
-    from agentspec.compiler.diagnostics import render_json
     from agentspec.compiler.frontend import check_file
+    from agentspec.diagnostics import render_json
     from agentspec.spec import imports
 
     files = expand_paths(paths)
@@ -74,7 +74,7 @@ def validate(
 
 def _print_github(diagnostics: list[Any], found: list[Any]) -> None:
     """Workflow commands: an annotation per diagnostic, a notice per user import."""
-    from agentspec.compiler.diagnostics import render_github
+    from agentspec.diagnostics import render_github
 
     for d in diagnostics:
         typer.echo(render_github(d))
@@ -88,7 +88,7 @@ def _print_github(diagnostics: list[Any], found: list[Any]) -> None:
 
 def _print_text(results: list[Any], found: list[Any], failed: list[Any]) -> None:
     """Imports, then each diagnostic with its source line and caret, then the summary."""
-    from agentspec.compiler.diagnostics import render_text
+    from agentspec.diagnostics import render_text
     from agentspec.spec import imports
 
     for item in found:
@@ -169,7 +169,7 @@ def compile_command(
 ) -> None:
     """Generate the Python module (ToolEnv/AgentEnv, tools, flow, rewards) and manifest of a spec."""
     from agentspec.compiler.build import compile_spec, write_compiled
-    from agentspec.compiler.diagnostics import SpecError
+    from agentspec.diagnostics import SpecError
 
     if target not in ("python", "verl"):
         raise fail(f"unknown target {target!r}: use python or verl", code=2)

@@ -44,7 +44,7 @@ def run(
 ) -> None:
     """Roll out N episodes of a spec with a policy; print a summary and write the trajectories."""
     from agentspec.compiler.build import import_spec
-    from agentspec.compiler.diagnostics import SpecError
+    from agentspec.diagnostics import SpecError
     from agentspec.runtime.episode.summary import summarize
     from agentspec.runtime.episode.trajectory import write_jsonl
     from agentspec.stdlib.data import DataError

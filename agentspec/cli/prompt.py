@@ -75,7 +75,7 @@ def prompt(
 def _spec_and_model(spec: Path, model: str | None, sample: int) -> tuple[Any, Any, str, Any]:
     """The compiled spec, the model's framing, the model's name and the chosen sample."""
     from agentspec.compiler.build import import_spec
-    from agentspec.compiler.diagnostics import SpecError
+    from agentspec.diagnostics import SpecError
     from agentspec.runtime.text.model_framing import FramingError, load_framing
 
     try:

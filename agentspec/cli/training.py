@@ -8,7 +8,7 @@ from typing import Annotated, Any
 import typer
 
 from agentspec.cli.app import app, fail, report_spec_error
-from agentspec.runtime.algorithms.presets import ALGORITHMS  # torch-free
+from agentspec.presets import ALGORITHMS  # torch-free
 
 
 @app.command()
@@ -43,7 +43,7 @@ def train(
     ] = False,
 ) -> None:
     """Train a policy on a spec (settings from its `training` section, overridable with --set)."""
-    from agentspec.compiler.diagnostics import SpecError
+    from agentspec.diagnostics import SpecError
 
     overrides = _overrides(set_ or [], algorithm=algorithm, backend=backend)
     try:

@@ -12,9 +12,9 @@ import difflib
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
-from agentspec.compiler.diagnostics import Diagnostic
 from agentspec.compiler.scopes import WHERE
 from agentspec.compiler.types import Type
+from agentspec.diagnostics import Diagnostic
 from agentspec.spec.source import Span, dotted
 
 if TYPE_CHECKING:

@@ -29,7 +29,6 @@ from agentspec.compiler import (
     sections,
 )
 from agentspec.compiler.builtins import BUILTINS, EFFECT_CALLS, Signature
-from agentspec.compiler.diagnostics import Diagnostic
 from agentspec.compiler.ir import CheckResult, TypedExpr
 from agentspec.compiler.mcp import check_mcp
 from agentspec.compiler.parser import ExprSyntaxError, parse_expression, parse_statement
@@ -57,6 +56,7 @@ from agentspec.compiler.types import (
     python_value_type,
     strip_optional,
 )
+from agentspec.diagnostics import Diagnostic
 from agentspec.spec.load import LoadedSpec
 from agentspec.spec.source import Span
 from agentspec.spec.yaml_loader import Path

@@ -31,9 +31,9 @@ from agentspec.compiler.data_check import (
     is_kind,
     looks_like_data_path,
 )
-from agentspec.compiler.diagnostics import Diagnostic
 from agentspec.compiler.ir import CheckResult
 from agentspec.compiler.types import TypeSyntaxError, assignable, parse_type, python_value_type
+from agentspec.diagnostics import Diagnostic
 from agentspec.spec.yaml_loader import Path
 
 # Built-ins whose second argument is a regular expression.

@@ -11,8 +11,8 @@ from pathlib import Path
 from pathlib import Path as FsPath
 
 from agentspec.compiler.checker import check
-from agentspec.compiler.diagnostics import Diagnostic, SpecError
 from agentspec.compiler.ir import CheckResult
+from agentspec.diagnostics import Diagnostic, SpecError
 from agentspec.spec.load import load_spec, read_source
 from agentspec.spec.source import SourceFile
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from agentspec.compiler import ast
-from agentspec.compiler.diagnostics import Diagnostic
 from agentspec.compiler.types import Type
+from agentspec.diagnostics import Diagnostic
 from agentspec.spec.load import LoadedSpec
 from agentspec.spec.model import TaskSpec
 from agentspec.spec.yaml_loader import Path

@@ -29,7 +29,7 @@ from agentspec.compiler.module_model import (
 )
 from agentspec.compiler.names import MODULE_NAMES, class_name, state_attribute, unique_names
 from agentspec.compiler.tool_cost import inline_reason
-from agentspec.runtime.episode.row_layout import row_layout
+from agentspec.row_layout import row_layout
 from agentspec.spec.model import McpServerSpec, TaskSpec, ToolSpec
 
 __all__ = ["ModuleModel", "lower"]

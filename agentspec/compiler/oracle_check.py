@@ -21,7 +21,6 @@ from dataclasses import dataclass, field
 from pathlib import Path as FsPath
 from typing import Any, cast
 
-from agentspec.compiler.diagnostics import Diagnostic
 from agentspec.compiler.ir import CheckResult
 from agentspec.compiler.types import (
     BOOL,
@@ -33,6 +32,7 @@ from agentspec.compiler.types import (
     Type,
     strip_optional,
 )
+from agentspec.diagnostics import Diagnostic
 from agentspec.json_schema import value_problems
 from agentspec.spec.model import OracleEach, ToolSpec
 from agentspec.spec.source import Span
@@ -112,7 +112,7 @@ class _OracleChecker:
                 )
 
     def _turns(self, steps: list[Any]) -> None:
-        from agentspec.runtime.formats import get_format
+        from agentspec.formats import get_format
 
         sample, real = self._sample()
         env = _sandbox()

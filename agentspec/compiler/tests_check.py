@@ -10,8 +10,8 @@ import difflib
 import re
 from collections.abc import Iterable
 
-from agentspec.compiler.diagnostics import Diagnostic
 from agentspec.compiler.ir import CheckResult
+from agentspec.diagnostics import Diagnostic
 from agentspec.spec.model import TextMatch
 from agentspec.spec.yaml_loader import Path
 

@@ -34,6 +34,14 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from agentspec.formats import (
+        FormatError,
+        ParsedResponse,
+        ToolCallFormat,
+        available_formats,
+        get_format,
+        register_format,
+    )
     from agentspec.runtime.episode.context import (
         ContextOverflowError,
         ContextPolicy,
@@ -65,14 +73,6 @@ if TYPE_CHECKING:
         Trajectory,
         read_jsonl,
         write_jsonl,
-    )
-    from agentspec.runtime.formats import (
-        FormatError,
-        ParsedResponse,
-        ToolCallFormat,
-        available_formats,
-        get_format,
-        register_format,
     )
     from agentspec.runtime.policies import (
         BatchingPolicy,
@@ -107,14 +107,14 @@ _LAZY: dict[str, str] = {
     "Event": "agentspec.runtime.episode.trajectory",
     "EventKind": "agentspec.runtime.episode.trajectory",
     "FORMAT_VERSION": "agentspec.runtime.episode.trajectory",
-    "FormatError": "agentspec.runtime.formats",
+    "FormatError": "agentspec.formats",
     "FullHistory": "agentspec.runtime.episode.context",
     "Generation": "agentspec.runtime.policies",
     "LoopConfig": "agentspec.runtime.episode.loop",
     "Observation": "agentspec.runtime.episode.trajectory",
     "OpenAIPolicy": "agentspec.runtime.policies",
     "Overflow": "agentspec.runtime.episode.context",
-    "ParsedResponse": "agentspec.runtime.formats",
+    "ParsedResponse": "agentspec.formats",
     "Policy": "agentspec.runtime.policies",
     "Prompt": "agentspec.runtime.episode.context",
     "SamplingParams": "agentspec.runtime.policies",
@@ -127,7 +127,7 @@ _LAZY: dict[str, str] = {
     "TokenBudget": "agentspec.runtime.episode.context",
     "Tokenizer": "agentspec.runtime.text.tokenizer",
     "ToolCall": "agentspec.runtime.episode.trajectory",
-    "ToolCallFormat": "agentspec.runtime.formats",
+    "ToolCallFormat": "agentspec.formats",
     "ToolContext": "agentspec.runtime.episode.tools",
     "ToolEnv": "agentspec.runtime.episode.envs",
     "ToolOutput": "agentspec.runtime.episode.tools",
@@ -135,13 +135,13 @@ _LAZY: dict[str, str] = {
     "TrainingRow": "agentspec.runtime.episode.rows",
     "Trajectory": "agentspec.runtime.episode.trajectory",
     "available_context_policies": "agentspec.runtime.episode.context",
-    "available_formats": "agentspec.runtime.formats",
-    "get_format": "agentspec.runtime.formats",
+    "available_formats": "agentspec.formats",
+    "get_format": "agentspec.formats",
     "load_tokenizer": "agentspec.runtime.text.tokenizer",
     "make_context_policy": "agentspec.runtime.episode.context",
     "read_jsonl": "agentspec.runtime.episode.trajectory",
     "register_context_policy": "agentspec.runtime.episode.context",
-    "register_format": "agentspec.runtime.formats",
+    "register_format": "agentspec.formats",
     "run_episodes": "agentspec.runtime.episode.loop",
     "training_rows": "agentspec.runtime.episode.rows",
     "write_jsonl": "agentspec.runtime.episode.trajectory",

@@ -18,7 +18,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from agentspec.compiler.diagnostics import Diagnostic
+from agentspec.diagnostics import Diagnostic
 from agentspec.spec.model import LANGUAGE_VERSION, TaskSpec
 from agentspec.spec.scalars import clean_scalars
 from agentspec.spec.source import SourceFile, Span, dotted

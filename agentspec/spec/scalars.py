@@ -19,7 +19,7 @@ import datetime
 import math
 from typing import Any
 
-from agentspec.compiler.diagnostics import Diagnostic
+from agentspec.diagnostics import Diagnostic
 from agentspec.spec.source import dotted
 from agentspec.spec.yaml_loader import Path, SourceMap
 

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from agentspec.runtime.algorithms.presets import (
+from agentspec.presets import (
     ALGORITHMS,
     DEFAULT_CLIP_RATIO,
     DEFAULT_STEP_CLIP_RATIO,

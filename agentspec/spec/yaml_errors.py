@@ -12,7 +12,7 @@ from typing import Any
 
 import yaml
 
-from agentspec.compiler.diagnostics import Diagnostic
+from agentspec.diagnostics import Diagnostic
 from agentspec.spec.source import SourceFile
 
 # Limits that keep `validate` fast and small on any file (docs/security.md).

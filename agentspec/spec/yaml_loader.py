@@ -32,7 +32,7 @@ except ImportError:  # pragma: no cover - every supported platform has the wheel
             yaml.parser.Parser.__init__(self)
 
 
-from agentspec.compiler.diagnostics import Diagnostic
+from agentspec.diagnostics import Diagnostic
 from agentspec.spec.source import SourceFile, Span
 from agentspec.spec.yaml_errors import (
     MAX_DEPTH,

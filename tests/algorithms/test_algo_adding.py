@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from agentspec.presets import ALGORITHMS, Algorithm
 from agentspec.runtime.algorithms import (
     ESTIMATORS,
     POLICY_LOSSES,
@@ -23,7 +24,6 @@ from agentspec.runtime.algorithms import (
     collate_steps,
     compute_advantages,
 )
-from agentspec.runtime.algorithms.presets import ALGORITHMS, Algorithm
 from agentspec.runtime.backends.verl.compile_target import algorithm_overrides
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "algorithms.md"

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from agentspec.presets import ALGORITHMS, Algorithm, clip_range
 from agentspec.registry import UnknownNameError
 from agentspec.runtime.algorithms import ESTIMATORS, POLICY_LOSSES
-from agentspec.runtime.algorithms.presets import ALGORITHMS, Algorithm, clip_range
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "agentspec"
@@ -54,7 +54,7 @@ def test_unknown_algorithm_suggests_a_name() -> None:
 def test_presets_import_without_torch() -> None:
     code = (
         "import sys\n"
-        "from agentspec.runtime.algorithms.presets import ALGORITHMS\n"
+        "from agentspec.presets import ALGORITHMS\n"
         "import agentspec.spec.model\n"
         "print('torch' in sys.modules, len(ALGORITHMS))"
     )
@@ -67,8 +67,8 @@ def test_presets_import_without_torch() -> None:
 def test_spec_model_names_come_from_the_registries() -> None:
     from typing import get_args
 
+    from agentspec.formats import available_formats
     from agentspec.runtime.episode.context import CONTEXT_POLICIES
-    from agentspec.runtime.formats import available_formats
     from agentspec.spec.model import ContextSpec, EpisodeSpec, TrainingSpec
 
     def allowed(model: type, field: str) -> tuple[str, ...]:
@@ -93,7 +93,7 @@ def test_docs_table_lists_every_preset() -> None:
 
 # Where a name is registered or documented, not branched on.
 _REGISTRY_HOMES = {
-    "runtime/algorithms/presets.py",
+    "agentspec/presets.py",
     "runtime/algorithms/advantages.py",
     "runtime/algorithms/losses.py",
 }
@@ -151,7 +151,7 @@ def test_the_scan_finds_a_name_comparison() -> None:
 def test_registries_are_complete_whichever_name_comes_first() -> None:
     code = (
         "from agentspec.runtime.algorithms import ESTIMATORS as E\n"
-        "from agentspec.runtime.algorithms.presets import ALGORITHMS as A\n"
+        "from agentspec.presets import ALGORITHMS as A\n"
         "from agentspec.runtime.algorithms import POLICY_LOSSES as L\n"
         "for name in A:\n"
         "    E.get(A.get(name).estimator); L.get(A.get(name).loss)\n"

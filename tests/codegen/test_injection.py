@@ -65,7 +65,7 @@ oracle:
 
 
 def test_dunder_attributes_in_templates_are_rejected_by_the_checker(tmp_path: Path) -> None:
-    from agentspec.compiler.diagnostics import SpecError
+    from agentspec.diagnostics import SpecError
 
     with pytest.raises(SpecError) as info:
         build(

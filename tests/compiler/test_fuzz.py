@@ -12,9 +12,9 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agentspec.compiler.diagnostics import CODES, SpecError, render_text
 from agentspec.compiler.frontend import check_source, require_ok
 from agentspec.compiler.parser import ExprSyntaxError, parse_expression, parse_statement
+from agentspec.diagnostics import CODES, SpecError, render_text
 from agentspec.spec.source import SourceFile
 
 ROOT = Path(__file__).resolve().parents[2]

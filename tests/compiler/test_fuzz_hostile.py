@@ -13,10 +13,10 @@ import json
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agentspec.compiler.diagnostics import CODES, render_text
 from agentspec.compiler.emit import render_module
 from agentspec.compiler.frontend import check_source
 from agentspec.compiler.lower import lower
+from agentspec.diagnostics import CODES, render_text
 from agentspec.spec.source import SourceFile
 
 SEEDED = settings(

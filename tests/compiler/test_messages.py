@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agentspec.compiler.diagnostics import Diagnostic, render_text
 from agentspec.compiler.frontend import check_file
+from agentspec.diagnostics import Diagnostic, render_text
 
 INVALID = Path(__file__).resolve().parent.parent / "specs" / "invalid"
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from agentspec.compiler.diagnostics import Diagnostic
 from agentspec.compiler.frontend import check_source
+from agentspec.diagnostics import Diagnostic
 from agentspec.spec.source import SourceFile
 
 SPEC = """agentspec: 1

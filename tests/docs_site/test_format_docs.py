@@ -7,7 +7,7 @@ from pathlib import Path
 
 import yaml
 
-from agentspec.runtime.formats import ERROR_CODES, available_formats
+from agentspec.formats import ERROR_CODES, available_formats
 
 from .test_docs import DOCS, load_script
 

@@ -19,9 +19,9 @@ from typing import Any
 
 import pytest
 
+from agentspec.formats import get_format
 from agentspec.runtime import ChatTemplate, SamplingParams, ScriptedPolicy, run_episodes
 from agentspec.runtime.episode.trajectory import EventKind, TerminationReason
-from agentspec.runtime.formats import get_format
 from agentspec.runtime.policies.chat import ChatPolicy, retry_after_seconds
 from agentspec.runtime.text.byte_tokenizer import ByteTokenizer
 from agentspec.runtime.text.conversation import ChatCall, Conversation, render_calls

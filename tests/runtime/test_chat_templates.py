@@ -20,9 +20,9 @@ from typing import Any
 
 import pytest
 
+from agentspec.row_layout import layout_for_template
 from agentspec.runtime.episode.context import make_context_policy
 from agentspec.runtime.episode.loop import LoopConfig
-from agentspec.runtime.episode.row_layout import layout_for_template
 from agentspec.runtime.episode.rows import training_rows
 from agentspec.runtime.episode.trajectory import Trajectory
 from agentspec.runtime.policies.base import SamplingParams

@@ -13,8 +13,8 @@ from typing import Any, ClassVar
 import pytest
 import yaml
 
+from agentspec.formats import available_formats, get_format
 from agentspec.runtime.episode.tools import BaseTool, ToolContext
-from agentspec.runtime.formats import available_formats, get_format
 
 CORPUS_DIR = Path(__file__).parent / "format_corpus"
 MIN_CASES = 30

@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-import agentspec.runtime.formats as formats
+import agentspec.formats as formats
+from agentspec.formats import FORMATS, available_formats, get_format, register_format
+from agentspec.formats.base import ToolCallFormat
 from agentspec.registry import DuplicateNameError, UnknownNameError
-from agentspec.runtime.formats import FORMATS, available_formats, get_format, register_format
-from agentspec.runtime.formats.base import ToolCallFormat
 
 PACKAGE = Path(formats.__file__).parent
 
@@ -48,7 +48,7 @@ def test_duplicate_and_unknown_names_are_errors() -> None:
 
 def test_importing_the_formats_is_cheap() -> None:
     code = (
-        "import sys, agentspec.runtime.formats\n"
+        "import sys, agentspec.formats\n"
         "heavy = [m for m in ('torch', 'numpy', 'transformers', 'agentspec.runtime.episode.tools', "
         "'jsonschema') if m in sys.modules]\n"
         "print(heavy)"

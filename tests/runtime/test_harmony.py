@@ -12,9 +12,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, ClassVar
 
-from agentspec.runtime.episode.tools import BaseTool, ToolContext, ToolResult
-from agentspec.runtime.formats import get_format
-from agentspec.runtime.formats.harmony_render import (
+from agentspec.formats import get_format
+from agentspec.formats.harmony_render import (
     developer_message,
     functions_namespace,
     message,
@@ -22,6 +21,7 @@ from agentspec.runtime.formats.harmony_render import (
     tool_message,
     typescript_type,
 )
+from agentspec.runtime.episode.tools import BaseTool, ToolContext, ToolResult
 
 GUIDE = Path(__file__).parent / "data" / "harmony_guide.txt"
 FORMAT = {"type": "string", "enum": ["celsius", "fahrenheit"], "default": "celsius"}

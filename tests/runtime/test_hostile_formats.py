@@ -10,8 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agentspec.runtime.episode.tools import MAX_ERROR_CHARS, ToolResult, cap_error
-from agentspec.runtime.formats import (
+from agentspec.formats import (
     MAX_INT_DIGITS,
     MAX_LISTED_ERRORS,
     HermesFormat,
@@ -19,6 +18,7 @@ from agentspec.runtime.formats import (
     get_format,
     strict_json_loads,
 )
+from agentspec.runtime.episode.tools import MAX_ERROR_CHARS, ToolResult, cap_error
 
 from .helpers import CalculatorTool
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from agentspec.runtime.formats import (
+from agentspec.formats import (
     DEFAULT_REASONING_TAGS,
     HarmonyFormat,
     HermesFormat,

@@ -21,6 +21,7 @@ import torch
 from safetensors.torch import load_file
 from verl_helpers import SPEC, warm_started_tiny
 
+from agentspec.presets import ALGORITHMS
 from agentspec.runtime.algorithms import (
     ESTIMATORS,
     AdvantageConfig,
@@ -28,7 +29,6 @@ from agentspec.runtime.algorithms import (
     collate_steps,
     compute_advantages,
 )
-from agentspec.runtime.algorithms.presets import ALGORITHMS
 from agentspec.runtime.backends.verl.compile_target import build_verl_target
 
 pytestmark = pytest.mark.slow

@@ -25,6 +25,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from agentspec.presets import ALGORITHMS, Algorithm
     from agentspec.registry import (
         DuplicateNameError,
         Registry,
@@ -69,7 +70,6 @@ if TYPE_CHECKING:
         policy_loss,
         value_loss,
     )
-    from agentspec.runtime.algorithms.presets import ALGORITHMS, Algorithm
 
 _MODULES = {
     "agentspec.registry": (
@@ -116,7 +116,7 @@ _MODULES = {
         "policy_loss",
         "value_loss",
     ),
-    "agentspec.runtime.algorithms.presets": ("ALGORITHMS", "Algorithm"),
+    "agentspec.presets": ("ALGORITHMS", "Algorithm"),
 }
 _LAZY = {name: module for module, names in _MODULES.items() for name in names}
 

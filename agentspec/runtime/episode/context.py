@@ -167,7 +167,7 @@ class ContextPolicy(ABC):
     append_only: ClassVar[bool] = False
     """Whether consecutive prompts extend each other, ``prompt_{t+1} = prompt_t +
     response_t + observation_t``: then an episode's steps can share one packed
-    training row (:func:`agentspec.runtime.episode.row_layout.row_layout`)."""
+    training row (:func:`agentspec.row_layout.row_layout`)."""
     spec_setting: ClassVar[str | None] = None
     """The key of a spec's ``context`` section this policy cannot do without, if any
     (``window`` for ``sliding_window``); the spec model requires it."""

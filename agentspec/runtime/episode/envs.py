@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from agentspec.formats import FormatError, ToolCallFormat, get_format
 from agentspec.runtime.episode.tools import BaseTool, ToolContext, ToolResult, cap_error
 from agentspec.runtime.episode.trajectory import (
     Action,
@@ -27,7 +28,6 @@ from agentspec.runtime.episode.trajectory import (
     TerminationReason,
     ToolCall,
 )
-from agentspec.runtime.formats import FormatError, ToolCallFormat, get_format
 
 __all__ = ["AgentEnv", "StepResult", "ToolEnv"]
 

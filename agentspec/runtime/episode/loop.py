@@ -20,8 +20,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
+from agentspec.formats.caps import cap_error
 from agentspec.runtime.episode.blocking import FifoSemaphore
-from agentspec.runtime.episode.caps import cap_error
 from agentspec.runtime.episode.context import (
     ContextOverflowError,
     ContextPolicy,

@@ -19,9 +19,9 @@ from typing import Any, ClassVar
 
 import jsonschema
 
+from agentspec.formats.caps import MAX_ERROR_CHARS, cap_error
 from agentspec.json_schema import JSON_TYPE_TESTS
 from agentspec.runtime.episode.blocking import run_blocking
-from agentspec.runtime.episode.caps import MAX_ERROR_CHARS, cap_error
 
 _timeout = getattr(asyncio, "timeout", None)  # Python 3.11+
 

@@ -28,8 +28,8 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from agentspec.formats import get_format
 from agentspec.runtime.episode.tools import ToolResult
-from agentspec.runtime.formats import get_format
 from agentspec.runtime.policies.base import SamplingParams
 from agentspec.runtime.policies.local_api import (
     LocalAPIServer,

@@ -26,7 +26,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from agentspec.compiler.diagnostics import SpecError
+from agentspec.diagnostics import SpecError
 from agentspec.runtime.episode.trajectory import EventKind, Trajectory
 from agentspec.spec.model import SpecTest, TextMatch
 from agentspec.spec.source import Span
@@ -388,7 +388,7 @@ def report_results(
     echo: Any,
 ) -> bool:
     """Print pytest-style results (or GitHub annotations); True when nothing failed."""
-    from agentspec.compiler.diagnostics import render_github, render_text
+    from agentspec.diagnostics import render_github, render_text
     from agentspec.spec.source import SourceFile
 
     counts = {"passed": 0, "failed": 0, "skipped": 0}
@@ -430,7 +430,7 @@ def report_results(
 
 
 def _github_line(case: CaseResult, failure: Failure) -> str:
-    from agentspec.compiler.diagnostics import github_command
+    from agentspec.diagnostics import github_command
 
     return github_command(
         "error", failure.span, "agentspec test", f"{case.name}: {failure.message}"

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from agentspec.runtime.formats.harmony import HarmonyMessage, split_messages
-from agentspec.runtime.formats.reasoning import DEFAULT_REASONING_TAGS
-from agentspec.runtime.formats.reasoning import split_reasoning as split_blocks
+from agentspec.formats.harmony import HarmonyMessage, split_messages
+from agentspec.formats.reasoning import DEFAULT_REASONING_TAGS
+from agentspec.formats.reasoning import split_reasoning as split_blocks
 
 __all__ = ["assistant_message", "split_reasoning"]
 

@@ -24,7 +24,7 @@ never rewrites an earlier turn. Templates that do — Qwen3 and gpt-oss drop the
 reasoning of past turns — are found at start-up by rendering a probe
 conversation turn by turn (:func:`probe`), and are handled explicitly: each
 step's prompt is the template's rendering of the conversation so far (per-step
-rows, never packed; :func:`agentspec.runtime.episode.row_layout.layout_for_template`).
+rows, never packed; :func:`agentspec.row_layout.layout_for_template`).
 
 Contents are text: when a message holds special-token text (``<|im_start|>``
 written by a tool), that content is encoded with

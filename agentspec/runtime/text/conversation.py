@@ -24,6 +24,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from agentspec.formats.harmony_render import assistant_turn
 from agentspec.runtime.episode.context import (
     ContextPolicy,
     ContextView,
@@ -32,7 +33,6 @@ from agentspec.runtime.episode.context import (
     StateSummary,
 )
 from agentspec.runtime.episode.trajectory import Step, ToolCall
-from agentspec.runtime.formats.harmony_render import assistant_turn
 
 __all__ = [
     "ChatCall",

@@ -19,7 +19,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from agentspec.runtime.algorithms.presets import ALGORITHMS
+from agentspec.presets import ALGORITHMS
 from agentspec.runtime.backends.local.device import resolve_device
 from agentspec.runtime.text.task_text import task_tokenizer
 from agentspec.runtime.text.tiny_model import TinyModelConfig, build_tiny_model

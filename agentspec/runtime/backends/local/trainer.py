@@ -24,8 +24,9 @@ from typing import Any
 
 import torch
 
+from agentspec.presets import ALGORITHMS, Algorithm
+from agentspec.row_layout import layout_for_template
 from agentspec.runtime.algorithms import ESTIMATORS, AdvantageConfig, compute_advantages
-from agentspec.runtime.algorithms.presets import ALGORITHMS, Algorithm
 from agentspec.runtime.backends.local.checkpoint import (
     TrainerState,
     latest_checkpoint,
@@ -41,7 +42,6 @@ from agentspec.runtime.backends.local.tensors import Rollout, build_rollout
 from agentspec.runtime.backends.local.update import update
 from agentspec.runtime.backends.local.warm_start import behaviour_clone
 from agentspec.runtime.episode.loop import run_episodes
-from agentspec.runtime.episode.row_layout import layout_for_template
 from agentspec.runtime.episode.summary import RolloutSummary, summarize
 from agentspec.runtime.episode.trajectory import Trajectory, write_jsonl
 from agentspec.runtime.policies.hf import HFPolicy

@@ -14,6 +14,7 @@ from typing import Any
 
 import torch
 
+from agentspec.presets import Algorithm, clip_range
 from agentspec.runtime.algorithms import (
     LossOutput,
     PolicyLossConfig,
@@ -25,7 +26,6 @@ from agentspec.runtime.algorithms import (
     topk_distillation_loss,
     value_loss,
 )
-from agentspec.runtime.algorithms.presets import Algorithm, clip_range
 from agentspec.runtime.backends.local.device import autocast
 from agentspec.runtime.backends.local.models import Models
 from agentspec.runtime.backends.local.scoring import Scored

@@ -26,8 +26,8 @@ from typing import Any
 
 from agentspec.compiler.build import compile_spec, import_file, write_compiled
 from agentspec.compiler.frontend import load_checked
-from agentspec.runtime.algorithms.presets import ALGORITHMS, Algorithm, clip_range
-from agentspec.runtime.episode.row_layout import row_layout
+from agentspec.presets import ALGORITHMS, Algorithm, clip_range
+from agentspec.row_layout import row_layout
 from agentspec.stdlib.user import bind_spec_dir
 
 __all__ = [

@@ -24,19 +24,19 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from agentspec.runtime.episode.trajectory import ToolCall
-from agentspec.runtime.formats.base import (
+from agentspec.formats.base import (
     ParsedResponse,
     ToolCallFormat,
     one_error,
     register_format,
 )
-from agentspec.runtime.formats.strict_json import (
+from agentspec.formats.strict_json import (
     NonStandardNumber,
     decode_one,
     json_type,
     strict_json_loads,
 )
+from agentspec.runtime.episode.trajectory import ToolCall
 
 if TYPE_CHECKING:
     from agentspec.runtime.episode.tools import BaseTool, ToolResult

@@ -12,8 +12,8 @@ import math
 import re
 from typing import Any
 
+from agentspec.formats.base import FormatError
 from agentspec.runtime.episode.trajectory import ToolCall
-from agentspec.runtime.formats.base import FormatError
 
 __all__ = [
     "MAX_INT_DIGITS",

@@ -26,7 +26,7 @@ Importing this package is cheap (no torch, no tool runtime): ``validate`` uses i
 
 from __future__ import annotations
 
-from agentspec.runtime.formats.base import (
+from agentspec.formats.base import (
     ERROR_CODES,
     FORMATS,
     MAX_ERROR_LINE_CHARS,
@@ -38,13 +38,13 @@ from agentspec.runtime.formats.base import (
     get_format,
     register_format,
 )
-from agentspec.runtime.formats.bracket import BracketFormat
-from agentspec.runtime.formats.harmony import HarmonyFormat
-from agentspec.runtime.formats.hermes import HermesFormat
-from agentspec.runtime.formats.json_calls import JsonFormat
-from agentspec.runtime.formats.react import ReactFormat
-from agentspec.runtime.formats.reasoning import DEFAULT_REASONING_TAGS, split_reasoning
-from agentspec.runtime.formats.strict_json import MAX_INT_DIGITS, strict_json_loads
+from agentspec.formats.bracket import BracketFormat
+from agentspec.formats.harmony import HarmonyFormat
+from agentspec.formats.hermes import HermesFormat
+from agentspec.formats.json_calls import JsonFormat
+from agentspec.formats.react import ReactFormat
+from agentspec.formats.reasoning import DEFAULT_REASONING_TAGS, split_reasoning
+from agentspec.formats.strict_json import MAX_INT_DIGITS, strict_json_loads
 
 __all__ = [
     "DEFAULT_REASONING_TAGS",

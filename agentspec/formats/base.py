@@ -16,10 +16,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from agentspec.formats.caps import cap_error
+from agentspec.formats.reasoning import DEFAULT_REASONING_TAGS, split_reasoning
 from agentspec.registry import Registry
-from agentspec.runtime.episode.caps import cap_error
 from agentspec.runtime.episode.trajectory import ToolCall
-from agentspec.runtime.formats.reasoning import DEFAULT_REASONING_TAGS, split_reasoning
 
 if TYPE_CHECKING:  # annotations only: parsing stays light enough for `validate`
     from agentspec.runtime.episode.tools import BaseTool, ToolResult

@@ -37,7 +37,7 @@ def row_layout(context_policy: str, *, step_rows: bool = False) -> RowLayout:
             (an unknown name raises :class:`~agentspec.registry.UnknownNameError`).
         step_rows: the backend's loss sees rows, not steps, and the algorithm's
             loss is per step (:attr:`Algorithm.needs_step_rows
-            <agentspec.runtime.algorithms.presets.Algorithm.needs_step_rows>` on verl).
+            <agentspec.presets.Algorithm.needs_step_rows>` on verl).
     """
     append_only = CONTEXT_POLICIES.get(context_policy).append_only
     return "packed" if append_only and not step_rows else "per_step"

@@ -21,21 +21,21 @@ import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from agentspec.runtime.episode.caps import cap_error
-from agentspec.runtime.episode.trajectory import ToolCall
-from agentspec.runtime.formats.base import (
+from agentspec.formats.base import (
     FormatError,
     ParsedResponse,
     ToolCallFormat,
     one_error,
     register_format,
 )
-from agentspec.runtime.formats.strict_json import (
+from agentspec.formats.caps import cap_error
+from agentspec.formats.strict_json import (
     NonStandardNumber,
     decode_one,
     decode_prefix,
     parse_call_object,
 )
+from agentspec.runtime.episode.trajectory import ToolCall
 
 if TYPE_CHECKING:
     from agentspec.runtime.episode.tools import BaseTool, ToolResult

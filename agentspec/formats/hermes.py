@@ -20,8 +20,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from agentspec.runtime.episode.trajectory import ToolCall
-from agentspec.runtime.formats.base import (
+from agentspec.formats.base import (
     MAX_LISTED_ERRORS,
     FormatError,
     ParsedResponse,
@@ -29,7 +28,7 @@ from agentspec.runtime.formats.base import (
     register_format,
     too_many_errors,
 )
-from agentspec.runtime.formats.strict_json import (
+from agentspec.formats.strict_json import (
     NonStandardNumber,
     decode_one,
     decode_prefix,
@@ -37,6 +36,7 @@ from agentspec.runtime.formats.strict_json import (
     skip_whitespace,
     trailing_error,
 )
+from agentspec.runtime.episode.trajectory import ToolCall
 
 if TYPE_CHECKING:
     from agentspec.runtime.episode.tools import BaseTool, ToolResult

@@ -23,13 +23,13 @@ import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from agentspec.runtime.episode.trajectory import ToolCall
-from agentspec.runtime.formats.base import (
+from agentspec.formats.base import (
     ParsedResponse,
     ToolCallFormat,
     one_error,
     register_format,
 )
+from agentspec.runtime.episode.trajectory import ToolCall
 
 if TYPE_CHECKING:
     from agentspec.runtime.episode.tools import BaseTool, ToolResult

@@ -34,16 +34,16 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from agentspec.runtime.episode.trajectory import ToolCall
-from agentspec.runtime.formats.base import (
+from agentspec.formats.base import (
     MAX_LISTED_ERRORS,
     FormatError,
     ParsedResponse,
     ToolCallFormat,
     register_format,
 )
-from agentspec.runtime.formats.harmony_render import functions_namespace, message, tool_message
-from agentspec.runtime.formats.strict_json import decode_one, json_type
+from agentspec.formats.harmony_render import functions_namespace, message, tool_message
+from agentspec.formats.strict_json import decode_one, json_type
+from agentspec.runtime.episode.trajectory import ToolCall
 
 if TYPE_CHECKING:
     from agentspec.runtime.episode.tools import BaseTool, ToolResult
