@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from agentspec.stdlib.calculator import evaluate
+from agentspec.stdlib.user import import_target, resolve_config_paths
 
 DATA_ENV = "AGENTSPEC_DATA"
 DEFAULT_DATA_ROOT = "../shared/data"
@@ -90,32 +91,9 @@ def resolve_path(raw: str, base_dir: Path | None = None) -> Path:
     return path
 
 
-def resolve_config_paths(config: dict[str, Any], base_dir: Path | None) -> dict[str, Any]:
-    """Relative file paths among `config` values, resolved against the spec's folder.
-
-    A value counts as a path when it names something that exists there (so
-    `corpus: data/wiki.jsonl` beside the spec works from any directory);
-    `${AGENTSPEC_DATA}` and absolute paths are left to `resolve_path`.
-    """
-    if base_dir is None:
-        return config
-    resolved = dict(config)
-    for key, value in config.items():
-        if isinstance(value, str) and value and not value.startswith(("$", "/", "~")):
-            candidate = base_dir / value
-            try:
-                exists = ("/" in value or "." in value) and candidate.exists()
-            except (OSError, ValueError):  # not a path after all
-                exists = False
-            if exists:
-                resolved[key] = str(candidate)
-    return resolved
-
-
 def user_generator(target: str) -> Generator:
     """`generator:module.path:attr`: a generator function of the user's code (found
     in the spec's folder first), called with `split=` and the spec's `params`."""
-    from agentspec.stdlib.user import import_target
 
     try:
         found = import_target(target)

@@ -100,9 +100,29 @@ class UserFunctions:
     def __getitem__(self, name: str) -> Callable[..., Any]:
         """Any declared name, also those that are not plain attributes (`user["class"]`)."""
         if name not in self._loaded:
-            from agentspec.stdlib.data import resolve_config_paths
-
             impl, config = self._declared[name]
             base = self._spec_dir() if self._spec_dir is not None else None
             self._loaded[name] = resolve(impl, resolve_config_paths(dict(config), base))
         return self._loaded[name]
+
+
+def resolve_config_paths(config: dict[str, Any], base_dir: Path | None) -> dict[str, Any]:
+    """Relative file paths among `config` values, resolved against the spec's folder.
+
+    A value counts as a path when it names something that exists there (so
+    `corpus: data/wiki.jsonl` beside the spec works from any directory);
+    `${AGENTSPEC_DATA}` and absolute paths are left to `resolve_path`.
+    """
+    if base_dir is None:
+        return config
+    resolved = dict(config)
+    for key, value in config.items():
+        if isinstance(value, str) and value and not value.startswith(("$", "/", "~")):
+            candidate = base_dir / value
+            try:
+                exists = ("/" in value or "." in value) and candidate.exists()
+            except (OSError, ValueError):  # not a path after all
+                exists = False
+            if exists:
+                resolved[key] = str(candidate)
+    return resolved

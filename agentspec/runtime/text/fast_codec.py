@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from agentspec.runtime.text.bpe_tokenizer import BPETokenizer
+from agentspec.runtime.text.specials import special_pattern
 
 if TYPE_CHECKING:
     from agentspec.runtime.text.tokenizer import ChatTemplate, Message
@@ -235,8 +236,6 @@ def _build_plan(
     pieces = re.split("|".join(map(re.escape, sentinels)), render(sentinels))
     if len(pieces) != len(messages) + 1:
         return None
-    from agentspec.runtime.text.tokenizer import special_pattern  # imports this module first
-
     pattern = special_pattern(tokenizer)
     literals = []
     for i, piece in enumerate(pieces):

@@ -21,6 +21,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from agentspec.runtime.text.bpe_tokenizer import BPETokenizer, load_tokenizer
 from agentspec.runtime.text.fast_codec import chat_plan, codec
+from agentspec.runtime.text.specials import SURROGATE, special_pattern, special_token_texts
 
 __all__ = [
     "BPETokenizer",
@@ -126,48 +127,6 @@ def _jinja_literal(text: str) -> str:
 # runtime writes itself is encoded with special tokens.
 
 
-def special_token_texts(tokenizer: Any) -> tuple[str, ...]:
-    """The text of every special token of ``tokenizer`` (longest first; cached)."""
-    key = id(tokenizer)
-    cached = _SPECIALS.get(key)
-    if cached is None or cached[0] is not tokenizer:
-        cached = (tokenizer, _find_special_texts(tokenizer))
-        _SPECIALS[key] = cached
-    return cached[1]
-
-
-_SPECIALS: dict[int, tuple[Any, tuple[str, ...]]] = {}
-
-
-def _find_special_texts(tokenizer: Any) -> tuple[str, ...]:
-    found: set[str] = set()
-    inner = getattr(tokenizer, "_tok", None)  # BPETokenizer's Rust tokenizer
-    decoders = [getattr(tokenizer, "added_tokens_decoder", None)]  # Hugging Face
-    if inner is not None and hasattr(inner, "get_added_tokens_decoder"):
-        decoders.append(inner.get_added_tokens_decoder())
-    for decoder in decoders:
-        if isinstance(decoder, Mapping):
-            found.update(str(t.content) for t in decoder.values() if getattr(t, "special", False))
-    found.update(getattr(tokenizer, "special_ids", {}))  # the byte tokenizer
-    found.update(str(t) for t in getattr(tokenizer, "all_special_tokens", None) or ())
-    return tuple(sorted((t for t in found if len(t) > 1), key=len, reverse=True))
-
-
-def special_pattern(tokenizer: Any) -> re.Pattern[str]:
-    texts = special_token_texts(tokenizer)
-    pattern = _PATTERNS.get(texts)
-    if pattern is None:  # lone surrogates too: no tokenizer can encode them
-        alternatives = [*(re.escape(t) for t in texts), _SURROGATE]
-        pattern = _PATTERNS[texts] = re.compile("|".join(alternatives))
-    return pattern
-
-
-_SURROGATE = "[\ud800-\udfff]"
-
-
-_PATTERNS: dict[tuple[str, ...], re.Pattern[str]] = {}
-
-
 def encode_text(tokenizer: Tokenizer, text: str) -> list[int]:
     """``text`` encoded as text: special-token text in it never becomes a special id.
 
@@ -178,7 +137,7 @@ def encode_text(tokenizer: Tokenizer, text: str) -> list[int]:
     pattern = special_pattern(tokenizer)
     if pattern.search(text) is None:
         return tokenizer.encode(text, add_special_tokens=False)
-    text = re.sub(_SURROGATE, "\ufffd", text)
+    text = re.sub(SURROGATE, "\ufffd", text)
     ids: list[int] = []
     pos = 0
     for m in pattern.finditer(text):
