@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from enum import Enum
 
-from agentspec.spec.source import SourceFile, Span
+from agentspec.source import SourceFile, Span
 
 # Stable codes. The first digit names the stage that reports them.
 CODES: dict[str, str] = {

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from agentspec.runtime.episode.context import CONTEXT_POLICIES
+from agentspec.contexts import CONTEXT_POLICIES
 
 __all__ = ["RowLayout", "layout_for_template", "row_layout"]
 
@@ -33,7 +33,7 @@ def row_layout(context_policy: str, *, step_rows: bool = False) -> RowLayout:
     """``packed`` if ``context_policy`` is append-only and nothing needs one row per step.
 
     Args:
-        context_policy: a name in :data:`~agentspec.runtime.episode.context.CONTEXT_POLICIES`
+        context_policy: a name in :data:`~agentspec.contexts.CONTEXT_POLICIES`
             (an unknown name raises :class:`~agentspec.registry.UnknownNameError`).
         step_rows: the backend's loss sees rows, not steps, and the algorithm's
             loss is per step (:attr:`Algorithm.needs_step_rows

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from agentspec.compiler.scopes import WHERE
 from agentspec.compiler.types import Type
 from agentspec.diagnostics import Diagnostic
-from agentspec.spec.source import Span, dotted
+from agentspec.source import Span, dotted
 
 if TYPE_CHECKING:
     from agentspec.compiler.checker import Checker

@@ -57,8 +57,8 @@ from agentspec.compiler.types import (
     strip_optional,
 )
 from agentspec.diagnostics import Diagnostic
+from agentspec.source import Span
 from agentspec.spec.load import LoadedSpec
-from agentspec.spec.source import Span
 from agentspec.spec.yaml_loader import Path
 
 __all__ = ["ROOTS", "Checker", "Scope", "Site", "check"]

@@ -34,8 +34,8 @@ from agentspec.compiler.types import (
 )
 from agentspec.diagnostics import Diagnostic
 from agentspec.json_schema import value_problems
+from agentspec.source import Span
 from agentspec.spec.model import OracleEach, ToolSpec
-from agentspec.spec.source import Span
 
 
 @dataclass

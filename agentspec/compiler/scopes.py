@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from agentspec.compiler.types import INT, STR, Type, parse_type
-from agentspec.spec.source import Span
+from agentspec.source import Span
 from agentspec.spec.yaml_loader import Path
 
 # The read-only records every spec has.

@@ -14,12 +14,11 @@ import json
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from agentspec.formats.caps import cap_error
 from agentspec.formats.reasoning import DEFAULT_REASONING_TAGS, split_reasoning
 from agentspec.registry import Registry
-from agentspec.runtime.episode.trajectory import ToolCall
 
 if TYPE_CHECKING:  # annotations only: parsing stays light enough for `validate`
     from agentspec.runtime.episode.tools import BaseTool, ToolResult
@@ -76,6 +75,16 @@ ERROR_CODES: dict[str, str] = {
     "too_many_errors": f"more than {MAX_LISTED_ERRORS} problems; the rest are counted",
 }
 """Every parse-error code a format reports, with what it means (the docs list it)."""
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """One parsed tool call: the tool's name and its arguments (not yet validated)."""
+
+    name: str
+    arguments: dict[str, Any]
+    raw: str = ""
+    """The span of the response the call was parsed from."""
 
 
 @dataclass(frozen=True)

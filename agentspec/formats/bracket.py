@@ -25,11 +25,11 @@ from typing import TYPE_CHECKING
 
 from agentspec.formats.base import (
     ParsedResponse,
+    ToolCall,
     ToolCallFormat,
     one_error,
     register_format,
 )
-from agentspec.runtime.episode.trajectory import ToolCall
 
 if TYPE_CHECKING:
     from agentspec.runtime.episode.tools import BaseTool, ToolResult

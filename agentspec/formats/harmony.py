@@ -38,12 +38,12 @@ from agentspec.formats.base import (
     MAX_LISTED_ERRORS,
     FormatError,
     ParsedResponse,
+    ToolCall,
     ToolCallFormat,
     register_format,
 )
 from agentspec.formats.harmony_render import functions_namespace, message, tool_message
 from agentspec.formats.strict_json import decode_one, json_type
-from agentspec.runtime.episode.trajectory import ToolCall
 
 if TYPE_CHECKING:
     from agentspec.runtime.episode.tools import BaseTool, ToolResult

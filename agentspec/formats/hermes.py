@@ -24,6 +24,7 @@ from agentspec.formats.base import (
     MAX_LISTED_ERRORS,
     FormatError,
     ParsedResponse,
+    ToolCall,
     ToolCallFormat,
     register_format,
     too_many_errors,
@@ -36,7 +37,6 @@ from agentspec.formats.strict_json import (
     skip_whitespace,
     trailing_error,
 )
-from agentspec.runtime.episode.trajectory import ToolCall
 
 if TYPE_CHECKING:
     from agentspec.runtime.episode.tools import BaseTool, ToolResult

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from agentspec.formats.base import (
     FormatError,
     ParsedResponse,
+    ToolCall,
     ToolCallFormat,
     one_error,
     register_format,
@@ -35,7 +36,6 @@ from agentspec.formats.strict_json import (
     decode_prefix,
     parse_call_object,
 )
-from agentspec.runtime.episode.trajectory import ToolCall
 
 if TYPE_CHECKING:
     from agentspec.runtime.episode.tools import BaseTool, ToolResult

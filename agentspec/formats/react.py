@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from agentspec.formats.base import (
     ParsedResponse,
+    ToolCall,
     ToolCallFormat,
     one_error,
     register_format,
@@ -36,7 +37,6 @@ from agentspec.formats.strict_json import (
     json_type,
     strict_json_loads,
 )
-from agentspec.runtime.episode.trajectory import ToolCall
 
 if TYPE_CHECKING:
     from agentspec.runtime.episode.tools import BaseTool, ToolResult

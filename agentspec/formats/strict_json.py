@@ -12,8 +12,7 @@ import math
 import re
 from typing import Any
 
-from agentspec.formats.base import FormatError
-from agentspec.runtime.episode.trajectory import ToolCall
+from agentspec.formats.base import FormatError, ToolCall
 
 __all__ = [
     "MAX_INT_DIGITS",

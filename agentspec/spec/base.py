@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING, Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from agentspec.contexts import CONTEXT_POLICIES
 from agentspec.formats import available_formats
 from agentspec.presets import ALGORITHMS, STEP_CLIP_PRESETS
-from agentspec.runtime.episode.context import CONTEXT_POLICIES
 
 LANGUAGE_VERSION = 1
 

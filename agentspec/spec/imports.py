@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from agentspec.source import Span
 from agentspec.spec.load import LoadedSpec
-from agentspec.spec.source import Span
 from agentspec.spec.yaml_loader import Path
 
 

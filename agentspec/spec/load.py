@@ -19,9 +19,9 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from agentspec.diagnostics import Diagnostic
+from agentspec.source import SourceFile, Span, dotted
 from agentspec.spec.model import LANGUAGE_VERSION, TaskSpec
 from agentspec.spec.scalars import clean_scalars
-from agentspec.spec.source import SourceFile, Span, dotted
 from agentspec.spec.yaml_loader import MAX_FILE_CHARS, Path, SourceMap, load_yaml
 
 # Keys people put in the wrong section (often following older examples).

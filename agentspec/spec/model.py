@@ -17,7 +17,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, model_validator
 
-from agentspec.runtime.episode.context import CONTEXT_POLICIES
+from agentspec.contexts import CONTEXT_POLICIES
 from agentspec.spec.base import (
     LANGUAGE_VERSION,
     Algorithm,

@@ -20,7 +20,7 @@ import math
 from typing import Any
 
 from agentspec.diagnostics import Diagnostic
-from agentspec.spec.source import dotted
+from agentspec.source import dotted
 from agentspec.spec.yaml_loader import Path, SourceMap
 
 # Paths whose values are JSON (a pattern of keys; "*" matches any one key).

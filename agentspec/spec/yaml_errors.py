@@ -13,7 +13,7 @@ from typing import Any
 import yaml
 
 from agentspec.diagnostics import Diagnostic
-from agentspec.spec.source import SourceFile
+from agentspec.source import SourceFile
 
 # Limits that keep `validate` fast and small on any file (docs/security.md).
 MAX_FILE_CHARS = 1_048_576

@@ -33,7 +33,7 @@ except ImportError:  # pragma: no cover - every supported platform has the wheel
 
 
 from agentspec.diagnostics import Diagnostic
-from agentspec.spec.source import SourceFile, Span
+from agentspec.source import SourceFile, Span
 from agentspec.spec.yaml_errors import (
     MAX_DEPTH,
     MAX_EXPANDED_CHARS,

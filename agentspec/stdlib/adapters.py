@@ -10,8 +10,32 @@ import importlib
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from agentspec.runtime.spec.env import EnvironmentAdapter
 from agentspec.stdlib.user import import_target
+
+
+class EnvironmentAdapter:
+    """An external environment: text in, text out, plus facts (`env.NAME`).
+
+    Adapters implement `reset(sample) -> str` and `step(command) -> str`, and
+    keep `info` (a dict exposed to expressions as `env`, e.g. `score`, `won`,
+    `done`) up to date.
+    """
+
+    info: dict[str, Any]
+
+    async def reset(self, sample: Mapping[str, Any]) -> str:
+        raise NotImplementedError
+
+    async def step(self, command: str) -> str:
+        raise NotImplementedError
+
+    async def close(self) -> None:
+        return None
+
+    def walkthrough(self, sample: Mapping[str, Any]) -> list[str]:
+        """Commands that solve the sample's game (the `walkthrough` oracle), if known."""
+        raise NotImplementedError
+
 
 ADAPTERS: dict[str, Callable[..., EnvironmentAdapter]] = {}
 

@@ -24,8 +24,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from agentspec.runtime.spec.env import EnvironmentAdapter
-from agentspec.stdlib.adapters import register_adapter
+from agentspec.stdlib.adapters import EnvironmentAdapter, register_adapter
 from agentspec.stdlib.data import resolve_path
 
 GAME_KEYS = ("z8", "game_file", "gamefile", "game")

@@ -67,8 +67,8 @@ def test_presets_import_without_torch() -> None:
 def test_spec_model_names_come_from_the_registries() -> None:
     from typing import get_args
 
+    from agentspec.contexts import CONTEXT_POLICIES
     from agentspec.formats import available_formats
-    from agentspec.runtime.episode.context import CONTEXT_POLICIES
     from agentspec.spec.model import ContextSpec, EpisodeSpec, TrainingSpec
 
     def allowed(model: type, field: str) -> tuple[str, ...]:

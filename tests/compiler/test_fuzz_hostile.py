@@ -17,7 +17,7 @@ from agentspec.compiler.emit import render_module
 from agentspec.compiler.frontend import check_source
 from agentspec.compiler.lower import lower
 from agentspec.diagnostics import CODES, render_text
-from agentspec.spec.source import SourceFile
+from agentspec.source import SourceFile
 
 SEEDED = settings(
     max_examples=120,

@@ -7,7 +7,7 @@ import pytest
 
 from agentspec.compiler.frontend import check_source
 from agentspec.diagnostics import Diagnostic
-from agentspec.spec.source import SourceFile
+from agentspec.source import SourceFile
 
 SPEC = """agentspec: 1
 name: t

@@ -112,7 +112,7 @@ def test_every_spec_in_the_docs_validates() -> None:
     import re
 
     from agentspec.compiler.frontend import check_source
-    from agentspec.spec.source import SourceFile
+    from agentspec.source import SourceFile
 
     found = 0
     for page in sorted(DOCS.rglob("*.md")):

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from agentspec.contexts import CONTEXT_POLICIES, ContextPolicyKind
 from agentspec.registry import UnknownNameError
 from agentspec.runtime import (
     AgentEnvLoop,
@@ -25,7 +26,7 @@ from agentspec.runtime import (
     run_episodes,
     training_rows,
 )
-from agentspec.runtime.episode.context import CONTEXT_POLICIES
+from agentspec.runtime.episode.context import POLICY_CLASSES, register_context_policy
 
 from .helpers import CharByCharPolicy, TwoRoomEnv, assert_chained_layout, room_oracle
 
@@ -72,6 +73,25 @@ def test_registry() -> None:
         make_context_policy("sliding_windw")
     assert FullHistory.append_only and not SlidingWindow.append_only
     assert [n for n in CONTEXT_POLICIES if CONTEXT_POLICIES.get(n).append_only] == ["full_history"]
+
+
+def test_every_declared_context_policy_has_a_class_with_the_same_facts() -> None:
+    """The spec and compiler read the declarations (agentspec.contexts); the runtime's
+    classes must say the same, or the compiled row layout would be wrong."""
+    assert POLICY_CLASSES.names() == CONTEXT_POLICIES.names()
+    for name in POLICY_CLASSES:
+        cls = POLICY_CLASSES.get(name)
+        assert CONTEXT_POLICIES.get(name) == ContextPolicyKind(
+            name, cls.append_only, cls.spec_setting
+        )
+
+
+def test_a_class_that_contradicts_its_declaration_is_refused() -> None:
+    class Appending(SlidingWindow):
+        append_only = True
+
+    with pytest.raises(ValueError, match="'sliding_window' is declared as"):
+        register_context_policy("sliding_window")(Appending)
 
 
 def test_full_history_step_t(tok: Any) -> None:

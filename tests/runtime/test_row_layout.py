@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from agentspec.compiler.build import compile_spec
+from agentspec.contexts import CONTEXT_POLICIES
 from agentspec.presets import ALGORITHMS
 from agentspec.registry import UnknownNameError
 from agentspec.row_layout import row_layout
-from agentspec.runtime.episode.context import CONTEXT_POLICIES
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from agentspec.source import SourceFile
 from agentspec.spec import yaml_loader
-from agentspec.spec.source import SourceFile
 
 ROOT = Path(__file__).resolve().parents[2]
 FILES = sorted(

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from agentspec.spec.source import SourceFile
+from agentspec.source import SourceFile
 from agentspec.spec.yaml_loader import load_yaml
 
 TEXT = """\

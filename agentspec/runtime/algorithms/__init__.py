@@ -134,7 +134,7 @@ def __getattr__(name: str) -> Any:
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    if module.startswith("agentspec.runtime.algorithms.") and not module.endswith(".presets"):
+    if module.startswith("agentspec.runtime.algorithms."):
         for registering in REGISTERING_MODULES:
             importlib.import_module(registering)
     value = getattr(importlib.import_module(module), name)

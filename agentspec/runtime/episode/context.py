@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from agentspec.contexts import ContextPolicyKind, declare_context_policy
 from agentspec.registry import Registry
 from agentspec.runtime.episode.trajectory import Step
 from agentspec.runtime.text.tokenizer import (
@@ -50,7 +51,7 @@ if TYPE_CHECKING:
     from agentspec.runtime.text.chat_templates import ModelTemplate
 
 __all__ = [
-    "CONTEXT_POLICIES",
+    "POLICY_CLASSES",
     "ContextOverflowError",
     "ContextPolicy",
     "ContextView",
@@ -136,23 +137,29 @@ def observation_ids(
     return encode_chat(tokenizer, chat, [{"role": role, "content": text}], prefix=head)
 
 
-CONTEXT_POLICIES: Registry[type[ContextPolicy]] = Registry("context policy")
-"""The context policies by name (``context.policy`` of a spec); an unknown name is an
-:class:`~agentspec.registry.UnknownNameError` listing the valid ones with a "did you mean"."""
+POLICY_CLASSES: Registry[type[ContextPolicy]] = Registry("context policy")
+"""The classes that build each context policy's prompts, by name (``context.policy``);
+each is declared in :data:`agentspec.contexts.CONTEXT_POLICIES` with its facts."""
 
 
 def register_context_policy(name: str) -> Callable[[type[ContextPolicy]], type[ContextPolicy]]:
-    """Class decorator: register a :class:`ContextPolicy` subclass under ``name``."""
-    return CONTEXT_POLICIES.register_class(name)
+    """Class decorator: register a :class:`ContextPolicy` subclass under ``name``; its
+    ``append_only`` and ``spec_setting`` must match the name's declaration, if any."""
+
+    def decorate(cls: type[ContextPolicy]) -> type[ContextPolicy]:
+        declare_context_policy(ContextPolicyKind(name, cls.append_only, cls.spec_setting))
+        return POLICY_CLASSES.register_class(name)(cls)
+
+    return decorate
 
 
 def available_context_policies() -> list[str]:
-    return list(CONTEXT_POLICIES.names())
+    return list(POLICY_CLASSES.names())
 
 
 def make_context_policy(name: str, **kwargs: Any) -> ContextPolicy:
     """A context policy by name; an unknown name lists the valid ones."""
-    return CONTEXT_POLICIES.get(name)(**kwargs)
+    return POLICY_CLASSES.get(name)(**kwargs)
 
 
 class ContextPolicy(ABC):

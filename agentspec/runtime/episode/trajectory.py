@@ -36,6 +36,8 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
+from agentspec.formats.base import ToolCall  # what a format parses a call into
+
 __all__ = [
     "FORMAT_NAME",
     "FORMAT_VERSION",
@@ -126,16 +128,6 @@ class Event:
     @classmethod
     def tool_ok(cls, name: str, call_index: int | None = None) -> Event:
         return cls(EventKind.TOOL, tool=name, call_index=call_index)
-
-
-@dataclass(frozen=True)
-class ToolCall:
-    """One parsed tool call: the tool's name and its arguments (not yet validated)."""
-
-    name: str
-    arguments: dict[str, Any]
-    raw: str = ""
-    """The span of the response the call was parsed from."""
 
 
 @dataclass

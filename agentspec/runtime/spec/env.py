@@ -35,6 +35,7 @@ from agentspec.runtime.spec.scope import (
     state_fields,
     template,
 )
+from agentspec.stdlib.adapters import EnvironmentAdapter
 
 __all__ = [
     "ActionView",
@@ -357,30 +358,6 @@ class SpecToolEnv(SpecEnvMixin, ToolEnv):
         self.action = ActionView(action.text)
         result = await super().step(action)
         return self.end_if_done(result, action)
-
-
-class EnvironmentAdapter:
-    """An external environment: text in, text out, plus facts (`env.NAME`).
-
-    Adapters implement `reset(sample) -> str` and `step(command) -> str`, and
-    keep `info` (a dict exposed to expressions as `env`, e.g. `score`, `won`,
-    `done`) up to date.
-    """
-
-    info: dict[str, Any]
-
-    async def reset(self, sample: Mapping[str, Any]) -> str:
-        raise NotImplementedError
-
-    async def step(self, command: str) -> str:
-        raise NotImplementedError
-
-    async def close(self) -> None:
-        return None
-
-    def walkthrough(self, sample: Mapping[str, Any]) -> list[str]:
-        """Commands that solve the sample's game (the `walkthrough` oracle), if known."""
-        raise NotImplementedError
 
 
 class SpecAdapterEnv(SpecEnvMixin, AgentEnv):

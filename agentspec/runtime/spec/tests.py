@@ -28,8 +28,8 @@ from typing import Any
 
 from agentspec.diagnostics import SpecError
 from agentspec.runtime.episode.trajectory import EventKind, Trajectory
+from agentspec.source import Span
 from agentspec.spec.model import SpecTest, TextMatch
-from agentspec.spec.source import Span
 from agentspec.spec.yaml_loader import Path as YamlPath
 from agentspec.spec.yaml_loader import SourceMap
 
@@ -389,7 +389,7 @@ def report_results(
 ) -> bool:
     """Print pytest-style results (or GitHub annotations); True when nothing failed."""
     from agentspec.diagnostics import render_github, render_text
-    from agentspec.spec.source import SourceFile
+    from agentspec.source import SourceFile
 
     counts = {"passed": 0, "failed": 0, "skipped": 0}
     failed: list[tuple[CaseResult, Failure]] = []

@@ -1,0 +1,190 @@
+"""The package's layers stand on each other in one direction (DESIGN.md §6).
+
+The import graph is read from the source (an import inside a function counts;
+one under ``if TYPE_CHECKING:`` does not, since it never runs). A name taken from
+a package's lazy ``_LAZY`` table counts as an import of the module it names.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parent.parent / "agentspec"
+
+# Lowest first. A module may import from its own layer and the layers below it.
+LAYERS: tuple[frozenset[str], ...] = (
+    frozenset({"registry", "source", "json_schema", "sandbox"}),
+    frozenset({"diagnostics", "contexts", "presets", "formats", "row_layout"}),
+    frozenset({"spec"}),
+    frozenset({"stdlib"}),
+    frozenset({"compiler"}),
+    frozenset({"runtime"}),
+    frozenset({"viewer", "init_templates"}),
+    frozenset({"cli"}),
+)
+
+
+def module_files() -> dict[str, Path]:
+    modules = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        modules[".".join(parts)] = path
+    return modules
+
+
+MODULES = module_files()
+
+
+def _runs(tree: ast.AST) -> Iterator[ast.AST]:
+    """Every node that can run: the bodies of `if TYPE_CHECKING:` are left out."""
+    for node in ast.iter_child_nodes(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            yield from (n for child in node.orelse for n in [child, *_runs(child)])
+            continue
+        yield node
+        yield from _runs(node)
+
+
+def _lazy_table(module: str) -> dict[str, str]:
+    """A package's PEP 562 table of name → module: a literal ``_LAZY`` (name → module)
+    or ``_MODULES`` (module → names)."""
+    tree = ast.parse(MODULES[module].read_text(encoding="utf-8"))
+    tables: dict[str, ast.expr] = {}
+    for node in tree.body:
+        target = node.target if isinstance(node, ast.AnnAssign) else None
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target = node.targets[0]
+        value = getattr(node, "value", None)
+        if isinstance(target, ast.Name) and isinstance(value, ast.Dict):
+            tables[target.id] = value
+    if "_LAZY" in tables:
+        return dict(ast.literal_eval(tables["_LAZY"]))
+    if "_MODULES" in tables:
+        by_module = ast.literal_eval(tables["_MODULES"])
+        return {name: mod for mod, names in by_module.items() for name in names}
+    return {}
+
+
+def _owner(name: str) -> str | None:
+    """The module of the package that ``name`` (a dotted import target) lives in."""
+    while name and name not in MODULES:
+        name = name.rpartition(".")[0]
+    return name or None
+
+
+def imports_of(module: str) -> set[str]:
+    tree = ast.parse(MODULES[module].read_text(encoding="utf-8"))
+    found: set[str] = set()
+    for node in _runs(tree):
+        targets: list[str] = []
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            for alias in node.names:
+                dotted = f"{node.module}.{alias.name}"
+                if dotted in MODULES:  # a submodule
+                    targets.append(dotted)
+                elif node.module in MODULES and alias.name in _lazy_table(node.module):
+                    targets.append(_lazy_table(node.module)[alias.name])
+                else:
+                    targets.append(node.module)
+        for target in targets:
+            owner = _owner(target) if target.startswith("agentspec") else None
+            if owner and owner != module:
+                found.add(owner)
+    return found
+
+
+GRAPH = {module: imports_of(module) for module in MODULES}
+
+
+def strongly_connected(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Tarjan's algorithm, iterative; components with more than one node are cycles."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    components: list[list[str]] = []
+    for root in graph:
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, edges = work[-1]
+            for nxt in edges:
+                if nxt not in index:
+                    index[nxt] = low[nxt] = len(index)
+                    stack.append(nxt)
+                    on_stack.add(nxt)
+                    work.append((nxt, iter(sorted(graph.get(nxt, ())))))
+                    break
+                if nxt in on_stack:
+                    low[node] = min(low[node], index[nxt])
+            else:
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[node])
+                if low[node] == index[node]:
+                    component = []
+                    while True:
+                        member = stack.pop()
+                        on_stack.discard(member)
+                        component.append(member)
+                        if member == node:
+                            break
+                    if len(component) > 1:
+                        components.append(sorted(component))
+    return components
+
+
+def top(module: str) -> str:
+    """The top-level package (or module) of ``agentspec`` that ``module`` is in."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else ""
+
+
+def test_no_module_imports_itself_back() -> None:
+    assert strongly_connected(GRAPH) == []
+
+
+def test_no_cycle_between_top_level_packages() -> None:
+    packages: dict[str, set[str]] = {}
+    for module, targets in GRAPH.items():
+        for target in targets:
+            if top(module) != top(target) and top(target):
+                packages.setdefault(top(module), set()).add(top(target))
+            packages.setdefault(top(target), set())
+    assert strongly_connected(packages) == []
+
+
+def test_every_import_goes_down_the_layers() -> None:
+    layer_of = {name: i for i, layer in enumerate(LAYERS) for name in layer}
+    unplaced = {top(m) for m in MODULES if top(m)} - set(layer_of)
+    assert not unplaced, f"place these in LAYERS: {sorted(unplaced)}"
+    upward = [
+        f"{module} -> {target}"
+        for module, targets in sorted(GRAPH.items())
+        for target in sorted(targets)
+        if top(module) and top(target) and layer_of[top(target)] > layer_of[top(module)]
+    ]
+    assert upward == []
+
+
+def test_the_checker_catches_a_cycle() -> None:
+    """The test above can fail: a two-module loop and a three-module loop are found."""
+    graph = {"a": {"b"}, "b": {"a"}, "c": {"d"}, "d": {"e"}, "e": {"c"}, "f": {"a"}}
+    assert sorted(strongly_connected(graph)) == [["a", "b"], ["c", "d", "e"]]
+
+
+def test_lazy_names_count_as_imports_of_their_module() -> None:
+    assert "agentspec.runtime.episode.loop" in imports_of("agentspec.compiler.names") or (
+        "agentspec.runtime" not in imports_of("agentspec.compiler.names")
+    )
+    assert _lazy_table("agentspec.runtime")["AgentEnvLoop"] == "agentspec.runtime.episode.loop"
