@@ -31,8 +31,9 @@ demo: venv
 	@echo "warm-start and final greedy success: runs/demo/metrics.jsonl (eval/success)"
 	@echo "plots: runs/demo/plots   run directory: runs/demo"
 
+# Two workers: the suite is CPU-bound and the CI machine has two cores.
 test: venv chromium
-	$(PY) -m pytest
+	$(PY) -m pytest -n 2 --durations=25
 
 # Headless Chromium for the report tests: Debian's package, never a downloaded browser.
 chromium:

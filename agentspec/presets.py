@@ -30,6 +30,7 @@ __all__ = [
     "Algorithm",
     "ClipSetting",
     "clip_range",
+    "critic_warmup",
     "register_algorithm",
 ]
 
@@ -70,6 +71,8 @@ class Algorithm:
             advantage added with weight ``opd_task_weight``; ``None`` otherwise.
         verl_overrides: Hydra overrides of verl's ``main_ppo`` this algorithm adds
             to the generic ones (estimator, loss, clip, critic) the verl target writes.
+        critic_warmup: RL iterations in which only the critic trains, when a spec
+            sets no ``training.critic_warmup`` (only for ``trains_critic``).
     """
 
     name: str
@@ -81,6 +84,7 @@ class Algorithm:
     needs_teacher: bool = False
     task_estimator: str | None = None
     verl_overrides: Mapping[str, str] = field(default_factory=dict, hash=False)
+    critic_warmup: int = 0
 
     @property
     def clips_steps(self) -> bool:
@@ -187,3 +191,17 @@ def clip_range(algorithm: Algorithm, training: Any) -> tuple[float, float]:
     preset = get("step_clip_preset")
     low, high = (symmetric, symmetric) if preset is None else STEP_CLIP_PRESETS.get(preset)
     return number("step_clip_low", low), number("step_clip_high", high)
+
+
+def critic_warmup(algorithm: Algorithm, training: Any) -> int:
+    """Iterations in which only the critic trains: the spec's ``critic_warmup``, else the
+    preset's; 0 for an algorithm without a critic. ``training`` is the spec's training
+    section (a model or a mapping)."""
+    if not algorithm.trains_critic:
+        return 0
+    value = (
+        training.get("critic_warmup")
+        if isinstance(training, Mapping)
+        else getattr(training, "critic_warmup", None)
+    )
+    return algorithm.critic_warmup if value is None else int(value)

@@ -20,44 +20,123 @@ its bootstrap interval. A difference is called significant when the 95 %
 interval of the difference of means excludes 0.
 
     .venv/bin/python benchmarks/credit_assignment.py [--tasks keys_and_doors keys_and_chests]
-        [--algorithms steppo ppo token_gae grpo gigpo] [--seeds 8] [--jobs 2]
+        [--algorithms steppo ppo token_gae grpo gigpo] [--seeds 8] [--jobs 1]
         [--lr steppo=3e-4 ...] [--set KEY=VALUE ...] [--out runs/credit]
 
-    # summarise the finished runs of a benchmark stopped part-way (trains nothing):
-    .venv/bin/python benchmarks/credit_assignment.py --report [same arguments]
+    # the README's table and plot from the committed results alone (trains nothing):
+    .venv/bin/python benchmarks/credit_assignment.py --report [--write-readme]
 
     # the sweeps that choose the settings (3 seeds on keys_and_doors by default):
-    .venv/bin/python benchmarks/credit_assignment.py --sweep step_clip
     .venv/bin/python benchmarks/credit_assignment.py --sweep lr
+    .venv/bin/python benchmarks/credit_assignment.py --sweep step_clip
 
-Runs are independent processes (``--jobs`` at a time, one torch thread each).
-The benchmark resumes where it stopped: a finished run is read, an unfinished
-one continues from its latest checkpoint.
+Results are data. Every finished run writes a compact summary (its settings,
+seed, and per iteration the env steps, greedy and sampled success, the KL to
+the warm start and the policy entropy) to
+``benchmarks/results/credit/<task>/<variant>/seed<N>.json``, committed with the
+code. A run whose result is there (for the same spec, settings and
+``BENCHMARK_VERSION``) is not trained again, on any machine; an unfinished one
+continues from its checkpoint under ``--out``. The measures are environment
+steps, not seconds, so the benchmark can run on one core beside other work
+(``--jobs 1``; every run uses one torch thread) and accumulate across sessions.
+Bump ``BENCHMARK_VERSION`` when the trainer's behaviour changes: results of
+another version are kept in the file but no longer count.
+
+Each algorithm runs at its own learning rate: the best mean success AUC of its
+``--sweep lr`` results when they are there, else the spec's. Every algorithm
+starts a seed from the same warm start (the spec's behaviour cloning, seeded),
+so algorithms are compared per seed (paired).
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
+import math
 import random
 import shutil
 import statistics
 from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "benchmarks" / "results" / "credit"
+BENCHMARK_VERSION = 2
+"""2: the critic starts from the warm-started policy, the reference is the warm-started
+policy, per-iteration diagnostics (results of version 1 were never committed)."""
 TASKS = ("keys_and_doors", "keys_and_chests")
 ALGORITHMS = ("steppo", "ppo", "token_gae", "grpo", "gigpo")
 THRESHOLD = 0.9
-# Learning rate of each algorithm (from `--sweep lr`; the spec's 3e-4 until a sweep says otherwise).
-LEARNING_RATES = {name: 3e-4 for name in ALGORITHMS}
 # The step-clip ranges `--sweep step_clip` compares: (ε_low, ε_high).
 STEP_CLIPS = ((3e-4, 4e-4), (1e-3, 1e-3), (1e-2, 1e-2), (0.04, 0.04), (0.2, 0.2))
 SWEEP_LRS = (1e-4, 3e-4, 1e-3)
+# What a result keeps of each iteration's metrics (the curve the report reads).
+CURVE_KEYS = (
+    "iteration",
+    "env_steps",
+    "eval/success",
+    "rollout/success",
+    "actor/kl",
+    "actor/entropy",
+    "actor/ppo_kl",
+)
 
 Records = list[dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class Job:
+    """One training run of the benchmark: a task, a named variant, a seed."""
+
+    task: str
+    variant: str
+    seed: int
+    settings: dict[str, Any]  # the overrides of the spec's training section
+
+    @property
+    def spec(self) -> Path:
+        return ROOT / "specs" / f"{self.task}.yaml"
+
+    @property
+    def result(self) -> Path:
+        return RESULTS / self.task / self.variant / f"seed{self.seed}.json"
+
+    def identity(self) -> dict[str, Any]:
+        """What a committed result must match to count for this job."""
+        return {
+            "benchmark_version": BENCHMARK_VERSION,
+            "spec_sha256": hashlib.sha256(self.spec.read_bytes()).hexdigest(),
+            "settings": json.loads(json.dumps(self.settings, sort_keys=True)),
+        }
+
+
+# ----------------------------------------------------------------------------
+# results
+# ----------------------------------------------------------------------------
+
+
+def read_result(job: Job) -> Records | None:
+    """The job's committed curve, if its result matches the job (spec, settings, version)."""
+    if not job.result.is_file():
+        return None
+    data = json.loads(job.result.read_text(encoding="utf-8"))
+    if {k: data.get(k) for k in job.identity()} != job.identity():
+        return None
+    return list(data["curve"])
+
+
+def write_result(job: Job, records: Records) -> None:
+    """A compact summary of a finished run: identity, then one entry per iteration."""
+    curve = [{k: r[k] for k in CURVE_KEYS if k in r} for r in records]
+    data = {"task": job.task, "variant": job.variant, "seed": job.seed, **job.identity()}
+    data["curve"] = curve
+    job.result.parent.mkdir(parents=True, exist_ok=True)
+    text = json.dumps(data, indent=None, separators=(",", ":"), sort_keys=False)
+    job.result.write_text(text.replace("},{", "},\n{") + "\n", encoding="utf-8")
 
 
 # ----------------------------------------------------------------------------
@@ -65,35 +144,60 @@ Records = list[dict[str, Any]]
 # ----------------------------------------------------------------------------
 
 
-def train_one(spec: Path, out: Path, overrides: dict[str, Any], resume: bool) -> Path:
+def train_one(job: Job, out: Path) -> Records:
+    """Train the job (continuing from a checkpoint under ``out``); returns its metrics."""
     from agentspec.runtime.backends.local import train
 
-    return train(spec, out, overrides, resume=resume)
+    resume = (out / "checkpoints").is_dir() and any((out / "checkpoints").iterdir())
+    if not resume and out.exists():
+        shutil.rmtree(out)  # killed before its first checkpoint: start it again
+    train(job.spec, out, job.settings, resume=resume)
+    return read_records(out)
 
 
 def read_records(run: Path) -> Records:
     return [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
 
 
-def finished(run: Path, iterations: int) -> bool:
-    if not (run / "metrics.jsonl").is_file():
-        return False
-    return any(r.get("iteration") == iterations for r in read_records(run))
-
-
-def run_all(jobs: dict[Path, tuple[Path, dict[str, Any]]], workers: int) -> None:
-    """Train every unfinished run; one that has a checkpoint continues from it."""
+def run_all(jobs: Sequence[Job], out: Path, workers: int) -> None:
+    """Train every job without a matching result; each result is written as it finishes."""
+    pending = [job for job in jobs if read_result(job) is None]
+    print(f"{len(jobs) - len(pending)} of {len(jobs)} runs have results; training {len(pending)}")
     with ProcessPoolExecutor(max_workers=workers) as pool:
-        futures = []
-        for out, (spec, overrides) in jobs.items():
-            if finished(out, int(overrides["iterations"])):
-                continue
-            resume = (out / "checkpoints").is_dir() and any((out / "checkpoints").iterdir())
-            if not resume and out.exists():
-                shutil.rmtree(out)  # killed before its first checkpoint: start it again
-            futures.append(pool.submit(train_one, spec, out, overrides, resume))
-        for future in futures:
-            future.result()
+        futures = {
+            pool.submit(train_one, job, out / job.task / f"{job.variant}-{job.seed}"): job
+            for job in pending
+        }
+        for future in as_completed(futures):
+            job = futures[future]
+            write_result(job, future.result())
+            print(f"result: {job.result.relative_to(ROOT)}", flush=True)
+
+
+def swept_learning_rate(task: str, algorithm: str, seeds: int = 3) -> float | None:
+    """The learning rate of ``algorithm`` with the best mean success AUC in the committed
+    ``--sweep lr`` results on ``task`` (all of its rates × ``seeds`` needed), else None."""
+    found: dict[float, Records] = {}
+    for lr in SWEEP_LRS:
+        jobs = [
+            Job(task, f"{algorithm}-lr{lr:g}", s, sweep_settings(task, algorithm, lr, s))
+            for s in range(seeds)
+        ]
+        curves = [read_result(j) for j in jobs]
+        if any(c is None for c in curves):
+            return None
+        found[lr] = curves  # type: ignore[assignment]
+    budget = min(max(int(r.get("env_steps", 0)) for r in c) for cs in found.values() for c in cs)
+    return max(found, key=lambda lr: statistics.fmean(success_auc(c, budget) for c in found[lr]))
+
+
+def sweep_settings(task: str, algorithm: str, lr: float, seed: int) -> dict[str, Any]:
+    return {
+        "learning_rate": lr,
+        "algorithm": algorithm,
+        "seed": seed,
+        "iterations": _spec_iterations(ROOT / "specs" / f"{task}.yaml"),
+    }
 
 
 # ----------------------------------------------------------------------------
@@ -191,16 +295,27 @@ def summarize(runs: dict[str, list[Records]]) -> dict[str, dict[str, Any]]:
             "auc_ci": bootstrap_ci(aucs),
             "final": statistics.fmean(final_success(r) for r in rs),
             "kl_max": statistics.fmean(largest_kl(r) for r in rs),
+            "fall": largest_fall(rs),
             "budget": budget,
         }
     return out
 
 
+def largest_fall(runs: list[Records]) -> float:
+    """How far mean greedy success (over seeds) ever fell below its value at the warm
+    start, over the evaluations every run has (0 when it never fell)."""
+    curves = [eval_curve(r) for r in runs]
+    length = min(len(c) for c in curves)
+    means = [statistics.fmean(c[i][1] for c in curves) for i in range(length)]
+    return max((means[0] - m for m in means), default=0.0)
+
+
 def table(summary: dict[str, dict[str, Any]]) -> str:
     lines = [
         f"| algorithm | env steps to {THRESHOLD:.0%} greedy success: mean [95 % CI] (seeds that reached it) "
-        "| success AUC: mean [95 % CI] | final greedy success | largest iteration KL |",
-        "|---|---|---|---|---|",
+        "| success AUC: mean [95 % CI] | final greedy success | largest fall below the warm start "
+        "| largest iteration KL |",
+        "|---|---|---|---|---|---|",
     ]
     for algorithm, s in summary.items():
         censored = "≥ " if s["reached"] < len(s["steps"]) else ""
@@ -209,32 +324,79 @@ def table(summary: dict[str, dict[str, Any]]) -> str:
         lines.append(
             f"| `{algorithm}` | {censored}{s['steps_mean']:,.0f} [{lo:,.0f}, {hi:,.0f}] "
             f"({s['reached']}/{len(s['steps'])}) | {s['auc_mean']:.3f} [{alo:.3f}, {ahi:.3f}] "
-            f"| {s['final']:.2f} | {s['kl_max']:.3f} |"
+            f"| {s['final']:.2f} | {s['fall']:.2f} | {s['kl_max']:.3f} |"
         )
     return "\n".join(lines)
 
 
 def comparisons(summary: dict[str, dict[str, Any]], reference: str = "steppo") -> str:
-    """StepPO against every other algorithm: ratio of mean env steps and significance."""
+    """StepPO against every other algorithm, paired by seed (each seed's runs start from
+    the same warm start): the ratio of mean env steps to 90 % with its bootstrap interval
+    (seeds resampled together), the AUC difference, and the seeds a 0.7× effect needs."""
     if reference not in summary:
         return ""
     lines = [
-        f"| `{reference}` vs | ratio of mean env steps to {THRESHOLD:.0%} | 95 % CI of the difference "
-        "| significant | AUC difference 95 % CI | significant |",
+        f"| `{reference}` vs | ratio of mean env steps to {THRESHOLD:.0%} [paired 95 % CI] "
+        "| significant | AUC difference [paired 95 % CI] | significant "
+        "| seeds to show 0.7× at this spread |",
         "|---|---|---|---|---|---|",
     ]
     ref = summary[reference]
     for algorithm, s in summary.items():
-        if algorithm == reference:
+        if algorithm == reference or len(s["steps"]) != len(ref["steps"]):
             continue
-        lo, hi = bootstrap_difference(ref["steps"], s["steps"])
-        alo, ahi = bootstrap_difference(ref["auc"], s["auc"])
+        ratio = ref["steps_mean"] / s["steps_mean"]
+        rlo, rhi = paired_bootstrap(ref["steps"], s["steps"], _ratio_of_means)
+        alo, ahi = paired_bootstrap(ref["auc"], s["auc"], _difference_of_means)
         lines.append(
-            f"| `{algorithm}` | {ref['steps_mean'] / s['steps_mean']:.2f}× "
-            f"| [{lo:,.0f}, {hi:,.0f}] | {'yes' if lo > 0 or hi < 0 else 'no'} "
-            f"| [{alo:+.3f}, {ahi:+.3f}] | {'yes' if alo > 0 or ahi < 0 else 'no'} |"
+            f"| `{algorithm}` | {ratio:.2f}× [{rlo:.2f}, {rhi:.2f}] "
+            f"| {'yes' if rlo > 1 or rhi < 1 else 'no'} "
+            f"| {statistics.fmean(ref['auc']) - statistics.fmean(s['auc']):+.3f} "
+            f"[{alo:+.3f}, {ahi:+.3f}] | {'yes' if alo > 0 or ahi < 0 else 'no'} "
+            f"| {seeds_for_effect(ref['steps'], s['steps'], 0.7)} |"
         )
     return "\n".join(lines)
+
+
+def _ratio_of_means(a: Sequence[float], b: Sequence[float]) -> float:
+    return statistics.fmean(a) / max(statistics.fmean(b), 1e-12)
+
+
+def _difference_of_means(a: Sequence[float], b: Sequence[float]) -> float:
+    return statistics.fmean(a) - statistics.fmean(b)
+
+
+def paired_bootstrap(
+    a: Sequence[float],
+    b: Sequence[float],
+    statistic: Callable[[Sequence[float], Sequence[float]], float],
+    *,
+    resamples: int = 10_000,
+    seed: int = 0,
+) -> tuple[float, float]:
+    """Percentile bootstrap 95 % interval of ``statistic(a, b)``, resampling seeds: the
+    same indices on both sides, so each seed's pair stays together."""
+    rng = random.Random(seed)
+    n = len(a)
+    values = []
+    for _ in range(resamples):
+        picks = [rng.randrange(n) for _ in range(n)]
+        values.append(statistic([a[i] for i in picks], [b[i] for i in picks]))
+    values.sort()
+    return values[int(0.025 * resamples)], values[int(0.975 * resamples) - 1]
+
+
+def seeds_for_effect(a: Sequence[float], b: Sequence[float], ratio: float) -> str:
+    """Seeds a paired two-sided test (α = 0.05, power 0.8) needs to detect mean(a) =
+    ``ratio`` × mean(b), given the spread of the per-seed differences seen here."""
+    if len(a) < 2:
+        return "—"
+    spread = statistics.stdev(x - y for x, y in zip(a, b, strict=True))
+    effect = (1.0 - ratio) * statistics.fmean(b)
+    if effect <= 0:
+        return "—"
+    z_alpha, z_power = 1.959964, 0.841621
+    return str(max(2, math.ceil(((z_alpha + z_power) * spread / effect) ** 2)))
 
 
 # ----------------------------------------------------------------------------
@@ -303,6 +465,87 @@ def sweep_variants(kind: str) -> dict[str, tuple[str, dict[str, Any]]]:
     }
 
 
+def benchmark_jobs(args: argparse.Namespace) -> list[Job]:
+    """Every run the arguments ask for, seed-major (a benchmark stopped part-way has as
+    many seeds of every variant)."""
+    seeds = args.seeds or (3 if args.sweep else 8)
+    tasks = ["keys_and_doors"] if args.sweep and args.tasks == list(TASKS) else args.tasks
+    shared = parse_pairs(args.settings, _json_or_text)
+    given = parse_pairs(args.lr, float)
+    jobs = []
+    for seed in range(seeds):
+        for task in tasks:
+            spec = ROOT / "specs" / f"{task}.yaml"
+            if args.sweep:
+                variants = sweep_variants(args.sweep)
+            else:
+                variants = {
+                    a: (a, {"learning_rate": given.get(a) or _rate(task, a)})
+                    for a in args.algorithms
+                }
+            for name, (algorithm, overrides) in variants.items():
+                settings = {**shared, **overrides, "algorithm": algorithm, "seed": seed}
+                settings.setdefault("iterations", args.iterations or _spec_iterations(spec))
+                jobs.append(Job(task, name, seed, settings))
+    return jobs
+
+
+def _rate(task: str, algorithm: str) -> float:
+    """The swept learning rate where the sweep's results are committed, else the spec's."""
+    swept = swept_learning_rate(task, algorithm)
+    if swept is not None:
+        return swept
+    import yaml
+
+    spec = yaml.safe_load((ROOT / "specs" / f"{task}.yaml").read_text())
+    return float(spec["training"].get("learning_rate", 1e-3))
+
+
+def report(jobs: Sequence[Job], sweep: bool, figure: Path) -> str:
+    """The markdown tables and the plot, from the committed results of ``jobs`` alone."""
+    by_seed: dict[str, dict[str, dict[int, Records]]] = {}
+    for job in jobs:
+        curve = read_result(job)
+        if curve is not None:
+            by_seed.setdefault(job.task, {}).setdefault(job.variant, {})[job.seed] = curve
+    results = {
+        task: {name: [seeds[s] for s in sorted(seeds)] for name, seeds in variants.items()}
+        for task, variants in by_seed.items()
+    }
+    sections = []
+    for task, variants in by_seed.items():
+        shared = sorted(set.intersection(*(set(seeds) for seeds in variants.values())))
+        counts = sorted({len(seeds) for seeds in variants.values()})
+        summary = summarize(results[task])
+        sections.append(
+            f"#### {task} ({'/'.join(map(str, counts))} seeds; budget "
+            f"{next(iter(summary.values()))['budget']:,} env steps)\n\n" + table(summary)
+        )
+        if not sweep and shared:
+            paired = summarize({n: [seeds[s] for s in shared] for n, seeds in variants.items()})
+            sections[-1] += f"\n\nPaired over seeds {shared[0]}–{shared[-1]} ({len(shared)}):\n\n"
+            sections[-1] += comparisons(paired)
+    if results:
+        plot(results, figure)
+    return "\n\n".join(sections)
+
+
+README_BEGIN = (
+    "<!-- credit-assignment:begin (benchmarks/credit_assignment.py --report --write-readme) -->"
+)
+README_END = "<!-- credit-assignment:end -->"
+
+
+def write_readme(text: str, readme: Path = ROOT / "README.md") -> None:
+    """Replace the README's block between the markers with ``text``."""
+    content = readme.read_text(encoding="utf-8")
+    head, sep, rest = content.partition(README_BEGIN)
+    _, sep2, tail = rest.partition(README_END)
+    if not sep or not sep2:
+        raise SystemExit(f"{readme}: the credit-assignment markers are missing")
+    readme.write_text(f"{head}{README_BEGIN}\n{text}\n{README_END}{tail}", encoding="utf-8")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawTextHelpFormatter
@@ -316,63 +559,30 @@ def main() -> None:
         "--set", nargs="*", default=[], dest="settings", help="KEY=VALUE for every run"
     )
     parser.add_argument("--sweep", choices=("step_clip", "lr"), default=None)
-    parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--jobs", type=int, default=1)
     parser.add_argument(
         "--report",
         action="store_true",
-        help="train nothing: summarise the runs that have finished (a benchmark stopped part-way)",
+        help="train nothing: the tables and plot from the committed results",
+    )
+    parser.add_argument(
+        "--write-readme", action="store_true", help="with --report: update README.md's block"
     )
     parser.add_argument("--out", type=Path, default=ROOT / "runs" / "credit")
     parser.add_argument("--figure", type=Path, default=None)
     args = parser.parse_args()
 
-    seeds = args.seeds or (3 if args.sweep else 8)
-    tasks = ["keys_and_doors"] if args.sweep and args.tasks == list(TASKS) else args.tasks
-    shared = parse_pairs(args.settings, _json_or_text)
-    rates = {**LEARNING_RATES, **parse_pairs(args.lr, float)}
-    variants = (
-        sweep_variants(args.sweep)
-        if args.sweep
-        else {a: (a, {"learning_rate": rates[a]}) for a in args.algorithms}
-    )
-
-    jobs: dict[Path, tuple[Path, dict[str, Any]]] = {}
-    layout: dict[str, dict[str, list[Path]]] = {}
-    # seed-major order: a benchmark stopped part-way has as many seeds of every variant
-    for seed in range(seeds):
-        for task in tasks:
-            spec = ROOT / "specs" / f"{task}.yaml"
-            for name, (algorithm, overrides) in variants.items():
-                out = args.out / task / f"{name}-{seed}"
-                settings = {**shared, **overrides, "algorithm": algorithm, "seed": seed}
-                if args.iterations:
-                    settings["iterations"] = args.iterations
-                settings.setdefault("iterations", _spec_iterations(spec))
-                jobs[out] = (spec, settings)
-                if not args.report or finished(out, int(settings["iterations"])):
-                    layout.setdefault(task, {}).setdefault(name, []).append(out)
+    jobs = benchmark_jobs(args)
     if not args.report:
-        run_all(jobs, args.jobs)
-
-    results = {
-        task: {name: [read_records(p) for p in paths] for name, paths in by_name.items()}
-        for task, by_name in layout.items()
-    }
-    for task, runs in results.items():
-        summary = summarize(runs)
-        counts = sorted({len(rs) for rs in runs.values()})
-        print(
-            f"\n### {task} ({'/'.join(map(str, counts))} seeds, "
-            f"budget {next(iter(summary.values()))['budget']:,} env steps)\n"
-        )
-        print(table(summary))
-        if not args.sweep:
-            print("\n" + comparisons(summary))
+        run_all(jobs, args.out, args.jobs)
     figure = args.figure or ROOT / "docs" / "img" / (
         f"credit_sweep_{args.sweep}.png" if args.sweep else "credit_assignment.png"
     )
-    plot(results, figure)
+    text = report(jobs, bool(args.sweep), figure)
+    print(text)
     print(f"\nplot: {figure}")
+    if args.write_readme:
+        write_readme(text)
 
 
 def _json_or_text(value: str) -> Any:

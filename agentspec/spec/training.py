@@ -81,6 +81,11 @@ class TrainingSpec(Section):
     critic_learning_rate: float = Field(
         1e-3, gt=0, description="AdamW learning rate of the critic (GAE algorithms)."
     )
+    critic_warmup: int | None = Field(
+        None,
+        ge=0,
+        description="Iterations at the start of RL in which only the critic trains, so the policy's first updates follow values that explain something (GAE algorithms; default: the algorithm's preset).",
+    )
     max_grad_norm: float = Field(1.0, gt=0, description="Gradient clipping norm.")
     omega: float = Field(
         1.0, ge=0, description="GiGPO's weight of the step-level (anchor-group) advantage."

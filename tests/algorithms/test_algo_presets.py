@@ -93,7 +93,7 @@ def test_docs_table_lists_every_preset() -> None:
 
 # Where a name is registered or documented, not branched on.
 _REGISTRY_HOMES = {
-    "agentspec/presets.py",
+    "presets.py",
     "runtime/algorithms/advantages.py",
     "runtime/algorithms/losses.py",
 }

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import statistics
+import sys
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,7 @@ SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "credit_assignment
 spec = importlib.util.spec_from_file_location("credit_assignment", SCRIPT)
 assert spec is not None and spec.loader is not None
 credit = importlib.util.module_from_spec(spec)
+sys.modules["credit_assignment"] = credit  # dataclasses look their module up
 spec.loader.exec_module(credit)
 
 
@@ -65,3 +67,62 @@ def test_summary_and_tables_over_two_algorithms() -> None:
     assert "≥ 275" in text and "(1/2)" in text
     assert summary["grpo"]["final"] == pytest.approx(0.75)  # last evaluations 0.6 and 0.9
     assert "0.45×" in credit.comparisons(summary)
+
+
+def test_paired_bootstrap_keeps_each_seeds_pair_together() -> None:
+    # every seed is 100 env steps faster with a: paired, the difference never varies
+    a = [100.0, 500.0, 900.0, 300.0, 700.0]
+    b = [x + 100.0 for x in a]
+    assert credit.paired_bootstrap(a, b, credit._difference_of_means) == (-100.0, -100.0)
+    # unpaired, the spread between seeds makes the same data look uncertain
+    lo, hi = credit.bootstrap_difference(a, b)
+    assert lo < -100.0 < hi and hi - lo > 200.0
+
+
+def test_seeds_needed_for_an_effect_grow_with_the_spread() -> None:
+    b = [1000.0] * 6
+    tight = [700.0, 710.0, 690.0, 705.0, 695.0, 700.0]
+    loose = [300.0, 1100.0, 500.0, 900.0, 700.0, 700.0]
+    assert int(credit.seeds_for_effect(tight, b, 0.7)) <= 3
+    assert int(credit.seeds_for_effect(loose, b, 0.7)) == 7  # (2.80 · 283 / 300)² → 7
+
+
+def test_results_are_data_written_once_and_read_back_by_identity(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(credit, "RESULTS", tmp_path)
+    job = credit.Job("keys_and_doors", "grpo", 3, {"algorithm": "grpo", "seed": 3})
+    records = [
+        {"iteration": 0, "env_steps": 0, "eval/success": 0.5, "loss/policy": 1.0},
+        {"iteration": 1, "env_steps": 400, "rollout/success": 0.25, "actor/kl": 0.01},
+    ]
+    credit.write_result(job, records)
+    assert credit.read_result(job) == [
+        {"iteration": 0, "env_steps": 0, "eval/success": 0.5},
+        {"iteration": 1, "env_steps": 400, "rollout/success": 0.25, "actor/kl": 0.01},
+    ]
+    other = credit.Job("keys_and_doors", "grpo", 3, {"algorithm": "grpo", "seed": 3, "x": 1})
+    assert credit.read_result(other) is None  # other settings: this result does not count
+    monkeypatch.setattr(credit, "BENCHMARK_VERSION", credit.BENCHMARK_VERSION + 1)
+    assert credit.read_result(job) is None  # another trainer version: neither
+
+
+def test_report_comes_from_results_alone_and_rewrites_the_readme_block(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(credit, "RESULTS", tmp_path / "results")
+    jobs = []
+    for seed in range(3):
+        for name, hit in (("steppo", 100 * (seed + 1)), ("grpo", 200 * (seed + 1))):
+            job = credit.Job("keys_and_doors", name, seed, {"algorithm": name, "seed": seed})
+            credit.write_result(job, curve((0, 0.5), (hit, 0.95), (1000, 1.0)))
+            jobs.append(job)
+    text = credit.report(jobs, sweep=False, figure=tmp_path / "plot.png")
+    assert "(3 seeds; budget 1,000 env steps)" in text and "0.50× [0.50, 0.50]" in text
+    assert (tmp_path / "plot.png").is_file()
+    readme = tmp_path / "README.md"
+    readme.write_text(f"intro\n{credit.README_BEGIN}\nold\n{credit.README_END}\nafter\n")
+    credit.write_readme(text, readme)
+    assert (
+        readme.read_text() == f"intro\n{credit.README_BEGIN}\n{text}\n{credit.README_END}\nafter\n"
+    )

@@ -184,6 +184,7 @@ def _metrics(advantages: Tensor, mask: Tensor, returns: Tensor | None = None) ->
     vals = advantages[mask]
     if vals.numel():
         out["adv/mean"] = float(vals.mean())
+        out["adv/std"] = float(vals.std(unbiased=False))
         out["adv/abs_mean"] = float(vals.abs().mean())
         out["adv/max"] = float(vals.max())
         out["adv/min"] = float(vals.min())

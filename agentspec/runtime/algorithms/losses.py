@@ -280,6 +280,14 @@ def steppo_loss(
         "actor/clipfrac": _masked_mean(step_clipped.float(), valid),
         "actor/step_ratio_mean": _masked_mean(step_log_ratio.detach().exp().squeeze(1), valid),
         "actor/ppo_kl": _masked_mean(-log_ratio.detach(), mask),
+        # what a token-level clip at the same range would have cut (a diagnostic only)
+        "actor/token_clipfrac": _masked_mean(
+            (
+                (log_ratio.detach().exp() - 1.0).clamp(-config.clip_low, config.clip_high)
+                != (log_ratio.detach().exp() - 1.0)
+            ).float(),
+            mask,
+        ),
     }
     return LossOutput(aggregate(token_loss, weights), token_loss, metrics)
 

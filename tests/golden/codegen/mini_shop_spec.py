@@ -55,6 +55,7 @@ TRAINING = {
     "step_clip_high": None,
     "value_coef": 0.5,
     "critic_learning_rate": 0.001,
+    "critic_warmup": None,
     "max_grad_norm": 1.0,
     "omega": 1.0,
     "opd_beta": 1.0,

@@ -132,14 +132,14 @@ class Models:
 def build_models(
     cfg: TrainingSpec, module: ModuleType, samples: Sequence[Mapping[str, Any]], run_dir: Path
 ) -> Models:
-    """The policy (and its optimiser); a critic if the estimator reads values; a frozen
-    reference for the KL penalty; the teacher if the algorithm distils."""
+    """The policy (and its optimiser); a critic if the estimator reads values; the
+    teacher if the algorithm distils. The reference comes later (`anchor_reference`)."""
     algorithm = ALGORITHMS.get(cfg.algorithm)
     policy, tokenizer = load_policy(
         cfg.model, module, samples[:2000], run_dir / "tokenizer", cfg.seed
     )
     critic = build_critic(policy) if algorithm.trains_critic else None
-    reference = frozen_copy(policy) if cfg.kl_coef > 0 else None
+    reference = None  # the policy RL starts from: set by `anchor_reference` after the warm start
     teacher = None
     if algorithm.needs_teacher:
         if cfg.teacher is None:
@@ -157,3 +157,33 @@ def build_models(
     if critic is not None:
         optimizers["critic"] = torch.optim.AdamW(critic.parameters(), lr=cfg.critic_learning_rate)
     return Models(policy, tokenizer, critic, reference, teacher, optimizers, device)
+
+
+def needs_reference(cfg: TrainingSpec) -> bool:
+    """A frozen reference when the KL penalty reads it, or after a warm start, where the
+    KL to the warm-started policy is the diagnostic of how far RL moved away from it."""
+    return cfg.kl_coef > 0 or cfg.warm_start > 0
+
+
+def anchor_reference(models: Models, cfg: TrainingSpec, saved: Path | None = None) -> None:
+    """The reference is the policy RL starts from (after the warm start, not before: a
+    KL penalty towards the random initialisation would pull back what behaviour cloning
+    taught). ``saved`` is that policy's checkpoint when a run resumes."""
+    if not needs_reference(cfg):
+        return
+    if saved is not None and (saved / "policy").is_dir():
+        models.reference = frozen_copy(load_checkpoint(saved / "policy")[0]).to(models.device)
+    else:
+        models.reference = frozen_copy(models.policy)
+
+
+def critic_from_policy(models: Models, cfg: TrainingSpec) -> None:
+    """A fresh critic on the policy's current backbone, with a fresh optimiser: after the
+    warm start, the critic reads the features behaviour cloning taught, not the random
+    initialisation it was built from."""
+    if models.critic is None:
+        return
+    models.critic = build_critic(models.policy).to(models.device)
+    models.optimizers["critic"] = torch.optim.AdamW(
+        models.critic.parameters(), lr=cfg.critic_learning_rate
+    )

@@ -24,9 +24,14 @@ from typing import Any
 
 import torch
 
-from agentspec.presets import ALGORITHMS, Algorithm
+from agentspec.presets import ALGORITHMS, Algorithm, critic_warmup
 from agentspec.row_layout import layout_for_template
-from agentspec.runtime.algorithms import ESTIMATORS, AdvantageConfig, compute_advantages
+from agentspec.runtime.algorithms import (
+    ESTIMATORS,
+    AdvantageConfig,
+    StepBatch,
+    compute_advantages,
+)
 from agentspec.runtime.backends.local.checkpoint import (
     TrainerState,
     latest_checkpoint,
@@ -35,9 +40,19 @@ from agentspec.runtime.backends.local.checkpoint import (
 )
 from agentspec.runtime.backends.local.config import ConfigError, resolve_config
 from agentspec.runtime.backends.local.device import autocast
-from agentspec.runtime.backends.local.models import Models, build_models
+from agentspec.runtime.backends.local.models import (
+    Models,
+    anchor_reference,
+    build_models,
+    critic_from_policy,
+)
 from agentspec.runtime.backends.local.runlog import RunLog
-from agentspec.runtime.backends.local.scoring import annotate_advantages, score, step_batch
+from agentspec.runtime.backends.local.scoring import (
+    Scored,
+    annotate_advantages,
+    score,
+    step_batch,
+)
 from agentspec.runtime.backends.local.tensors import Rollout, build_rollout
 from agentspec.runtime.backends.local.update import update
 from agentspec.runtime.backends.local.warm_start import behaviour_clone
@@ -93,6 +108,7 @@ def train(
         if not state.warm_started:
             if cfg.warm_start:
                 behaviour_clone(module, models, train_samples, cfg, pack)
+                critic_from_policy(models, cfg)
             state.warm_started = True
             log(
                 0,
@@ -103,6 +119,7 @@ def train(
                 },
             )
             save(run, state, models)
+        anchor_reference(models, cfg, run.path / "checkpoints" / "iter_000000" if resume else None)
         for iteration in range(state.iteration + 1, cfg.iterations + 1):
             record = train_iteration(
                 module, models, cfg.algorithm, train_samples, cfg, pack, iteration, run
@@ -204,7 +221,10 @@ def train_iteration(
     annotate_advantages(batch_rollout, advantages.advantages, batch.response_mask)
 
     # 4. Epochs × minibatches of the algorithm's loss (and the critic's).
-    policy_lr = cfg.learning_rate * min(1.0, iteration / max(cfg.lr_warmup_iterations, 1))
+    # the policy waits while the critic warms up; its learning-rate warm-up starts after
+    warmup = critic_warmup(algorithm, cfg)
+    policy_iteration = iteration - warmup
+    policy_lr = cfg.learning_rate * min(1.0, policy_iteration / max(cfg.lr_warmup_iterations, 1))
     for group in models.optimizers["policy"].param_groups:
         group["lr"] = policy_lr
     losses = update(
@@ -216,6 +236,7 @@ def train_iteration(
         models,
         cfg,
         algorithm,
+        train_policy=policy_iteration > 0,
     )
 
     if iteration % cfg.eval_every == 0 or iteration == 1:
@@ -227,9 +248,10 @@ def train_iteration(
         "iteration": iteration,
         **rollout_metrics(summary, trajectories),
         **{k: float(v) for k, v in advantages.metrics.items()},
+        **explained_variance(scored, batch, advantages.returns),
         **losses,
         **throughput_metrics(trajectories, batch_rollout, cfg, started, rollout_seconds),
-        "optim/policy_lr": policy_lr,
+        "optim/policy_lr": max(policy_lr, 0.0),
     }
 
 
@@ -273,7 +295,38 @@ def rollout_metrics(
         "rollout/tool_error_rate": summary.tool_error_rate,
         # spec expressions that raised (each became its default, a reward 0.0)
         "rollout/expression_errors": summary.expression_errors,
+        "rollout/all_equal_groups": all_equal_group_share(trajectories),
         **{f"reward/{k}": v for k, v in summary.reward_components.items()},
+    }
+
+
+def all_equal_group_share(trajectories: Sequence[Trajectory]) -> float:
+    """The share of prompt groups whose episodes all returned the same: a group-relative
+    estimator gives them zero advantage, so they teach nothing."""
+    returns: dict[str, set[float]] = {}
+    for t in trajectories:
+        returns.setdefault(t.group_id, set()).add(round(t.total_reward, 9))
+    return sum(len(r) == 1 for r in returns.values()) / max(len(returns), 1)
+
+
+def explained_variance(
+    scored: Scored, batch: StepBatch, returns: torch.Tensor | None
+) -> dict[str, float]:
+    """1 − Var(returns − values) / Var(returns) of the critic on this rollout (critic methods):
+    1 is a perfect critic, 0 one that predicts the mean, below 0 one that adds noise."""
+    if returns is None:
+        return {}
+    if returns.dim() == 1 and scored.values is not None:
+        target, values = returns, scored.values
+    elif returns.dim() == 2 and scored.token_values is not None:
+        target, values = returns[batch.response_mask], scored.token_values[batch.response_mask]
+    else:
+        return {}
+    variance = float(target.var(unbiased=False))
+    if variance == 0.0:
+        return {}
+    return {
+        "critic/explained_variance": 1.0 - float((target - values).var(unbiased=False)) / variance
     }
 
 

@@ -86,8 +86,11 @@ def update(
     models: Models,
     cfg: TrainingSpec,
     algorithm: Algorithm,
+    *,
+    train_policy: bool = True,
 ) -> dict[str, float]:
     """Epochs of minibatch gradient steps; returns the mean of each loss metric.
+    With ``train_policy`` False only the critic steps (its warm-up).
 
     With `scored.old_log_probs` None the policy was not scored beforehand: the
     whole batch is one minibatch, and its first forward pass, on the policy that
@@ -100,8 +103,12 @@ def update(
     weights = aggregation_weights(batch.response_mask, batch.traj_ids, "trajectory-mean")
     totals: dict[str, list[float]] = {}
     for minibatch in minibatches(rollout, weights, cfg, models):
-        metrics = policy_step(
-            minibatch, batch, advantages, scored, models, cfg, algorithm.loss, loss_config
+        metrics = (
+            policy_step(
+                minibatch, batch, advantages, scored, models, cfg, algorithm.loss, loss_config
+            )
+            if train_policy
+            else {}
         )
         if models.critic is not None and returns is not None:
             metrics["loss/value"] = critic_step(models, cfg, minibatch, scored, returns)
@@ -149,9 +156,10 @@ def policy_step(
         metrics.update({k: float(v) for k, v in distill.metrics.items()})
     models.optimizers["policy"].zero_grad()
     loss.backward()
-    torch.nn.utils.clip_grad_norm_(models.policy.parameters(), cfg.max_grad_norm)
+    grad_norm = torch.nn.utils.clip_grad_norm_(models.policy.parameters(), cfg.max_grad_norm)
     models.optimizers["policy"].step()
     metrics["loss/policy"] = float(loss.detach())
+    metrics["actor/grad_norm"] = float(grad_norm)  # before clipping
     return metrics
 
 

@@ -26,7 +26,7 @@ from typing import Any
 
 from agentspec.compiler.build import compile_spec, import_file, write_compiled
 from agentspec.compiler.frontend import load_checked
-from agentspec.presets import ALGORITHMS, Algorithm, clip_range
+from agentspec.presets import ALGORITHMS, Algorithm, clip_range, critic_warmup
 from agentspec.row_layout import row_layout
 from agentspec.stdlib.user import bind_spec_dir
 
@@ -323,7 +323,9 @@ def _actor_overrides(target: VerlTarget, t: Mapping[str, Any], model: str) -> di
         "actor_rollout_ref.actor.entropy_coeff": str(float(t.get("entropy_coef", 0.0))),
         "actor_rollout_ref.actor.use_kl_loss": str(kl > 0),
         "actor_rollout_ref.actor.kl_loss_coef": str(kl),
-        "actor_rollout_ref.actor.grad_clip": str(float(t.get("max_grad_norm", 1.0))),
+        # verl 0.9's engine clips with the optimiser's `clip_grad` (`actor.grad_clip` is read
+        # by nothing)
+        "actor_rollout_ref.actor.optim.clip_grad": str(float(t.get("max_grad_norm", 1.0))),
         # verl requires a micro-batch size (rows per forward pass); one 80 GB GPU holds
         # these for a 1.5B model at the spec's context (CPU: 4, see cpu_overrides)
         "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu": "8",
@@ -354,6 +356,7 @@ def _critic_overrides(target: VerlTarget, t: Mapping[str, Any], model: str) -> d
     return {
         "critic.model.path": model,
         "critic.optim.lr": str(float(t.get("critic_learning_rate", 1e-3))),
+        "critic.optim.clip_grad": str(float(t.get("max_grad_norm", 1.0))),
         "critic.ppo_mini_batch_size": _minibatch_prompts(t),
         "critic.ppo_micro_batch_size_per_gpu": "8",
     }
@@ -390,6 +393,8 @@ def algorithm_overrides(algorithm: Algorithm, t: Mapping[str, Any]) -> dict[str,
         "actor_rollout_ref.actor.clip_ratio_low": str(clip_low),
         "actor_rollout_ref.actor.clip_ratio_high": str(clip_high),
         "critic.enable": str(algorithm.trains_critic),
+        # verl skips the actor's update for its first `critic_warmup` steps, as we do
+        "trainer.critic_warmup": str(critic_warmup(algorithm, t)),
         **_teacher_overrides(algorithm, t),
         **algorithm.verl_overrides,
     }
