@@ -121,6 +121,37 @@ def test_an_oracle_with_tool_errors_fails_at_the_oracle_turn(tmp_path: Path) -> 
     )
 
 
+def test_a_failing_turn_after_an_each_entry_is_blamed_on_its_own_entry(tmp_path: Path) -> None:
+    # Issue 26: turn 3 comes from the second entry (the `each` gives turns 1
+    # and 2); it used to be blamed on the third entry, `take[key]`.
+    text = SPEC.replace(
+        '  - "go[{{ sample.key_room }}]"\n  - "take[key]"',
+        "  - {each: \"['middle', sample.key_room]\", action: 'go[{{ item }}]'}\n"
+        '  - "take[sword]"\n  - "take[key]"',
+    )
+    path = write(tmp_path, text)
+    result = runner.invoke(app, ["test", str(path)])
+    assert result.exit_code == 1
+    line = line_of(text, '"take[sword]"')
+    assert re.search(
+        rf"doors\.yaml:{line}:\d+: oracle gate .*turn 3 \(oracle entry 2\): tool error in take",
+        result.output,
+    ), result.output
+
+
+def test_a_failing_each_turn_names_its_item(tmp_path: Path) -> None:
+    text = SPEC.replace(
+        '  - "take[key]"', "  - {each: \"['sword', 'key']\", action: 'take[{{ item }}]'}"
+    )
+    result = runner.invoke(app, ["test", str(write(tmp_path, text))])
+    assert result.exit_code == 1
+    line = line_of(text, "action: 'take[{{ item }}]'")
+    assert re.search(
+        rf"doors\.yaml:{line}:\d+: oracle gate .*turn 2 \(oracle entry 2, item 1\): tool error",
+        result.output,
+    ), result.output
+
+
 def test_an_oracle_that_does_not_succeed_fails(tmp_path: Path) -> None:
     # Never goes north: no tool error, but no episode succeeds.
     text = SPEC.replace('  - "go[north]"\ntests:', "tests:")

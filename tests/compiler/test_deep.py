@@ -168,6 +168,35 @@ def test_bracket_oracle_calling_an_unknown_tool(tmp_path: Path) -> None:
     assert span is not None and (span.line, span.end_column - span.column) == (14, 3)
 
 
+def test_oracle_findings_name_the_entry_and_its_turn(tmp_path: Path) -> None:
+    # Issue 26: the third entry, after an `each` of three items, is turn 5;
+    # it used to be called "oracle turn 3".
+    body = """
+    tools:
+      pick:
+        description: Pick a unit.
+        parameters: {unit: {type: string}}
+    episode: {tool_format: bracket, final_answer: continue}
+    rewards:
+      r: {on: final, value: 1.0}
+    oracle:
+      - "pik[km]"
+      - {each: "['a', 'b', 'c']", action: "pikc[{{ item }}]"}
+      - "pick[m]"
+      - "pick[{{ sample.unit }}]"
+      - "pikk[m]"
+    """
+    result = check_file(write(tmp_path / "e", body, module=None))
+    found = [(d.code, d.message.split(" calls")[0], d.span.line) for d in result.diagnostics]  # type: ignore[union-attr]
+    assert found == [
+        ("E909", "oracle entry 1 (turn 1)", 14),
+        ("E909", "oracle entry 2 (one turn per item, from turn 2)", 15),
+        ("E909", "oracle entry 5 (turn 4 plus one per item of the `each` entries before it)", 18),
+    ]
+    each = result.diagnostics[1].span
+    assert each is not None and each.column == 40  # `pikc` inside the `action` template
+
+
 @pytest.mark.parametrize(("final_answer", "expected"), [("end", ["E911"]), ("continue", [])])
 def test_an_oracle_turn_written_in_another_format_ends_the_episode_early(
     tmp_path: Path, final_answer: str, expected: list[str]
