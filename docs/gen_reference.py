@@ -337,8 +337,10 @@ LANGUAGE_NOTES = [
     "reaches another episode (a GRPO group, a repeated evaluation). A list or dict "
     "assigned to state — from the sample, a constant, a result or another variable — "
     "is copied, so state never aliases them; `state.NAME.initial` may be an expression "
-    "over `sample` and `constants` (for a variable whose type is not `str` or `any`), "
-    "evaluated and copied when each episode starts.",
+    "over `sample` and `constants`, evaluated and copied when each episode starts. For "
+    "a `str` or `any` variable a string is an expression only when it reads `sample` or "
+    "`constants` (`initial: sample.goal`, `initial: \"'Dear ' + sample.name\"`); any "
+    "other string is the text itself (`initial: search`, `initial: 1 + 2`).",
     "",
     "### Guards",
     "",

@@ -9,6 +9,7 @@ like every other site.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
@@ -37,10 +38,27 @@ def guard_path(tool: ToolSpec, i: int) -> tuple[str | int, ...]:
 
 
 def initial_is_expression(checker: Checker, name: str) -> bool:
-    """A string `initial` is an expression unless the variable holds text."""
+    """Whether a state variable's `initial` is an expression: any string, for a
+    variable that does not hold text; for a `str` or `any` variable, only a
+    string that is an expression reading `sample` or `constants`
+    (`sample.goal`) — every other string (`search`) is the text itself."""
     var = checker.spec.state[name]
+    if not isinstance(var.initial, str):
+        return False
     declared = strip_optional(checker.state_types.get(name, ANY))
-    return isinstance(var.initial, str) and declared not in (STR, ANY)
+    return declared not in (STR, ANY) or reads_sample_or_constants(var.initial)
+
+
+@functools.cache
+def reads_sample_or_constants(text: str) -> bool:
+    """Whether `text` is an expression that reads `sample` or `constants`."""
+    from agentspec.compiler.parser import ExprSyntaxError, parse_expression
+
+    try:
+        node = parse_expression(text)
+    except (ExprSyntaxError, RecursionError):
+        return False
+    return any(n.id in ("sample", "constants") for n in ast.names(node))
 
 
 def initial_sites(checker: Checker) -> Iterator[Site]:

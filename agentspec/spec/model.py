@@ -116,7 +116,7 @@ class StateVar(Section):
     type: TypeName = Field(description="Type of the variable.")
     initial: Any = Field(
         None,
-        description="Initial value at the start of each episode; defaults to the type's empty value ('' , 0, 0.0, false, [], {}), or null for optional types. For a variable whose type is not `str` or `any`, a string is an expression over `sample` and `constants` (e.g. `sample.start`), evaluated when each episode starts; the value is copied, so state never aliases the sample.",
+        description="Initial value at the start of each episode; defaults to the type's empty value ('' , 0, 0.0, false, [], {}), or null for optional types. A string is an expression over `sample` and `constants` (e.g. `sample.start`), evaluated when each episode starts, and the value is copied, so state never aliases the sample; except that for a `str` or `any` variable, a string that reads neither `sample` nor `constants` is the text itself (`initial: search`).",
     )
     description: str = Field("", description="What the variable means.")
 

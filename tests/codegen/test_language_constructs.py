@@ -102,6 +102,32 @@ def test_initial_expressions_start_from_the_sample(world: Any) -> None:
     assert env.state.db is not env.sample["db"]  # a copy, not the sample
 
 
+def test_a_text_variable_starts_from_a_sample_expression_or_from_its_text(
+    tmp_path: Path,
+) -> None:
+    # Issue 26: `initial: sample.q` for a str used to be the text "sample.q".
+    module = build(
+        """
+        constants: {greeting: hello}
+        state:
+          goal: {type: str, initial: sample.q}
+          label: {type: "str?", initial: "constants.greeting + ' ' + sample.q"}
+          page: {type: str, initial: search}
+          words: {type: str, initial: "1 + 2"}
+          anything: {type: any, initial: sample.items}
+        tools:
+          t: {description: x, parameters: {}}
+        rewards:
+          r: {on: final, value: 1.0}
+        """,
+        tmp_path,
+    )
+    _, env = play(module, ["end"])
+    assert (env.state.goal, env.state.label) == ("question", "hello question")
+    assert (env.state.page, env.state.words) == ("search", "1 + 2")  # text, read no scope
+    assert env.state.anything == ["a", "b"]
+
+
 def test_comprehension_let_and_builtins(world: Any) -> None:
     _, env = play(world, [call("pick", prefix="b"), call("pick", prefix="c"), "end"], SAMPLE)
     assert env.state.picked == ["banana", "cherry"]
