@@ -166,8 +166,8 @@ def _classes(checked: CheckResult, spec_file: str) -> tuple[list[ToolModel], str
         writer = ExpressionWriter(_optional_args(tool), checked.repetitions)
         model.guards = guard_models(checked, name, tool, writer)
         model.location = location(checked, ("tools", name), spec_file)
-        conditions = [condition for condition, _ in model.guards]
-        code = [model.guard or "", *conditions, model.returns or "", "\n".join(model.effects)]
+        steps = [step.code for step in model.guards]
+        code = [model.guard or "", *steps, model.returns or "", "\n".join(model.effects)]
         model.inline_reason = inline_reason(code)
         tools.append(model)
     for served_tool, cls in zip(served, class_names[len(spec.tools) :], strict=True):
@@ -239,7 +239,7 @@ def _tool_model(checked: CheckResult, name: str, tool: ToolSpec, cls: str) -> To
         parameters["required"] = required
     parameters["additionalProperties"] = False
     model = ToolModel(name, cls, tool.description, parameters, tool.timeout, tool.terminal)
-    if isinstance(tool.when, str):
+    if isinstance(tool.when, str) and (*base, "when") in checked.expressions:  # one condition
         model.guard = writer.write(checked.expressions[(*base, "when")].node)
         model.guard_text = " ".join(tool.when.split())
     elif tool.when is False:

@@ -11,7 +11,7 @@ call-block and `with` parameters are set inside their bodies.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 from jinja2 import nodes
 
@@ -37,15 +37,6 @@ class _Flow:
 
     def __init__(self, name: str):
         self.name = name
-        self.visits: dict[type[nodes.Node], Callable[[nodes.Node, bool], tuple[Read, bool]]] = {
-            nodes.Assign: self.assign,
-            nodes.AssignBlock: self.assign_block,
-            nodes.If: self.if_,
-            nodes.For: self.for_,
-            nodes.Macro: self.with_parameters,
-            nodes.CallBlock: self.with_parameters,
-            nodes.With: self.with_,
-        }
 
     def statements(self, body: Sequence[nodes.Node], is_set: bool) -> tuple[Read, bool]:
         for node in body:
@@ -55,9 +46,10 @@ class _Flow:
         return None, is_set
 
     def visit(self, node: nodes.Node, is_set: bool) -> tuple[Read, bool]:
-        visit = self.visits.get(type(node))
+        visit = getattr(self, f"visit_{type(node).__name__}", None)
         if visit is not None:
-            return visit(node, is_set)
+            result: tuple[Read, bool] = visit(node, is_set)
+            return result
         if isinstance(node, nodes.Expr):
             return self.reads(node, is_set), is_set
         # Any other statement (output, filter block, scope): its parts in order.
@@ -76,15 +68,15 @@ class _Flow:
             for n in (target, *target.find_all(nodes.Name))
         )
 
-    def assign(self, node: nodes.Assign, is_set: bool) -> tuple[Read, bool]:
+    def visit_Assign(self, node: nodes.Assign, is_set: bool) -> tuple[Read, bool]:
         return self.reads(node.node, is_set), is_set or self.stores(node.target)
 
-    def assign_block(self, node: nodes.AssignBlock, is_set: bool) -> tuple[Read, bool]:
+    def visit_AssignBlock(self, node: nodes.AssignBlock, is_set: bool) -> tuple[Read, bool]:
         read_first, _ = self.statements(node.body, is_set)
         read_first = read_first or self.reads(node.filter, is_set)
         return read_first, is_set or self.stores(node.target)
 
-    def if_(self, node: nodes.If, is_set: bool) -> tuple[Read, bool]:
+    def visit_If(self, node: nodes.If, is_set: bool) -> tuple[Read, bool]:
         branches = [(node.test, node.body)] + [(e.test, e.body) for e in node.elif_]
         every_branch_sets = bool(node.else_)
         for test, body in branches:
@@ -97,7 +89,7 @@ class _Flow:
         read_first, else_sets = self.statements(node.else_, is_set)
         return read_first, is_set or (every_branch_sets and else_sets)
 
-    def for_(self, node: nodes.For, is_set: bool) -> tuple[Read, bool]:
+    def visit_For(self, node: nodes.For, is_set: bool) -> tuple[Read, bool]:
         inside = is_set or self.stores(node.target)
         read_first = (
             self.reads(node.iter, is_set)
@@ -107,9 +99,7 @@ class _Flow:
         )
         return read_first, is_set
 
-    def with_parameters(
-        self, node: nodes.Macro | nodes.CallBlock, is_set: bool
-    ) -> tuple[Read, bool]:
+    def visit_Macro(self, node: nodes.Macro | nodes.CallBlock, is_set: bool) -> tuple[Read, bool]:
         call = node.call if isinstance(node, nodes.CallBlock) else None
         inside = is_set or any(self.stores(a) for a in node.args)
         read_first = (
@@ -119,7 +109,9 @@ class _Flow:
         )
         return read_first, is_set
 
-    def with_(self, node: nodes.With, is_set: bool) -> tuple[Read, bool]:
+    visit_CallBlock = visit_Macro
+
+    def visit_With(self, node: nodes.With, is_set: bool) -> tuple[Read, bool]:
         inside = is_set or any(self.stores(t) for t in node.targets)
         read_first = (
             next(filter(None, (self.reads(v, is_set) for v in node.values)), None)

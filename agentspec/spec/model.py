@@ -23,6 +23,7 @@ from agentspec.spec.base import (
     Algorithm,
     ContextPolicyName,
     Expression,
+    GuardStepText,
     Identifier,
     ImportPath,
     Section,
@@ -52,7 +53,10 @@ __all__ = [
     "EpisodeSpec",
     "Expression",
     "FunctionSpec",
+    "Guard",
     "GuardSpec",
+    "GuardStep",
+    "GuardStepText",
     "Identifier",
     "ImportPath",
     "McpServerSpec",
@@ -150,6 +154,20 @@ class GuardSpec(Section):
     )
 
 
+GuardStep = Annotated[
+    GuardStepText | GuardSpec,
+    Field(
+        description="A condition, `{if: COND, message: TEMPLATE}`, `let NAME = EXPR`, or the name of a guard of `guards:`."
+    ),
+]
+Guard = Annotated[
+    GuardStepText | GuardSpec | list[GuardStep],
+    Field(
+        description="A condition, a guard with a message, the name of a named guard, or a list of those and `let` bindings, checked in order."
+    ),
+]
+
+
 class ToolSpec(Section):
     """A tool the agent may call."""
 
@@ -161,9 +179,9 @@ class ToolSpec(Section):
     required: list[Identifier] | None = Field(
         None, description="Required arguments; by default every parameter is required."
     )
-    when: Expression | bool | GuardSpec | list[GuardSpec] | None = Field(
+    when: GuardStepText | bool | GuardSpec | list[GuardStep] | None = Field(
         None,
-        description="Guard: the tool is available only when this is true; calling it otherwise is a tool error (event `guard_failed`). Either a condition, or `{if: COND, message: TEMPLATE}` — or a list of them, checked in order, the first that fails giving the message.",
+        description="Guard: the tool is available only when this holds; calling it otherwise is a tool error (event `guard_failed`). A condition, `{if: COND, message: TEMPLATE}`, the name of a guard of `guards:` — or a list of those and `let NAME = EXPR` bindings, checked in order, the first that fails giving the refusal.",
     )
     returns: Expression | None = Field(
         None, description="Expression whose value is the tool's result (`result`)."
@@ -378,6 +396,10 @@ class TaskSpec(Section):
     )
     functions: dict[Identifier, FunctionSpec] = Field(
         default_factory=dict, description="Python functions the expressions may call."
+    )
+    guards: dict[Identifier, Guard] = Field(
+        default_factory=dict,
+        description="Named guards that tools share: a tool's `when` names one (`when: signed_in`, or an entry of its list). Each is a condition, `{if: COND, message: TEMPLATE}`, or a list of those, `let NAME = EXPR` bindings and other named guards; it may read `args` of every tool that uses it.",
     )
     tools: dict[Identifier, ToolSpec] = Field(
         default_factory=dict, description="The agent's tools."

@@ -280,3 +280,128 @@ def test_a_reward_expression_error_names_its_spec_line(tmp_path: Path) -> None:
     assert traj.steps[0].rewards == {"r": 0.0}  # index -2 does not wrap to "banana"
     (error,) = traj.steps[0].info["expression_errors"]
     assert error.startswith("rewards.r.value (") and ".yaml:16): IndexError: index -2" in error
+
+
+GUARDED = """
+state:
+  user: {type: str}
+  orders:
+    type: dict
+    initial:
+      o1: {status: pending}
+      o2: {status: shipped}
+      o1234: {status: pending}
+      o9: {status: pending}
+guards:
+  signed_in: {if: 'state.user != ""', message: "Sign in first."}
+  order_pending:
+    - let order = get(state.orders, args.order_id, {})
+    - if: 'get(order, "status", "") == "pending"'
+      message: 'Order {{ args.order_id }} is {{ order.status | default("unknown") }}.'
+  desk: [signed_in, order_pending]
+tools:
+  login:
+    description: Log in.
+    parameters: {name: {type: string}}
+    effect: ["state.user = args.name"]
+  cancel:
+    description: Cancel an order.
+    parameters: {order_id: {type: string}}
+    when:
+      - desk
+      - let order = len(args.order_id)
+      - {if: order < 3, message: "An id of {{ order }} characters is too long."}
+      - args.order_id != "o9"
+    effect: ['state.orders[args.order_id] = {"status": "cancelled"}']
+  track:
+    description: Track an order.
+    parameters: {order_id: {type: string}, verbose: {type: boolean}}
+    required: [order_id]
+    when: order_pending
+    returns: 'state.orders[args.order_id]["status"]'
+rewards:
+  refused: {on: guard_failed, value: -1.0}
+"""
+
+
+def test_named_guards_and_let_in_guards(tmp_path: Path) -> None:
+    # Issue 26: guards shared between tools by name, `let` in a guard list, a
+    # named guard's `let` kept apart from the tool's own (both say `order`).
+    module = build(GUARDED, tmp_path)
+    turns = [
+        call("cancel", order_id="o1"),
+        call("login", name="ann"),
+        call("cancel", order_id="o2"),
+        call("cancel", order_id="o404"),
+        call("track", order_id="o2"),
+        call("cancel", order_id="o1"),
+        call("track", order_id="o1"),
+        "end",
+    ]
+    traj, env = play(module, turns)
+    texts = observations(traj)
+    assert "Sign in first." in texts[0] and "cannot be used now" not in texts[0]
+    assert "Order o2 is shipped." in texts[2]
+    assert "Order o404 is unknown." in texts[3]  # the named guard's own `order`
+    assert "Order o2 is shipped." in texts[4]  # the same guard, in another tool
+    assert env.state.orders["o1"] == {"status": "cancelled"}
+    assert "Order o1 is cancelled." in texts[6]
+    assert [sum(s.rewards.values()) for s in traj.steps] == [-1, 0, -1, -1, -1, 0, -1, 0]
+
+
+def test_a_guard_lists_own_let_and_plain_condition_refusals(tmp_path: Path) -> None:
+    module = build(GUARDED, tmp_path)
+    turns = [
+        call("login", name="ann"),
+        call("cancel", order_id="o1234"),
+        call("cancel", order_id="o9"),
+        "end",
+    ]
+    traj, env = play(module, turns)
+    texts = observations(traj)
+    assert "An id of 5 characters is too long." in texts[1]  # the tool's own `order`
+    assert 'cancel cannot be used now: it requires args.order_id != "o9"' in texts[2]
+    assert env.state.orders["o9"] == {"status": "pending"}
+
+
+def test_what_the_model_sees_of_a_refusal(tmp_path: Path) -> None:
+    # Issue 26 (docs): a guard's message reaches the model as every tool
+    # error does, `Error: MESSAGE` in the format's wrapping (hermes here).
+    module = build(GUARDED, tmp_path)
+    traj, _ = play(module, [call("cancel", order_id="o1"), "end"])
+    assert traj.steps[0].observation == "<tool_response>\nError: Sign in first.\n</tool_response>"
+
+
+def test_fail_and_a_failing_observe_keep_the_effects_before_them(tmp_path: Path) -> None:
+    # Issue 26 (docs): effects are not rolled back. `fail()` keeps the effects
+    # before it (no `tool:NAME` reward); an `observe` that fails keeps all of
+    # them and the `tool:NAME` rewards, and the call is a tool error.
+    module = build(
+        """
+        state:
+          log: {type: "list[str]"}
+        tools:
+          step:
+            description: Log, then maybe fail.
+            parameters: {word: {type: string}}
+            effect:
+              - state.log = state.log + ["before " + args.word]
+              - fail("no " + args.word) if args.word == "stop"
+              - state.log = state.log + ["after " + args.word]
+            observe: '{{ state.log[9] if args.word == "peek" else "ok" }}'
+        rewards:
+          stepped: {on: "tool:step", value: 1.0}
+          failed: {on: tool_error, value: -1.0}
+        """,
+        tmp_path,
+    )
+    turns = [call("step", word="go"), call("step", word="stop"), call("step", word="peek"), "end"]
+    traj, env = play(module, turns)
+    assert env.state.log == ["before go", "after go", "before stop", "before peek", "after peek"]
+    assert [s.rewards for s in traj.steps[:3]] == [
+        {"stepped": 1.0},
+        {"failed": -1.0},
+        {"stepped": 1.0, "failed": -1.0},
+    ]
+    assert "Error: no stop" in (traj.steps[1].observation or "")
+    assert "Error: step failed" in (traj.steps[2].observation or "")

@@ -75,7 +75,8 @@ class SpecTool(BaseTool):
     in_call_order: ClassVar[bool] = True
     rules: ClassVar[ToolRules] = ToolRules()
     guard_text: ClassVar[str] = ""
-    guard_messages: ClassVar[tuple[SpecTemplate, ...]] = ()  # of the guards with messages
+    # The refusal of each check of a guard list: a message, or a plain condition's text.
+    guard_messages: ClassVar[tuple[SpecTemplate | str, ...]] = ()
     location: ClassVar[str] = ""  # spec file:line, for errors in the tool's expressions
     observation: ClassVar[SpecTemplate | None] = None  # over args, state, result, sample, step
 
@@ -91,7 +92,10 @@ class SpecTool(BaseTool):
             failed = rules.failed_guard(s) if rules.failed_guard is not None else None
             if failed is None:
                 return None
-            return GuardMessage(self.guard_messages[failed].render(**self.variables(s)))
+            refusal = self.guard_messages[failed]
+            if isinstance(refusal, str):  # a plain condition of a guard list
+                return f"it requires {refusal}"
+            return GuardMessage(refusal.render(**s.locals, **self.variables(s)))
         except Exception as exc:  # located on the step; the call fails as a tool error
             env.expression_error(f"tools.{self.name}.when ({self.location})", exc)
             raise
