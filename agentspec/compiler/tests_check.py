@@ -1,6 +1,7 @@
 """Static checks of a spec's `tests:` section, so that `agentspec validate`
 catches a misspelt expectation before `agentspec test` plays anything:
 expected state variables and reward components must exist (E402, E406),
+constants a test sets must be declared, with their type (E414, E508),
 written-out samples must have the declared fields (E907), and patterns must
 compile (E908)."""
 
@@ -12,6 +13,7 @@ from collections.abc import Iterable
 
 from agentspec.compiler.diagnostics import Diagnostic
 from agentspec.compiler.ir import CheckResult
+from agentspec.compiler.types import assignable, python_value_type
 from agentspec.spec.model import TextMatch
 from agentspec.spec.yaml_loader import Path
 
@@ -40,6 +42,21 @@ def check_tests(checked: CheckResult) -> list[Diagnostic]:
             if name not in spec.rewards:
                 path = (*base, "expect", "rewards", name)
                 unknown("E406", "reward component", name, path, spec.rewards)
+        for name, value in test.constants.items():
+            path = (*base, "constants", name)
+            if name not in spec.constants:
+                unknown("E414", "constant", name, path, spec.constants)
+                continue
+            declared = checked.constant_types[name]
+            if not assignable(python_value_type(value), declared):
+                found.append(
+                    Diagnostic(
+                        "E508",
+                        f"constants.{name} is {declared}, but the test gives it a {python_value_type(value)}",
+                        source_map.value_span(path),
+                        f"give a value of type {declared}",
+                    )
+                )
         if test.sample is not None and spec.data is not None:
             derived = set(spec.data.derived)
             for field in [*spec.data.fields, *derived]:

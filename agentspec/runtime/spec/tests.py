@@ -104,17 +104,34 @@ class SpecTestRunner:
             self._tokenizer = task_bpe_tokenizer(self.module, samples, directory)
         return self._tokenizer
 
-    def play(self, turns: Sequence[str], sample: Mapping[str, Any]) -> _Played:
+    def play(
+        self,
+        turns: Sequence[str],
+        sample: Mapping[str, Any],
+        max_steps: int | None = None,
+        constants: Mapping[str, Any] | None = None,
+    ) -> _Played:
+        """One scripted episode; `max_steps` and `constants` override the spec's
+        for this episode only."""
+        import dataclasses
+
         from agentspec.runtime.policies.scripted import ScriptedPolicy
 
         tokenizer = self.tokenizer()
         flow = self.module.FLOW_CLASS(ScriptedPolicy(list(turns), tokenizer), tokenizer)
+        if max_steps is not None:
+            flow.config = dataclasses.replace(flow.config, max_steps=max_steps)
         envs: list[Any] = []
         make_env = flow.env_factory
 
         def recording_factory() -> Any:
-            envs.append(make_env())
-            return envs[-1]
+            env = make_env()
+            if max_steps is not None:
+                env.max_steps = max_steps
+            if constants:
+                env.constants = {**env.constants, **constants}
+            envs.append(env)
+            return env
 
         flow.env_factory = recording_factory
         trajectory = asyncio.run(flow.run(dict(sample), sample_id="test"))
@@ -139,7 +156,7 @@ class SpecTestRunner:
                 )
                 return result
             sample = dict(pool[test.sample_index])
-        played = self.play(test.turns, sample)
+        played = self.play(test.turns, sample, test.max_steps, test.constants)
         used = len(played.trajectory.steps)
         if used > len(test.turns):
             result.failures.append(
