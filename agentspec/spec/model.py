@@ -137,7 +137,8 @@ class FunctionSpec(Section):
     )
     returns: TypeName = Field("any", description="Return type.")
     config: dict[str, Any] = Field(
-        default_factory=dict, description="Keyword arguments bound once when the function is built."
+        default_factory=dict,
+        description="Makes `impl` a factory: called once, as `impl(**config)`, it returns the function the expressions call (with `params`). A relative file path among the values is read from the spec's folder. `validate` checks the shape from the source of a plain `def` or `class` without running it (E902), and imported with `--import`.",
     )
     description: str = Field("", description="What the function does.")
 
@@ -312,7 +313,7 @@ class ContextSpec(Section):
     )
     summary: Template | None = Field(
         None,
-        description="`state_summary`: template over `state`, `sample` and `step` rendered as the prompt each step.",
+        description="`state_summary`: the template rendered as the user message of each step's prompt (after the system prompt). It reads `state`, `sample`, `constants`, `step` (prints as the step's index; `.index`, `.max_steps`), `task` (the first user message), `last_observation` (what the last step's tool calls returned, `\"\"` before the first), `steps` (the steps so far, each with `.action_text` and `.observation`) and `env` (an environment adapter's facts).",
     )
     custom: ImportPath | None = Field(None, description="`custom`: a ContextPolicy implementation.")
 

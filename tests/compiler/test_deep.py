@@ -64,10 +64,41 @@ def test_import_flag_checks_the_signature(tmp_path: Path) -> None:
         "conv(args.value, args.unit)", "conv(args.value, args.unit, args.unit)"
     )
     path = write(tmp_path / "b", body)
-    assert codes(check_file(path)) == []
+    # Plain validate reads a plain `def` from its source, without importing it (issue 26).
+    assert codes(check_file(path)) == ["E903"]
+    assert "unitlib_b" not in sys.modules
     result = check_file(path, import_user_code=True)
     assert codes(result) == ["E903"]
     assert result.diagnostics[0].span is not None and result.diagnostics[0].span.line == 6
+
+
+def test_config_makes_a_factory_and_plain_validate_checks_its_shape(tmp_path: Path) -> None:
+    # Issue 26: `config` on a function that is not a factory passed plain
+    # validate and failed at the first call. The source says it cannot work.
+    wrong = "functions:\n  conv: {impl: 'MOD:convert', params: [float, str], config: {scale: 2}}\n"
+    result = check_file(write(tmp_path / "g", wrong + TOOL))
+    assert codes(result) == ["E902"]
+    (d,) = result.diagnostics
+    assert "is a factory, called once as `impl(**config)`" in d.message
+    assert d.hint is not None and "convert(value, unit)" in d.hint and "drop `config`" in d.hint
+    assert d.span is not None and d.span.line == 6
+    assert "unitlib_g" not in sys.modules  # read, never run
+    right = wrong.replace("MOD:convert", "MOD:make_convert").replace("scale", "factor")
+    assert codes(check_file(write(tmp_path / "h", right + TOOL))) == []
+
+
+@pytest.mark.parametrize(
+    "module",
+    [
+        "import functools\n@functools.cache\ndef convert(value, unit):\n    return value\n",
+        "convert = lambda value, unit: value\n",
+        "class Base:\n    pass\nclass convert(Base):\n    def __init__(self):\n        pass\n",
+        "def convert(value, unit:\n",  # a syntax error: the import will say so
+    ],
+)
+def test_shapes_the_source_does_not_show_are_left_to_import(tmp_path: Path, module: str) -> None:
+    body = "functions:\n  conv: {impl: 'MOD:convert', params: [float, str], config: {scale: 2}}\n"
+    assert codes(check_file(write(tmp_path / "i", body + TOOL, module=module))) == []
 
 
 def test_import_flag_checks_factory_config_and_attributes(tmp_path: Path) -> None:
