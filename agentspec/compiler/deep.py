@@ -213,8 +213,15 @@ class DeepChecker(DataChecks):
             if adapter is not None and signature is not None:
                 what = f"the adapter '{environment.adapter}'"
                 self._bind(signature, (), environment.config, ("environment",), what)
-        if self.spec.context.custom is not None:
-            self._user_object(self.spec.context.custom, ("context", "custom"))
+        custom = self.spec.context.custom
+        if custom is not None:
+            target = self._user_object(custom, ("context", "custom"))
+            if isinstance(target, type):
+                return  # a ContextPolicy subclass, built with the spec's settings
+            signature = self._signature_of(custom, target)
+            if signature is not None:
+                what = f"the custom context '{custom}' (a function of the view)"
+                self._bind(signature, (None,), {}, ("context", "custom"), what)
 
     def _user_object(self, impl: str, path: Path) -> Any:
         """Find `module:attr` without running it; import it only when asked.
@@ -286,7 +293,8 @@ class DeepChecker(DataChecks):
         what: str,
     ) -> None:
         """Whether a user object of this signature accepts these arguments."""
-        name = what.strip("'").rpartition(":")[2].rstrip("'")
+        named = re.search(r"'[^':]*:([^']*)'", what)  # the attribute of 'module:attr'
+        name = named.group(1) if named else ""
         try:
             signature.bind(*args, **kwargs)
         except TypeError as exc:

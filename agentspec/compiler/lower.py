@@ -81,6 +81,11 @@ def lower(checked: CheckResult, *, spec_file: str, spec_sha256: str, version: st
         max_parse_errors=episode.max_parse_errors,
         context_policy=context.policy,
         context_args=_context_args(spec),
+        context_custom=(
+            (context.custom, location(checked, ("context", "custom"), spec_file))
+            if context.policy == "custom" and context.custom is not None
+            else None
+        ),
         success=_condition_or_constant(checked, ("episode", "success"), episode.success, plain),
         done_when=_condition_or_constant(
             checked, ("episode", "done_when"), episode.done_when, plain
@@ -120,9 +125,11 @@ def _oracle(checked: CheckResult, plain: ExpressionWriter, spec_file: str) -> di
             "oracle_hook": None,
             "oracle_walkthrough": False,
         }
+    hook = oracle.hook if oracle is not None else None
     return {
         "oracle": None,
-        "oracle_hook": oracle.hook if oracle is not None else None,
+        "oracle_hook": hook,
+        "oracle_hook_location": location(checked, ("oracle", "hook"), spec_file) if hook else "",
         "oracle_walkthrough": bool(oracle is not None and oracle.walkthrough),
     }
 

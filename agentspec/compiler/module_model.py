@@ -127,6 +127,10 @@ class ModuleModel:
     """Module variable → how to reach one MCP server (command or url, env, timeout)."""
     keep_reasoning: bool | None = None
     """`episode.reasoning.keep_in_history` (None: as the model's chat template does)."""
+    context_custom: tuple[str, str] | None = None
+    """`context.custom`: the user's target and its spec file:line."""
+    oracle_hook_location: str = ""
+    """Spec file:line of `oracle.hook`, for the hook's errors."""
 
     @property
     def episode_rules(self) -> str:

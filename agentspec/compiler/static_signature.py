@@ -69,6 +69,7 @@ def static_signature(path: Path, attribute: str) -> inspect.Signature | None:
 
 def _signature(args: ast.arguments, skip_self: bool) -> inspect.Signature:
     kind = inspect.Parameter
+    positional: list[tuple[ast.arg, inspect._ParameterKind]]
     positional = [(a, kind.POSITIONAL_ONLY) for a in args.posonlyargs]
     positional += [(a, kind.POSITIONAL_OR_KEYWORD) for a in args.args]
     if skip_self and positional:

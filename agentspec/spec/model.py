@@ -315,7 +315,10 @@ class ContextSpec(Section):
         None,
         description="`state_summary`: the template rendered as the user message of each step's prompt (after the system prompt). It reads `state`, `sample`, `constants`, `step` (prints as the step's index; `.index`, `.max_steps`), `task` (the first user message), `last_observation` (what the last step's tool calls returned, `\"\"` before the first), `steps` (the steps so far, each with `.action_text` and `.observation`) and `env` (an environment adapter's facts).",
     )
-    custom: ImportPath | None = Field(None, description="`custom`: a ContextPolicy implementation.")
+    custom: ImportPath | None = Field(
+        None,
+        description="`custom`: a `ContextPolicy` subclass (built with `max_prompt_tokens` and `overflow`), or a function `fn(view)` returning the prompt as token ids or as chat messages (`[{role, content}]`). A target of another shape, or a result of another shape, ends each episode at its prompt with an error naming `context.custom` and its line (`env_error`).",
+    )
 
     @model_validator(mode="after")
     def _policy_settings(self) -> ContextSpec:

@@ -28,7 +28,7 @@ from types import ModuleType
 from typing import Any
 
 from agentspec.compiler.diagnostics import SpecError
-from agentspec.runtime.episode.trajectory import EventKind, Trajectory
+from agentspec.runtime.episode.trajectory import EventKind, TerminationReason, Trajectory
 from agentspec.spec.model import SpecTest, TextMatch
 from agentspec.spec.source import Span
 from agentspec.spec.yaml_loader import Path as YamlPath
@@ -287,7 +287,17 @@ class SpecTestRunner:
                     )
             for message in step.info.get("expression_errors", []):
                 failures.append(Failure(f"{at}: expression error: {message}", where))
-        if traj.success is False and self.gate.min_success >= 1.0:
+        if traj.termination is TerminationReason.ENV_ERROR:
+            last = traj.steps[-1].info if traj.steps else {}
+            error = traj.info.get("env_error") or last.get("env_error") or "no message"
+            failures.append(
+                Failure(
+                    f"sample {sid}: the episode ended with an environment error after"
+                    f" {len(traj.steps)} steps: {error}",
+                    self.span(("oracle",)),
+                )
+            )
+        elif traj.success is False and self.gate.min_success >= 1.0:
             failures.append(
                 Failure(
                     f"sample {sid}: the oracle's episode did not succeed "
