@@ -104,3 +104,15 @@ def test_pyyaml_internal_position_does_not_leak() -> None:
     text = render_text(d, result.sources)
     assert "<unicode string>" not in text and "position" not in text
     assert d.code == "E101" and where(d) == (4, 19) and "U+0007" in d.message
+
+
+def test_a_guard_step_yaml_read_as_a_mapping_is_one_error_and_keys_are_spelled_as_written() -> None:
+    # Issue 26: an unquoted `let` with ': ' in a `when` list was three schema
+    # errors about keys; a guard's keys were listed as `condition, message`.
+    result = check_file(INVALID / "schema_colon_in_guard_step.yaml")
+    misread, missing, unknown = result.diagnostics
+    assert misread.code == "E203" and where(misread) == (17, 9)
+    assert "YAML read this value as a mapping with the key 'let seen = {k'" in misread.message
+    assert misread.hint is not None and "quote the whole value" in misread.hint
+    assert (missing.code, unknown.code) == ("E202", "E201") and where(unknown) == (18, 10)
+    assert unknown.hint == "did you mean 'if'?"
