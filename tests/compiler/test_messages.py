@@ -109,7 +109,7 @@ def test_pyyaml_internal_position_does_not_leak() -> None:
 def test_a_guard_step_yaml_read_as_a_mapping_is_one_error_and_keys_are_spelled_as_written() -> None:
     # Issue 26: an unquoted `let` with ': ' in a `when` list was three schema
     # errors about keys; a guard's keys were listed as `condition, message`.
-    result = check_file(INVALID / "schema_colon_in_guard_step.yaml")
+    result = check_file(INVALID / "schema_yaml_colon_in_guard_step.yaml")
     misread, missing, unknown = result.diagnostics
     assert misread.code == "E203" and where(misread) == (17, 9)
     assert "YAML read this value as a mapping with the key 'let seen = {k'" in misread.message
