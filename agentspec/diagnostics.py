@@ -65,6 +65,7 @@ CODES: dict[str, str] = {
     "E413": "reserved name",
     "E414": "unknown constant",
     "E415": "invalid local name",
+    "E416": "unknown guard",
     # 5xx: types and arity
     "E501": "operator not supported for these types",
     "E502": "wrong argument type",
@@ -93,6 +94,7 @@ CODES: dict[str, str] = {
     "W801": "state variable is read but never written",
     "W802": "state variable is never used",
     "W803": "expression with a redundant part",
+    "W804": "named guard is not used",
     # 9xx: deep checks (what the spec points to: functions, modules, data, regexes, the oracle)
     "E901": "unknown stdlib function",
     "E902": "invalid config",

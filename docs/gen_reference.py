@@ -44,7 +44,7 @@ SECTIONS: list[tuple[type[BaseModel], str]] = [
     (model.ToolSpec, "tools.NAME"),
     (model.McpServerSpec, "mcp.NAME"),
     (model.McpToolSpec, "mcp.NAME.tools.TOOL"),
-    (model.GuardSpec, "tools.NAME.when (a guard with a message, or a list of them)"),
+    (model.GuardSpec, "tools.NAME.when, guards.NAME (a guard with a message, or a list entry)"),
     (model.EnvironmentSpec, "environment"),
     (model.EpisodeSpec, "episode"),
     (model.ReasoningSpec, "episode.reasoning"),
@@ -65,6 +65,12 @@ KINDS: list[tuple[Any, str, str]] = [
     (model.Expression, "expression", "an expression of the language (see below)"),
     (model.Statement, "statement", "an effect statement (see below)"),
     (model.Template, "template", "a Jinja2 template, rendered in a sandbox"),
+    (
+        model.GuardStepText,
+        "guard step",
+        "a condition (an expression), `let NAME = EXPR`, or the name of a guard of `guards:` "
+        "(see Guards below)",
+    ),
     (model.TypeName, "type", "a type name (see Types below)"),
     (model.Identifier, "identifier", "letters, digits and `_`, not starting with a digit"),
     (model.ImportPath, "import path", "`module.path:attribute` of your own Python code"),
@@ -337,17 +343,62 @@ LANGUAGE_NOTES = [
     "reaches another episode (a GRPO group, a repeated evaluation). A list or dict "
     "assigned to state — from the sample, a constant, a result or another variable — "
     "is copied, so state never aliases them; `state.NAME.initial` may be an expression "
-    "over `sample` and `constants` (for a variable whose type is not `str` or `any`), "
-    "evaluated and copied when each episode starts.",
+    "over `sample` and `constants`, evaluated and copied when each episode starts. For "
+    "a `str` or `any` variable a string is an expression only when it reads `sample` or "
+    "`constants` (`initial: sample.goal`, `initial: \"'Dear ' + sample.name\"`); any "
+    "other string is the text itself (`initial: search`, `initial: 1 + 2`).",
     "",
     "### Guards",
     "",
-    "`when:` is a condition, or `{if: COND, message: TEMPLATE}`, or a list of those "
-    "checked in order. Guards may read `args`. A refused call is a tool error whose "
-    "text is the first failing guard's message (verbatim; a plain condition shows "
-    "`NAME cannot be used now: it requires …`), and fires the reward events "
-    "`tool_error`, `tool_error:NAME`, `guard_failed` and `guard_failed:NAME` — "
-    "`policy: {on: guard_failed, value: -1.0}` is a policy-violation penalty.",
+    "`when:` is a condition, `{if: COND, message: TEMPLATE}`, the name of a named guard, "
+    "or a list of those and `let NAME = EXPR` bindings, checked in order; the first "
+    "that fails refuses the call. Guards may read `args`, `state`, `sample`, `step` and "
+    "`constants`. A `let` names a value for the steps after it in the same list (their "
+    "conditions and messages); a name is bound once (E415).",
+    "",
+    "`guards:` names guards that tools share. Each is written like a `when` (a "
+    "condition, a guard with a message, or a list of steps, which may name other "
+    "guards); a tool uses one by its name, alone (`when: signed_in`) or as an entry of "
+    "its list. A named guard is checked in every tool that uses it, against that "
+    "tool's `args` (E403 names the tool); its `let` names are its own. An unknown name "
+    "is E416, a guard that uses itself too, and a named guard no tool uses is W804.",
+    "",
+    "```yaml",
+    "guards:",
+    '  signed_in: {if: \'state.user != ""\', message: "Sign in first: call find_user."}',
+    "  order_pending:",
+    "    - let order = get(state.orders, args.order_id, {})",
+    '    - if: \'get(order, "status", "") == "pending"\'',
+    '      message: "Order {{ args.order_id }} is {{ order.status }}; only pending orders change."',
+    "tools:",
+    "  cancel_order:",
+    "    when: [signed_in, order_pending]",
+    "  modify_order:",
+    '    when: [signed_in, order_pending, {if: \'args.item != ""\', message: "Say which item."}]',
+    "```",
+    "",
+    "A refused call is a tool error. Its message is the failing guard's `message` "
+    "rendered (with the `let` names before it), or, for a plain condition, "
+    "`NAME cannot be used now: it requires CONDITION`; the model sees it as every "
+    "tool error, in the tool format's own wrapping: `Error: MESSAGE` inside "
+    "`<tool_response>…</tool_response>` (hermes), after `Observation: ` (react, "
+    'bracket) or in the tool message (harmony), and `{"name": …, "error": '
+    '"MESSAGE"}` (json). Messages longer than 2,000 characters are cut. A refusal '
+    "fires the reward events `tool_error`, `tool_error:NAME`, `guard_failed` and "
+    "`guard_failed:NAME` — `policy: {on: guard_failed, value: -1.0}` is a "
+    "policy-violation penalty. A guard runs before `returns` and the effects, so a "
+    "refused call changes nothing.",
+    "",
+    "### Effects and failures",
+    "",
+    "Effects run in order and change `state` as they go; nothing is rolled back. "
+    "`fail(msg)` ends the call as a tool error whose message is `msg` (shown as "
+    "above): the effects before it stay, the ones after it do not run, and "
+    "`tool:NAME` rewards do not fire. An expression that fails in `returns` or an "
+    "effect (an index out of range) is the same: a tool error, with the effects "
+    "before it kept. An `observe` template runs after the effects and the "
+    "`tool:NAME` rewards: when it fails, the call is a tool error, and its effects "
+    "and those rewards stand.",
     "",
     "### Oracles",
     "",

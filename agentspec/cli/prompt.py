@@ -43,8 +43,13 @@ def prompt(
     from agentspec.runtime.text.chat_templates import ChatTemplateError
 
     module, framing, name, row = _spec_and_model(spec, model, sample)
+    from agentspec.runtime.spec.env import PromptError
+
     env = module.ENV_CLASS()
-    messages = env.initial_messages(dict(row))
+    try:
+        messages = env.initial_messages(dict(row))
+    except PromptError as exc:
+        raise fail(f"the first prompt of sample {sample} does not render: {exc}") from None
     tokenizer = framing.tokenizer
     if tokenizer is None and name.startswith("builtin:"):
         tokenizer = _task_tokenizer(spec, module)

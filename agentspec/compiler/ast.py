@@ -137,6 +137,21 @@ class Let(Node):
 Statement = Assign | CallStatement | Let
 
 
+def names(node: Node) -> list[Name]:
+    """Every bare name in an expression (scope roots, locals), outermost first."""
+    found: list[Name] = []
+    pending: list[Any] = [node]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, tuple):
+            pending.extend(reversed(item))
+        elif isinstance(item, Name):
+            found.append(item)
+        elif isinstance(item, Node):
+            pending.extend(reversed([getattr(item, f.name) for f in dataclasses.fields(item)]))
+    return found
+
+
 def is_constant(node: Node) -> bool:
     """A value written out in full (a literal, or a list or dict of them)."""
     if isinstance(node, Literal):

@@ -94,6 +94,9 @@ def missing_field(
 ) -> None:
     code = _FIELD_CODES.get(root, "E411")
     message = f"unknown {_FIELD_NOUNS.get(root, f'field of {root!r}')} '{name}'"
+    site = checker._site
+    if root == "args" and site is not None and site.via is not None:
+        message += f" of tool '{site.tool}', which uses guard '{site.via}'"
     if code == "E404" and checker.spec.data is None:
         checker.diagnostics.append(
             Diagnostic(code, message, span, "declare sample fields under `data.fields`")

@@ -42,6 +42,12 @@ def _parse(checker: Checker, text: str) -> tuple[ParsedTemplate, set[str]] | Non
 
     try:
         parsed = templates.parse(text)
+        unknown = list(parsed.unknown_filters_and_tests())
+        for finding in unknown:
+            span = checker.span(finding.start, finding.end)
+            checker.error(finding.code, finding.message, span, finding.hint)
+        if unknown:
+            return None  # Jinja's name analysis would stop at the first of them
         return parsed, parsed.undeclared()  # the name analysis can fail like the parse
     except TemplateSyntaxError as exc:
         offset = _line_offset(text, exc.lineno or 1)
@@ -72,7 +78,7 @@ def _check_names(
     for name in sorted(undeclared):
         if name in allowed:
             continue
-        offset = parsed.name_offset(name)
+        offset = parsed.unset_read_offset(name) if parsed.sets(name) else parsed.name_offset(name)
         span = checker.span(offset, offset + len(name))
         if name in ROOTS:
             unavailable(checker, name, span)
@@ -80,6 +86,11 @@ def _check_names(
         fields = [
             f"{root}.{f}" for root, rec in allowed.items() if isinstance(rec, dict) for f in rec
         ]
+        if parsed.sets(name):
+            message = f"template variable '{name}' is read where its {{% set %}} may not have run"
+            hint = "set it before this point on every path (in each branch, with an {% else %})"
+            checker.error("E602", message, span, hint)
+            continue
         message = f"undefined template variable '{name}'"
         checker.error("E602", message, span, close_match_hint(name, [*allowed, *fields], fields))
 

@@ -85,7 +85,8 @@ class Checker:
         self.repetitions: set[ast.Node] = set()
         self._site: Site | None = None
         self._frames: list[dict[str, Type]] = [{}]
-        self._lets: dict[str, dict[str, Type]] = {}
+        self._lets: dict[Any, dict[str, Type]] = {}
+        self.used_guards: set[str] = set()  # named guards some tool's `when` uses
 
     # ------------------------------------------------------------------ driver
 
@@ -112,7 +113,9 @@ class Checker:
         )
 
     def error(self, code: str, message: str, span: Span | None, hint: str | None = None) -> None:
-        self.diagnostics.append(Diagnostic(code, message, span, hint))
+        diagnostic = Diagnostic(code, message, span, hint)
+        if diagnostic not in self.diagnostics:  # a named guard is checked for each tool using it
+            self.diagnostics.append(diagnostic)
 
     # ------------------------------------------------------------------- sites
 
@@ -139,15 +142,17 @@ class Checker:
 
     def _check_site(self, site: Site) -> None:
         self._site = site
-        # A tool's `let` names live in one frame its later effects share.
+        # A tool's `let` names live in one frame its later effects share; a
+        # guard's, in one its later steps share.
         in_effects = site.kind == "statement" and site.tool is not None
-        self._frames = [self._lets.setdefault(site.tool or "", {}) if in_effects else {}]
+        frame = site.frame if site.frame is not None else (site.tool or "" if in_effects else None)
+        self._frames = [self._lets.setdefault(frame, {}) if frame is not None else {}]
         text = self._text(site.path)
         if site.kind == "template":
             check_templates.check_template(self, site, text)
             return
         try:
-            if site.kind == "statement":
+            if site.kind in ("statement", "let"):
                 statement = parse_statement(text)
             else:
                 node = parse_expression(text)
@@ -157,7 +162,7 @@ class Checker:
                 # The tool does have a result; its type is unknown, not missing.
                 self.result_types[site.tool] = ANY
             return
-        if site.kind == "statement":
+        if site.kind in ("statement", "let"):
             self.statements[site.path] = statement
             if isinstance(statement, ast.Let):
                 comprehensions.check_let(self, statement)

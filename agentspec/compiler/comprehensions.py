@@ -110,9 +110,9 @@ def check_let(checker: Checker, statement: ast.Let) -> None:
     if local_type(checker, statement.name) is not None:
         checker.error(
             "E415",
-            f"'{statement.name}' is already defined in this tool's effects",
+            f"'{statement.name}' is already bound by a `let` before it",
             span,
-            hint="a let binds once per tool call; use another name",
+            hint="a let binds once (per tool call in effects, per guard in `when`); use another name",
         )
         return
     checker._frames[0][statement.name] = value

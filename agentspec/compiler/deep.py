@@ -32,6 +32,7 @@ from agentspec.compiler.data_check import (
     looks_like_data_path,
 )
 from agentspec.compiler.ir import CheckResult
+from agentspec.compiler.static_signature import module_file, static_signature
 from agentspec.compiler.types import TypeSyntaxError, assignable, parse_type, python_value_type
 from agentspec.diagnostics import Diagnostic
 from agentspec.spec.yaml_loader import Path
@@ -70,13 +71,28 @@ class DeepChecker(DataChecks):
                 self._stdlib_function(name, function.impl.removeprefix("stdlib:"), path)
                 continue
             target = self._user_object(function.impl, (*path, "impl"))
-            if target is None:
+            signature = self._signature_of(function.impl, target)
+            if signature is None:
                 continue
             if function.config:
-                self._bind(target, (), function.config, path, f"'{function.impl}'")
+                self._bind(signature, (), function.config, path, f"'{function.impl}'")
             elif function.params is not None:
                 args = (None,) * len(function.params)
-                self._bind(target, args, {}, (*path, "params"), f"'{function.impl}'")
+                self._bind(signature, args, {}, (*path, "params"), f"'{function.impl}'")
+
+    def _signature_of(self, impl: str, target: Any) -> inspect.Signature | None:
+        """The signature of an imported user object, or else (plain `validate`,
+        which imports nothing) the one its source spells, when it is plain."""
+        if target is not None:
+            try:
+                return inspect.signature(target)
+            except (TypeError, ValueError):  # a builtin without a signature: nothing to check
+                return None
+        if self.import_user_code:
+            return None  # it could not be imported: reported already
+        module_name, _, attribute = impl.partition(":")
+        path = module_file(self.spec_dir, module_name)
+        return static_signature(path, attribute) if path is not None else None
 
     def _stdlib_function(self, name: str, stdlib_name: str, path: Path) -> None:
         from agentspec.stdlib.library import SIGNATURES, load_library
@@ -186,18 +202,26 @@ class DeepChecker(DataChecks):
         oracle = self.spec.oracle
         if oracle is not None and not isinstance(oracle, list) and oracle.hook is not None:
             hook = self._user_object(oracle.hook, ("oracle", "hook"))
-            if hook is not None:
-                self._bind(
-                    hook, (None,), {}, ("oracle", "hook"), f"the oracle hook '{oracle.hook}'"
-                )
+            signature = self._signature_of(oracle.hook, hook)
+            if signature is not None:
+                what = f"the oracle hook '{oracle.hook}'"
+                self._bind(signature, (None,), {}, ("oracle", "hook"), what)
         environment = self.spec.environment
         if environment is not None and _is_import_path(environment.adapter):
             adapter = self._user_object(environment.adapter, ("environment", "adapter"))
-            if adapter is not None:
+            signature = self._signature_of(environment.adapter, adapter)
+            if adapter is not None and signature is not None:
                 what = f"the adapter '{environment.adapter}'"
-                self._bind(adapter, (), environment.config, ("environment",), what)
-        if self.spec.context.custom is not None:
-            self._user_object(self.spec.context.custom, ("context", "custom"))
+                self._bind(signature, (), environment.config, ("environment",), what)
+        custom = self.spec.context.custom
+        if custom is not None:
+            target = self._user_object(custom, ("context", "custom"))
+            if isinstance(target, type):
+                return  # a ContextPolicy subclass, built with the spec's settings
+            signature = self._signature_of(custom, target)
+            if signature is not None:
+                what = f"the custom context '{custom}' (a function of the view)"
+                self._bind(signature, (None,), {}, ("context", "custom"), what)
 
     def _user_object(self, impl: str, path: Path) -> Any:
         """Find `module:attr` without running it; import it only when asked.
@@ -262,26 +286,34 @@ class DeepChecker(DataChecks):
 
     def _bind(
         self,
-        target: Any,
+        signature: inspect.Signature,
         args: tuple[Any, ...],
         kwargs: Mapping[str, Any],
         path: Path,
         what: str,
     ) -> None:
-        """Whether `target` accepts these arguments (imported user code only)."""
-        try:
-            signature = inspect.signature(target)
-        except (TypeError, ValueError):  # a builtin without a signature: nothing to check
-            return
+        """Whether a user object of this signature accepts these arguments."""
+        named = re.search(r"'[^':]*:([^']*)'", what)  # the attribute of 'module:attr'
+        name = named.group(1) if named else ""
         try:
             signature.bind(*args, **kwargs)
         except TypeError as exc:
-            code = "E902" if kwargs else "E903"
+            if kwargs and path[0] == "functions":  # a function with `config`: a factory
+                self.error(
+                    "E902",
+                    f"with `config`, {what} is a factory, called once as `impl(**config)`;"
+                    f" it does not accept {_described(args, kwargs)}: {exc}",
+                    path,
+                    f"its signature is {name}{signature}: write a factory that takes the config and"
+                    " returns the function the expressions call (`def make(table): return"
+                    " lambda text: …`), or drop `config` and pass the values as arguments",
+                )
+                return
             self.error(
-                code,
+                "E902" if kwargs else "E903",
                 f"{what} does not accept {_described(args, kwargs)}: {exc}",
                 path,
-                f"its signature is {target.__name__ if hasattr(target, '__name__') else what}{signature}",
+                f"its signature is {name}{signature}",
             )
 
     # ---------------------------------------------------------------- regexes

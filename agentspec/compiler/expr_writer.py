@@ -8,7 +8,9 @@ the spec is validated or renamed, so no spec can inject code.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
+from collections.abc import Mapping
 from typing import Any
 
 from agentspec.compiler import ast
@@ -85,6 +87,17 @@ class ExpressionWriter:
     ):
         self.optional_args = optional_args
         self.repetitions = repetitions or set()
+        self.renamed: Mapping[str, str] = {}  # local names written under another Python name
+
+    def renaming(self, renamed: Mapping[str, str]) -> ExpressionWriter:
+        """This writer, writing the local names in `renamed` as their values
+        (a named guard's `let` names, inlined into a tool)."""
+        writer = copy.copy(self)
+        writer.renamed = renamed
+        return writer
+
+    def local(self, name: str) -> str:
+        return self.renamed.get(name) or local_name(name)
 
     def write(self, node: ast.Node) -> str:
         return self._visit(node)[0]
@@ -112,10 +125,10 @@ class ExpressionWriter:
     def visit_Name(self, node: ast.Name) -> tuple[str, int]:
         if node.id == "result":
             return "s.result", _PRECEDENCE["atom"]
-        return local_name(node.id), _PRECEDENCE["atom"]  # a local (let or comprehension)
+        return self.local(node.id), _PRECEDENCE["atom"]  # a local (let or comprehension)
 
     def visit_Comprehension(self, node: ast.Comprehension) -> tuple[str, int]:
-        names = ", ".join(local_name(n) for n in node.names)
+        names = ", ".join(self.local(n) for n in node.names)
         clause = f"for {names} in {self._operand(node.iterable, _PRECEDENCE['or'])}"
         for cond in node.conds:
             clause += f" if {self._operand(cond, _PRECEDENCE['or'])}"

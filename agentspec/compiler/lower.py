@@ -81,6 +81,11 @@ def lower(checked: CheckResult, *, spec_file: str, spec_sha256: str, version: st
         max_parse_errors=episode.max_parse_errors,
         context_policy=context.policy,
         context_args=_context_args(spec),
+        context_custom=(
+            (context.custom, location(checked, ("context", "custom"), spec_file))
+            if context.policy == "custom" and context.custom is not None
+            else None
+        ),
         success=_condition_or_constant(checked, ("episode", "success"), episode.success, plain),
         done_when=_condition_or_constant(
             checked, ("episode", "done_when"), episode.done_when, plain
@@ -120,9 +125,11 @@ def _oracle(checked: CheckResult, plain: ExpressionWriter, spec_file: str) -> di
             "oracle_hook": None,
             "oracle_walkthrough": False,
         }
+    hook = oracle.hook if oracle is not None else None
     return {
         "oracle": None,
-        "oracle_hook": oracle.hook if oracle is not None else None,
+        "oracle_hook": hook,
+        "oracle_hook_location": location(checked, ("oracle", "hook"), spec_file) if hook else "",
         "oracle_walkthrough": bool(oracle is not None and oracle.walkthrough),
     }
 
@@ -166,8 +173,8 @@ def _classes(checked: CheckResult, spec_file: str) -> tuple[list[ToolModel], str
         writer = ExpressionWriter(_optional_args(tool), checked.repetitions)
         model.guards = guard_models(checked, name, tool, writer)
         model.location = location(checked, ("tools", name), spec_file)
-        conditions = [condition for condition, _ in model.guards]
-        code = [model.guard or "", *conditions, model.returns or "", "\n".join(model.effects)]
+        steps = [step.code for step in model.guards]
+        code = [model.guard or "", *steps, model.returns or "", "\n".join(model.effects)]
         model.inline_reason = inline_reason(code)
         tools.append(model)
     for served_tool, cls in zip(served, class_names[len(spec.tools) :], strict=True):
@@ -239,7 +246,7 @@ def _tool_model(checked: CheckResult, name: str, tool: ToolSpec, cls: str) -> To
         parameters["required"] = required
     parameters["additionalProperties"] = False
     model = ToolModel(name, cls, tool.description, parameters, tool.timeout, tool.terminal)
-    if isinstance(tool.when, str):
+    if isinstance(tool.when, str) and (*base, "when") in checked.expressions:  # one condition
         model.guard = writer.write(checked.expressions[(*base, "when")].node)
         model.guard_text = " ".join(tool.when.split())
     elif tool.when is False:

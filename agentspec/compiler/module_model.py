@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agentspec.compiler.literals import py_literal
-from agentspec.compiler.lower_sections import OracleStepModel
+from agentspec.compiler.lower_sections import GuardCheckModel, OracleStepModel
 
 
 @dataclass
@@ -44,7 +44,7 @@ class ToolModel:
     observe: str | None = None
     mcp_server: str | None = None
     """For a tool of an MCP server: the module variable holding the server."""
-    guards: list[tuple[str, str]] = field(default_factory=list)  # (condition, message template)
+    guards: list[GuardCheckModel] = field(default_factory=list)  # `failed_guard`'s steps
     location: str = ""  # spec file:line of the tool, for errors in its expressions
     inline_reason: str | None = None
     """Why the tool's code may run on the event loop (`tool_cost.inline_reason`); None: a worker."""
@@ -127,6 +127,10 @@ class ModuleModel:
     """Module variable → how to reach one MCP server (command or url, env, timeout)."""
     keep_reasoning: bool | None = None
     """`episode.reasoning.keep_in_history` (None: as the model's chat template does)."""
+    context_custom: tuple[str, str] | None = None
+    """`context.custom`: the user's target and its spec file:line."""
+    oracle_hook_location: str = ""
+    """Spec file:line of `oracle.hook`, for the hook's errors."""
 
     @property
     def episode_rules(self) -> str:

@@ -135,7 +135,7 @@ class _OracleChecker:
                     self._report(
                         "E911",
                         i,
-                        f"oracle turn {i + 1} fails to render for the first sample: {exc}",
+                        f"{self._label(i)} fails to render for the first sample: {exc}",
                     )
                 continue
             parsed = fmt.parse(text, cast(Any, tools))
@@ -143,7 +143,7 @@ class _OracleChecker:
                 self._report(
                     "E911",
                     i,
-                    f"oracle turn {i + 1} is not valid {self.spec.episode.tool_format}: {error.message}",
+                    f"{self._label(i)} is not valid {self.spec.episode.tool_format}: {error.message}",
                     hint=fmt.usage(),
                 )
             for call in parsed.calls:
@@ -153,7 +153,7 @@ class _OracleChecker:
                 self._report(
                     "E911",
                     i,
-                    f"oracle turn {i + 1} is a final answer under tool_format"
+                    f"{self._label(i)} is a final answer under tool_format"
                     f" {self.spec.episode.tool_format}: the episode ends there and the"
                     " turns after it never run",
                     hint=fmt.usage(),
@@ -180,7 +180,7 @@ class _OracleChecker:
             self._report(
                 "E909",
                 turn,
-                f"oracle turn {turn + 1} calls unknown tool '{name}'",
+                f"{self._label(turn)} calls unknown tool '{name}'",
                 f"did you mean '{close[0]}'?" if close else "tools: " + ", ".join(self.spec.tools),
                 word=name,
             )
@@ -192,7 +192,7 @@ class _OracleChecker:
                 self._report(
                     "E910",
                     turn,
-                    f"oracle turn {turn + 1} passes unknown argument '{arg}' to tool '{name}'",
+                    f"{self._label(turn)} passes unknown argument '{arg}' to tool '{name}'",
                     "parameters: " + (", ".join(tool.parameters) or "none"),
                     word=arg,
                 )
@@ -202,7 +202,7 @@ class _OracleChecker:
                 self._report(
                     "E910",
                     turn,
-                    f"oracle turn {turn + 1} calls '{name}' without its required argument '{arg}'",
+                    f"{self._label(turn)} calls '{name}' without its required argument '{arg}'",
                     word=name,
                 )
         if real:
@@ -217,7 +217,7 @@ class _OracleChecker:
                 self._report(
                     "E910",
                     turn,
-                    f"oracle turn {turn + 1}: argument '{arg}' of '{name}' for the first sample: {problem}",
+                    f"{self._label(turn)}: argument '{arg}' of '{name}' for the first sample: {problem}",
                     word=arg,
                 )
 
@@ -240,10 +240,25 @@ class _OracleChecker:
 
         return first_jsonl_row(resolve_path(location, self.spec_dir))
 
+    def _label(self, entry: int) -> str:
+        """`oracle entry 3 (turn 5)`: an entry of `oracle:` and the turn it plays
+        (an `each` entry plays one turn per item, so later turns depend on them)."""
+        steps = self.spec.oracle if isinstance(self.spec.oracle, list) else []
+        each_before = sum(isinstance(s, OracleEach) for s in steps[:entry])
+        first = entry + 1 - each_before  # the turn, counting each `each` entry as none
+        if entry < len(steps) and isinstance(steps[entry], OracleEach):
+            turns = "one turn per item" + ("" if each_before else f", from turn {first}")
+        elif each_before:
+            turns = f"turn {first} plus one per item of the `each` entries before it"
+        else:
+            turns = f"turn {first}"
+        return f"oracle entry {entry + 1} ({turns})"
+
     def _report(
         self, code: str, turn: int, message: str, hint: str | None = None, word: str | None = None
     ) -> None:
-        path = ("oracle", turn)
+        each = isinstance(self.spec.oracle, list) and isinstance(self.spec.oracle[turn], OracleEach)
+        path: tuple[str | int, ...] = ("oracle", turn, "action") if each else ("oracle", turn)
         span: Span = self.map.value_span(path)
         locator = self.map.locator(path)
         if word is not None and locator is not None:

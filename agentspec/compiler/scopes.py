@@ -6,6 +6,7 @@ Shared by the checker's modules (`checker.py` and the `check_*` modules).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from agentspec.compiler.types import INT, STR, Type, parse_type
 from agentspec.source import Span
@@ -51,10 +52,12 @@ class Site:
     """One expression, statement or template of the spec, and what it may read."""
 
     path: Path
-    kind: str  # "expression" | "statement" | "condition" | "number" | "template"
+    kind: str  # "expression" | "statement" | "condition" | "number" | "template" | "let" | "list"
     scope: Scope
     tool: str | None = None
     label: str = ""
+    frame: Any = None  # the `let` frame its statements bind into and read (None: its own)
+    via: str | None = None  # the named guard this site belongs to, checked for `tool`
 
 
 @dataclass

@@ -1,6 +1,7 @@
 """The sites of a spec: every expression, statement and template, with the
 scope it may read (`all_sites`), and the checks of the sections issue 14
-added (state initial expressions, guards with messages, oracle steps).
+added (state initial expressions, oracle steps); a tool's guards are
+`guards.py`'s.
 
 Functions of the checker (`checker` is the running `Checker`): each `*_sites`
 function yields the sites of one section; the checker's visitor types them
@@ -9,38 +10,42 @@ like every other site.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from agentspec.compiler import ast
+from agentspec.compiler import ast, guards
 from agentspec.compiler.scopes import Scope, Site
 from agentspec.compiler.types import ANY, STR, ListOf, Type, assignable, strip_optional
-from agentspec.spec.model import GuardSpec, OracleEach, ToolSpec
+from agentspec.spec.model import OracleEach, ToolSpec
 from agentspec.spec.yaml_loader import Path
 
 if TYPE_CHECKING:
     from agentspec.compiler.checker import Checker
 
 
-def guards_of(tool: ToolSpec) -> list[GuardSpec]:
-    """A tool's `when`, as a list of guards with messages (empty for plain guards)."""
-    if isinstance(tool.when, GuardSpec):
-        return [tool.when]
-    if isinstance(tool.when, list):
-        return list(tool.when)
-    return []
-
-
-def guard_path(tool: ToolSpec, i: int) -> tuple[str | int, ...]:
-    """The YAML path of the `i`th guard of a tool's `when` (one mapping, or a list)."""
-    return ("when",) if isinstance(tool.when, GuardSpec) else ("when", i)
-
-
 def initial_is_expression(checker: Checker, name: str) -> bool:
-    """A string `initial` is an expression unless the variable holds text."""
+    """Whether a state variable's `initial` is an expression: any string, for a
+    variable that does not hold text; for a `str` or `any` variable, only a
+    string that is an expression reading `sample` or `constants`
+    (`sample.goal`) — every other string (`search`) is the text itself."""
     var = checker.spec.state[name]
+    if not isinstance(var.initial, str):
+        return False
     declared = strip_optional(checker.state_types.get(name, ANY))
-    return isinstance(var.initial, str) and declared not in (STR, ANY)
+    return declared not in (STR, ANY) or reads_sample_or_constants(var.initial)
+
+
+@functools.cache
+def reads_sample_or_constants(text: str) -> bool:
+    """Whether `text` is an expression that reads `sample` or `constants`."""
+    from agentspec.compiler.parser import ExprSyntaxError, parse_expression
+
+    try:
+        node = parse_expression(text)
+    except (ExprSyntaxError, RecursionError):
+        return False
+    return any(n.id in ("sample", "constants") for n in ast.names(node))
 
 
 def initial_sites(checker: Checker) -> Iterator[Site]:
@@ -61,17 +66,6 @@ def check_initial_type(
             checker.node_span(node),
             hint=f"give an initial value of type {declared}, or change `type`",
         )
-
-
-def guard_sites(checker: Checker, tool_name: str, tool: ToolSpec) -> Iterator[Site]:
-    base = ("tools", tool_name)
-    scope = checker._scope("state", "sample", "step", "env", "args", tool=tool_name)
-    if isinstance(tool.when, str):
-        yield Site((*base, "when"), "condition", scope, tool_name)
-    for i, _ in enumerate(guards_of(tool)):
-        where = (*base, *guard_path(tool, i))
-        yield Site((*where, "if"), "condition", scope, tool_name)
-        yield Site((*where, "message"), "template", scope, tool_name)
 
 
 def oracle_sites(checker: Checker) -> Iterator[Site]:
@@ -115,6 +109,7 @@ def all_sites(checker: Checker) -> Iterator[Site]:
     yield Site(("prompt", "user"), "template", prompt_scope)
     for tool_name, tool in spec.tools.items():
         yield from tool_sites(checker, tool_name, tool)
+    yield from guards.unused_guard_sites(checker)
     episode_roots = ("state", "sample", "step", "env")
     if isinstance(spec.episode.done_when, str):
         yield Site(("episode", "done_when"), "condition", checker._scope(*episode_roots, "action"))
@@ -135,7 +130,7 @@ def all_sites(checker: Checker) -> Iterator[Site]:
 def tool_sites(checker: Checker, tool_name: str, tool: ToolSpec) -> Iterator[Site]:
     """A tool's guards, `returns` (typed first), effects and `observe`."""
     base: Path = ("tools", tool_name)
-    yield from guard_sites(checker, tool_name, tool)
+    yield from guards.guard_sites(checker, tool_name, tool)
     if tool.returns is not None:
         yield Site(
             (*base, "returns"),

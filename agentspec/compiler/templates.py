@@ -15,6 +15,7 @@ wrong rather than on the first text that looks like it.
 
 from __future__ import annotations
 
+import difflib
 import string
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -25,6 +26,7 @@ from jinja2 import nodes
 from jinja2.sandbox import SandboxedEnvironment
 
 from agentspec import sandbox
+from agentspec.compiler import template_flow
 
 # A name no template can write (it starts with '_', which the checker refuses).
 _VOLATILE = "_agentspec_no_folding"
@@ -155,7 +157,65 @@ class ParsedTemplate:
         for block in self.find(nodes.Block):
             if block.body[:1] != [volatile]:
                 block.body = [volatile, *block.body]
-        return find_undeclared_variables(tree) - {_VOLATILE}
+        found = find_undeclared_variables(tree) - {_VOLATILE}
+        # Jinja also counts a name `{% set %}` in only some branches of an
+        # `{% if %}`; it is free only where a read can run before the set.
+        return {
+            name
+            for name in found
+            if not template_flow.sets(self.tree, name)
+            or template_flow.read_before_set(self.tree, name)
+        }
+
+    def sets(self, name: str) -> bool:
+        """Whether the template `{% set %}`s `name` somewhere."""
+        return template_flow.sets(self.tree, name)
+
+    def unset_read_offset(self, name: str) -> int:
+        """Where the first read of `name` that may run before its set is."""
+        read = template_flow.read_before_set(self.tree, name)
+        if read is None:
+            return self.name_offset(name)
+        same_line = [
+            n
+            for n in self.find(nodes.Name)
+            if n.name == name and n.ctx == "load" and n.lineno == read.lineno
+        ]
+        nth = next(i for i, n in enumerate(same_line) if n is read)
+        reads = [
+            self.tokens[i].offset
+            for i in self._where.get(("name", name), [])
+            if self.tokens[i].line == read.lineno
+            and (i == 0 or self.tokens[i - 1].value not in _NOT_A_NAME)
+        ]
+        return reads[min(nth, len(reads) - 1)] if reads else self.name_offset(name)
+
+    def unknown_filters_and_tests(self) -> Iterator[Finding]:
+        """Filters (`x | f`) and tests (`x is t`) that Jinja does not have, once
+        per name. Jinja reports them itself only in code that always runs: one
+        inside `{% if %}` or `a if b else c` would fail only when rendered."""
+        environment = _environment()
+        seen: set[tuple[str, str]] = set()
+        for node in self.find(nodes.Filter, nodes.Test):
+            if isinstance(node, nodes.Filter):
+                kind, known, after = "filter", environment.filters, ("|", "filter")
+            else:
+                kind, known, after = "test", environment.tests, ("is", "not")
+            if node.name in known or (kind, node.name) in seen:
+                continue
+            seen.add((kind, node.name))
+            start = self.offset_of(node.lineno, "name", node.name, after=after) or 0
+            close = difflib.get_close_matches(node.name, [k for k in known if k.isidentifier()], 1)
+            hint = (
+                f"did you mean '{close[0]}'?" if close else f"see Jinja2's list of built-in {kind}s"
+            )
+            yield Finding(
+                "E601",
+                f"template syntax error: no {kind} named '{node.name}'",
+                start,
+                start + len(node.name),
+                hint=hint,
+            )
 
     def problems(self) -> Iterator[Finding]:
         """What the sandbox would refuse at run, found in the tree."""

@@ -1,6 +1,7 @@
 """Static checks of a spec's `tests:` section, so that `agentspec validate`
 catches a misspelt expectation before `agentspec test` plays anything:
 expected state variables and reward components must exist (E402, E406),
+constants a test sets must be declared, with their type (E414, E508),
 written-out samples must have the declared fields (E907), and patterns must
 compile (E908)."""
 
@@ -9,8 +10,10 @@ from __future__ import annotations
 import difflib
 import re
 from collections.abc import Iterable
+from typing import Any
 
 from agentspec.compiler.ir import CheckResult
+from agentspec.compiler.types import assignable, python_value_type
 from agentspec.diagnostics import Diagnostic
 from agentspec.spec.model import TextMatch
 from agentspec.spec.yaml_loader import Path
@@ -40,6 +43,11 @@ def check_tests(checked: CheckResult) -> list[Diagnostic]:
             if name not in spec.rewards:
                 path = (*base, "expect", "rewards", name)
                 unknown("E406", "reward component", name, path, spec.rewards)
+        for name in test.constants:
+            if name not in spec.constants:
+                path = (*base, "constants", name)
+                unknown("E414", "constant", name, path, spec.constants)
+        found += _constant_types(checked, base, test.constants)
         if test.sample is not None and spec.data is not None:
             derived = set(spec.data.derived)
             for field in [*spec.data.fields, *derived]:
@@ -65,4 +73,21 @@ def check_tests(checked: CheckResult) -> list[Diagnostic]:
                             source_map.value_span((*base, "expect", "observations", j, "pattern")),
                         )
                     )
+    return found
+
+
+def _constant_types(checked: CheckResult, base: Path, values: dict[str, Any]) -> list[Diagnostic]:
+    """E508 for each constant a test sets to a value of another type."""
+    found = []
+    for name, value in values.items():
+        declared = checked.constant_types.get(name)
+        if declared is not None and not assignable(python_value_type(value), declared):
+            found.append(
+                Diagnostic(
+                    "E508",
+                    f"constants.{name} is {declared}, but the test gives it a {python_value_type(value)}",
+                    checked.loaded.source_map.value_span((*base, "constants", name)),
+                    f"give a value of type {declared}",
+                )
+            )
     return found

@@ -6,7 +6,9 @@ Rules (the docs page lists them with examples):
   whitespace removed) may be fenced as a code block labelled ``json``,
   ``jsonc`` (any case) or not labelled;
 - it is a call when it is a JSON object, or a JSON list holding at least one
-  object (``[]`` is ``empty_call``); every item must then be a call;
+  object, in it or in a list inside it (``[]`` is ``empty_call``); every item
+  must then be a call, so ``[[{...}]]`` is ``not_an_object``: the calls are
+  one flat list;
 - it is a call attempt with an error when it starts like JSON but does not
   parse and either mentions a call (``{"name":``), starts with ``{``, or is
   cut off (the JSON error is at its end); text before a call is ``extra_text``;
@@ -104,10 +106,20 @@ class JsonFormat(ToolCallFormat):
 
 
 def _is_call_shaped(value: Any) -> bool:
-    """An object, or a list with an object in it (or empty: an empty list of calls)."""
+    """An object, or a list with an object in it or in a list inside it (or
+    empty: an empty list of calls). `[[{...}]]` is a call written wrong, not prose."""
     if isinstance(value, dict):
         return True
-    return isinstance(value, list) and (not value or any(isinstance(v, dict) for v in value))
+    if not isinstance(value, list):
+        return False
+    pending: list[Any] = list(value)
+    while pending:  # iterative: the depth is the model's to choose
+        item = pending.pop()
+        if isinstance(item, dict):
+            return True
+        if isinstance(item, list):
+            pending.extend(item)
+    return not value
 
 
 def _looks_like_a_call(body: str, exc: Exception) -> bool:
@@ -124,6 +136,10 @@ def _calls(items: list[Any]) -> ParsedResponse:
     calls: list[ToolCall] = []
     errors: list[FormatError] = []
     for i, item in enumerate(items):
+        if isinstance(item, list):
+            message = f"call {i + 1}: a list inside the list of calls; write one flat list [{{...}}, {{...}}]"
+            errors.append(FormatError(message, "not_an_object", i))
+            continue
         call, error = parse_call_object(item, i, json.dumps(item, ensure_ascii=False))
         if error is not None:
             errors.append(error)

@@ -33,6 +33,13 @@ Statement = Annotated[
         json_schema_extra={"x-agentspec": "statement"},
     ),
 ]
+GuardStepText = Annotated[
+    str,
+    Field(
+        description="One step of a guard list: a condition, `let NAME = EXPR`, or the name of a guard of `guards:`.",
+        json_schema_extra={"x-agentspec": "guard step"},
+    ),
+]
 Template = Annotated[
     str,
     Field(

@@ -142,10 +142,13 @@ def _schema_diagnostics(
     # errors are the useful ones and the others' "wrong type" errors are noise.
     # (Proper prefixes of every path, computed once: thousands of errors stay linear.)
     ancestors = {path[:cut] for path, _ in located for cut in range(len(path))}
-    result: list[Diagnostic] = []
+    result = [_colon_mapping(path, data, source_map) for path in _colon_mappings(located, data)]
+    misread = {d.span for d in result}
     seen: set[tuple[Path, str]] = set()
     for path, error in located:
         kind = error["type"]
+        if any(source_map.value_span(path[:cut]) in misread for cut in range(len(path) + 1)):
+            continue  # reported as one value YAML misread
         deeper = path in ancestors
         if deeper and kind not in ("missing", "extra_forbidden", "value_error"):
             continue
@@ -165,6 +168,32 @@ def _schema_diagnostics(
         hint = f"{last.hint}; {more}" if last.hint else more
         result[-1] = Diagnostic(last.code, last.message, last.span, hint)
     return result
+
+
+def _colon_mappings(located: list[tuple[Path, Any]], data: dict[str, Any]) -> list[Path]:
+    """Values that may be strings but that YAML read as a one-key mapping whose
+    key is no name (`- let m = {k: v}`: the `: ` inside made it a mapping)."""
+    found = []
+    for path, error in located:
+        if error["type"] != "string_type" or path in found:
+            continue
+        value = _get(data, path)
+        if isinstance(value, dict) and len(value) == 1:
+            key = next(iter(value))
+            if isinstance(key, str) and not key.isidentifier():
+                found.append(path)
+    return found
+
+
+def _colon_mapping(path: Path, data: dict[str, Any], source_map: SourceMap) -> Diagnostic:
+    key = str(next(iter(_get(data, path))))
+    return Diagnostic(
+        "E203",
+        f"{dotted(path)}: YAML read this value as a mapping with the key '{key}', because it"
+        " contains ': '",
+        source_map.value_span(path),
+        "quote the whole value, e.g. `- 'let m = {k: v for …}'`",
+    )
 
 
 def _one_diagnostic(
@@ -379,7 +408,7 @@ def _types_at(path: Path) -> list[Any]:
         following: list[Any] = []
         for candidate in candidates:
             if isinstance(candidate, type) and issubclass(candidate, BaseModel):
-                field = candidate.model_fields.get(str(part))
+                field = _field(candidate, str(part))
                 if field is not None:
                     following += _candidate_types(field.annotation)
             elif typing.get_origin(candidate) in (dict, list):
@@ -388,11 +417,16 @@ def _types_at(path: Path) -> list[Any]:
     return candidates
 
 
+def _field(model: type[BaseModel], key: str) -> Any:
+    """The field a spec's `key` names (its name, or its alias: `if` of a guard)."""
+    return next((f for n, f in model.model_fields.items() if key in (n, f.alias)), None)
+
+
 def _allowed_keys(path: Path) -> list[str]:
-    """Field names of the model at `path` (for "did you mean" hints)."""
+    """Keys of the model at `path` as a spec spells them (for "did you mean" hints)."""
     for candidate in _types_at(path):
         if isinstance(candidate, type) and issubclass(candidate, BaseModel):
-            return list(candidate.model_fields)
+            return [f.alias or name for name, f in candidate.model_fields.items()]
     return []
 
 
@@ -401,7 +435,7 @@ def _field_description(path: Path) -> str | None:
         return None
     for candidate in _types_at(path[:-1]):
         if isinstance(candidate, type) and issubclass(candidate, BaseModel):
-            field = candidate.model_fields.get(str(path[-1]))
+            field = _field(candidate, str(path[-1]))
             if field is not None and field.description:
                 return f"expected {field.description[0].lower()}{field.description[1:]}"
         if typing.get_origin(candidate) is dict:

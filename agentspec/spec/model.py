@@ -23,6 +23,7 @@ from agentspec.spec.base import (
     Algorithm,
     ContextPolicyName,
     Expression,
+    GuardStepText,
     Identifier,
     ImportPath,
     Section,
@@ -52,7 +53,10 @@ __all__ = [
     "EpisodeSpec",
     "Expression",
     "FunctionSpec",
+    "Guard",
     "GuardSpec",
+    "GuardStep",
+    "GuardStepText",
     "Identifier",
     "ImportPath",
     "McpServerSpec",
@@ -116,7 +120,7 @@ class StateVar(Section):
     type: TypeName = Field(description="Type of the variable.")
     initial: Any = Field(
         None,
-        description="Initial value at the start of each episode; defaults to the type's empty value ('' , 0, 0.0, false, [], {}), or null for optional types. For a variable whose type is not `str` or `any`, a string is an expression over `sample` and `constants` (e.g. `sample.start`), evaluated when each episode starts; the value is copied, so state never aliases the sample.",
+        description="Initial value at the start of each episode; defaults to the type's empty value ('' , 0, 0.0, false, [], {}), or null for optional types. A string is an expression over `sample` and `constants` (e.g. `sample.start`), evaluated when each episode starts, and the value is copied, so state never aliases the sample; except that for a `str` or `any` variable, a string that reads neither `sample` nor `constants` is the text itself (`initial: search`).",
     )
     description: str = Field("", description="What the variable means.")
 
@@ -133,7 +137,8 @@ class FunctionSpec(Section):
     )
     returns: TypeName = Field("any", description="Return type.")
     config: dict[str, Any] = Field(
-        default_factory=dict, description="Keyword arguments bound once when the function is built."
+        default_factory=dict,
+        description="Makes `impl` a factory: called once, as `impl(**config)`, it returns the function the expressions call (with `params`). A relative file path among the values is read from the spec's folder. `validate` checks the shape from the source of a plain `def` or `class` without running it (E902), and imported with `--import`.",
     )
     description: str = Field("", description="What the function does.")
 
@@ -150,6 +155,20 @@ class GuardSpec(Section):
     )
 
 
+GuardStep = Annotated[
+    GuardStepText | GuardSpec,
+    Field(
+        description="A condition, `{if: COND, message: TEMPLATE}`, `let NAME = EXPR`, or the name of a guard of `guards:`."
+    ),
+]
+Guard = Annotated[
+    GuardStepText | GuardSpec | list[GuardStep],
+    Field(
+        description="A condition, a guard with a message, the name of a named guard, or a list of those and `let` bindings, checked in order."
+    ),
+]
+
+
 class ToolSpec(Section):
     """A tool the agent may call."""
 
@@ -161,9 +180,9 @@ class ToolSpec(Section):
     required: list[Identifier] | None = Field(
         None, description="Required arguments; by default every parameter is required."
     )
-    when: Expression | bool | GuardSpec | list[GuardSpec] | None = Field(
+    when: GuardStepText | bool | GuardSpec | list[GuardStep] | None = Field(
         None,
-        description="Guard: the tool is available only when this is true; calling it otherwise is a tool error (event `guard_failed`). Either a condition, or `{if: COND, message: TEMPLATE}` — or a list of them, checked in order, the first that fails giving the message.",
+        description="Guard: the tool is available only when this holds; calling it otherwise is a tool error (event `guard_failed`). A condition, `{if: COND, message: TEMPLATE}`, the name of a guard of `guards:` — or a list of those and `let NAME = EXPR` bindings, checked in order, the first that fails giving the refusal.",
     )
     returns: Expression | None = Field(
         None, description="Expression whose value is the tool's result (`result`)."
@@ -294,9 +313,12 @@ class ContextSpec(Section):
     )
     summary: Template | None = Field(
         None,
-        description="`state_summary`: template over `state`, `sample` and `step` rendered as the prompt each step.",
+        description="`state_summary`: the template rendered as the user message of each step's prompt (after the system prompt). It reads `state`, `sample`, `constants`, `step` (prints as the step's index; `.index`, `.max_steps`), `task` (the first user message), `last_observation` (what the last step's tool calls returned, `\"\"` before the first), `steps` (the steps so far, each with `.action_text` and `.observation`) and `env` (an environment adapter's facts).",
     )
-    custom: ImportPath | None = Field(None, description="`custom`: a ContextPolicy implementation.")
+    custom: ImportPath | None = Field(
+        None,
+        description="`custom`: a `ContextPolicy` subclass (built with `max_prompt_tokens` and `overflow`), or a function `fn(view)` returning the prompt as token ids or as chat messages (`[{role, content}]`). A target of another shape, or a result of another shape, ends each episode at its prompt with an error naming `context.custom` and its line (`env_error`).",
+    )
 
     @model_validator(mode="after")
     def _policy_settings(self) -> ContextSpec:
@@ -378,6 +400,10 @@ class TaskSpec(Section):
     )
     functions: dict[Identifier, FunctionSpec] = Field(
         default_factory=dict, description="Python functions the expressions may call."
+    )
+    guards: dict[Identifier, Guard] = Field(
+        default_factory=dict,
+        description="Named guards that tools share: a tool's `when` names one (`when: signed_in`, or an entry of its list). Each is a condition, `{if: COND, message: TEMPLATE}`, or a list of those, `let NAME = EXPR` bindings and other named guards; it may read `args` of every tool that uses it.",
     )
     tools: dict[Identifier, ToolSpec] = Field(
         default_factory=dict, description="The agent's tools."

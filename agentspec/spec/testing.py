@@ -80,6 +80,16 @@ class SpecTest(Section):
         min_length=1,
         description="The model's responses, one per step, exactly as the model would write them.",
     )
+    max_steps: int | None = Field(
+        None,
+        ge=1,
+        le=1000,
+        description="`episode.max_steps` for this episode only (test a step budget without a long script).",
+    )
+    constants: dict[str, Any] = Field(
+        default_factory=dict,
+        description="Values of `constants` for this episode only, by name (each of a declared constant, with its type).",
+    )
     expect: SpecTestExpect = Field(
         default_factory=SpecTestExpect, description="What the episode must produce."
     )

@@ -112,7 +112,7 @@ def _missing_space_after_colon(source: SourceFile, exc: yaml.MarkedYAMLError) ->
 def syntax_diagnostic(source: SourceFile, exc: yaml.MarkedYAMLError) -> Diagnostic:
     mark = exc.problem_mark or exc.context_mark
     problem = exc.problem or "invalid YAML"
-    unclosed = _unclosed_quote(source, mark.line if mark is not None else 0)
+    unclosed = _unclosed_quote(source, exc)
     if unclosed is not None:
         return Diagnostic(
             "E101",
@@ -167,47 +167,46 @@ def _unclosed_hint(quote: str) -> str:
     return hint
 
 
-def _unclosed_quote(source: SourceFile, error_line: int) -> int | None:
-    """Offset of a quote left open on a line before the error, if any.
+def _unclosed_quote(source: SourceFile, exc: yaml.MarkedYAMLError) -> int | None:
+    """Offset of the quote that opened a string YAML read past its line, if
+    that is what the error comes from.
 
     An unclosed quote makes YAML read on to the next quote (or to the end of
     the file), lines later, and fail there; pointing at the opener is what
-    the user needs. Only a quote that starts a scalar counts (so `don't` in a
-    plain value is not an opener); `\\"` escapes inside double quotes and `''`
-    inside single quotes.
+    the user needs. YAML's own scanner says where each quoted string starts
+    and ends, so quotes inside block scalars (`|`, `>`) and apostrophes in
+    plain text are never mistaken for openers.
     """
-    offset = 0
-    for number, line in enumerate(source.text.split("\n")):
-        if number >= error_line:
-            break
-        opener = _open_quote_in_line(line)
-        if opener is not None:
-            return offset + opener
-        offset += len(line) + 1
+    if exc.context and "quoted scalar" in exc.context and exc.context_mark is not None:
+        return int(exc.context_mark.index)  # the string ran to the end of the file
+    mark = exc.problem_mark or exc.context_mark
+    if mark is None:
+        return None
+    for token in reversed(_tokens_before(source.text, mark.index)):
+        if not isinstance(token, yaml.ScalarToken) or token.style not in ('"', "'"):
+            continue
+        start, end = token.start_mark, token.end_mark
+        # The string closed at a later line's quote, and the error follows it.
+        if start.line < end.line and mark.line - 1 <= end.line <= mark.line:
+            return int(start.index)
+        return None
     return None
 
 
-def _open_quote_in_line(line: str) -> int | None:
-    """Column of a quoted scalar that starts on this line and does not end on it."""
-    quote, opener, i = "", 0, 0
-    while i < len(line):
-        ch = line[i]
-        if not quote:
-            if ch == "#" and (i == 0 or line[i - 1].isspace()):
-                break
-            if ch in "'\"" and _starts_scalar(line, i):
-                quote, opener = ch, i
-        elif quote == '"' and ch == "\\":
-            i += 1  # skip the escaped character
-        elif ch == quote:
-            if quote == "'" and line[i + 1 : i + 2] == "'":
-                i += 1  # '' is a literal quote inside single quotes
-            else:
-                quote = ""
-        i += 1
-    return opener if quote else None
-
-
-def _starts_scalar(line: str, index: int) -> bool:
-    before = line[:index].rstrip()
-    return not before or before[-1] in ":-[{,?"
+def _tokens_before(text: str, index: int) -> list[Any]:
+    """YAML's tokens that start before `index` (scanning stops at an error):
+    libyaml's scanner when it can encode the text, else PyYAML's."""
+    loaders = [getattr(yaml, "CSafeLoader", None), yaml.SafeLoader]
+    for loader in [c for c in loaders if c is not None]:
+        tokens: list[Any] = []
+        try:
+            for token in yaml.scan(text, Loader=loader):
+                if token.start_mark.index >= index:
+                    break
+                tokens.append(token)
+        except yaml.YAMLError:
+            pass  # the scanner's own error: the tokens before it are what counts
+        except UnicodeError:  # libyaml cannot encode lone surrogates
+            continue
+        return tokens
+    return []

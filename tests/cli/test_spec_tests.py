@@ -121,6 +121,37 @@ def test_an_oracle_with_tool_errors_fails_at_the_oracle_turn(tmp_path: Path) -> 
     )
 
 
+def test_a_failing_turn_after_an_each_entry_is_blamed_on_its_own_entry(tmp_path: Path) -> None:
+    # Issue 26: turn 3 comes from the second entry (the `each` gives turns 1
+    # and 2); it used to be blamed on the third entry, `take[key]`.
+    text = SPEC.replace(
+        '  - "go[{{ sample.key_room }}]"\n  - "take[key]"',
+        "  - {each: \"['middle', sample.key_room]\", action: 'go[{{ item }}]'}\n"
+        '  - "take[sword]"\n  - "take[key]"',
+    )
+    path = write(tmp_path, text)
+    result = runner.invoke(app, ["test", str(path)])
+    assert result.exit_code == 1
+    line = line_of(text, '"take[sword]"')
+    assert re.search(
+        rf"doors\.yaml:{line}:\d+: oracle gate .*turn 3 \(oracle entry 2\): tool error in take",
+        result.output,
+    ), result.output
+
+
+def test_a_failing_each_turn_names_its_item(tmp_path: Path) -> None:
+    text = SPEC.replace(
+        '  - "take[key]"', "  - {each: \"['sword', 'key']\", action: 'take[{{ item }}]'}"
+    )
+    result = runner.invoke(app, ["test", str(write(tmp_path, text))])
+    assert result.exit_code == 1
+    line = line_of(text, "action: 'take[{{ item }}]'")
+    assert re.search(
+        rf"doors\.yaml:{line}:\d+: oracle gate .*turn 2 \(oracle entry 2, item 1\): tool error",
+        result.output,
+    ), result.output
+
+
 def test_an_oracle_that_does_not_succeed_fails(tmp_path: Path) -> None:
     # Never goes north: no tool error, but no episode succeeds.
     text = SPEC.replace('  - "go[north]"\ntests:', "tests:")
@@ -158,3 +189,74 @@ def test_turns_must_cover_the_episode(tmp_path: Path) -> None:
     result = runner.invoke(app, ["test", "--no-oracle", str(write(tmp_path, text))])
     assert result.exit_code == 1
     assert "went on after the 1 scripted turns" in result.output
+
+
+BUDGET = """\
+agentspec: 1
+name: shop
+data: {source: generator:keys_and_doors, fields: {key_room: str}}
+prompt: {user: "Buy things."}
+constants: {budget: 5}
+state:
+  spent: {type: int}
+tools:
+  buy:
+    description: Buy something.
+    parameters: {price: {type: string, pattern: "^[0-9]$"}}
+    when:
+      - let price = int(args.price)
+      - if: state.spent + price <= constants.budget
+        message: "Over budget: {{ constants.budget - state.spent }} left."
+    effect: ["state.spent += int(args.price)"]
+    observe: "Spent {{ state.spent }} of {{ constants.budget }} by step {{ step.max_steps }}."
+episode: {max_steps: 6, tool_format: bracket, final_answer: continue}
+rewards:
+  spent: {on: final, value: "state.spent"}
+tests:
+  episodes:
+    - name: a smaller budget, for this episode only
+      constants: {budget: 2}
+      max_steps: 2
+      turns: ["buy[1]", "buy[2]"]
+      expect:
+        observations: ["Observation: Spent 1 of 2 by step 2.", "Observation: Error: Over budget: 1 left."]
+        state: {spent: 1}
+        ending: max_steps
+        steps: 2
+    - name: the spec's own budget and step limit
+      turns: ["buy[1]", "buy[2]", "buy[2]", "buy[1]", "buy[1]", "buy[1]"]
+      expect:
+        observations: ["Observation: Spent 1 of 5 by step 6."]
+        state: {spent: 5}
+        ending: max_steps
+        steps: 6
+        tool_errors: 3
+"""
+
+
+def test_a_scripted_episode_overrides_max_steps_and_constants(tmp_path: Path) -> None:
+    # Issue 26: a budget rule is tested with its own budget and step limit.
+    path = tmp_path / "shop.yaml"
+    path.write_text(BUDGET, encoding="utf-8")
+    result = runner.invoke(app, ["test", "--no-oracle", str(path)])
+    assert result.exit_code == 0, result.output
+    assert "2 passed" in result.output
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        ("constants: {budget: 2}", "constants: {budgt: 2}"),
+        ("constants: {budget: 2}", "constants: {budget: two}"),
+        ("max_steps: 2\n", "max_steps: 0\n"),
+    ],
+)
+def test_overrides_are_checked_by_validate(tmp_path: Path, change: tuple[str, str]) -> None:
+    path = tmp_path / "shop.yaml"
+    path.write_text(BUDGET.replace(*change), encoding="utf-8")
+    result = runner.invoke(app, ["validate", str(path)])
+    assert result.exit_code == 1
+    line = line_of(BUDGET.replace(*change), change[1].strip())
+    assert re.search(rf"shop\.yaml:{line}:\d+: error\[(E414|E508|E204|E203)\]", result.output), (
+        result.output
+    )

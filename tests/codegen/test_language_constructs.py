@@ -102,6 +102,32 @@ def test_initial_expressions_start_from_the_sample(world: Any) -> None:
     assert env.state.db is not env.sample["db"]  # a copy, not the sample
 
 
+def test_a_text_variable_starts_from_a_sample_expression_or_from_its_text(
+    tmp_path: Path,
+) -> None:
+    # Issue 26: `initial: sample.q` for a str used to be the text "sample.q".
+    module = build(
+        """
+        constants: {greeting: hello}
+        state:
+          goal: {type: str, initial: sample.q}
+          label: {type: "str?", initial: "constants.greeting + ' ' + sample.q"}
+          page: {type: str, initial: search}
+          words: {type: str, initial: "1 + 2"}
+          anything: {type: any, initial: sample.items}
+        tools:
+          t: {description: x, parameters: {}}
+        rewards:
+          r: {on: final, value: 1.0}
+        """,
+        tmp_path,
+    )
+    _, env = play(module, ["end"])
+    assert (env.state.goal, env.state.label) == ("question", "hello question")
+    assert (env.state.page, env.state.words) == ("search", "1 + 2")  # text, read no scope
+    assert env.state.anything == ["a", "b"]
+
+
 def test_comprehension_let_and_builtins(world: Any) -> None:
     _, env = play(world, [call("pick", prefix="b"), call("pick", prefix="c"), "end"], SAMPLE)
     assert env.state.picked == ["banana", "cherry"]
@@ -254,3 +280,85 @@ def test_a_reward_expression_error_names_its_spec_line(tmp_path: Path) -> None:
     assert traj.steps[0].rewards == {"r": 0.0}  # index -2 does not wrap to "banana"
     (error,) = traj.steps[0].info["expression_errors"]
     assert error.startswith("rewards.r.value (") and ".yaml:16): IndexError: index -2" in error
+
+
+GUARDED = """
+state:
+  user: {type: str}
+  orders:
+    type: dict
+    initial:
+      o1: {status: pending}
+      o2: {status: shipped}
+      o1234: {status: pending}
+      o9: {status: pending}
+guards:
+  signed_in: {if: 'state.user != ""', message: "Sign in first."}
+  order_pending:
+    - let order = get(state.orders, args.order_id, {})
+    - if: 'get(order, "status", "") == "pending"'
+      message: 'Order {{ args.order_id }} is {{ order.status | default("unknown") }}.'
+  desk: [signed_in, order_pending]
+tools:
+  login:
+    description: Log in.
+    parameters: {name: {type: string}}
+    effect: ["state.user = args.name"]
+  cancel:
+    description: Cancel an order.
+    parameters: {order_id: {type: string}}
+    when:
+      - desk
+      - let order = len(args.order_id)
+      - {if: order < 3, message: "An id of {{ order }} characters is too long."}
+      - args.order_id != "o9"
+    effect: ['state.orders[args.order_id] = {"status": "cancelled"}']
+  track:
+    description: Track an order.
+    parameters: {order_id: {type: string}, verbose: {type: boolean}}
+    required: [order_id]
+    when: order_pending
+    returns: 'state.orders[args.order_id]["status"]'
+rewards:
+  refused: {on: guard_failed, value: -1.0}
+"""
+
+
+def test_named_guards_and_let_in_guards(tmp_path: Path) -> None:
+    # Issue 26: guards shared between tools by name, `let` in a guard list, a
+    # named guard's `let` kept apart from the tool's own (both say `order`).
+    module = build(GUARDED, tmp_path)
+    turns = [
+        call("cancel", order_id="o1"),
+        call("login", name="ann"),
+        call("cancel", order_id="o2"),
+        call("cancel", order_id="o404"),
+        call("track", order_id="o2"),
+        call("cancel", order_id="o1"),
+        call("track", order_id="o1"),
+        "end",
+    ]
+    traj, env = play(module, turns)
+    texts = observations(traj)
+    assert "Sign in first." in texts[0] and "cannot be used now" not in texts[0]
+    assert "Order o2 is shipped." in texts[2]
+    assert "Order o404 is unknown." in texts[3]  # the named guard's own `order`
+    assert "Order o2 is shipped." in texts[4]  # the same guard, in another tool
+    assert env.state.orders["o1"] == {"status": "cancelled"}
+    assert "Order o1 is cancelled." in texts[6]
+    assert [sum(s.rewards.values()) for s in traj.steps] == [-1, 0, -1, -1, -1, 0, -1, 0]
+
+
+def test_a_guard_lists_own_let_and_plain_condition_refusals(tmp_path: Path) -> None:
+    module = build(GUARDED, tmp_path)
+    turns = [
+        call("login", name="ann"),
+        call("cancel", order_id="o1234"),
+        call("cancel", order_id="o9"),
+        "end",
+    ]
+    traj, env = play(module, turns)
+    texts = observations(traj)
+    assert "An id of 5 characters is too long." in texts[1]  # the tool's own `order`
+    assert 'cancel cannot be used now: it requires args.order_id != "o9"' in texts[2]
+    assert env.state.orders["o9"] == {"status": "pending"}

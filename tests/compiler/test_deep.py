@@ -64,10 +64,41 @@ def test_import_flag_checks_the_signature(tmp_path: Path) -> None:
         "conv(args.value, args.unit)", "conv(args.value, args.unit, args.unit)"
     )
     path = write(tmp_path / "b", body)
-    assert codes(check_file(path)) == []
+    # Plain validate reads a plain `def` from its source, without importing it (issue 26).
+    assert codes(check_file(path)) == ["E903"]
+    assert "unitlib_b" not in sys.modules
     result = check_file(path, import_user_code=True)
     assert codes(result) == ["E903"]
     assert result.diagnostics[0].span is not None and result.diagnostics[0].span.line == 6
+
+
+def test_config_makes_a_factory_and_plain_validate_checks_its_shape(tmp_path: Path) -> None:
+    # Issue 26: `config` on a function that is not a factory passed plain
+    # validate and failed at the first call. The source says it cannot work.
+    wrong = "functions:\n  conv: {impl: 'MOD:convert', params: [float, str], config: {scale: 2}}\n"
+    result = check_file(write(tmp_path / "g", wrong + TOOL))
+    assert codes(result) == ["E902"]
+    (d,) = result.diagnostics
+    assert "is a factory, called once as `impl(**config)`" in d.message
+    assert d.hint is not None and "convert(value, unit)" in d.hint and "drop `config`" in d.hint
+    assert d.span is not None and d.span.line == 6
+    assert "unitlib_g" not in sys.modules  # read, never run
+    right = wrong.replace("MOD:convert", "MOD:make_convert").replace("scale", "factor")
+    assert codes(check_file(write(tmp_path / "h", right + TOOL))) == []
+
+
+@pytest.mark.parametrize(
+    "module",
+    [
+        "import functools\n@functools.cache\ndef convert(value, unit):\n    return value\n",
+        "convert = lambda value, unit: value\n",
+        "class Base:\n    pass\nclass convert(Base):\n    def __init__(self):\n        pass\n",
+        "def convert(value, unit:\n",  # a syntax error: the import will say so
+    ],
+)
+def test_shapes_the_source_does_not_show_are_left_to_import(tmp_path: Path, module: str) -> None:
+    body = "functions:\n  conv: {impl: 'MOD:convert', params: [float, str], config: {scale: 2}}\n"
+    assert codes(check_file(write(tmp_path / "i", body + TOOL, module=module))) == []
 
 
 def test_import_flag_checks_factory_config_and_attributes(tmp_path: Path) -> None:
@@ -166,6 +197,35 @@ def test_bracket_oracle_calling_an_unknown_tool(tmp_path: Path) -> None:
     assert result.diagnostics[0].hint == "did you mean 'pick'?"
     span = result.diagnostics[0].span
     assert span is not None and (span.line, span.end_column - span.column) == (14, 3)
+
+
+def test_oracle_findings_name_the_entry_and_its_turn(tmp_path: Path) -> None:
+    # Issue 26: the third entry, after an `each` of three items, is turn 5;
+    # it used to be called "oracle turn 3".
+    body = """
+    tools:
+      pick:
+        description: Pick a unit.
+        parameters: {unit: {type: string}}
+    episode: {tool_format: bracket, final_answer: continue}
+    rewards:
+      r: {on: final, value: 1.0}
+    oracle:
+      - "pik[km]"
+      - {each: "['a', 'b', 'c']", action: "pikc[{{ item }}]"}
+      - "pick[m]"
+      - "pick[{{ sample.unit }}]"
+      - "pikk[m]"
+    """
+    result = check_file(write(tmp_path / "e", body, module=None))
+    found = [(d.code, d.message.split(" calls")[0], d.span.line) for d in result.diagnostics]  # type: ignore[union-attr]
+    assert found == [
+        ("E909", "oracle entry 1 (turn 1)", 14),
+        ("E909", "oracle entry 2 (one turn per item, from turn 2)", 15),
+        ("E909", "oracle entry 5 (turn 4 plus one per item of the `each` entries before it)", 18),
+    ]
+    each = result.diagnostics[1].span
+    assert each is not None and each.column == 40  # `pikc` inside the `action` template
 
 
 @pytest.mark.parametrize(("final_answer", "expected"), [("end", ["E911"]), ("continue", [])])

@@ -9,6 +9,7 @@ space limit of 512 MB, so the limit holds for all the inputs together.
 
 from __future__ import annotations
 
+import os
 import re
 import resource
 import subprocess
@@ -92,3 +93,42 @@ def test_generated_worst_cases_up_to_a_megabyte(tmp_path: Path) -> None:
         path.write_text(text, encoding="utf-8")
         expected[path] = code
     check_group(expected)
+
+
+def play_commands(path: Path) -> list[str]:
+    """The commands a spec's `# play: …` line names (run, test, prompt), if any."""
+    for line in path.read_text(encoding="utf-8").splitlines()[:3]:
+        if line.startswith("# play: "):
+            return line.removeprefix("# play: ").split()
+    return []
+
+
+PLAYED = sorted(p for p in HOSTILE.glob("*.yaml") if play_commands(p))
+
+
+def test_specs_that_fail_at_run_time_are_played() -> None:
+    assert len(PLAYED) >= 6
+
+
+def test_hostile_specs_play_without_a_traceback(tmp_path: Path) -> None:
+    """`agentspec run`, `test` and `prompt` on the specs that fail only when they
+    run (issue 26): each failure is an error naming the spec's key and line, or
+    an episode that ends with it; never a traceback."""
+    env = {**os.environ, "AGENTSPEC_CACHE": str(tmp_path / "cache")}
+    commands = [["test", *map(str, PLAYED)]]
+    for path in PLAYED:
+        if "run" in play_commands(path):
+            commands.append(["run", str(path), "-n", "2", "--out", str(tmp_path / path.stem)])
+        if "prompt" in play_commands(path):
+            commands.append(["prompt", str(path), "--sample", "1"])
+    for command in commands:
+        result = subprocess.run(
+            [sys.executable, "-m", "agentspec.cli", *command],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=300,
+        )
+        output = result.stdout + result.stderr
+        assert "Traceback" not in output, (command[:2], output[-3000:])
+        assert result.returncode in (0, 1, 2), (command[:2], output[-3000:])

@@ -98,7 +98,8 @@ def test_initial_expressions_and_guards_with_messages_check() -> None:
         state:
           budget: {type: int, initial: "sample.n * constants.limit"}
           seen: {type: "list[str]", initial: "[t for t in sample.tags]"}
-          label: {type: str, initial: "sample.n"}
+          label: {type: str, initial: "sample.q"}
+          page: {type: str, initial: "start"}
         tools:
           look:
             description: Look.
@@ -116,8 +117,10 @@ def test_initial_expressions_and_guards_with_messages_check() -> None:
     )
     assert result.ok, [d.message for d in result.diagnostics]
     assert result.checked is not None
-    # a `str` variable keeps its string initial as a literal (backward compatible)
-    assert ("state", "label", "initial") not in result.checked.expressions
+    # a `str` variable's initial is an expression when it reads `sample` or
+    # `constants` (issue 26), else its text
+    assert result.checked.expressions[("state", "label", "initial")].type == STR
+    assert ("state", "page", "initial") not in result.checked.expressions
     assert result.checked.expressions[("state", "budget", "initial")].type == INT
 
 
@@ -213,3 +216,115 @@ def test_parser_shapes() -> None:
     with pytest.raises(ExprSyntaxError) as info:
         parse_statement("let x += 1")
     assert info.value.code == "E306"
+
+
+GUARDS = """
+state:
+  user: {type: str}
+  orders: {type: dict}
+guards:
+  signed_in: {if: 'state.user != ""', message: "Sign in first."}
+  order_known:
+    - let order = get(state.orders, args.order_id)
+    - {if: order != None, message: "No order {{ args.order_id }} ({{ order }})."}
+  both: [signed_in, order_known]
+tools:
+  cancel:
+    description: Cancel.
+    parameters: {order_id: {type: string}}
+    when: [both, "let size = len(args.order_id)", {if: size < 9, message: "{{ size }}"}]
+    effect: ["state.orders = {}", "state.user = args.order_id"]
+  track:
+    description: Track.
+    parameters: {order_id: {type: string}}
+    when: order_known
+"""
+
+
+def test_named_guards_and_guard_lets_check() -> None:
+    result = check(GUARDS)
+    assert errors(result) == [] and "W804" not in [d.code for d in result.diagnostics]
+
+
+@pytest.mark.parametrize(
+    ("change", "expected", "words"),
+    [
+        # A named guard reads the `args` of each tool that uses it.
+        (
+            (
+                "order_id: {type: string}}\n    when: order_known",
+                "id: {type: string}}\n    when: order_known",
+            ),
+            [("E403", "let order = "), ("E403", "No order")],
+            "unknown tool argument 'order_id' of tool 'track', which uses guard 'order_known'",
+        ),
+        (
+            ("when: order_known", "when: order_knwn"),
+            [("E416", "order_knwn")],
+            "did you mean 'order_known'?",
+        ),
+        (
+            ("both: [signed_in, order_known]", "both: [signed_in, both]"),
+            [("E416", "both: [")],
+            "uses itself",
+        ),
+        (("when: [both, ", "when: [signed_in, "), [("W804", "both: [")], "not used by any tool"),
+        # A `let` is seen by the steps after it, in its own guard only.
+        (
+            ('{if: size < 9, message: "{{ size }}"}', '{if: order < 9, message: "{{ size }}"}'),
+            [("E401", "if: order < 9")],
+            "unknown name 'order'",
+        ),
+        (
+            ('"let size = len(args.order_id)", ', ""),
+            [("E401", "if: size"), ("E602", "if: size")],
+            "unknown name 'size'",
+        ),
+        (
+            ("let size = len(args.order_id)", 'let size = len(args.order_id)", "let size = 1'),
+            [("E415", "let size = 1")],
+            "already bound",
+        ),
+        (
+            ("let size = len(args.order_id)", "let state = 1"),
+            [("E415", "let state"), ("E401", "let state"), ("E602", "let state")],
+            "is a scope",
+        ),
+        (
+            ("let size = len(args.order_id)", "let size == 1"),
+            [("E304", "let size =="), ("E401", "let size =="), ("E602", "let size ==")],
+            None,
+        ),
+    ],
+)
+def test_guard_mistakes_are_located(
+    change: tuple[str, str], expected: list[tuple[str, str]], words: str | None
+) -> None:
+    assert change[0] in GUARDS
+    text = HEAD + GUARDS.replace(*change)
+    result = check(GUARDS.replace(*change))
+    found = [(d.code, d.span.line) for d in result.diagnostics if d.code != "W901" and d.span]
+    lines = text.splitlines()
+    wanted = [(code, next(i for i, ln in enumerate(lines, 1) if n in ln)) for code, n in expected]
+    assert found == wanted, [(d.code, d.message) for d in result.diagnostics]
+    if words is not None:
+        first = next(d for d in result.diagnostics if d.code == expected[0][0])
+        assert words in first.message + " " + (first.hint or "")
+
+
+def test_the_reference_guards_example_checks() -> None:
+    import re
+    from pathlib import Path
+
+    page = (Path(__file__).resolve().parents[2] / "docs" / "reference.md").read_text()
+    section = page.split("### Guards\n", 1)[1].split("\n### ", 1)[0]
+    (example,) = re.findall(r"```yaml\n(.*?)```", section, re.S)
+    described = example.replace(
+        "    when: [", "    description: x\n    parameters: {order_id: {type: string}}\n    when: ["
+    ).replace(
+        "modify_order:\n    description: x\n    parameters: {order_id: {type: string}}",
+        "modify_order:\n    description: x\n    parameters: {order_id: {type: string}, item: {type: string}}",
+    )
+    state = "state:\n  user: {type: str}\n  orders: {type: dict}\n"
+    result = check(state + described + "rewards: {r: {on: final, value: 1.0}}\n")
+    assert errors(result) == [], [(d.code, d.message) for d in result.diagnostics]

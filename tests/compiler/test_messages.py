@@ -49,14 +49,33 @@ def test_unclosed_single_quote_is_reported_at_the_opening_quote() -> None:
     assert d.hint is not None and "''" in d.hint
 
 
-def test_double_quoted_apostrophe_and_plain_dont_are_not_openers() -> None:
-    from agentspec.spec.yaml_errors import _open_quote_in_line
+def test_quotes_in_a_block_scalar_are_not_openers() -> None:
+    # Issue 26: the error is PyYAML's own, on line 15 ("Search for: an item:
+    # here"); it used to be blamed on the quote that starts line 10.
+    d = only("yaml_quotes_in_block_scalar.yaml")
+    assert d.code == "E101" and where(d) == (15, 28)
+    assert "mapping values are not allowed" in d.message
+    assert d.hint is not None and "must be quoted" in d.hint
 
-    assert _open_quote_in_line('  user: "don\'t"') is None
-    assert _open_quote_in_line("  user: don't stop") is None
-    assert _open_quote_in_line("  user: 'it''s'") is None
-    assert _open_quote_in_line("  user: 'it''s") == 8
-    assert _open_quote_in_line('  - "a \\" b') == 4
+
+def test_double_quoted_apostrophe_and_plain_dont_are_not_openers() -> None:
+    from agentspec.source import SourceFile
+    from agentspec.spec.yaml_loader import load_yaml
+
+    bad = "b: x: y: z\n"  # the error: a plain scalar with two ': '
+    for before in ('a: "don\'t"\n', "a: don't stop\n", "a: 'it''s'\n", 'a: "x \\" y"\n'):
+        _, _, (d,) = load_yaml(SourceFile("t.yaml", before + bad))
+        assert d.span is not None and (d.span.line, d.span.column) == (2, 5), before
+        assert "quoted string" not in d.message
+
+
+def test_a_quote_read_past_its_line_is_still_blamed_on_its_opener() -> None:
+    from agentspec.source import SourceFile
+    from agentspec.spec.yaml_loader import load_yaml
+
+    _, _, (d,) = load_yaml(SourceFile("t.yaml", 'a: "open\nb: 1\nc: "x" y\n'))
+    assert d.span is not None and (d.span.line, d.span.column) == (1, 4)
+    assert "not closed" in d.message
 
 
 def test_empty_and_comment_only_files_have_a_position() -> None:
@@ -85,3 +104,15 @@ def test_pyyaml_internal_position_does_not_leak() -> None:
     text = render_text(d, result.sources)
     assert "<unicode string>" not in text and "position" not in text
     assert d.code == "E101" and where(d) == (4, 19) and "U+0007" in d.message
+
+
+def test_a_guard_step_yaml_read_as_a_mapping_is_one_error_and_keys_are_spelled_as_written() -> None:
+    # Issue 26: an unquoted `let` with ': ' in a `when` list was three schema
+    # errors about keys; a guard's keys were listed as `condition, message`.
+    result = check_file(INVALID / "schema_yaml_colon_in_guard_step.yaml")
+    misread, missing, unknown = result.diagnostics
+    assert misread.code == "E203" and where(misread) == (17, 9)
+    assert "YAML read this value as a mapping with the key 'let seen = {k'" in misread.message
+    assert misread.hint is not None and "quote the whole value" in misread.hint
+    assert (missing.code, unknown.code) == ("E202", "E201") and where(unknown) == (18, 10)
+    assert unknown.hint == "did you mean 'if'?"

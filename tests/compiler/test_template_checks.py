@@ -121,3 +121,68 @@ def test_unknown_filter_still_reported_without_compiling() -> None:
 )
 def test_ordinary_templates_still_pass(user: str) -> None:
     assert errors(user) == []
+
+
+@pytest.mark.parametrize(
+    ("user", "under", "hint"),
+    [
+        # Issue 26: inside `{% if %}` and `a if b else c`, Jinja compiles an
+        # unknown filter or test to code that fails only when it runs.
+        ('"{% if sample.n %}{{ sample.question | shout }}{% endif %}"', "shout", None),
+        ("\"{{ 'a' if sample.n is oddish else 'b' }}\"", "oddish", "did you mean 'odd'?"),
+        ("\"{{ 'a' if sample.n is not oddish else 'b' }}\"", "oddish", "did you mean 'odd'?"),
+        ('"{% if sample.n is weird %}x{% endif %}"', "weird", None),
+        ('"{% if sample.n %}{% filter uper %}x{% endfilter %}{% endif %}"', "uper", "upper"),
+        ('"{% for q in [sample.question] %}{{ q | uper }}{% endfor %}"', "uper", "upper"),
+        ('"{{ sample.question | uper }}"', "uper", "did you mean 'upper'?"),
+    ],
+)
+def test_unknown_filters_and_tests_are_e601_wherever_they_are(
+    user: str, under: str, hint: str | None
+) -> None:
+    d = one_error(user, "E601")
+    assert caret_text(user, d) == under
+    assert f"named '{under}'" in d.message
+    if hint is not None:
+        assert d.hint is not None and hint in d.hint
+
+
+def test_each_unknown_filter_is_reported_once_in_one_run() -> None:
+    found = errors('"{{ sample.question | shout }}{% if sample.n is oddish %}{% endif %}"')
+    assert sorted(d.message for d in found) == [
+        "template syntax error: no filter named 'shout'",
+        "template syntax error: no test named 'oddish'",
+    ]
+
+
+@pytest.mark.parametrize(
+    "user",
+    [
+        # Issue 26: a set inside a branch, read after it in the same branch.
+        '"{% if sample.n > 1 %}{% set x = 3 %}{{ x }}{% endif %}"',
+        '"{% if sample.n %}a{% elif sample.question %}{% set y = 2 %}{{ y }}{% endif %}"',
+        '"{% if sample.n %}{% set w = 1 %}{% else %}{% set w = 2 %}{% endif %}{{ w }}"',
+        '"{% if sample.n %}{% set w = 1 %}{% elif 1 %}{% set w = 3 %}{% else %}'
+        '{% set w = 2 %}{% endif %}{{ w }}"',
+        '"{% for q in [1] %}{% if q %}{% set v = q %}{{ v }}{% endif %}{% endfor %}"',
+    ],
+)
+def test_set_inside_a_branch_is_declared_after_it(user: str) -> None:
+    assert errors(user) == []
+
+
+@pytest.mark.parametrize(
+    ("user", "nth"),
+    [
+        ('"{% if sample.n %}{% set z = 1 %}{% endif %}{{ z }}"', 0),
+        ('"{% if sample.n %}{% set z = 1 %}{{ z }}{% endif %}{{ z }}"', 1),
+        ('"{% for i in [1] %}{% set z = i %}{{ z }}{% endfor %}{{ z }}"', 1),
+        ('"{% if sample.n %}{{ z }}{% set z = 1 %}{% endif %}"', 0),
+    ],
+)
+def test_a_read_the_set_may_not_reach_is_e602_at_that_read(user: str, nth: int) -> None:
+    d = one_error(user, "E602")
+    line = SPEC.format(user=user).split("\n")[6]
+    reads = [i for i in range(len(line)) if line.startswith("{{ z }}", i)]
+    assert d.span is not None and d.span.column == reads[nth] + 4
+    assert "may not have run" in d.message

@@ -255,17 +255,24 @@ class AgentEnvLoop(AgentFlowBase):
     async def _run(
         self, env: AgentEnv, sample: Mapping[str, Any], sample_id: str, group_id: str
     ) -> Trajectory:
-        first = await env.reset(sample)
-        view = ContextView(
-            tokenizer=self.tokenizer,
-            chat=self.chat,
-            initial_messages=first.as_messages(),
-            env=env,
-            sample=sample,
-        )
         traj = Trajectory(sample_id=sample_id, group_id=group_id)
+        try:  # a prompt template or a custom context that fails on this sample: this episode's
+            first = await env.reset(sample)
+            view = ContextView(
+                tokenizer=self.tokenizer,
+                chat=self.chat,
+                initial_messages=first.as_messages(),
+                env=env,
+                sample=sample,
+            )
+            prompt = self.context.prompt(view)
+        except ContextOverflowError:
+            raise
+        except Exception as exc:
+            traj.termination = TerminationReason.ENV_ERROR
+            traj.info["env_error"] = f"first prompt: {_error_text(exc)}"
+            return traj
         results: list[StepResult] = []
-        prompt = self.context.prompt(view)
         if prompt.overflow:
             traj.termination = TerminationReason.CONTEXT_OVERFLOW
             traj.info["overflow_tokens"] = len(prompt.ids)

@@ -76,7 +76,8 @@ class SpecTool(BaseTool):
     in_call_order: ClassVar[bool] = True
     rules: ClassVar[ToolRules] = ToolRules()
     guard_text: ClassVar[str] = ""
-    guard_messages: ClassVar[tuple[SpecTemplate, ...]] = ()  # of the guards with messages
+    # The refusal of each check of a guard list: a message, or a plain condition's text.
+    guard_messages: ClassVar[tuple[SpecTemplate | str, ...]] = ()
     location: ClassVar[str] = ""  # spec file:line, for errors in the tool's expressions
     observation: ClassVar[SpecTemplate | None] = None  # over args, state, result, sample, step
 
@@ -92,7 +93,10 @@ class SpecTool(BaseTool):
             failed = rules.failed_guard(s) if rules.failed_guard is not None else None
             if failed is None:
                 return None
-            return GuardMessage(self.guard_messages[failed].render(**self.variables(s)))
+            refusal = self.guard_messages[failed]
+            if isinstance(refusal, str):  # a plain condition of a guard list
+                return f"it requires {refusal}"
+            return GuardMessage(refusal.render(**s.locals, **self.variables(s)))
         except Exception as exc:  # located on the step; the call fails as a tool error
             env.expression_error(f"tools.{self.name}.when ({self.location})", exc)
             raise
@@ -318,11 +322,11 @@ class SpecToolEnv(SpecEnvMixin, ToolEnv):
     def initial_messages(self, sample: Mapping[str, Any]) -> list[dict[str, str]]:
         tools, instructions = self._tool_prompt()
         variables = {"sample": sample, "tools": tools, "constants": self.constants}
-        system = self.system_template.render(**variables) if self.system_template else ""
+        system = render_prompt("system", self.system_template, variables)
         if instructions:
             system = f"{system}\n\n{instructions}" if system else instructions
         messages = [{"role": "system", "content": system}] if system else []
-        user = self.user_template.render(**variables) if self.user_template else ""
+        user = render_prompt("user", self.user_template, variables)
         messages.append({"role": "user", "content": user})
         return messages
 
@@ -389,18 +393,11 @@ class SpecAdapterEnv(SpecEnvMixin, AgentEnv):
         self.state = self.new_state()
         first = await self.adapter.reset(sample)
         messages = []
+        variables = {"sample": sample, "constants": self.constants}
         if self.system_template is not None:
-            messages.append(
-                {
-                    "role": "system",
-                    "content": self.system_template.render(sample=sample, constants=self.constants),
-                }
-            )
-        user = (
-            self.user_template.render(sample=sample, constants=self.constants)
-            if self.user_template
-            else ""
-        )
+            system = render_prompt("system", self.system_template, variables)
+            messages.append({"role": "system", "content": system})
+        user = render_prompt("user", self.user_template, variables)
         messages.append({"role": "user", "content": f"{user}\n\n{first}" if user else first})
         return Observation(messages=messages)
 
@@ -417,6 +414,20 @@ class SpecAdapterEnv(SpecEnvMixin, AgentEnv):
 
     async def close(self) -> None:
         await self.adapter.close()
+
+
+class PromptError(ValueError):
+    """A spec's prompt template does not render for a sample (that episode's failure)."""
+
+
+def render_prompt(part: str, template: SpecTemplate | None, variables: dict[str, Any]) -> str:
+    """`prompt.system` or `prompt.user` rendered; its failure named as a `PromptError`."""
+    if template is None:
+        return ""
+    try:
+        return template.render(**variables)
+    except Exception as exc:  # the sandbox's limits, an undefined name on this sample
+        raise PromptError(f"prompt.{part}: {type(exc).__name__}: {exc}") from exc
 
 
 def event_keys(events: Sequence[Event]) -> set[str]:

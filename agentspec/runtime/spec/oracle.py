@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["OracleError", "OracleStep", "oracle_turns"]
+__all__ = ["OracleError", "OracleStep", "OracleTurn", "oracle_turns"]
 
 
 class OracleError(Exception):
@@ -30,14 +30,28 @@ class OracleStep:
     each: Callable[[Any], Any] | None = None  # scope → the items
 
 
-def oracle_turns(steps: tuple[OracleStep, ...], s: Any) -> Iterator[str]:
+class OracleTurn(str):
+    """One rendered oracle action, and the `oracle:` entry it came from (its
+    position in the list, and the item's for an `each` entry), so a failing
+    turn is blamed on the entry that wrote it."""
+
+    entry: int
+    item: int | None
+
+    def __new__(cls, text: str, entry: int, item: int | None = None) -> OracleTurn:
+        turn = super().__new__(cls, text)
+        turn.entry, turn.item = entry, item
+        return turn
+
+
+def oracle_turns(steps: tuple[OracleStep, ...], s: Any) -> Iterator[OracleTurn]:
     """The oracle's actions for the sample in scope `s`, rendered one at a time."""
-    for step in steps:
+    for entry, step in enumerate(steps):
         if step.each is None:
             text = _render(step, {"sample": s.sample, "constants": s.constants})
             if not text.strip():
                 return
-            yield text
+            yield OracleTurn(text, entry)
             continue
         try:
             items = list(step.each(s))
@@ -50,7 +64,7 @@ def oracle_turns(steps: tuple[OracleStep, ...], s: Any) -> Iterator[str]:
             text = _render(step, variables)
             if not text.strip():
                 return
-            yield text
+            yield OracleTurn(text, entry, index)
 
 
 def _render(step: OracleStep, variables: dict[str, Any]) -> str:

@@ -10,7 +10,7 @@ with native tool calling; baselines only, see `policies.chat`).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -88,7 +88,7 @@ def episode_script(module: ModuleType, policy: str) -> Callable[[Mapping[str, An
         if hasattr(module, "oracle_actions"):
             return lazy_oracle(module.oracle_actions)
         if hasattr(module, "ORACLE_HOOK"):
-            return hook_script(module.ORACLE_HOOK)
+            return hook_script(module.ORACLE_HOOK, getattr(module, "ORACLE_HOOK_LOCATION", ""))
         if getattr(module, "ORACLE_WALKTHROUGH", False):
             return walkthrough_script(module)
         raise PolicyError("this spec has no `oracle`")
@@ -128,23 +128,41 @@ def lazy_oracle(
     return script
 
 
-def hook_script(target: str) -> Callable[[Mapping[str, Any]], list[str]]:
+def hook_script(target: str, location: str = "") -> Callable[[Mapping[str, Any]], list[str]]:
     """The turns of an `oracle: {hook: module:attr}`: the hook, called with the
-    sample, returns the episode's actions in order."""
+    sample, returns the episode's actions in order (a list of texts). A hook
+    that cannot be loaded, raises, or returns anything else is a `PolicyError`
+    naming `oracle.hook` and its spec line."""
     from agentspec.stdlib.user import import_target
 
+    where = f"the oracle hook '{target}'" + (f" (oracle.hook, {location})" if location else "")
     try:
         hook = import_target(target)
     except (ImportError, AttributeError) as exc:
-        raise PolicyError(f"cannot load the oracle hook {target!r}: {exc}") from None
+        raise PolicyError(f"cannot load {where}: {exc}") from None
     if not callable(hook):
-        raise PolicyError(f"the oracle hook {target!r} is not callable")
+        raise PolicyError(f"{where} is not callable")
 
     def script(sample: Mapping[str, Any]) -> list[str]:
-        turns = hook(dict(sample))
-        if isinstance(turns, str) or not all(isinstance(t, str) for t in turns):
-            raise PolicyError(f"the oracle hook {target!r} must return a list of actions")
-        return list(turns)
+        sample_id = sample.get("id", sample.get("sample_id", "?"))
+        try:  # the user's code (a generator's too)
+            turns = hook(dict(sample))
+            text_like = isinstance(turns, (str, bytes, Mapping))
+            listed = list(turns) if isinstance(turns, Iterable) and not text_like else None
+        except Exception as exc:
+            raise PolicyError(
+                f"{where} failed for sample {sample_id}: {type(exc).__name__}: {exc}"
+            ) from None
+        if listed is None or not all(isinstance(t, str) for t in listed):
+            shape = "None" if turns is None else f"a {type(turns).__name__}"
+            if listed is not None:
+                bad = next(t for t in listed if not isinstance(t, str))
+                shape += f" holding {str(bad)[:40]!r} ({type(bad).__name__})"
+            raise PolicyError(
+                f"{where} returned {shape} for sample {sample_id}; it must return a list of"
+                " action texts, one per turn"
+            )
+        return listed
 
     return script
 

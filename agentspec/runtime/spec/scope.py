@@ -60,6 +60,7 @@ class Scope:
     reward: Mapping[str, float] = field(default_factory=dict)
     env: Mapping[str, Any] = field(default_factory=dict)
     constants: Mapping[str, Any] = field(default_factory=dict)
+    locals: Mapping[str, Any] = field(default_factory=dict)  # a failed guard's `let` names
     ended: bool = False
 
     def done(self) -> None:

@@ -18,6 +18,7 @@ oracle turn) so CI can annotate them. No torch is imported.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import re
 import time
 from collections.abc import Mapping, Sequence
@@ -27,7 +28,7 @@ from types import ModuleType
 from typing import Any
 
 from agentspec.diagnostics import SpecError
-from agentspec.runtime.episode.trajectory import EventKind, Trajectory
+from agentspec.runtime.episode.trajectory import EventKind, TerminationReason, Trajectory
 from agentspec.source import Span
 from agentspec.spec.model import SpecTest, TextMatch
 from agentspec.spec.yaml_loader import Path as YamlPath
@@ -103,17 +104,34 @@ class SpecTestRunner:
             self._tokenizer = task_bpe_tokenizer(self.module, samples, directory)
         return self._tokenizer
 
-    def play(self, turns: Sequence[str], sample: Mapping[str, Any]) -> _Played:
+    def play(
+        self,
+        turns: Sequence[str],
+        sample: Mapping[str, Any],
+        max_steps: int | None = None,
+        constants: Mapping[str, Any] | None = None,
+    ) -> _Played:
+        """One scripted episode; `max_steps` and `constants` override the spec's
+        for this episode only."""
+        import dataclasses
+
         from agentspec.runtime.policies.scripted import ScriptedPolicy
 
         tokenizer = self.tokenizer()
         flow = self.module.FLOW_CLASS(ScriptedPolicy(list(turns), tokenizer), tokenizer)
+        if max_steps is not None:
+            flow.config = dataclasses.replace(flow.config, max_steps=max_steps)
         envs: list[Any] = []
         make_env = flow.env_factory
 
         def recording_factory() -> Any:
-            envs.append(make_env())
-            return envs[-1]
+            env = make_env()
+            if max_steps is not None:
+                env.max_steps = max_steps
+            if constants:
+                env.constants = {**env.constants, **constants}
+            envs.append(env)
+            return env
 
         flow.env_factory = recording_factory
         trajectory = asyncio.run(flow.run(dict(sample), sample_id="test"))
@@ -138,7 +156,7 @@ class SpecTestRunner:
                 )
                 return result
             sample = dict(pool[test.sample_index])
-        played = self.play(test.turns, sample)
+        played = self.play(test.turns, sample, test.max_steps, test.constants)
         used = len(played.trajectory.steps)
         if used > len(test.turns):
             result.failures.append(
@@ -253,24 +271,33 @@ class SpecTestRunner:
     def _oracle_episode(self, traj: Trajectory, sample: Mapping[str, Any]) -> list[Failure]:
         sid = sample.get("id", traj.sample_id)
         failures: list[Failure] = []
+        entries = self._oracle_entries(sample)
         for step in traj.steps:
-            where = self._oracle_span(step.index)
+            turn = entries[step.index] if step.index < len(entries) else None
+            where = self._oracle_span(turn)
+            at = f"sample {sid}, turn {step.index + 1}{_entry_label(turn)}"
             for event in step.events:
                 if event.kind in (EventKind.TOOL_ERROR, EventKind.PARSE_ERROR):
                     failures.append(
                         Failure(
-                            f"sample {sid}, turn {step.index + 1}: {event.kind.replace('_', ' ')}"
+                            f"{at}: {event.kind.replace('_', ' ')}"
                             f"{' in ' + event.tool if event.tool else ''}: {event.message}",
                             where,
                         )
                     )
             for message in step.info.get("expression_errors", []):
-                failures.append(
-                    Failure(
-                        f"sample {sid}, turn {step.index + 1}: expression error: {message}", where
-                    )
+                failures.append(Failure(f"{at}: expression error: {message}", where))
+        if traj.termination is TerminationReason.ENV_ERROR:
+            last = traj.steps[-1].info if traj.steps else {}
+            error = traj.info.get("env_error") or last.get("env_error") or "no message"
+            failures.append(
+                Failure(
+                    f"sample {sid}: the episode ended with an environment error after"
+                    f" {len(traj.steps)} steps: {error}",
+                    self.span(("oracle",)),
                 )
-        if traj.success is False and self.gate.min_success >= 1.0:
+            )
+        elif traj.success is False and self.gate.min_success >= 1.0:
             failures.append(
                 Failure(
                     f"sample {sid}: the oracle's episode did not succeed "
@@ -281,10 +308,34 @@ class SpecTestRunner:
             )
         return failures
 
-    def _oracle_span(self, turn: int) -> Span:
-        if isinstance(self.spec.oracle, list) and turn < len(self.spec.oracle):
-            return self.span(("oracle", turn))
-        return self.span(("oracle",))
+    def _oracle_entries(self, sample: Mapping[str, Any]) -> list[Any]:
+        """The rendered turns of a list oracle for `sample`, each knowing its
+        `oracle:` entry (an `each` entry writes several turns); [] for a hook."""
+        if not hasattr(self.module, "oracle_actions"):
+            return []
+        turns: list[Any] = []
+        # A turn that fails to render ends the list: the gate reports it where it ran.
+        with contextlib.suppress(Exception):
+            for turn in self.module.oracle_actions(dict(sample)):
+                turns.append(turn)
+        return turns
+
+    def _oracle_span(self, turn: Any) -> Span:
+        entry = getattr(turn, "entry", None)
+        if entry is None:
+            return self.span(("oracle",))
+        if getattr(turn, "item", None) is not None:
+            return self.span(("oracle", entry, "action"))
+        return self.span(("oracle", entry))
+
+
+def _entry_label(turn: Any) -> str:
+    """` (oracle entry 3, item 2)`: which `oracle:` entry wrote a turn."""
+    entry = getattr(turn, "entry", None)
+    if entry is None:
+        return ""
+    item = getattr(turn, "item", None)
+    return f" (oracle entry {entry + 1}" + (f", item {item + 1})" if item is not None else ")")
 
 
 def _as_dict(state: Any) -> dict[str, Any]:

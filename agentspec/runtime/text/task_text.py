@@ -27,7 +27,12 @@ def task_corpus(
     env = module.ENV_CLASS()
     texts = []
     for sample in samples:
-        messages = env.initial_messages(dict(sample)) if hasattr(env, "initial_messages") else []
+        try:
+            messages = (
+                env.initial_messages(dict(sample)) if hasattr(env, "initial_messages") else []
+            )
+        except Exception:  # a prompt that fails on this sample fails its episode, reported there
+            messages = []
         texts.append(chat.render(messages))
         if hasattr(module, "oracle_actions"):
             texts.extend(_oracle_texts(module, sample))

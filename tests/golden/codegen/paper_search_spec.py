@@ -285,6 +285,7 @@ def load_samples(split: str | None = None, limit: int | None = None) -> list[dic
 DATA_SOURCE = "generator:csfcube"
 EVAL_SPLIT = "fold1_test"
 ORACLE_HOOK = "agentspec.stdlib.papers:oracle"
+ORACLE_HOOK_LOCATION = "paper_search.yaml:95"
 
 ENV_CLASS = PaperSearchEnv
 FLOW_CLASS = PaperSearchFlow

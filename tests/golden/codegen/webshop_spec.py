@@ -376,6 +376,7 @@ def load_samples(split: str | None = None, limit: int | None = None) -> list[dic
 DATA_SOURCE = "generator:webshop_goals"
 EVAL_SPLIT = "test"
 ORACLE_HOOK = "agentspec.stdlib.webshop:oracle"
+ORACLE_HOOK_LOCATION = "webshop.yaml:131"
 
 ENV_CLASS = WebshopEnv
 FLOW_CLASS = WebshopFlow
