@@ -8,6 +8,7 @@ from typing import Annotated, Any
 import typer
 
 from agentspec.cli.app import app, fail, report_spec_error
+from agentspec.cli.extras import require
 from agentspec.runtime.algorithms.presets import ALGORITHMS  # torch-free
 
 
@@ -56,12 +57,13 @@ def train(
     name = f"{module.SPEC_NAME}-{overrides.get('algorithm', module.TRAINING['algorithm'])}"
     run_dir = out or Path("runs") / name
     if overrides.get("backend", module.TRAINING["backend"]) == "verl":
+        require("agentspec train --backend verl", "verl")
         _train_verl(spec, module.TRAINING, run_dir, overrides, ray_address, dry_run=dry_run)
         return
     if dry_run:
         raise fail("--dry-run shows a verl run: add --backend verl", code=2)
-    iterations = int(str(overrides.get("iterations", module.TRAINING["iterations"])))
-    _train_local(spec, run_dir, overrides, resume, iterations)
+    require("agentspec train", "train")
+    _train_local(spec, run_dir, overrides, resume)
 
 
 def _overrides(pairs: list[str], *, algorithm: str | None, backend: str | None) -> dict[str, Any]:
@@ -101,18 +103,22 @@ def _train_verl(
     *,
     dry_run: bool,
 ) -> None:
-    from agentspec.runtime.backends.local.config import ConfigError, resolve_config
+    from agentspec.runtime.backends.local.config import ConfigError
+    from agentspec.runtime.backends.local.model_defaults import run_settings
     from agentspec.runtime.backends.verl.launcher import VerlSetupError, train_verl
-    from agentspec.spec.model import TrainingSpec
 
     overrides.pop("backend", None)
-    # Plain keys are training settings (checked here like the local backend's);
-    # dotted keys are Hydra overrides of verl's own config, which verl checks.
-    settings = {k: v for k, v in overrides.items() if "." not in k.lstrip("+")}
+    # Plain keys are training settings (checked here like the local backend's, with the
+    # same model defaults); dotted keys are Hydra overrides of verl's own config.
+    plain = {k: v for k, v in overrides.items() if "." not in k.lstrip("+")}
     try:
-        resolved = resolve_config(TrainingSpec.model_validate(training), settings)
+        settings = run_settings(spec, training, plain)
     except ConfigError as exc:
         raise fail(str(exc), code=2) from None
+    resolved = settings.cfg
+    for text in settings.notes:
+        typer.echo(f"note: {text}" if ": warning: " not in text else text, err=True)
+    overrides.update(settings.model_defaults)
     if resolved.warm_start:
         typer.echo(
             f"note: training.warm_start ({resolved.warm_start} behaviour-cloning steps) runs on the "
@@ -154,45 +160,47 @@ def _verl_dry_run(
     typer.echo(result.render(), nl=False)
 
 
-def _train_local(
-    spec: Path, run_dir: Path, overrides: dict[str, object], resume: bool, iterations: int
-) -> None:
+def _train_local(spec: Path, run_dir: Path, overrides: dict[str, object], resume: bool) -> None:
     from rich.console import Console
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+    )
 
     from agentspec.runtime.backends.local import ConfigError, TrainingInterrupted
     from agentspec.runtime.backends.local import train as run_training
+    from agentspec.runtime.text.model_names import ModelNameError
     from agentspec.stdlib.data import DataError
 
-    console = Console(stderr=True)
+    console = Console(stderr=True, soft_wrap=True, highlight=False)
     columns = (
         TextColumn("[bold]{task.description}"),
         BarColumn(),
-        TextColumn("{task.completed}/{task.total}"),
-        TextColumn(
-            "success {task.fields[success]}  reward {task.fields[reward]}  {task.fields[tps]} tok/s"
-        ),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[detail]}"),
         TimeElapsedColumn(),
     )
     with Progress(*columns, console=console) as progress:
-        task = progress.add_task("training", total=None, success="-", reward="-", tps="-")
+        phases = _Phases(progress, console)
 
         def report(iteration: int, record: dict[str, float]) -> None:
             success = record.get("eval/success", record.get("rollout/success"))
             errors = int(record.get("rollout/expression_errors", 0))
-            progress.update(
-                task,
-                completed=iteration,
-                success=f"{success:.2f}" if success is not None else "-",
-                reward=f"{record.get('rollout/reward', float('nan')):.2f}"
-                + (f" ({errors} expression errors)" if errors else ""),
-                tps=f"{record.get('perf/tokens_per_s', 0):.0f}",
-            )
+            detail = (
+                f"success {success:.2f}  " if success is not None else ""
+            ) + f"reward {record.get('rollout/reward', float('nan')):.2f}"
+            detail += f" ({errors} expression errors)" if errors else ""
+            detail += f"  {record.get('perf/tokens_per_s', 0):.0f} tok/s"
+            progress.update(phases.task, completed=iteration, detail=detail)
 
         try:
-            progress.update(task, total=iterations)
-            path = run_training(spec, run_dir, overrides, resume=resume, progress=report)
-        except ConfigError as exc:
+            path = run_training(
+                spec, run_dir, overrides, resume=resume, progress=report, phases=phases
+            )
+        except (ConfigError, ModelNameError) as exc:
             raise fail(str(exc), code=2) from None
         except DataError as exc:
             raise fail(str(exc)) from None
@@ -203,3 +211,26 @@ def _train_local(
             raise typer.Exit(130) from None
     typer.echo(f"run directory: {path}")
     typer.echo(f"plots: {path / 'plots'}")
+
+
+class _Phases:
+    """The trainer's phases on one progress bar (what it does, how far), each phase's
+    first start and the trainer's notes as lines above it (kept in logs too)."""
+
+    def __init__(self, progress: Any, console: Any):
+        self.progress = progress
+        self.console = console
+        self.task = progress.add_task("starting", total=None, detail="")
+        self.announced: set[str] = set()
+
+    def phase(self, name: str, total: int | None) -> None:
+        self.progress.update(self.task, description=name, total=total, completed=0, detail="")
+        if name not in self.announced:
+            self.announced.add(name)
+            self.console.print(name, markup=False)
+
+    def advance(self, done: int, detail: str) -> None:
+        self.progress.update(self.task, completed=done, detail=detail)
+
+    def note(self, text: str) -> None:
+        self.console.print(text, markup=False)
