@@ -161,76 +161,94 @@ def _verl_dry_run(
 
 
 def _train_local(spec: Path, run_dir: Path, overrides: dict[str, object], resume: bool) -> None:
-    from rich.console import Console
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeElapsedColumn,
-    )
-
     from agentspec.runtime.backends.local import ConfigError, TrainingInterrupted
     from agentspec.runtime.backends.local import train as run_training
     from agentspec.runtime.text.model_names import ModelNameError
     from agentspec.stdlib.data import DataError
 
-    console = Console(stderr=True, soft_wrap=True, highlight=False)
-    columns = (
-        TextColumn("[bold]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("{task.fields[detail]}"),
-        TimeElapsedColumn(),
-    )
-    with Progress(*columns, console=console) as progress:
-        phases = _Phases(progress, console)
-
-        def report(iteration: int, record: dict[str, float]) -> None:
-            success = record.get("eval/success", record.get("rollout/success"))
-            errors = int(record.get("rollout/expression_errors", 0))
-            detail = (
-                f"success {success:.2f}  " if success is not None else ""
-            ) + f"reward {record.get('rollout/reward', float('nan')):.2f}"
-            detail += f" ({errors} expression errors)" if errors else ""
-            detail += f"  {record.get('perf/tokens_per_s', 0):.0f} tok/s"
-            progress.update(phases.task, completed=iteration, detail=detail)
-
-        try:
-            path = run_training(
-                spec, run_dir, overrides, resume=resume, progress=report, phases=phases
-            )
-        except (ConfigError, ModelNameError) as exc:
-            raise fail(str(exc), code=2) from None
-        except DataError as exc:
-            raise fail(str(exc)) from None
-        except TrainingInterrupted as exc:
-            typer.echo(
-                f"interrupted: checkpoint saved at {exc.path}; continue with --resume", err=True
-            )
-            raise typer.Exit(130) from None
+    phases = _Phases()
+    try:
+        path = run_training(
+            spec, run_dir, overrides, resume=resume, progress=phases.iteration, phases=phases
+        )
+    except (ConfigError, ModelNameError, DataError, TrainingInterrupted) as exc:
+        phases.close()  # before the error, so the bar does not follow it
+        raise _stopped(exc) from None
+    finally:
+        phases.close()
     typer.echo(f"run directory: {path}")
     typer.echo(f"plots: {path / 'plots'}")
 
 
-class _Phases:
-    """The trainer's phases on one progress bar (what it does, how far), each phase's
-    first start and the trainer's notes as lines above it (kept in logs too)."""
+def _stopped(exc: Exception) -> typer.Exit:
+    """The exit for a run that could not start or was interrupted."""
+    from agentspec.runtime.backends.local import TrainingInterrupted
+    from agentspec.stdlib.data import DataError
 
-    def __init__(self, progress: Any, console: Any):
-        self.progress = progress
-        self.console = console
-        self.task = progress.add_task("starting", total=None, detail="")
+    if isinstance(exc, TrainingInterrupted):
+        typer.echo(f"interrupted: checkpoint saved at {exc.path}; continue with --resume", err=True)
+        return typer.Exit(130)
+    return fail(str(exc), code=1 if isinstance(exc, DataError) else 2)
+
+
+class _Phases:
+    """The trainer's phases on one progress bar on stderr (what it does, how far), started
+    with the first phase; each phase's first start and the trainer's notes are lines
+    above it (so logs keep them too)."""
+
+    def __init__(self) -> None:
+        from rich.console import Console
+
+        self.console = Console(stderr=True, soft_wrap=True, highlight=False)
+        self.progress: Any = None
+        self.task: Any = None
         self.announced: set[str] = set()
 
     def phase(self, name: str, total: int | None) -> None:
-        self.progress.update(self.task, description=name, total=total, completed=0, detail="")
+        self._bar().update(self.task, description=name, total=total, completed=0, detail="")
         if name not in self.announced:
             self.announced.add(name)
             self.console.print(name, markup=False)
 
     def advance(self, done: int, detail: str) -> None:
-        self.progress.update(self.task, completed=done, detail=detail)
+        self._bar().update(self.task, completed=done, detail=detail)
 
     def note(self, text: str) -> None:
         self.console.print(text, markup=False)
+
+    def iteration(self, iteration: int, record: dict[str, float]) -> None:
+        """An RL iteration's metrics: success (held-out when evaluated), reward, speed."""
+        success = record.get("eval/success", record.get("rollout/success"))
+        errors = int(record.get("rollout/expression_errors", 0))
+        detail = f"success {success:.2f}  " if success is not None else ""
+        detail += f"reward {record.get('rollout/reward', float('nan')):.2f}"
+        detail += f" ({errors} expression errors)" if errors else ""
+        detail += f"  {record.get('perf/tokens_per_s', 0):.0f} tok/s"
+        self._bar().update(self.task, completed=iteration, detail=detail)
+
+    def close(self) -> None:
+        if self.progress is not None:
+            self.progress.stop()
+            self.progress = None
+
+    def _bar(self) -> Any:
+        if self.progress is None:
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                TextColumn,
+                TimeElapsedColumn,
+            )
+
+            self.progress = Progress(
+                TextColumn("[bold]{task.description}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TextColumn("{task.fields[detail]}"),
+                TimeElapsedColumn(),
+                console=self.console,
+            )
+            self.progress.start()
+            self.task = self.progress.add_task("", total=None, detail="")
+        return self.progress

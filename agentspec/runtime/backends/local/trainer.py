@@ -107,7 +107,7 @@ def train(
             scores = evaluate(module, models, eval_samples, cfg, run, 0, reporter)
             log(0, {"iteration": 0, "env_steps": 0, **scores})
             save(run, state, models)
-        reporter.phase(f"training: {cfg.iterations} iterations", cfg.iterations)
+        reporter.phase(training_phase(cfg.iterations), cfg.iterations)
         for iteration in range(first, cfg.iterations + 1):
             record = train_iteration(
                 module, models, cfg.algorithm, train_samples, cfg, pack, iteration, run
@@ -123,7 +123,7 @@ def train(
             last = iteration == cfg.iterations
             if iteration % cfg.eval_every == 0 or last:
                 record.update(evaluate(module, models, eval_samples, cfg, run, iteration, reporter))
-                reporter.phase(f"training: {cfg.iterations} iterations", cfg.iterations)
+                reporter.phase(training_phase(cfg.iterations), cfg.iterations)
             log(iteration, record)
             if iteration % cfg.checkpoint_every == 0 or last:
                 save(run, state, models)
@@ -133,6 +133,10 @@ def train(
         run.close()
     run.plot()
     return run.path
+
+
+def training_phase(iterations: int) -> str:
+    return f"training: {iterations} iteration{'s' if iterations != 1 else ''}"
 
 
 def open_run(
