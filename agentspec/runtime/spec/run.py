@@ -20,7 +20,7 @@ from typing import Any
 from agentspec.runtime.episode.trajectory import Trajectory
 from agentspec.runtime.policies.scripted import ScriptedPolicy
 from agentspec.runtime.text.byte_tokenizer import ByteTokenizer
-from agentspec.runtime.text.model_names import MODEL_NAMES_HELP, ModelNameError, resolve_model
+from agentspec.runtime.text.model_names import MODEL_NAMES_HELP, SMOLLM2, ModelNameError
 from agentspec.runtime.text.tokenizer import Tokenizer
 
 
@@ -224,11 +224,9 @@ def policy_model(name: str) -> str | None:
         return location
     if name in ("oracle", "random") or kind in ("scripted", "openai", "chat"):
         return None
-    try:
-        resolve_model(name)
-    except ModelNameError:
-        return None
-    return name
+    # written as a model (even one not installed here: its error then says what is missing)
+    model_like = kind == "builtin" or name == SMOLLM2 or name.endswith(".gguf") or "/" in name
+    return name if model_like or Path(name).exists() else None
 
 
 def chat_policy(
