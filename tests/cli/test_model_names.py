@@ -74,7 +74,8 @@ def test_a_name_that_is_no_model_is_one_line(name: str, message: str) -> None:
 
 
 def test_train_names_the_bad_model_where_it_was_given(tmp_path: Path) -> None:
-    result = runner.invoke(app, ["train", str(CALCULATOR), "--set", "model=smolm2"])
+    out = ["--out", str(tmp_path / "run")]
+    result = runner.invoke(app, ["train", str(CALCULATOR), "--set", "model=smolm2", *out])
     assert result.exit_code == 2, result.output
     assert result.exception is None or isinstance(result.exception, SystemExit)
     assert result.stderr.strip().splitlines() == [
@@ -86,7 +87,7 @@ def test_train_names_the_bad_model_where_it_was_given(tmp_path: Path) -> None:
     spec = tmp_path / "calculator.yaml"
     spec.write_text(CALCULATOR.read_text().replace("model: builtin:tiny", "model: ./weights"))
     line = next(i for i, t in enumerate(spec.read_text().splitlines(), 1) if "./weights" in t)
-    for command in (["train", str(spec)], ["prompt", str(spec)]):
+    for command in (["train", str(spec), *out], ["prompt", str(spec)]):
         result = runner.invoke(app, command)
         assert result.exit_code == 2, result.output
         assert result.stderr.startswith(f"error: {spec}:{line}:10: training.model: model")
@@ -95,11 +96,16 @@ def test_train_names_the_bad_model_where_it_was_given(tmp_path: Path) -> None:
 
 def test_a_directory_without_weights_cannot_be_trained_or_evaluated(tmp_path: Path) -> None:
     (tmp_path / "tokenizer").mkdir()
+    model = tmp_path / "tokenizer"
     result = runner.invoke(
-        app, ["train", str(CALCULATOR), "--set", f"model={tmp_path / 'tokenizer'}"]
+        app, ["train", str(CALCULATOR), "--set", f"model={model}", "--out", str(tmp_path / "run")]
     )
     assert result.exit_code == 2, result.output
-    assert "is neither a checkpoint (no config.json) nor a run directory" in result.stderr
+    assert result.stderr == (
+        f"error: --set model={model}: training.model: model '{model}': {model} is neither a "
+        "checkpoint (no config.json) nor a run directory with checkpoints\n"
+    )
+    assert not (tmp_path / "run").exists()  # refused before anything was written
     result = runner.invoke(
         app, ["eval", str(CALCULATOR), "--checkpoint", "builtin:tiny", "-n", "1"]
     )

@@ -68,10 +68,20 @@ class ModelRef:
         """Loaded from files (weights trained elsewhere), not built here from the task's text."""
         return self.kind != "builtin"
 
-    @property
-    def has_weights(self) -> bool:
-        """Whether the model can be loaded to generate (a tokenizer-only directory cannot)."""
-        return self.kind != "directory" or (self.path is not None and _is_hf(self.path))
+    def loadable(self) -> ModelRef:
+        """Itself, if it can be loaded to generate; a ModelNameError if it cannot: a
+        tokenizer-only directory (which `prompt` reads), or a built-in model (built by
+        `train` from the task's text, not loaded from files)."""
+        if self.kind == "builtin":
+            raise ModelNameError(
+                f"{self.name!r} is built by `agentspec train`, not loaded from files"
+            )
+        if self.kind == "directory" and not (self.path is not None and _is_hf(self.path)):
+            raise ModelNameError(
+                f"model {self.name!r}: {self.path} is neither a checkpoint (no config.json) "
+                "nor a run directory with checkpoints"
+            )
+        return self
 
 
 def resolve_model(name: str) -> ModelRef:

@@ -34,7 +34,6 @@ from typing import Any
 
 from agentspec.runtime.text.model_names import (
     SMOLLM2,
-    ModelNameError,
     ModelRef,
     resolve_model,
     smollm2_gguf,
@@ -55,16 +54,9 @@ def checkpoint_dir(model: str | ModelRef, note: Callable[[str], None] | None = N
     """The Hugging Face checkpoint directory a model name stands for (not `builtin:*`):
     the directory itself, or a GGUF file converted once into the cache. `note` hears
     what takes time (a conversion) before it starts."""
-    ref = resolve_model(model) if isinstance(model, str) else model
-    if ref.kind == "builtin":
-        raise ModelNameError(f"{ref.name!r} is built by `agentspec train`, not loaded from files")
+    ref = (resolve_model(model) if isinstance(model, str) else model).loadable()
     assert ref.path is not None
     if ref.kind == "directory":
-        if not ref.has_weights:
-            raise ModelNameError(
-                f"model {ref.name!r}: {ref.path} is neither a checkpoint (no config.json) nor "
-                "a run directory with checkpoints"
-            )
         return ref.path
     special = CHATML_SPECIAL_TOKENS if ref.name == SMOLLM2 else None
     out = models_cache() / _converted_name(ref)

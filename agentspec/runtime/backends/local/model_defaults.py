@@ -66,7 +66,7 @@ def run_settings(
     cfg = resolve_config(TrainingSpec.model_validate(dict(training)), dict(overrides))
     model = _model(cfg.model, "model", origins)
     if cfg.teacher is not None:
-        _model(cfg.teacher, "teacher", origins)
+        _model(cfg.teacher, "teacher", origins, loadable=True)
     settings = RunSettings(cfg, origins)
     if not model.pretrained:
         return settings
@@ -109,10 +109,12 @@ def setting_origins(spec_path: str | Path, overrides: Mapping[str, Any]) -> dict
     return origins
 
 
-def _model(name: str, key: str, origins: Mapping[str, str]) -> ModelRef:
-    """The model `training.<key>` names; a ConfigError saying where it was named if none."""
+def _model(name: str, key: str, origins: Mapping[str, str], loadable: bool = False) -> ModelRef:
+    """The model `training.<key>` names (one to load from files where `loadable`, or
+    where it is not built here); a ConfigError saying where it was named if none."""
     try:
-        return resolve_model(name)
+        ref = resolve_model(name)
+        return ref.loadable() if loadable or ref.pretrained else ref
     except ModelNameError as exc:
         where = origins.get(key)
         raise ConfigError(f"{where}: training.{key}: {exc}" if where else str(exc)) from None
