@@ -19,29 +19,32 @@ ConcurrencyOption = Annotated[
     int, typer.Option(min=1, help="chat:URL: requests in flight at once.")
 ]
 
+PolicyOption = Annotated[
+    str,
+    typer.Option(
+        help="oracle, random, scripted:FILE, openai:URL, chat:URL, or a model loaded here "
+        "(hf: prefix optional): a checkpoint or run directory, smollm2, a .gguf file."
+    ),
+]
+EpisodesOption = Annotated[
+    int,
+    typer.Option(
+        "-n",
+        "--episodes",
+        min=1,
+        help="Episodes to run: distinct samples in a seeded order; past the number of "
+        "samples, the data is played again in the same order.",
+    ),
+]
+
 
 @app.command()
 def run(
     spec: Annotated[
         Path, typer.Argument(help="The spec to roll out.", exists=True, dir_okay=False)
     ],
-    policy: Annotated[
-        str,
-        typer.Option(
-            help="oracle, random, scripted:FILE, openai:URL, chat:URL, or a model loaded here "
-            "(hf: prefix optional): a checkpoint or run directory, smollm2, a .gguf file."
-        ),
-    ] = "oracle",
-    episodes: Annotated[
-        int,
-        typer.Option(
-            "-n",
-            "--episodes",
-            min=1,
-            help="Episodes to run: distinct samples in a seeded order; past the number of "
-            "samples, the data is played again in the same order.",
-        ),
-    ] = 10,
+    policy: PolicyOption = "oracle",
+    episodes: EpisodesOption = 10,
     seed: Annotated[int, typer.Option(help="Seed of the sampler and of sample order.")] = 0,
     split: Annotated[str | None, typer.Option(help="Data split (default: the spec's).")] = None,
     temperature: Annotated[float, typer.Option(min=0.0, help="Sampling temperature.")] = 1.0,
@@ -61,21 +64,10 @@ def run(
     model = policy_model(policy)
     if model is not None or policy.startswith("openai:"):
         require(f"agentspec run --policy {policy}", "train")
-    from agentspec.compiler.build import import_spec
-    from agentspec.compiler.diagnostics import SpecError
     from agentspec.runtime.episode.summary import summarize
     from agentspec.runtime.episode.trajectory import write_jsonl
-    from agentspec.stdlib.data import DataError
 
-    try:
-        module = import_spec(spec)
-        samples = module.load_samples(split=split)
-    except SpecError as exc:
-        raise report_spec_error(exc) from None
-    except DataError as exc:
-        raise fail(str(exc)) from None
-    if not samples:
-        raise fail("the spec's data source yielded no samples")
+    module, samples = _spec_and_samples(spec, split)
     chosen, repeats = _choose(samples, episodes, seed)
     if repeats:
         typer.echo(f"note: {repeats}", err=True)
@@ -100,6 +92,24 @@ def run(
     write_jsonl(out_dir / "trajectories.jsonl", trajectories)
     _keep_tokenizer(tokenizer_source, out_dir / "tokenizer")
     typer.echo(f"trajectories: {out_dir / 'trajectories.jsonl'}")
+
+
+def _spec_and_samples(spec: Path, split: str | None) -> tuple[Any, list[Any]]:
+    """The compiled spec and its samples; a located error if either fails."""
+    from agentspec.compiler.build import import_spec
+    from agentspec.compiler.diagnostics import SpecError
+    from agentspec.stdlib.data import DataError
+
+    try:
+        module = import_spec(spec)
+        samples = module.load_samples(split=split)
+    except SpecError as exc:
+        raise report_spec_error(exc) from None
+    except DataError as exc:
+        raise fail(str(exc)) from None
+    if not samples:
+        raise fail("the spec's data source yielded no samples")
+    return module, samples
 
 
 def _roll_out(module: Any, samples: list[Any], policy: str, settings: dict[str, Any]) -> list[Any]:

@@ -9,7 +9,7 @@ that is long, the setting that asked for it is named where the user set it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Protocol
 
 __all__ = ["LONG_PHASE_S", "QUICK_PHASE_S", "PhaseSink", "Reporter", "duration"]
@@ -37,9 +37,18 @@ class Reporter:
     """The trainer's side: forwards to a sink (or nowhere), and turns the first unit's
     time into an estimate of the phase, located at the setting that sized it."""
 
-    def __init__(self, sink: PhaseSink | None = None, origins: Mapping[str, str] | None = None):
+    def __init__(
+        self,
+        sink: PhaseSink | None = None,
+        origins: Mapping[str, str] | None = None,
+        notes: Sequence[str] = (),
+    ):
+        """`origins`: where each setting the user gave is (`FILE:LINE:COL`, `--set K=V`);
+        `notes`: lines to say at once (the settings chosen for the user, warnings)."""
         self.sink = sink
         self.origins = dict(origins or {})
+        for text in notes:
+            self.note(text)
 
     def phase(self, name: str, total: int | None = None) -> None:
         if self.sink is not None:
@@ -55,9 +64,10 @@ class Reporter:
 
     def pace(self, what: str, unit: str, seconds: float, count: int, setting: str) -> None:
         """The first of `count` units of `what` took `seconds`: say how long all will take;
-        past :data:`LONG_PHASE_S`, as a warning at the place `setting` was given."""
+        past :data:`LONG_PHASE_S`, as a warning at the place `setting` was given. Nothing
+        for a single unit, or a quick phase."""
         total = seconds * count
-        if total < QUICK_PHASE_S:
+        if count < 2 or total < QUICK_PHASE_S:
             return
         text = (
             f"{what}: {duration(seconds)} per {unit} (the first): "

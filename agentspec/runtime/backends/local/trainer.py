@@ -79,13 +79,8 @@ def train(
     `progress` gets each iteration's metrics; `phases` hears what each phase does."""
     module, settings, run = open_run(spec_path, out_dir, overrides, resume)
     cfg = settings.cfg
-    reporter = Reporter(phases, settings.origins)
-    for text in settings.notes:
-        reporter.note(text)
-    if cfg.torch_threads:
-        torch.set_num_threads(cfg.torch_threads)
-    random.seed(cfg.seed)
-    torch.manual_seed(cfg.seed)
+    reporter = Reporter(phases, settings.origins, settings.notes)
+    seed_and_threads(cfg)
     train_samples, eval_samples = split_samples(module, cfg)
     reporter.phase(f"loading {cfg.model}")
     models = build_models(cfg, module, train_samples, run.path, reporter.note)
@@ -112,11 +107,9 @@ def train(
             record = train_iteration(
                 module, models, cfg.algorithm, train_samples, cfg, pack, iteration, run
             )
-            if iteration == first and cfg.iterations > first:  # the expected time, up front
-                left = cfg.iterations - first + 1
-                reporter.pace(
-                    "training", "iteration", record["perf/iteration_s"], left, "iterations"
-                )
+            if iteration == first:  # the expected time, up front
+                left, seconds = cfg.iterations - first + 1, record["perf/iteration_s"]
+                reporter.pace("training", "iteration", seconds, left, "iterations")
             state.iteration = iteration
             state.env_steps += int(record["rollout/env_steps"])
             record["env_steps"] = state.env_steps
@@ -133,6 +126,13 @@ def train(
         run.close()
     run.plot()
     return run.path
+
+
+def seed_and_threads(cfg: TrainingSpec) -> None:
+    if cfg.torch_threads:
+        torch.set_num_threads(cfg.torch_threads)
+    random.seed(cfg.seed)
+    torch.manual_seed(cfg.seed)
 
 
 def training_phase(iterations: int) -> str:
