@@ -68,13 +68,11 @@ def load_policy(
     return load_checkpoint(checkpoint_dir(ref, note))
 
 
-def load_checkpoint(
-    model: str | Path, note: Callable[[str], None] | None = None
-) -> tuple[Any, Any]:
+def load_checkpoint(name: str | Path, note: Callable[[str], None] | None = None) -> tuple[Any, Any]:
     """(model, tokenizer) of a checkpoint directory, or of any model name but `builtin:*`."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    path = checkpoint_dir(str(model), note)
+    path = checkpoint_dir(str(name), note)
     tokenizer = AutoTokenizer.from_pretrained(path)
     model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32)
     return model.train(), tokenizer
