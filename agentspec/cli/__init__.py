@@ -20,3 +20,12 @@ def main() -> None:
         app()
     except KeyboardInterrupt:
         sys.exit(130)
+    except ModuleNotFoundError as exc:  # a path no `require` guards: still one line
+        from agentspec.cli.extras import missing_install
+
+        command = " ".join(["agentspec", *[a for a in sys.argv[1:2] if not a.startswith("-")]])
+        line = missing_install(command, exc.name)
+        if line is None:
+            raise
+        print(f"error: {line}", file=sys.stderr)
+        sys.exit(1)

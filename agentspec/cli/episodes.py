@@ -9,6 +9,7 @@ from typing import Annotated, Any
 import typer
 
 from agentspec.cli.app import app, fail, print_summary, report_spec_error
+from agentspec.cli.extras import require
 
 # Options of the chat-completions policy, the same for `run` and `eval`.
 ApiKeyEnvOption = Annotated[
@@ -18,17 +19,32 @@ ConcurrencyOption = Annotated[
     int, typer.Option(min=1, help="chat:URL: requests in flight at once.")
 ]
 
+PolicyOption = Annotated[
+    str,
+    typer.Option(
+        help="oracle, random, scripted:FILE, openai:URL, chat:URL, or a model loaded here "
+        "(hf: prefix optional): a checkpoint or run directory, smollm2, a .gguf file."
+    ),
+]
+EpisodesOption = Annotated[
+    int,
+    typer.Option(
+        "-n",
+        "--episodes",
+        min=1,
+        help="Episodes to run: distinct samples in a seeded order; past the number of "
+        "samples, the data is played again in the same order.",
+    ),
+]
+
 
 @app.command()
 def run(
     spec: Annotated[
         Path, typer.Argument(help="The spec to roll out.", exists=True, dir_okay=False)
     ],
-    policy: Annotated[
-        str,
-        typer.Option(help="oracle, random, scripted:FILE, hf:PATH, openai:URL or chat:URL."),
-    ] = "oracle",
-    episodes: Annotated[int, typer.Option("-n", "--episodes", min=1, help="Episodes to run.")] = 10,
+    policy: PolicyOption = "oracle",
+    episodes: EpisodesOption = 10,
     seed: Annotated[int, typer.Option(help="Seed of the sampler and of sample order.")] = 0,
     split: Annotated[str | None, typer.Option(help="Data split (default: the spec's).")] = None,
     temperature: Annotated[float, typer.Option(min=0.0, help="Sampling temperature.")] = 1.0,
@@ -43,22 +59,18 @@ def run(
     concurrency: ConcurrencyOption = 8,
 ) -> None:
     """Roll out N episodes of a spec with a policy; print a summary and write the trajectories."""
-    from agentspec.compiler.build import import_spec
-    from agentspec.diagnostics import SpecError
+    from agentspec.runtime.spec.run import policy_model
+
+    model = policy_model(policy)
+    if model is not None or policy.startswith("openai:"):
+        require(f"agentspec run --policy {policy}", "train")
     from agentspec.runtime.episode.summary import summarize
     from agentspec.runtime.episode.trajectory import write_jsonl
-    from agentspec.stdlib.data import DataError
 
-    try:
-        module = import_spec(spec)
-        samples = module.load_samples(split=split)
-    except SpecError as exc:
-        raise report_spec_error(exc) from None
-    except DataError as exc:
-        raise fail(str(exc)) from None
-    if not samples:
-        raise fail("the spec's data source yielded no samples")
-    chosen = _choose(samples, episodes, seed)
+    module, samples = _spec_and_samples(spec, split)
+    chosen, repeats = _choose(samples, episodes, seed)
+    if repeats:
+        typer.echo(f"note: {repeats}", err=True)
     task_tokenizer, tokenizer_source = _task_tokenizer(spec, module, samples, policy, tokenizer)
     settings = {
         "seed": seed,
@@ -72,12 +84,32 @@ def run(
     trajectories = _roll_out(module, chosen, policy, settings)
     names = [c.name for c in module.ENV_CLASS.reward_components]
     summary = summarize(trajectories, names)
-    print_summary(f"{module.SPEC_NAME} · policy {policy} · {len(trajectories)} episodes", summary)
-    out_dir = out or Path("runs") / f"{module.SPEC_NAME}-{policy.split(':')[0]}"
+    played = f"{len(trajectories)} episodes" + (f" of {len(samples)} samples" if repeats else "")
+    print_summary(f"{module.SPEC_NAME} · policy {policy} · {played}", summary)
+    kind = "hf" if model is not None else policy.split(":")[0]
+    out_dir = out or Path("runs") / f"{module.SPEC_NAME}-{kind}"
     out_dir.mkdir(parents=True, exist_ok=True)
     write_jsonl(out_dir / "trajectories.jsonl", trajectories)
     _keep_tokenizer(tokenizer_source, out_dir / "tokenizer")
     typer.echo(f"trajectories: {out_dir / 'trajectories.jsonl'}")
+
+
+def _spec_and_samples(spec: Path, split: str | None) -> tuple[Any, list[Any]]:
+    """The compiled spec and its samples; a located error if either fails."""
+    from agentspec.compiler.build import import_spec
+    from agentspec.diagnostics import SpecError
+    from agentspec.stdlib.data import DataError
+
+    try:
+        module = import_spec(spec)
+        samples = module.load_samples(split=split)
+    except SpecError as exc:
+        raise report_spec_error(exc) from None
+    except DataError as exc:
+        raise fail(str(exc)) from None
+    if not samples:
+        raise fail("the spec's data source yielded no samples")
+    return module, samples
 
 
 def _roll_out(module: Any, samples: list[Any], policy: str, settings: dict[str, Any]) -> list[Any]:
@@ -105,12 +137,20 @@ def _roll_out(module: Any, samples: list[Any], policy: str, settings: dict[str, 
             raise fail(str(exc), code=2) from None
 
 
-def _choose(samples: list[Any], episodes: int, seed: int) -> list[Any]:
-    """``episodes`` samples: without repeats when there are enough, else with."""
-    rng = random.Random(seed)
-    if len(samples) < episodes:
-        return [samples[rng.randrange(len(samples))] for _ in range(episodes)]
-    return rng.sample(samples, episodes)
+def _choose(samples: list[Any], episodes: int, seed: int) -> tuple[list[Any], str]:
+    """``episodes`` samples in a seeded order, each once while there are enough; past
+    that the data is cycled in the same order, so every sample is played as often as any
+    other, give or take one. Returns them and, when samples repeat, a line saying so."""
+    order = random.Random(seed).sample(samples, len(samples))
+    if episodes <= len(samples):
+        return order[:episodes], ""
+    low, extra = divmod(episodes, len(samples))
+    times = f"{low} or {low + 1} times" if extra else f"{low} times"
+    note = (
+        f"-n {episodes} is more than the {len(samples)} samples: the data is cycled "
+        f"in the same seeded order, each sample played {times}"
+    )
+    return [order[i % len(samples)] for i in range(episodes)], note
 
 
 def _task_tokenizer(
@@ -124,8 +164,17 @@ def _task_tokenizer(
 
         directory = cache_dir() / cache_key(spec)[:16] / "tokenizer"
         return task_bpe_tokenizer(module, samples[:2000], directory), directory
-    if policy.startswith("hf:"):
-        return None, Path(policy.removeprefix("hf:"))
+    from agentspec.runtime.spec.run import policy_model
+
+    model = policy_model(policy)
+    if model is not None:
+        from agentspec.runtime.backends.local.convert import checkpoint_dir
+        from agentspec.runtime.text.model_names import ModelNameError
+
+        try:  # a GGUF model is converted here, once, saying so
+            return None, checkpoint_dir(model, lambda line: typer.echo(line, err=True))
+        except ModelNameError as exc:
+            raise fail(str(exc), code=2) from None
     return None, Path(tokenizer) if tokenizer else None
 
 
@@ -148,7 +197,11 @@ def eval_command(
         Path, typer.Argument(help="The spec to evaluate on.", exists=True, dir_okay=False)
     ],
     checkpoint: Annotated[
-        Path | None, typer.Option(help="A checkpoint or run directory (latest checkpoint).")
+        str | None,
+        typer.Option(
+            help="A checkpoint, a run directory (its latest checkpoint), or any model to load "
+            "here: smollm2, a .gguf file."
+        ),
     ] = None,
     policy: Annotated[
         str | None,
@@ -163,11 +216,15 @@ def eval_command(
     concurrency: ConcurrencyOption = 8,
 ) -> None:
     """Evaluate a checkpoint (or a baseline policy) on held-out samples; print the table of `run`."""
-
-    from agentspec.runtime.spec.run import PolicyError, evaluate_policy
+    from agentspec.runtime.spec.run import PolicyError, evaluate_policy, policy_model
+    from agentspec.runtime.text.model_names import ModelNameError
 
     if (checkpoint is None) == (policy is None):
         raise fail("give exactly one of --checkpoint or --policy", code=2)
+    if checkpoint is not None:
+        require("agentspec eval --checkpoint", "train")
+    elif policy is not None and (policy_model(policy) or policy.startswith("openai:")):
+        require(f"agentspec eval --policy {policy}", "train")
     try:
         if policy is not None:
             summary = evaluate_policy(
@@ -184,7 +241,7 @@ def eval_command(
 
             assert checkpoint is not None
             summary = evaluate_checkpoint(spec, checkpoint, episodes, temperature)
-    except FileNotFoundError as exc:
+    except (ModelNameError, FileNotFoundError) as exc:
         raise fail(str(exc)) from None
     except PolicyError as exc:
         raise fail(str(exc), code=2) from None

@@ -32,8 +32,8 @@ def prompt(
     model: Annotated[
         str | None,
         typer.Option(
-            help="A checkpoint or tokenizer directory, a .gguf file, smollm2, or builtin:tiny "
-            "(default: the spec's training.model)."
+            help="A checkpoint, run or tokenizer directory, a .gguf file, smollm2, or "
+            "builtin:NAME (default: the spec's training.model)."
         ),
     ] = None,
     sample: Annotated[int, typer.Option(min=0, help="Which sample of the data (0-based).")] = 0,
@@ -90,12 +90,25 @@ def _spec_and_model(spec: Path, model: str | None, sample: int) -> tuple[Any, An
     name = model or str(module.TRAINING.get("model") or "builtin:tiny")
     try:
         framing = load_framing(name)
+    except FramingError as exc:
+        raise fail(_located(spec, model, exc), code=2) from None
+    try:
         samples = module.load_samples(limit=sample + 1)
-    except (FramingError, ValueError, OSError) as exc:
+    except (ValueError, OSError) as exc:
         raise fail(str(exc), code=2) from None
     if sample >= len(samples):
         raise fail(f"the spec has {len(samples)} samples; --sample {sample} is past them", code=2)
     return module, framing, name, samples[sample]
+
+
+def _located(spec: Path, model: str | None, exc: Exception) -> str:
+    """The error, at the spec's `training.model` line when the name came from there."""
+    if model is not None:
+        return str(exc)
+    from agentspec.runtime.backends.local.model_defaults import setting_origins
+
+    where = setting_origins(spec, {}).get("model")
+    return f"{where}: training.model: {exc}" if where else str(exc)
 
 
 def _render(

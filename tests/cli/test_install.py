@@ -27,13 +27,15 @@ def _venv(where: Path) -> Path:
     return where / "bin"
 
 
-def _run(*cmd: str | Path, cwd: Path, timeout: float = 900) -> subprocess.CompletedProcess[str]:
+def _run(
+    *cmd: str | Path, cwd: Path, timeout: float = 900, expect: int = 0
+) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
     env["AGENTSPEC_CACHE"] = str(cwd / "cache")
     done = subprocess.run(
         [str(c) for c in cmd], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout
     )
-    assert done.returncode == 0, f"{cmd}:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+    assert done.returncode == expect, f"{cmd}:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
     return done
 
 
@@ -58,6 +60,24 @@ def test_plain_install_validates_compiles_and_runs_the_oracle(tmp_path: Path) ->
     assert (tmp_path / "build" / "calculator_spec.py").is_file()
     out = _run(agentspec, "run", SPEC, "--policy", "oracle", "-n", "8", cwd=tmp_path)
     assert "success rate" in out.stdout and "1.000" in out.stdout
+
+    # Every command that needs an extra says which, in one line, without a traceback.
+    train = "needs the train extra: pip install 'agentspec[train]' (torch is not installed)"
+    verl = "needs the verl extra: pip install 'agentspec[verl]' (verl is not installed)"
+    for args, line in [
+        (["train", SPEC], f"agentspec train {train}"),
+        (["train", SPEC, "--backend", "verl"], f"agentspec train --backend verl {verl}"),
+        (
+            ["train", SPEC, "--backend", "verl", "--dry-run"],
+            f"agentspec train --backend verl {verl}",
+        ),
+        (["eval", SPEC, "--checkpoint", "runs/x"], f"agentspec eval --checkpoint {train}"),
+        (["eval", SPEC, "--policy", "hf:runs/x"], f"agentspec eval --policy hf:runs/x {train}"),
+        (["run", SPEC, "--policy", "hf:runs/x"], f"agentspec run --policy hf:runs/x {train}"),
+        (["run", SPEC, "--policy", "smollm2"], f"agentspec run --policy smollm2 {train}"),
+    ]:
+        failed = _run(agentspec, *args, cwd=tmp_path, expect=1)
+        assert failed.stderr.splitlines() == [f"error: {line}"], (args, failed.stderr)
 
 
 def test_train_extra_alone_trains_one_iteration(tmp_path: Path) -> None:

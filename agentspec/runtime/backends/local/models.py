@@ -1,8 +1,10 @@
 """The models a run trains or consults: policy, critic, reference, teacher.
 
 `builtin:tiny` / `builtin:small` build a tokenizer from the task's own text
-and a small random transformer for it (no downloads); anything else is a
-local Hugging Face checkpoint directory. The critic is a separate copy of
+and a small random transformer for it (no downloads); any other model name
+(`smollm2`, a `.gguf` file, a checkpoint or run directory: see
+`agentspec.runtime.text.model_names`) is loaded from its Hugging Face
+checkpoint directory, a GGUF file converted once into the cache. The critic is a separate copy of
 the policy's backbone with a scalar head: V(s) is read at the last token of
 what the model saw before acting.
 """
@@ -10,7 +12,7 @@ what the model saw before acting.
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
@@ -20,7 +22,9 @@ import torch
 from torch import nn
 
 from agentspec.presets import ALGORITHMS
+from agentspec.runtime.backends.local.convert import checkpoint_dir
 from agentspec.runtime.backends.local.device import resolve_device
+from agentspec.runtime.text.model_names import BUILTIN_MODELS, resolve_model
 from agentspec.runtime.text.task_text import task_tokenizer
 from agentspec.runtime.text.tiny_model import TinyModelConfig, build_tiny_model
 from agentspec.spec.model import TrainingSpec
@@ -38,6 +42,7 @@ BUILTIN_SHAPES = {
         hidden_size=1024, num_layers=24, num_heads=16, num_kv_heads=8, intermediate_size=2816
     ),
 }
+assert tuple(BUILTIN_SHAPES) == BUILTIN_MODELS  # the names the torch-free resolver accepts
 
 
 def load_policy(
@@ -46,8 +51,9 @@ def load_policy(
     samples: Sequence[Mapping[str, Any]],
     tokenizer_dir: Path,
     seed: int,
+    note: Callable[[str], None] | None = None,
 ) -> tuple[Any, Any]:
-    """(model, tokenizer) for `training.model`."""
+    """(model, tokenizer) for `training.model`; `note` hears of a GGUF conversion."""
     if name.startswith("chat:"):
         from agentspec.runtime.backends.local.config import ConfigError
 
@@ -55,24 +61,18 @@ def load_policy(
             f"training.model {name!r} is a chat-completions API (text, no token ids): "
             "it can be a baseline in agentspec run / eval, not a model to train"
         )
-    if name.startswith("builtin:"):
-        shape = name.removeprefix("builtin:")
-        if shape not in BUILTIN_SHAPES:
-            raise ValueError(
-                f"unknown builtin model {name!r}; use builtin:{' or builtin:'.join(BUILTIN_SHAPES)}"
-            )
+    ref = resolve_model(name)
+    if ref.kind == "builtin":
         tokenizer = task_tokenizer(module, samples, tokenizer_dir)
-        return build_tiny_model(tokenizer, BUILTIN_SHAPES[shape], seed=seed).train(), tokenizer
-    return load_checkpoint(name)
+        return build_tiny_model(tokenizer, BUILTIN_SHAPES[ref.shape], seed=seed).train(), tokenizer
+    return load_checkpoint(checkpoint_dir(ref, note))
 
 
-def load_checkpoint(directory: str | Path) -> tuple[Any, Any]:
-    """A Hugging Face checkpoint directory: (model, tokenizer)."""
+def load_checkpoint(name: str | Path, note: Callable[[str], None] | None = None) -> tuple[Any, Any]:
+    """(model, tokenizer) of a checkpoint directory, or of any model name but `builtin:*`."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    path = Path(directory)
-    if not (path / "config.json").is_file():
-        raise FileNotFoundError(f"{path} is not a Hugging Face checkpoint (no config.json)")
+    path = checkpoint_dir(str(name), note)
     tokenizer = AutoTokenizer.from_pretrained(path)
     model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32)
     return model.train(), tokenizer
@@ -130,13 +130,18 @@ class Models:
 
 
 def build_models(
-    cfg: TrainingSpec, module: ModuleType, samples: Sequence[Mapping[str, Any]], run_dir: Path
+    cfg: TrainingSpec,
+    module: ModuleType,
+    samples: Sequence[Mapping[str, Any]],
+    run_dir: Path,
+    note: Callable[[str], None] | None = None,
 ) -> Models:
     """The policy (and its optimiser); a critic if the estimator reads values; the
-    teacher if the algorithm distils. The reference comes later (`anchor_reference`)."""
+    teacher if the algorithm distils. The reference comes later (`anchor_reference`).
+    `note` hears of what takes time (a GGUF conversion)."""
     algorithm = ALGORITHMS.get(cfg.algorithm)
     policy, tokenizer = load_policy(
-        cfg.model, module, samples[:2000], run_dir / "tokenizer", cfg.seed
+        cfg.model, module, samples[:2000], run_dir / "tokenizer", cfg.seed, note
     )
     critic = build_critic(policy) if algorithm.trains_critic else None
     reference = None  # the policy RL starts from: set by `anchor_reference` after the warm start
@@ -146,7 +151,7 @@ def build_models(
             raise ValueError(
                 f"algorithm {cfg.algorithm!r} needs `training.teacher` (a checkpoint directory)"
             )
-        teacher = frozen_copy(load_checkpoint(cfg.teacher)[0])
+        teacher = frozen_copy(load_checkpoint(cfg.teacher, note)[0])
     device = resolve_device(cfg.device)
     for model in (policy, critic, reference, teacher):
         if model is not None:

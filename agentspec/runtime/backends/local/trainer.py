@@ -38,14 +38,16 @@ from agentspec.runtime.backends.local.checkpoint import (
     load_checkpoint_into,
     save_checkpoint,
 )
-from agentspec.runtime.backends.local.config import ConfigError, resolve_config
+from agentspec.runtime.backends.local.config import ConfigError
 from agentspec.runtime.backends.local.device import autocast
+from agentspec.runtime.backends.local.model_defaults import RunSettings, run_settings
 from agentspec.runtime.backends.local.models import (
     Models,
     anchor_reference,
     build_models,
     critic_from_policy,
 )
+from agentspec.runtime.backends.local.progress import PhaseSink, Reporter
 from agentspec.runtime.backends.local.runlog import RunLog
 from agentspec.runtime.backends.local.scoring import (
     Scored,
@@ -86,16 +88,19 @@ def train(
     *,
     resume: bool = False,
     progress: ProgressFn | None = None,
+    phases: PhaseSink | None = None,
 ) -> Path:
-    """Train the spec's policy; returns the run directory. See the module docstring."""
-    module, cfg, run = open_run(spec_path, out_dir, overrides, resume)
-    if cfg.torch_threads:
-        torch.set_num_threads(cfg.torch_threads)
-    random.seed(cfg.seed)
-    torch.manual_seed(cfg.seed)
+    """Train the spec's policy; returns the run directory. See the module docstring.
+    `progress` gets each iteration's metrics; `phases` hears what each phase does."""
+    module, settings, run = open_run(spec_path, out_dir, overrides, resume)
+    cfg = settings.cfg
+    reporter = Reporter(phases, settings.origins, settings.notes)
+    seed_and_threads(cfg)
     train_samples, eval_samples = split_samples(module, cfg)
-    models = build_models(cfg, module, train_samples, run.path)
+    reporter.phase(f"loading {cfg.model}")
+    models = build_models(cfg, module, train_samples, run.path, reporter.note)
     state = restore(run, models, resume)
+    first = state.iteration + 1
 
     def log(iteration: int, record: dict[str, float]) -> None:
         run.log(record)
@@ -107,29 +112,28 @@ def train(
     try:
         if not state.warm_started:
             if cfg.warm_start:
-                behaviour_clone(module, models, train_samples, cfg, pack)
+                behaviour_clone(module, models, train_samples, cfg, pack, reporter)
                 critic_from_policy(models, cfg)
             state.warm_started = True
-            log(
-                0,
-                {
-                    "iteration": 0,
-                    "env_steps": 0,
-                    **evaluate(module, models, eval_samples, cfg, run, 0),
-                },
-            )
+            scores = evaluate(module, models, eval_samples, cfg, run, 0, reporter)
+            log(0, {"iteration": 0, "env_steps": 0, **scores})
             save(run, state, models)
         anchor_reference(models, cfg, run.path / "checkpoints" / "iter_000000" if resume else None)
-        for iteration in range(state.iteration + 1, cfg.iterations + 1):
+        reporter.phase(training_phase(cfg.iterations), cfg.iterations)
+        for iteration in range(first, cfg.iterations + 1):
             record = train_iteration(
                 module, models, cfg.algorithm, train_samples, cfg, pack, iteration, run
             )
+            if iteration == first:  # the expected time, up front
+                left, seconds = cfg.iterations - first + 1, record["perf/iteration_s"]
+                reporter.pace("training", "iteration", seconds, left, "iterations")
             state.iteration = iteration
             state.env_steps += int(record["rollout/env_steps"])
             record["env_steps"] = state.env_steps
             last = iteration == cfg.iterations
             if iteration % cfg.eval_every == 0 or last:
-                record.update(evaluate(module, models, eval_samples, cfg, run, iteration))
+                record.update(evaluate(module, models, eval_samples, cfg, run, iteration, reporter))
+                reporter.phase(training_phase(cfg.iterations), cfg.iterations)
             log(iteration, record)
             if iteration % cfg.checkpoint_every == 0 or last:
                 save(run, state, models)
@@ -141,15 +145,27 @@ def train(
     return run.path
 
 
+def seed_and_threads(cfg: TrainingSpec) -> None:
+    if cfg.torch_threads:
+        torch.set_num_threads(cfg.torch_threads)
+    random.seed(cfg.seed)
+    torch.manual_seed(cfg.seed)
+
+
+def training_phase(iterations: int) -> str:
+    return f"training: {iterations} iteration{'s' if iterations != 1 else ''}"
+
+
 def open_run(
     spec_path: str | Path, out_dir: str | Path, overrides: Mapping[str, Any] | None, resume: bool
-) -> tuple[ModuleType, TrainingSpec, RunLog]:
-    """The compiled spec, the resolved configuration, and the run directory (its
-    config written; a resumed run must have been started with the same one)."""
+) -> tuple[ModuleType, RunSettings, RunLog]:
+    """The compiled spec, the resolved settings (with the model's defaults), and the run
+    directory (its config written; a resumed run must have been started with the same one)."""
     from agentspec.compiler.build import import_spec, spec_sha256
 
     module = import_spec(spec_path)
-    cfg = resolve_config(TrainingSpec.model_validate(module.TRAINING), dict(overrides or {}))
+    settings = run_settings(spec_path, module.TRAINING, dict(overrides or {}))
+    cfg = settings.cfg
     out = Path(out_dir)
     if not resume and ((out / "metrics.jsonl").exists() or (out / "checkpoints").exists()):
         raise ConfigError(
@@ -162,7 +178,7 @@ def open_run(
             f"{out_dir} was trained with another configuration; resume with the same one"
         )
     run.write_config(resolved)
-    return module, cfg, run
+    return module, settings, run
 
 
 def save(run: RunLog, state: TrainerState, models: Models) -> Path:
@@ -372,6 +388,7 @@ def rollout(
     samples: Sequence[Mapping[str, Any]],
     group_size: int,
     temperature: float,
+    on_episode: Callable[[Trajectory], None] | None = None,
 ) -> list[Trajectory]:
     models.policy.eval()
     flow = module.FLOW_CLASS(
@@ -380,7 +397,9 @@ def rollout(
     ids = [str(s.get("id", i)) for i, s in enumerate(samples)]
     with torch.no_grad(), autocast(models.device):
         trajectories = asyncio.run(
-            run_episodes(flow, list(samples), group_size=group_size, sample_ids=ids)
+            run_episodes(
+                flow, list(samples), group_size=group_size, sample_ids=ids, on_episode=on_episode
+            )
         )
     models.policy.train()
     return trajectories
@@ -393,11 +412,17 @@ def evaluate(
     cfg: TrainingSpec,
     run: RunLog | None,
     iteration: int,
+    reporter: Reporter | None = None,
 ) -> dict[str, float]:
     """Greedy episodes on held-out samples: `eval/success`, `eval/reward`, per component."""
     if not samples:
         return {}
-    trajectories = rollout(module, models, samples, group_size=1, temperature=0.0)
+    reporter = reporter or Reporter()
+    reporter.phase(f"evaluating on {len(samples)} held-out samples", len(samples))
+    played = iter(range(1, len(samples) + 1))
+    trajectories = rollout(
+        module, models, samples, 1, 0.0, on_episode=lambda _: reporter.advance(next(played))
+    )
     summary = summarize(trajectories, [c.name for c in module.ENV_CLASS.reward_components])
     if run is not None and cfg.trace_samples:
         write_jsonl(

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+import time
 from collections.abc import Mapping, Sequence
 from types import ModuleType
 from typing import Any
@@ -16,6 +17,7 @@ import torch
 
 from agentspec.runtime.backends.local.device import autocast
 from agentspec.runtime.backends.local.models import Models
+from agentspec.runtime.backends.local.progress import Reporter
 from agentspec.runtime.backends.local.tensors import outputs_after, pad_rows, shared_prefix
 from agentspec.runtime.episode.rows import TrainingRow, training_rows
 from agentspec.runtime.episode.trajectory import Trajectory
@@ -30,23 +32,37 @@ def behaviour_clone(
     samples: Sequence[Mapping[str, Any]],
     cfg: TrainingSpec,
     pack: bool,
+    reporter: Reporter | None = None,
 ) -> None:
-    """Maximise the likelihood of the oracle's turns (`training.warm_start` steps)."""
+    """Maximise the likelihood of the oracle's turns (`training.warm_start` steps);
+    `reporter` hears each step, and the expected time after the first."""
+    reporter = reporter or Reporter()
     rng = random.Random(f"{cfg.seed}:warm_start")
     pool = rng.sample(list(samples), min(len(samples), cfg.warm_start_samples))
+    reporter.phase(f"behaviour cloning: the oracle plays {len(pool)} samples")
     episodes = [t for t in oracle_episodes(module, models, pool) if t.success is not False]
     rows = [row for t in episodes for row in training_rows(t, pack=pack)]
     if not rows:
         raise ValueError("the oracle produced no successful episode to warm-start from")
     optimizer = torch.optim.AdamW(models.policy.parameters(), lr=cfg.warm_start_lr)
     pad = models.tokenizer.pad_token_id or 0
-    for _ in range(cfg.warm_start):
-        chosen = rng.sample(rows, min(cfg.warm_start_batch, len(rows)))
-        loss = response_nll(models, chosen, pad)
+    batch = min(cfg.warm_start_batch, len(rows))
+    reporter.phase(
+        f"behaviour cloning: {cfg.warm_start} steps of {batch} oracle episodes, "
+        f"lr {cfg.warm_start_lr:g}",
+        cfg.warm_start,
+    )
+    for step in range(1, cfg.warm_start + 1):
+        started = time.perf_counter()
+        loss = response_nll(models, rng.sample(rows, batch), pad)
         optimizer.zero_grad()
         loss.backward()
         torch.nn.utils.clip_grad_norm_(models.policy.parameters(), cfg.max_grad_norm)
         optimizer.step()
+        if step == 1:
+            seconds = time.perf_counter() - started
+            reporter.pace("behaviour cloning", "step", seconds, cfg.warm_start, "warm_start")
+        reporter.advance(step, f"loss {loss.item():.3f}")
 
 
 def oracle_episodes(

@@ -79,9 +79,9 @@ def _model_path(target: VerlTarget) -> str:
             f"model {model!r}: the verl backend builds only builtin:tiny; give a local "
             "Hugging Face checkpoint directory for anything larger"
         )
-    if not Path(model).is_dir():
-        raise FileNotFoundError(f"model {model!r} is not a local checkpoint directory")
-    return str(Path(model).resolve())
+    from agentspec.runtime.backends.local.convert import checkpoint_dir
+
+    return str(checkpoint_dir(model).resolve())  # any model name: a GGUF converted once
 
 
 def _critic_checkpoint(model_path: str, directory: Path) -> str:

