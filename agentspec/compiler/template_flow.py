@@ -18,11 +18,6 @@ from jinja2 import nodes
 Read = nodes.Name | None
 
 
-def sets(tree: nodes.Node, name: str) -> bool:
-    """Whether the template assigns `name` with `{% set %}` anywhere."""
-    return any(n.name == name and n.ctx == "store" for n in tree.find_all(nodes.Name))
-
-
 def read_before_set(tree: nodes.Template, name: str) -> nodes.Name | None:
     """The first read of `name` that some path through the template reaches
     while `name` is unset, if any."""

@@ -80,6 +80,7 @@ class ParsedTemplate:
         for i, token in enumerate(self.tokens):
             self._where.setdefault((token.kind, token.value), []).append(i)
         self._first_loads: dict[str, int] | None = None
+        self._stored: set[str] | None = None
         self._nodes = _walk(tree)
 
     def find(self, *types: type[nodes.Node]) -> list[Any]:
@@ -163,13 +164,18 @@ class ParsedTemplate:
         return {
             name
             for name in found
-            if not template_flow.sets(self.tree, name)
-            or template_flow.read_before_set(self.tree, name)
+            if not self.sets(name) or template_flow.read_before_set(self.tree, name)
         }
 
     def sets(self, name: str) -> bool:
         """Whether the template `{% set %}`s `name` somewhere."""
-        return template_flow.sets(self.tree, name)
+        if self._stored is None:  # one walk for every name asked about
+            self._stored = {
+                n.name
+                for n in self.find(nodes.Name)
+                if isinstance(n, nodes.Name) and n.ctx == "store"
+            }
+        return name in self._stored
 
     def unset_read_offset(self, name: str) -> int:
         """Where the first read of `name` that may run before its set is."""
