@@ -184,7 +184,8 @@ class ParsedTemplate:
         if read is None:
             return self.name_offset(name)
         if self._load_rank is None:  # one walk: each read's rank among its line's reads of it
-            self._load_rank, counts = {}, {}
+            self._load_rank = {}
+            counts: dict[tuple[str, int], int] = {}
             for n in self.find(nodes.Name):
                 if isinstance(n, nodes.Name) and n.ctx == "load":
                     key = (n.name, n.lineno)
