@@ -361,7 +361,8 @@ LANGUAGE_NOTES = [
     "guards); a tool uses one by its name, alone (`when: signed_in`) or as an entry of "
     "its list. A named guard is checked in every tool that uses it, against that "
     "tool's `args` (E403 names the tool); its `let` names are its own. An unknown name "
-    "is E416, a guard that uses itself too, and a named guard no tool uses is W804.",
+    "is E416, and so are a guard that uses itself and one that expands to more than 500 "
+    "steps; a named guard no tool uses is W804.",
     "",
     "```yaml",
     "guards:",

@@ -87,6 +87,7 @@ class Checker:
         self._frames: list[dict[str, Type]] = [{}]
         self._lets: dict[Any, dict[str, Type]] = {}
         self.used_guards: set[str] = set()  # named guards some tool's `when` uses
+        self._reported: set[Diagnostic] = set()
 
     # ------------------------------------------------------------------ driver
 
@@ -114,7 +115,8 @@ class Checker:
 
     def error(self, code: str, message: str, span: Span | None, hint: str | None = None) -> None:
         diagnostic = Diagnostic(code, message, span, hint)
-        if diagnostic not in self.diagnostics:  # a named guard is checked for each tool using it
+        if diagnostic not in self._reported:  # a named guard is checked for each tool using it
+            self._reported.add(diagnostic)
             self.diagnostics.append(diagnostic)
 
     # ------------------------------------------------------------------- sites

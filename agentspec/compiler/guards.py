@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from agentspec.compiler.checker import Checker
 
 _LET = re.compile(r"\s*let\s")
+MAX_STEPS = 500  # steps of one tool's guard, named guards expanded (`a: [b, b]`, `b: [c, c]`, …)
 _LITERALS = frozenset({"True", "False", "None"})
 
 
@@ -45,7 +46,8 @@ class GuardStep:
 
 @dataclass
 class Problem:
-    """A step naming no guard (`unknown`), or a named guard that uses itself (`cycle`)."""
+    """A step naming no guard (`unknown`), a named guard that uses itself
+    (`cycle`), or an expansion past `MAX_STEPS` (`too_many`)."""
 
     kind: str
     path: Path
@@ -57,6 +59,7 @@ class Expansion:
     steps: list[GuardStep] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)
     used: set[str] = field(default_factory=set)  # the named guards it expanded
+    expansions: int = 0  # how many times (an empty named guard costs one too)
 
 
 def is_let(text: str) -> bool:
@@ -89,6 +92,10 @@ def _expand(
     steps = list(enumerate(guard)) if isinstance(guard, list) else [(None, guard)]
     for i, step in steps:
         path: Path = base if i is None else (*base, i)
+        if len(found.steps) + found.expansions >= MAX_STEPS:
+            if not any(p.kind == "too_many" for p in found.problems):
+                found.problems.append(Problem("too_many", path, stack))
+            return
         if isinstance(step, GuardSpec):
             found.steps.append(GuardStep("message", path, owner, instance))
         elif not isinstance(step, str):
@@ -104,6 +111,7 @@ def _expand(
         else:
             name = step.strip()
             found.used.add(name)
+            found.expansions += 1
             inner = ("guards", name)
             _expand(
                 spec,
@@ -179,6 +187,14 @@ def _report(checker: Checker, problems: list[Problem]) -> None:
 
     for problem in problems:
         span = checker.map.value_span(problem.path)
+        if problem.kind == "too_many":
+            checker.error(
+                "E416",
+                f"this guard expands to more than {MAX_STEPS} steps (named guards used many times)",
+                span,
+                hint="name each guard once in a list, rather than lists that name each other twice",
+            )
+            continue
         if problem.kind == "cycle":
             chain = " → ".join(problem.names)
             checker.error(

@@ -80,6 +80,9 @@ class ParsedTemplate:
         for i, token in enumerate(self.tokens):
             self._where.setdefault((token.kind, token.value), []).append(i)
         self._first_loads: dict[str, int] | None = None
+        self._stored: set[str] | None = None
+        self._unset: dict[str, nodes.Name] = {}  # set names read where the set may not have run
+        self._load_rank: dict[int, int] | None = None
         self._nodes = _walk(tree)
 
     def find(self, *types: type[nodes.Node]) -> list[Any]:
@@ -160,28 +163,34 @@ class ParsedTemplate:
         found = find_undeclared_variables(tree) - {_VOLATILE}
         # Jinja also counts a name `{% set %}` in only some branches of an
         # `{% if %}`; it is free only where a read can run before the set.
-        return {
-            name
-            for name in found
-            if not template_flow.sets(self.tree, name)
-            or template_flow.read_before_set(self.tree, name)
-        }
+        conditional = {name for name in found if self.sets(name)}
+        self._unset = template_flow.unset_reads(self.tree, conditional) if conditional else {}
+        return {name for name in found if name not in conditional or name in self._unset}
 
     def sets(self, name: str) -> bool:
         """Whether the template `{% set %}`s `name` somewhere."""
-        return template_flow.sets(self.tree, name)
+        if self._stored is None:  # one walk for every name asked about
+            self._stored = {
+                n.name
+                for n in self.find(nodes.Name)
+                if isinstance(n, nodes.Name) and n.ctx == "store"
+            }
+        return name in self._stored
 
     def unset_read_offset(self, name: str) -> int:
-        """Where the first read of `name` that may run before its set is."""
-        read = template_flow.read_before_set(self.tree, name)
+        """Where the first read of `name` that may run before its set is
+        (found by `undeclared`)."""
+        read = self._unset.get(name)
         if read is None:
             return self.name_offset(name)
-        same_line = [
-            n
-            for n in self.find(nodes.Name)
-            if n.name == name and n.ctx == "load" and n.lineno == read.lineno
-        ]
-        nth = next(i for i, n in enumerate(same_line) if n is read)
+        if self._load_rank is None:  # one walk: each read's rank among its line's reads of it
+            self._load_rank = {}
+            counts: dict[tuple[str, int], int] = {}
+            for n in self.find(nodes.Name):
+                if isinstance(n, nodes.Name) and n.ctx == "load":
+                    key = (n.name, n.lineno)
+                    self._load_rank[id(n)] = counts[key] = counts.get(key, -1) + 1
+        nth = self._load_rank.get(id(read), 0)
         reads = [
             self.tokens[i].offset
             for i in self._where.get(("name", name), [])

@@ -111,11 +111,12 @@ def test_specs_that_fail_at_run_time_are_played() -> None:
 
 
 def test_hostile_specs_play_without_a_traceback(tmp_path: Path) -> None:
-    """`agentspec run`, `test` and `prompt` on the specs that fail only when they
-    run (issue 26): each failure is an error naming the spec's key and line, or
-    an episode that ends with it; never a traceback."""
+    """`agentspec test` on every hostile spec, and `run` and `prompt` on those
+    that fail only when they run (issue 26): each failure is an error naming
+    the spec's key and line, or an episode that ends with it; never a traceback."""
     env = {**os.environ, "AGENTSPEC_CACHE": str(tmp_path / "cache")}
-    commands = [["test", *map(str, PLAYED)]]
+    everything = sorted(HOSTILE.glob("*.yaml"))  # the invalid ones must fail cleanly too
+    commands = [["test", *map(str, everything)]]
     for path in PLAYED:
         if "run" in play_commands(path):
             commands.append(["run", str(path), "-n", "2", "--out", str(tmp_path / path.stem)])
