@@ -120,8 +120,32 @@ def _certainly_valid(schema: Any, value: Any) -> bool:
         options = schema["enum"]
         if not isinstance(options, list):
             return False
-        return any(type(option) is type(value) and option == value for option in options)
+        return any(_json_equal(option, value) for option in options)
     return True
+
+
+def _json_equal(a: Any, b: Any) -> bool:
+    """Equality as JSON Schema's ``enum`` means it: a boolean never equals a number (Python's
+    ``False == 0`` does, also inside lists and objects), ``1`` equals ``1.0``."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return type(a) is type(b) and a == b
+    if _is_number(a) or _is_number(b):
+        return _is_number(a) and _is_number(b) and a == b
+    if isinstance(a, list) or isinstance(b, list):
+        return (
+            isinstance(a, list)
+            and isinstance(b, list)
+            and len(a) == len(b)
+            and all(_json_equal(x, y) for x, y in zip(a, b, strict=True))
+        )
+    if isinstance(a, dict) or isinstance(b, dict):
+        return (
+            isinstance(a, dict)
+            and isinstance(b, dict)
+            and a.keys() == b.keys()
+            and all(_json_equal(a[k], b[k]) for k in a)
+        )
+    return type(a) is type(b) and a == b
 
 
 def value_problems(schema: Any, value: Any) -> list[str]:

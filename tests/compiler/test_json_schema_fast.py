@@ -103,3 +103,16 @@ def test_near_misses_go_to_jsonschema():
     assert value_problems({"enum": [1]}, True) != []
     assert not _simple_schema({"type": "strng"})
     assert [e.message for e in schema_problems({"type": "strng"})]
+
+
+def test_enum_equality_is_json_equality_not_python_equality():
+    """Hypothesis found it: `[False, False, 0] == [False, False, False]` in Python, but a
+    boolean is never a number in JSON Schema; 1 and 1.0 are the same number there."""
+    for schema, value in (
+        ({"enum": [[False, False, False]]}, [False, False, 0]),
+        ({"enum": [{"a": True}]}, {"a": 1}),
+        ({"enum": [0]}, False),
+    ):
+        assert value_problems(schema, value), (schema, value)
+    assert value_problems({"enum": [1.0]}, 1) == []
+    assert value_problems({"enum": [[1, {"b": None}]]}, [1.0, {"b": None}]) == []
