@@ -188,3 +188,19 @@ def test_lazy_names_count_as_imports_of_their_module() -> None:
         "agentspec.runtime" not in imports_of("agentspec.compiler.names")
     )
     assert _lazy_table("agentspec.runtime")["AgentEnvLoop"] == "agentspec.runtime.episode.loop"
+
+
+def test_the_checkers_modules_use_only_each_others_public_names() -> None:
+    """The `check_*` modules work on the `Checker` through its public methods and
+    attributes; none reaches into another object's private ones."""
+    reaches = []
+    for path in sorted((PACKAGE / "compiler").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if (
+                isinstance(node, ast.Attribute)
+                and node.attr.startswith("_")
+                and not node.attr.startswith("__")
+                and ast.unparse(node.value) not in ("self", "cls", "inspect")
+            ):
+                reaches.append(f"{path.name}:{node.lineno} {ast.unparse(node)}")
+    assert reaches == []

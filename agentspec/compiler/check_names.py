@@ -65,7 +65,7 @@ def reserved(checker: Checker, name: str, span: Span) -> bool:
 
 
 def unavailable(checker: Checker, root: str, span: Span) -> None:
-    site = checker._site
+    site = checker.site
     where = dotted(site.path) if site else "here"
     hint = f"'{root}' is available {WHERE[root]}"
     if root == "result" and site is not None and site.tool is not None:
@@ -94,7 +94,7 @@ def missing_field(
 ) -> None:
     code = _FIELD_CODES.get(root, "E411")
     message = f"unknown {_FIELD_NOUNS.get(root, f'field of {root!r}')} '{name}'"
-    site = checker._site
+    site = checker.site
     if root == "args" and site is not None and site.via is not None:
         message += f" of tool '{site.tool}', which uses guard '{site.via}'"
     if code == "E404" and checker.spec.data is None:

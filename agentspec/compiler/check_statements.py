@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
 def check_statement(checker: Checker, statement: ast.Assign | ast.CallStatement) -> None:
     if statement.cond is not None:
-        checker._expect_condition(statement.cond, checker.infer(statement.cond))
+        checker.expect_condition(statement.cond, checker.infer(statement.cond))
     if isinstance(statement, ast.CallStatement):
         _call_statement(checker, statement.call)
     else:
@@ -39,7 +39,7 @@ def _call_statement(checker: Checker, call: ast.Call) -> None:
             hint="an effect is `state.x = …`, `done()` or `fail(message)`",
         )
         return
-    checker._check_call_args(call, signature, [checker.infer(a) for a in call.args])
+    checker.check_call_args(call, signature, [checker.infer(a) for a in call.args])
 
 
 def _assignment(checker: Checker, statement: ast.Assign) -> None:
@@ -49,10 +49,10 @@ def _assignment(checker: Checker, statement: ast.Assign) -> None:
     if root is None:
         return
     value_type = checker.infer(statement.value)
-    assert checker._site is not None
+    assert checker.site is not None
     # The type code generation sees (a container is copied into state); a
     # scalar target (`state.n -= price`) needs no copy, whatever `price` is.
-    checker.value_types[checker._site.path] = value_type
+    checker.value_types[checker.site.path] = value_type
     if root != "state":
         checker.error(
             "E408",
@@ -77,7 +77,7 @@ def _assignment(checker: Checker, statement: ast.Assign) -> None:
         base = strip_optional(var_type)
         var_type = base.item if isinstance(base, ListOf) else ANY
     if strip_optional(var_type) in (STR, INT, FLOAT, BOOL):
-        checker.value_types[checker._site.path] = var_type
+        checker.value_types[checker.site.path] = var_type
     if statement.op != "=":
         value_type = check_operators.arith(
             checker, statement.op[0], var_type, value_type, statement

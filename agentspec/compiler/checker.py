@@ -83,9 +83,9 @@ class Checker:
         self.value_types: dict[Path, Type] = {}
         self.constant_types: dict[str, Type] = {}
         self.repetitions: set[ast.Node] = set()
-        self._site: Site | None = None
-        self._frames: list[dict[str, Type]] = [{}]
-        self._lets: dict[Any, dict[str, Type]] = {}
+        self.site: Site | None = None
+        self.frames: list[dict[str, Type]] = [{}]
+        self.lets: dict[Any, dict[str, Type]] = {}
         self.used_guards: set[str] = set()  # named guards some tool's `when` uses
         self._reported: set[Diagnostic] = set()
 
@@ -121,7 +121,9 @@ class Checker:
 
     # ------------------------------------------------------------------- sites
 
-    def _scope(self, *roots: str, tool: str | None = None, writable: Iterable[str] = ()) -> Scope:
+    def make_scope(
+        self, *roots: str, tool: str | None = None, writable: Iterable[str] = ()
+    ) -> Scope:
         available: dict[str, dict[str, Type] | Type] = {"constants": self.constant_types}
         for root in roots:
             if root == "state":
@@ -143,12 +145,12 @@ class Checker:
         return Scope(available, frozenset(writable))
 
     def _check_site(self, site: Site) -> None:
-        self._site = site
+        self.site = site
         # A tool's `let` names live in one frame its later effects share; a
         # guard's, in one its later steps share.
         in_effects = site.kind == "statement" and site.tool is not None
         frame = site.frame if site.frame is not None else (site.tool or "" if in_effects else None)
-        self._frames = [self._lets.setdefault(frame, {}) if frame is not None else {}]
+        self.frames = [self.lets.setdefault(frame, {}) if frame is not None else {}]
         text = self._text(site.path)
         if site.kind == "template":
             check_templates.check_template(self, site, text)
@@ -174,7 +176,7 @@ class Checker:
         typ = self.infer(node)
         self.expressions[site.path] = TypedExpr(node, typ)
         if site.kind == "condition":
-            self._expect_condition(node, typ)
+            self.expect_condition(node, typ)
         elif site.kind == "list":
             sections.expect_list(self, node, typ)
         elif site.kind == "number" and not is_numeric(typ):
@@ -201,16 +203,16 @@ class Checker:
         return str(value)
 
     def span(self, start: int, end: int) -> Span:
-        assert self._site is not None
-        locator = self.map.locator(self._site.path)
+        assert self.site is not None
+        locator = self.map.locator(self.site.path)
         if locator is None:
-            return self.map.value_span(self._site.path)
+            return self.map.value_span(self.site.path)
         return locator.span(start, end)
 
     def node_span(self, node: ast.Node) -> Span:
         return self.span(node.start, node.end)
 
-    def _expect_condition(self, node: ast.Node, typ: Type) -> None:
+    def expect_condition(self, node: ast.Node, typ: Type) -> None:
         self._decided_condition(node)
         if strip_optional(typ) not in (BOOL, ANY):
             self.error(
@@ -362,7 +364,7 @@ class Checker:
         if signature is None:
             self._unknown_function(node, span)
             return ANY
-        self._check_call_args(node, signature, arg_types)
+        self.check_call_args(node, signature, arg_types)
         return signature.return_type(arg_types)
 
     def _unknown_function(self, node: ast.Call, span: Span) -> None:
@@ -379,7 +381,7 @@ class Checker:
             hint = hint or "declare it under `functions:` with `impl: module:attr`"
         self.error("E405", f"unknown function '{node.func}'", span, hint)
 
-    def _check_call_args(self, node: ast.Call, signature: Signature, arg_types: list[Type]) -> None:
+    def check_call_args(self, node: ast.Call, signature: Signature, arg_types: list[Type]) -> None:
         count = len(arg_types)
         high = signature.max_args
         if count < signature.min_args or (high is not None and count > high):
@@ -459,8 +461,8 @@ class Checker:
     # ---------------------------------------------------------------- helpers
 
     def _scope_now(self) -> Scope:
-        assert self._site is not None
-        return self._site.scope
+        assert self.site is not None
+        return self.site.scope
 
 
 def check(loaded: LoadedSpec) -> tuple[CheckResult, list[Diagnostic]]:

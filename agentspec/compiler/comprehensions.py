@@ -25,7 +25,7 @@ RESERVED_LOCALS = frozenset({"self", "s", "fn", "user", "True", "False", "None"}
 
 
 def local_type(checker: Checker, name: str) -> Type | None:
-    for frame in reversed(checker._frames):
+    for frame in reversed(checker.frames):
         if name in frame:
             return frame[name]
     return None
@@ -49,17 +49,17 @@ def check_comprehension(checker: Checker, node: ast.Comprehension) -> Type:
         frame = {node.names[0]: item}
     for name in node.names:
         check_local_name(checker, name, checker.node_span(node))
-    checker._frames.append(frame)
+    checker.frames.append(frame)
     try:
         for cond in node.conds:
-            checker._expect_condition(cond, checker.infer(cond))
+            checker.expect_condition(cond, checker.infer(cond))
         element = checker.infer(node.element)
         if node.key is not None:
             checker.infer(node.key)
             return DICT
         return ListOf(element)
     finally:
-        checker._frames.pop()
+        checker.frames.pop()
 
 
 def _element_type(checker: Checker, iterable: Type, node: ast.Comprehension) -> Type:
@@ -115,4 +115,4 @@ def check_let(checker: Checker, statement: ast.Let) -> None:
             hint="a let binds once (per tool call in effects, per guard in `when`); use another name",
         )
         return
-    checker._frames[0][statement.name] = value
+    checker.frames[0][statement.name] = value

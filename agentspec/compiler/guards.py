@@ -136,7 +136,7 @@ def guard_sites(checker: Checker, tool_name: str, tool: Any) -> Iterator[Site]:
     expansion = expand(checker.spec, base, tool.when)
     checker.used_guards |= expansion.used
     _report(checker, expansion.problems)
-    scope = checker._scope("state", "sample", "step", "env", "args", tool=tool_name)
+    scope = checker.make_scope("state", "sample", "step", "env", "args", tool=tool_name)
     yield from _step_sites(checker, expansion.steps, scope, tool_name, f"tools.{tool_name}")
 
 
@@ -154,7 +154,7 @@ def _step_sites(
             yield Site((*step.path, "if"), "condition", scope, tool_name, frame=frame, via=via)
             # The message may read the `let` names bound before it.
             message_scope = Scope(dict(scope.roots), scope.writable, scope.open_roots)
-            message_scope.roots.update(checker._lets.get(frame, {}))
+            message_scope.roots.update(checker.lets.get(frame, {}))
             path = (*step.path, "message")
             yield Site(path, "template", message_scope, tool_name, frame=frame, via=via)
 
@@ -176,7 +176,7 @@ def unused_guard_sites(checker: Checker) -> Iterator[Site]:
             GuardStep(s.kind, s.path, s.owner or name, s.instance) for s in expansion.steps
         ]
         _report(checker, expansion.problems)
-        scope = checker._scope("state", "sample", "step", "env")
+        scope = checker.make_scope("state", "sample", "step", "env")
         scope.roots["args"] = {}
         scope.open_roots = scope.open_roots | {"args"}  # the tools that will use it are unknown
         yield from _step_sites(checker, expansion.steps, scope, None, f"guards.{name}")

@@ -51,7 +51,7 @@ def reads_sample_or_constants(text: str) -> bool:
 def initial_sites(checker: Checker) -> Iterator[Site]:
     for name in checker.spec.state:
         if initial_is_expression(checker, name):
-            yield Site(("state", name, "initial"), "expression", checker._scope("sample"))
+            yield Site(("state", name, "initial"), "expression", checker.make_scope("sample"))
 
 
 def check_initial_type(
@@ -73,12 +73,12 @@ def oracle_sites(checker: Checker) -> Iterator[Site]:
         return
     for i, step in enumerate(checker.spec.oracle):
         if isinstance(step, OracleEach):
-            yield Site(("oracle", i, "each"), "list", checker._scope("sample"))
-            scope = checker._scope("sample")
+            yield Site(("oracle", i, "each"), "list", checker.make_scope("sample"))
+            scope = checker.make_scope("sample")
             scope.roots.update(item=ANY, index=ANY)
             yield Site(("oracle", i, "action"), "template", scope)
         else:
-            yield Site(("oracle", i), "template", checker._scope("sample", "state", "step"))
+            yield Site(("oracle", i), "template", checker.make_scope("sample", "state", "step"))
 
 
 def expect_list(checker: Checker, node: ast.Node, typ: Type) -> None:
@@ -104,7 +104,7 @@ def all_sites(checker: Checker) -> Iterator[Site]:
     yield from initial_sites(checker)
     if spec.data is not None:
         for name in spec.data.derived:
-            yield Site(("data", "derived", name), "expression", checker._scope("sample"))
+            yield Site(("data", "derived", name), "expression", checker.make_scope("sample"))
     yield Site(("prompt", "system"), "template", prompt_scope)
     yield Site(("prompt", "user"), "template", prompt_scope)
     for tool_name, tool in spec.tools.items():
@@ -112,16 +112,20 @@ def all_sites(checker: Checker) -> Iterator[Site]:
     yield from guards.unused_guard_sites(checker)
     episode_roots = ("state", "sample", "step", "env")
     if isinstance(spec.episode.done_when, str):
-        yield Site(("episode", "done_when"), "condition", checker._scope(*episode_roots, "action"))
+        yield Site(
+            ("episode", "done_when"), "condition", checker.make_scope(*episode_roots, "action")
+        )
     if spec.episode.anchor is not None:
-        yield Site(("episode", "anchor"), "expression", checker._scope(*episode_roots))
+        yield Site(("episode", "anchor"), "expression", checker.make_scope(*episode_roots))
     yield from reward_sites(checker, episode_roots)
     if isinstance(spec.episode.success, str):
         yield Site(
-            ("episode", "success"), "condition", checker._scope(*episode_roots, "action", "reward")
+            ("episode", "success"),
+            "condition",
+            checker.make_scope(*episode_roots, "action", "reward"),
         )
     if spec.context.summary is not None:
-        summary = checker._scope("state", "sample", "step", "env")
+        summary = checker.make_scope("state", "sample", "step", "env")
         summary.roots.update(last_observation=STR, task=STR, steps=ANY)
         yield Site(("context", "summary"), "template", summary)
     yield from oracle_sites(checker)
@@ -135,7 +139,7 @@ def tool_sites(checker: Checker, tool_name: str, tool: ToolSpec) -> Iterator[Sit
         yield Site(
             (*base, "returns"),
             "expression",
-            checker._scope("state", "args", "sample", "step", "env", tool=tool_name),
+            checker.make_scope("state", "args", "sample", "step", "env", tool=tool_name),
             tool_name,
         )
     after = ("state", "args", "sample", "step", "env", "result")
@@ -143,12 +147,12 @@ def tool_sites(checker: Checker, tool_name: str, tool: ToolSpec) -> Iterator[Sit
         yield Site(
             (*base, "effect", i),
             "statement",
-            checker._scope(*after, tool=tool_name, writable=["state"]),
+            checker.make_scope(*after, tool=tool_name, writable=["state"]),
             tool_name,
         )
     if tool.observe is not None:
         yield Site(
-            (*base, "observe"), "template", checker._scope(*after, tool=tool_name), tool_name
+            (*base, "observe"), "template", checker.make_scope(*after, tool=tool_name), tool_name
         )
 
 
@@ -157,7 +161,7 @@ def reward_sites(checker: Checker, episode_roots: tuple[str, ...]) -> Iterator[S
     for name, reward in checker.spec.rewards.items():
         on_tool = reward.on.removeprefix("tool:") if reward.on.startswith("tool:") else None
         roots = (*episode_roots, "action") + (("args", "result") if on_tool else ())
-        scope = checker._scope(*roots, tool=on_tool)
+        scope = checker.make_scope(*roots, tool=on_tool)
         if isinstance(reward.value, str):
             yield Site(
                 ("rewards", name, "value"), "number", scope, on_tool, label=f"reward '{name}'"
