@@ -47,6 +47,7 @@ def run(
     from agentspec.compiler.diagnostics import SpecError
     from agentspec.runtime.episode.summary import summarize
     from agentspec.runtime.episode.trajectory import write_jsonl
+    from agentspec.runtime.mcp.stderr import server_logs
     from agentspec.stdlib.data import DataError
 
     try:
@@ -69,11 +70,12 @@ def run(
         "api_key_env": api_key_env,
         "max_concurrency": concurrency,
     }
-    trajectories = _roll_out(module, chosen, policy, settings)
+    out_dir = out or Path("runs") / f"{module.SPEC_NAME}-{policy.split(':')[0]}"
+    with server_logs(out_dir):  # MCP servers' stderr: out_dir/mcp/NAME.log
+        trajectories = _roll_out(module, chosen, policy, settings)
     names = [c.name for c in module.ENV_CLASS.reward_components]
     summary = summarize(trajectories, names)
     print_summary(f"{module.SPEC_NAME} · policy {policy} · {len(trajectories)} episodes", summary)
-    out_dir = out or Path("runs") / f"{module.SPEC_NAME}-{policy.split(':')[0]}"
     out_dir.mkdir(parents=True, exist_ok=True)
     write_jsonl(out_dir / "trajectories.jsonl", trajectories)
     _keep_tokenizer(tokenizer_source, out_dir / "tokenizer")

@@ -162,6 +162,7 @@ def _train_local(
 
     from agentspec.runtime.backends.local import ConfigError, TrainingInterrupted
     from agentspec.runtime.backends.local import train as run_training
+    from agentspec.runtime.mcp.stderr import server_logs
     from agentspec.stdlib.data import DataError
 
     console = Console(stderr=True)
@@ -191,7 +192,8 @@ def _train_local(
 
         try:
             progress.update(task, total=iterations)
-            path = run_training(spec, run_dir, overrides, resume=resume, progress=report)
+            with server_logs(run_dir):  # MCP servers' stderr: run_dir/mcp/NAME.log
+                path = run_training(spec, run_dir, overrides, resume=resume, progress=report)
         except ConfigError as exc:
             raise fail(str(exc), code=2) from None
         except DataError as exc:

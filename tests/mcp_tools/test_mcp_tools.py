@@ -50,6 +50,10 @@ PINS = SPEC.read_text()[
     SPEC.read_text().index("    tools:\n") : SPEC.read_text().index("\nepisode:")
 ]
 COMMAND = "command: [python, units_server.py]"
+ORACLE_CALL = (
+    '{"name": "convert", "arguments": {"value": {{ sample.value }}, "source":'
+    ' {{ sample.source | tojson }}, "target": {{ sample.target | tojson }}}}'
+)
 
 
 def test_validate_reads_only_the_pins() -> None:
@@ -174,6 +178,7 @@ def test_a_slow_call_times_out_with_the_specs_timeout(tmp_path: Path) -> None:
         ("include: [convert, add]", "include: [wait]"),
         (PINS, wait),
         ('  converted: {on: "tool:convert"', '  # converted: {on: "tool:convert"'),
+        (ORACLE_CALL, '{"name": "wait", "arguments": {"seconds": 0}}'),
     )
     traj = _episode(spec, [_call("wait", seconds=30), _call("wait", seconds=0)])
     assert _tool_errors(traj)[0][0] == "timeout"
@@ -184,7 +189,9 @@ def test_a_server_that_does_not_start_fails_its_calls_not_the_run(tmp_path: Path
     spec = _copy(tmp_path, (COMMAND, "command: [python, missing.py]"))
     traj = _episode(spec, [_call("add", a=1, b=2), "<answer>3</answer>"])
     code, message = _tool_errors(traj)[0]
-    assert code == "exception" and "MCP server 'python missing.py'" in message
+    assert code == "unavailable"
+    assert message.startswith("add failed: MCP server 'units' (python missing.py) exited")
+    assert "can't open file" in message and "missing.py" in message  # python's own words
     assert traj.termination.value == "done"
 
 

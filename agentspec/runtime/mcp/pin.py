@@ -23,7 +23,8 @@ from typing import Any
 
 import yaml
 
-from agentspec.runtime.mcp.tools import McpServer, list_server_tools
+from agentspec.runtime.mcp.server import McpServer
+from agentspec.runtime.mcp.tools import list_server_tools
 
 __all__ = ["PinError", "PinReport", "pin_spec"]
 
@@ -67,6 +68,7 @@ def _server_tools(name: str, config: Any, base_dir: Path) -> dict[str, Any]:
         raise PinError(f"mcp.{name} must be a mapping with `command` or `url`")
     command = config.get("command")
     connection = {
+        "name": name,
         "command": shlex.split(command) if isinstance(command, str) else command,
         "url": config.get("url"),
         "env": config.get("env") or {},
