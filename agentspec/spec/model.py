@@ -217,7 +217,7 @@ class McpServerSpec(Section):
     sessions: Literal["shared", "episode"] | Annotated[int, Field(ge=1, le=MAX_MCP_SESSIONS)] = (
         Field(
             "shared",
-            description="How episodes share the server: `shared` (one session, for stdio one process, for all calls), N (a pool of N; each call takes an idle one), or `episode` (one per episode, stopped when it ends). See docs/mcp.md.",
+            description="How episodes share the server: `shared` (one session, for stdio one process, for all calls), N from 1 to 256 (a pool of N; each call takes an idle one), or `episode` (one per episode, stopped when it ends). See docs/mcp.md.",
         )
     )
     include: list[str] | None = Field(
