@@ -34,7 +34,7 @@ def private_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 def _copy(tmp_path: Path, *edits: tuple[str, str]) -> Path:
     """The units spec, its server and data in a fresh folder, with text ``edits`` (old, new)."""
     folder = tmp_path / "task"
-    folder.mkdir()
+    folder.mkdir(parents=True)
     shutil.copy(HERE / "units_server.py", folder)
     shutil.copytree(HERE / "data", folder / "data")
     text = SPEC.read_text()
@@ -105,6 +105,25 @@ def test_pin_keeps_comments_and_handles_a_flow_style_server(tmp_path: Path) -> N
     assert pinned.startswith("# Unit conversion with tools taken from an MCP server")
     assert set(yaml.safe_load(pinned)["mcp"]["units"]["tools"]) == {"convert", "add", "wait"}
     assert runner.invoke(app, ["validate", str(spec)]).exit_code == 0
+
+
+def test_pin_keeps_a_comment_that_ends_the_server(tmp_path: Path) -> None:
+    include = "include: [convert, add]"
+    spec = _copy(tmp_path, (PINS, ""), (include, include + "   # the two we use"))
+    result = runner.invoke(app, ["mcp", "pin", str(spec)])
+    assert result.exit_code == 0, result.output
+    lines = spec.read_text().splitlines()
+    at = lines.index("    include: [convert, add]   # the two we use")
+    assert lines[at + 1] == "    tools:"
+    assert runner.invoke(app, ["mcp", "pin", "--check", str(spec)]).exit_code == 0
+
+
+def test_tool_rewards_read_an_mcp_result_as_text(tmp_path: Path) -> None:
+    reward = 'value: "0.1 if result == sample.answer else 0.0"'
+    assert runner.invoke(app, ["validate", str(_copy(tmp_path / "a"))]).exit_code == 0
+    spec = _copy(tmp_path / "b", (reward, 'value: "result + 1"'))
+    result = runner.invoke(app, ["validate", str(spec)])
+    assert "E501" in result.output and "between str and int" in result.output
 
 
 def test_pin_reports_a_server_that_does_not_start(tmp_path: Path) -> None:

@@ -121,8 +121,9 @@ def _rewrite(text: str, root: yaml.Node, tools: dict[str, dict[str, Any]]) -> st
         if existing:
             k, v = existing[0]
             edits.append((k.start_mark.index, _end(v), block))
-        else:
-            end = _end(node.value[-1][1])
+        else:  # after the server's last line, and after the comment that may end it
+            end = text.find("\n", _end(node.value[-1][1]))
+            end = len(text) if end < 0 else end
             edits.append((end, end, "\n" + " " * indent + block))
     for start, end, replacement in sorted(edits, reverse=True):
         text = text[:start] + replacement + text[end:]
