@@ -418,7 +418,8 @@ SCOPE_TEXT = {
     "action": "the model's turn: "
     + ", ".join(f"`{k}` ({t})" for k, t in scopes.ACTION_FIELDS.items()),
     "step": "the step: " + ", ".join(f"`{k}` ({t})" for k, t in scopes.STEP_FIELDS.items()),
-    "result": "the value of the tool's `returns`",
+    "result": "the value of the tool's `returns`; for an MCP tool, the text of its result"
+    " (what the model sees, `str`)",
     "reward": "each reward component of the episode so far, by name (float)",
     "env": "the environment adapter's facts (`env.score`, `env.done`, …; any attribute)",
 }

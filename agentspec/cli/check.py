@@ -18,7 +18,8 @@ ListImportsOption = Annotated[
     typer.Option(
         "--list-imports",
         help="Also list every Python `module:attribute` the spec imports at run"
-        " (functions, adapter, oracle hook, custom context): code outside the sandbox.",
+        " (functions, adapter, oracle hook, custom context, generator data source) and"
+        " every MCP server command it starts: code outside the sandbox.",
     ),
 ]
 ImportOption = Annotated[
@@ -82,7 +83,7 @@ def _print_github(diagnostics: list[Any], found: list[Any]) -> None:
         span = item.span
         typer.echo(
             f"::notice file={span.file},line={span.line},col={span.column}"
-            f"::imports {item.target} ({item.field})"
+            f"::{item.verb} {item.target} ({item.field})"
         )
 
 

@@ -66,6 +66,7 @@ def run(
         require(f"agentspec run --policy {policy}", "train")
     from agentspec.runtime.episode.summary import summarize
     from agentspec.runtime.episode.trajectory import write_jsonl
+    from agentspec.runtime.mcp.stderr import server_logs
 
     module, samples = _spec_and_samples(spec, split)
     chosen, repeats = _choose(samples, episodes, seed)
@@ -81,13 +82,14 @@ def run(
         "api_key_env": api_key_env,
         "max_concurrency": concurrency,
     }
-    trajectories = _roll_out(module, chosen, policy, settings)
+    kind = "hf" if model is not None else policy.split(":")[0]
+    out_dir = out or Path("runs") / f"{module.SPEC_NAME}-{kind}"
+    with server_logs(out_dir):  # MCP servers' stderr: out_dir/mcp/NAME.log
+        trajectories = _roll_out(module, chosen, policy, settings)
     names = [c.name for c in module.ENV_CLASS.reward_components]
     summary = summarize(trajectories, names)
     played = f"{len(trajectories)} episodes" + (f" of {len(samples)} samples" if repeats else "")
     print_summary(f"{module.SPEC_NAME} · policy {policy} · {played}", summary)
-    kind = "hf" if model is not None else policy.split(":")[0]
-    out_dir = out or Path("runs") / f"{module.SPEC_NAME}-{kind}"
     out_dir.mkdir(parents=True, exist_ok=True)
     write_jsonl(out_dir / "trajectories.jsonl", trajectories)
     _keep_tokenizer(tokenizer_source, out_dir / "tokenizer")

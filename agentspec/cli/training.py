@@ -163,14 +163,16 @@ def _verl_dry_run(
 def _train_local(spec: Path, run_dir: Path, overrides: dict[str, object], resume: bool) -> None:
     from agentspec.runtime.backends.local import ConfigError, TrainingInterrupted
     from agentspec.runtime.backends.local import train as run_training
+    from agentspec.runtime.mcp.stderr import server_logs
     from agentspec.runtime.text.model_names import ModelNameError
     from agentspec.stdlib.data import DataError
 
     phases = _Phases()
     try:
-        path = run_training(
-            spec, run_dir, overrides, resume=resume, progress=phases.iteration, phases=phases
-        )
+        with server_logs(run_dir):  # MCP servers' stderr: run_dir/mcp/NAME.log
+            path = run_training(
+                spec, run_dir, overrides, resume=resume, progress=phases.iteration, phases=phases
+            )
     except (ConfigError, ModelNameError, DataError, TrainingInterrupted) as exc:
         phases.close()  # before the error, so the bar does not follow it
         raise _stopped(exc) from None

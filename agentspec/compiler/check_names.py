@@ -68,7 +68,7 @@ def unavailable(checker: Checker, root: str, span: Span) -> None:
     site = checker.site
     where = dotted(site.path) if site else "here"
     hint = f"'{root}' is available {WHERE[root]}"
-    if root == "result" and site is not None and site.tool is not None:
+    if root == "result" and site is not None and site.tool in checker.spec.tools:
         hint = f"declare `returns:` on tool '{site.tool}' to give it a result"
     checker.error("E407", f"'{root}' is not available in {where}", span, hint)
 

@@ -54,7 +54,7 @@ def lower(checked: CheckResult, *, spec_file: str, spec_sha256: str, version: st
     context = spec.context
     episode = spec.episode
     return ModuleModel(
-        mcp_servers={_server_variable(n): _connection(server) for n, server in spec.mcp.items()},
+        mcp_servers={_server_variable(n): _connection(n, server) for n, server in spec.mcp.items()},
         spec_name=spec.name,
         spec_file=spec_file,
         spec_sha256=spec_sha256,
@@ -265,13 +265,15 @@ def _server_variable(name: str) -> str:
     return "MCP_" + name.upper()
 
 
-def _connection(server: McpServerSpec) -> dict[str, Any]:
+def _connection(name: str, server: McpServerSpec) -> dict[str, Any]:
     command = server.command
     connection: dict[str, Any] = {
+        "name": name,
         "command": shlex.split(command) if isinstance(command, str) else command,
         "url": server.url,
         "env": dict(server.env),
         "timeout": server.timeout,
+        "sessions": server.sessions,
     }
     return {k: v for k, v in connection.items() if v is not None}
 

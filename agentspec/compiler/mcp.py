@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from agentspec.compiler import check_names
-from agentspec.compiler.types import Type, json_schema_type
+from agentspec.compiler.types import STR, Type, json_schema_type
 from agentspec.json_schema import schema_problems
 from agentspec.spec.model import McpServerSpec, McpToolSpec, TaskSpec
 
@@ -104,6 +104,8 @@ def check_mcp(checker: Checker) -> None:
                 hint="re-pin the server with `agentspec mcp pin SPEC`",
             )
         checker.arg_types[tool.name] = _argument_types(schema)
+        # `tool:NAME` rewards read `result`: the text the model sees of the call's result
+        checker.result_types[tool.name] = STR
 
 
 def _argument_types(schema: dict[str, Any]) -> dict[str, Type]:

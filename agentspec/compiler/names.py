@@ -38,7 +38,7 @@ IMPORTS: dict[str, str] = {
     "SpecTool": "from agentspec.runtime.spec.env import SpecTool",
     "SpecToolEnv": "from agentspec.runtime.spec.env import SpecToolEnv",
     "template": "from agentspec.runtime.spec.scope import template",
-    "McpServer": "from agentspec.runtime.mcp.tools import McpServer",
+    "McpServer": "from agentspec.runtime.mcp.server import McpServer",
     "McpTool": "from agentspec.runtime.mcp.tools import McpTool",
     "make_adapter": "from agentspec.stdlib.adapters import make_adapter",
     "load_source": "from agentspec.stdlib.data import load_samples as load_source",

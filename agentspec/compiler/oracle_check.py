@@ -22,6 +22,7 @@ from pathlib import Path as FsPath
 from typing import Any, cast
 
 from agentspec.compiler.ir import CheckResult
+from agentspec.compiler.mcp import mcp_tools
 from agentspec.compiler.types import (
     BOOL,
     DICT,
@@ -35,7 +36,7 @@ from agentspec.compiler.types import (
 from agentspec.diagnostics import Diagnostic
 from agentspec.json_schema import value_problems
 from agentspec.source import Span
-from agentspec.spec.model import OracleEach, ToolSpec
+from agentspec.spec.model import OracleEach, TaskSpec, ToolSpec
 
 
 @dataclass
@@ -83,6 +84,24 @@ def _object_schema(tool: ToolSpec) -> dict[str, Any]:
     return {"type": "object", "properties": dict(tool.parameters), "required": required}
 
 
+def _tool_schemas(spec: TaskSpec) -> dict[str, dict[str, Any]]:
+    """Every tool the model may call, spec tools and pinned MCP tools: its object schema."""
+    schemas = {name: _object_schema(tool) for name, tool in spec.tools.items()}
+    for served in mcp_tools(spec):
+        schemas.setdefault(served.name, served.pin.parameters)  # a clash is E703's
+    return schemas
+
+
+def _argument_schema(schema: dict[str, Any], argument: str) -> dict[str, Any] | None:
+    """The schema of one argument, with the definitions its `$ref`s may point to."""
+    properties = schema.get("properties")
+    sub = properties.get(argument) if isinstance(properties, dict) else None
+    if not isinstance(sub, dict):
+        return None
+    definitions = {k: schema[k] for k in ("$defs", "definitions") if k in schema}
+    return {**definitions, **sub}
+
+
 class _OracleChecker:
     def __init__(self, checked: CheckResult, spec_dir: FsPath):
         self.spec = checked.spec
@@ -90,11 +109,12 @@ class _OracleChecker:
         self.checked = checked
         self.spec_dir = spec_dir
         self.diagnostics: list[Diagnostic] = []
+        self.tools = _tool_schemas(self.spec)
 
     def run(self) -> list[Diagnostic]:
         if self.spec.episode.tool_format == "bracket":
             self._bracket_tools()
-        if isinstance(self.spec.oracle, list) and self.spec.tools:
+        if isinstance(self.spec.oracle, list) and self.tools:
             self._turns(self.spec.oracle)
         return self.diagnostics
 
@@ -117,7 +137,7 @@ class _OracleChecker:
         sample, real = self._sample()
         env = _sandbox()
         fmt = get_format(self.spec.episode.tool_format)
-        tools = {name: _ToolView(_object_schema(tool)) for name, tool in self.spec.tools.items()}
+        tools = {name: _ToolView(schema) for name, schema in self.tools.items()}
         for i, step in enumerate(steps):
             template, variables, real_turn = self._variables(i, step, sample, real)
             try:
@@ -174,29 +194,30 @@ class _OracleChecker:
     def _call(self, turn: int, name: str, arguments: Any, real: bool) -> None:
         import difflib
 
-        tool = self.spec.tools.get(name)
-        if tool is None:
-            close = difflib.get_close_matches(name, list(self.spec.tools), n=1, cutoff=0.6)
+        schema = self.tools.get(name)
+        if schema is None:
+            close = difflib.get_close_matches(name, list(self.tools), n=1, cutoff=0.6)
             self._report(
                 "E909",
                 turn,
                 f"{self._label(turn)} calls unknown tool '{name}'",
-                f"did you mean '{close[0]}'?" if close else "tools: " + ", ".join(self.spec.tools),
+                f"did you mean '{close[0]}'?" if close else "tools: " + ", ".join(self.tools),
                 word=name,
             )
             return
         if not isinstance(arguments, dict):
             return
+        parameters = list(schema.get("properties") or {})
         for arg in arguments:
-            if arg not in tool.parameters:
+            if arg not in parameters:
                 self._report(
                     "E910",
                     turn,
                     f"{self._label(turn)} passes unknown argument '{arg}' to tool '{name}'",
-                    "parameters: " + (", ".join(tool.parameters) or "none"),
+                    "parameters: " + (", ".join(parameters) or "none"),
                     word=arg,
                 )
-        required = list(tool.parameters) if tool.required is None else tool.required
+        required = schema.get("required") or []
         for arg in required:
             if arg not in arguments:
                 self._report(
@@ -206,14 +227,16 @@ class _OracleChecker:
                     word=name,
                 )
         if real:
-            self._values(turn, name, tool, arguments)
+            self._values(turn, name, schema, arguments)
 
-    def _values(self, turn: int, name: str, tool: ToolSpec, arguments: dict[str, Any]) -> None:
+    def _values(
+        self, turn: int, name: str, schema: dict[str, Any], arguments: dict[str, Any]
+    ) -> None:
         for arg, value in arguments.items():
-            schema = tool.parameters.get(arg)
-            if schema is None:
+            argument_schema = _argument_schema(schema, arg)
+            if argument_schema is None:
                 continue
-            for problem in value_problems(schema, value):
+            for problem in value_problems(argument_schema, value):
                 self._report(
                     "E910",
                     turn,

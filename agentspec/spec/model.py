@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from agentspec.contexts import CONTEXT_POLICIES
 from agentspec.spec.base import (
@@ -203,6 +203,10 @@ class ToolSpec(Section):
     )
 
 
+MAX_MCP_SESSIONS = 256
+"""Largest pool of sessions (server processes) of one MCP server."""
+
+
 class McpToolSpec(Section):
     """A tool of an MCP server as pinned in the spec (written by `agentspec mcp pin`)."""
 
@@ -229,6 +233,12 @@ class McpServerSpec(Section):
         default_factory=dict, description="Environment variables for a stdio server."
     )
     timeout: float = Field(30.0, gt=0, description="Seconds before one call is abandoned.")
+    sessions: Literal["shared", "episode"] | Annotated[int, Field(ge=1, le=MAX_MCP_SESSIONS)] = (
+        Field(
+            "shared",
+            description="How episodes share the server: `shared` (one session, for stdio one process, for all calls), N from 1 to 256 (a pool of N; each call takes an idle one), or `episode` (one per episode, stopped when it ends). See docs/mcp.md.",
+        )
+    )
     include: list[str] | None = Field(
         None, description="The server's tools to use (default: all); pinning keeps only these."
     )
@@ -236,6 +246,24 @@ class McpServerSpec(Section):
         None,
         description="The pinned tools (name → description and parameters); `agentspec mcp pin` writes them, and `validate` / `compile` read only these.",
     )
+
+    @field_validator("sessions", mode="before")
+    @classmethod
+    def _session_mode(cls, value: Any) -> Any:
+        # One message for every wrong value (the union would give one per branch),
+        # and no lax coercion of `true` or "2" into a pool size.
+        if value in ("shared", "episode") and isinstance(value, str):
+            return value
+        if (
+            isinstance(value, int)
+            and not isinstance(value, bool)
+            and 1 <= value <= MAX_MCP_SESSIONS
+        ):
+            return value
+        raise ValueError(
+            f"{value!r} is not a way to share the server: use `shared`, `episode`,"
+            f" or a pool size from 1 to {MAX_MCP_SESSIONS}"
+        )
 
     @model_validator(mode="after")
     def _one_transport(self) -> McpServerSpec:

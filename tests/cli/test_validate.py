@@ -183,3 +183,16 @@ def test_list_imports_in_json(tmp_path: Path) -> None:
         ("context.custom", "mypkg.context", 8),
         ("oracle.hook", "mypkg.experts", 9),
     ]
+
+
+def test_list_imports_names_server_commands_and_generator_sources() -> None:
+    units = ROOT / "tests" / "mcp_tools" / "units.yaml"
+    generated = ROOT / "tests" / "specs" / "valid" / "all_reward_events.yaml"
+    result = runner.invoke(app, ["validate", "--list-imports", str(units), str(generated)])
+    assert result.exit_code == 0, result.output
+    assert f"{units}:18:14: runs python units_server.py (mcp.units.command)" in result.output
+    assert f"{generated}:5:11: imports my_units.conversions:samples (data.source)" in result.output
+    result = runner.invoke(app, ["validate", "--list-imports", "--format", "json", str(units)])
+    (command,) = json.loads(result.stdout)["imports"]
+    assert command["kind"] == "command" and command["module"] is None
+    assert command["target"] == "python units_server.py"

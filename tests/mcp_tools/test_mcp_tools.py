@@ -34,7 +34,7 @@ def private_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 def _copy(tmp_path: Path, *edits: tuple[str, str]) -> Path:
     """The units spec, its server and data in a fresh folder, with text ``edits`` (old, new)."""
     folder = tmp_path / "task"
-    folder.mkdir()
+    folder.mkdir(parents=True)
     shutil.copy(HERE / "units_server.py", folder)
     shutil.copytree(HERE / "data", folder / "data")
     text = SPEC.read_text()
@@ -50,6 +50,10 @@ PINS = SPEC.read_text()[
     SPEC.read_text().index("    tools:\n") : SPEC.read_text().index("\nepisode:")
 ]
 COMMAND = "command: [python, units_server.py]"
+ORACLE_CALL = (
+    '{"name": "convert", "arguments": {"value": {{ sample.value }}, "source":'
+    ' {{ sample.source | tojson }}, "target": {{ sample.target | tojson }}}}'
+)
 
 
 def test_validate_reads_only_the_pins() -> None:
@@ -101,6 +105,25 @@ def test_pin_keeps_comments_and_handles_a_flow_style_server(tmp_path: Path) -> N
     assert pinned.startswith("# Unit conversion with tools taken from an MCP server")
     assert set(yaml.safe_load(pinned)["mcp"]["units"]["tools"]) == {"convert", "add", "wait"}
     assert runner.invoke(app, ["validate", str(spec)]).exit_code == 0
+
+
+def test_pin_keeps_a_comment_that_ends_the_server(tmp_path: Path) -> None:
+    include = "include: [convert, add]"
+    spec = _copy(tmp_path, (PINS, ""), (include, include + "   # the two we use"))
+    result = runner.invoke(app, ["mcp", "pin", str(spec)])
+    assert result.exit_code == 0, result.output
+    lines = spec.read_text().splitlines()
+    at = lines.index("    include: [convert, add]   # the two we use")
+    assert lines[at + 1] == "    tools:"
+    assert runner.invoke(app, ["mcp", "pin", "--check", str(spec)]).exit_code == 0
+
+
+def test_tool_rewards_read_an_mcp_result_as_text(tmp_path: Path) -> None:
+    reward = 'value: "0.1 if result == sample.answer else 0.0"'
+    assert runner.invoke(app, ["validate", str(_copy(tmp_path / "a"))]).exit_code == 0
+    spec = _copy(tmp_path / "b", (reward, 'value: "result + 1"'))
+    result = runner.invoke(app, ["validate", str(spec)])
+    assert "E501" in result.output and "between str and int" in result.output
 
 
 def test_pin_reports_a_server_that_does_not_start(tmp_path: Path) -> None:
@@ -174,6 +197,7 @@ def test_a_slow_call_times_out_with_the_specs_timeout(tmp_path: Path) -> None:
         ("include: [convert, add]", "include: [wait]"),
         (PINS, wait),
         ('  converted: {on: "tool:convert"', '  # converted: {on: "tool:convert"'),
+        (ORACLE_CALL, '{"name": "wait", "arguments": {"seconds": 0}}'),
     )
     traj = _episode(spec, [_call("wait", seconds=30), _call("wait", seconds=0)])
     assert _tool_errors(traj)[0][0] == "timeout"
@@ -184,7 +208,9 @@ def test_a_server_that_does_not_start_fails_its_calls_not_the_run(tmp_path: Path
     spec = _copy(tmp_path, (COMMAND, "command: [python, missing.py]"))
     traj = _episode(spec, [_call("add", a=1, b=2), "<answer>3</answer>"])
     code, message = _tool_errors(traj)[0]
-    assert code == "exception" and "MCP server 'python missing.py'" in message
+    assert code == "unavailable"
+    assert message.startswith("add failed: MCP server 'units' (python missing.py) exited")
+    assert "can't open file" in message and "missing.py" in message  # python's own words
     assert traj.termination.value == "done"
 
 

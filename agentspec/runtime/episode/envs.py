@@ -173,6 +173,12 @@ class ToolEnv(AgentEnv):
         self.step_index = 0
         return Observation(messages=self.initial_messages(sample))
 
+    async def close(self) -> None:
+        """Tell each tool that the episode ended (an MCP tool stops its per-episode server)."""
+        context = ToolContext(env=self, step_index=max(0, self.step_index - 1))
+        for tool in self.tools.values():
+            await tool.end_episode(context)
+
     async def on_final(self, answer: str, action: Action) -> StepResult:
         """Called when the response has no calls; ends the episode by default."""
         return StepResult(done=True, events=[Event(EventKind.FINAL, message=answer)])

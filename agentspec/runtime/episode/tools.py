@@ -40,7 +40,12 @@ __all__ = [
 
 class ToolFailure(Exception):
     """Raised by a tool to fail the call with a message meant for the model
-    (a spec's `fail(message)` effect); :meth:`BaseTool.run` reports it verbatim."""
+    (a spec's `fail(message)` effect); :meth:`BaseTool.run` reports it verbatim,
+    with the error ``code`` (``failed`` unless the tool names another kind)."""
+
+    def __init__(self, message: str, code: str = "failed") -> None:
+        super().__init__(message)
+        self.code = code
 
 
 class GuardMessage(str):
@@ -82,7 +87,9 @@ class ToolResult:
     text: str
     ok: bool
     code: str = ""
-    """Empty when ok; else ``unknown_tool``, ``invalid_arguments``, ``guard``, ``failed``, ``exception`` or ``timeout``."""
+    """Empty when ok; else ``unknown_tool``, ``invalid_arguments``, ``guard``, ``failed``,
+    ``exception`` or ``timeout``, or a kind the tool names (MCP tools: ``crashed``,
+    ``unavailable``)."""
     done: bool = False
     success: bool | None = None
     info: dict[str, Any] = field(default_factory=dict)
@@ -224,6 +231,11 @@ class BaseTool:
             return []
         return schema_errors(self.parameters, args)
 
+    async def end_episode(self, context: ToolContext) -> None:
+        """Called once when an episode whose environment holds this tool ends
+        (release what the tool keeps per episode; nothing by default)."""
+        return None
+
     def execute_blocking(self, args: dict[str, Any], context: ToolContext) -> str | ToolOutput:
         """The synchronous body of a ``blocking`` tool (run in a worker thread)."""
         raise NotImplementedError
@@ -257,7 +269,7 @@ class BaseTool:
                 f"{self.name} cannot be used now: its condition failed: {exc}", "exception"
             )
         except ToolFailure as failure:  # the tool refused on purpose: its message, verbatim
-            return self._error(str(failure), "failed")
+            return self._error(str(failure), failure.code)
         except (asyncio.TimeoutError, TimeoutError):  # the same class from Python 3.11 on
             return self._error(f"{self.name} timed out after {self.timeout:g} s", "timeout")
         except Exception as exc:  # a tool's failure is an observation, not a crash

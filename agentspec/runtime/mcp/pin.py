@@ -23,7 +23,8 @@ from typing import Any
 
 import yaml
 
-from agentspec.runtime.mcp.tools import McpServer, list_server_tools
+from agentspec.runtime.mcp.server import McpServer
+from agentspec.runtime.mcp.tools import list_server_tools
 
 __all__ = ["PinError", "PinReport", "pin_spec"]
 
@@ -67,6 +68,7 @@ def _server_tools(name: str, config: Any, base_dir: Path) -> dict[str, Any]:
         raise PinError(f"mcp.{name} must be a mapping with `command` or `url`")
     command = config.get("command")
     connection = {
+        "name": name,
         "command": shlex.split(command) if isinstance(command, str) else command,
         "url": config.get("url"),
         "env": config.get("env") or {},
@@ -119,8 +121,9 @@ def _rewrite(text: str, root: yaml.Node, tools: dict[str, dict[str, Any]]) -> st
         if existing:
             k, v = existing[0]
             edits.append((k.start_mark.index, _end(v), block))
-        else:
-            end = _end(node.value[-1][1])
+        else:  # after the server's last line, and after the comment that may end it
+            end = text.find("\n", _end(node.value[-1][1]))
+            end = len(text) if end < 0 else end
             edits.append((end, end, "\n" + " " * indent + block))
     for start, end, replacement in sorted(edits, reverse=True):
         text = text[:start] + replacement + text[end:]

@@ -1,0 +1,168 @@
+"""A spec's `mcp.NAME` server at run time: how to reach it, and which sessions calls use.
+
+`sessions` chooses how episodes share the server (per event loop, i.e. per
+rollout):
+
+- ``"shared"`` (default): one session — for stdio, one process — for every
+  call; calls run concurrently over it. Cheapest; a server that blocks on one
+  call blocks them all.
+- ``N`` (an integer): a pool of N sessions; each call takes an idle one and
+  waits while all N are busy, so one stuck call holds one session.
+- ``"episode"``: a session per episode, started on its first call and stopped
+  when the episode ends; nothing the server keeps leaks between episodes.
+
+With a pool or per-episode sessions, a call that times out restarts its
+session (the server may be wedged on it); a shared server is left running,
+since other calls are in flight on it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import sys
+from collections.abc import AsyncIterator, Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from agentspec.runtime.mcp.session import Session, sdk
+from agentspec.runtime.mcp.stderr import StderrCapture
+
+__all__ = ["McpServer"]
+
+LAUNCHER = Path(__file__).resolve().with_name("launch.py")
+
+
+class McpServer:
+    """How to reach one MCP server (a spec's `mcp.NAME`), and its sessions per event loop.
+
+    Args:
+        config: ``name`` (the spec's name for it, used in messages and log
+            files); ``command`` (argument list, run in ``base_dir``) or ``url``
+            (Streamable HTTP); ``env`` (extra environment variables of a stdio
+            server); ``timeout`` (seconds per call); ``sessions`` (``"shared"``,
+            ``"episode"`` or a pool size).
+        base_dir: the spec's folder, or a callable giving it when the server
+            starts (a generated module learns its folder after import); None
+            means the working directory.
+    """
+
+    def __init__(
+        self,
+        config: Mapping[str, Any],
+        base_dir: str | os.PathLike[str] | Callable[[], str | os.PathLike[str] | None] | None = ".",
+    ) -> None:
+        self.command: list[str] | None = list(config["command"]) if config.get("command") else None
+        self.url: str | None = config.get("url")
+        if (self.command is None) == (self.url is None):
+            raise ValueError("an MCP server needs exactly one of `command` or `url`")
+        self.name = str(config.get("name") or "server")
+        self.env = {str(k): str(v) for k, v in (config.get("env") or {}).items()}
+        self.timeout = float(config.get("timeout", 30.0))
+        self.sessions: str | int = config.get("sessions", "shared")
+        if not (self.sessions in ("shared", "episode") or _pool_size(self.sessions)):
+            raise ValueError(
+                f"sessions must be 'shared', 'episode' or a pool size, not {self.sessions!r}"
+            )
+        self._base_dir = base_dir
+        self._loops: dict[asyncio.AbstractEventLoop, _Sessions] = {}
+
+    @property
+    def base_dir(self) -> Path:
+        folder = self._base_dir() if callable(self._base_dir) else self._base_dir
+        return Path(folder if folder is not None else ".")
+
+    def describe(self) -> str:
+        """How messages name the server: `'units' (python units_server.py)`."""
+        where = self.url if self.url is not None else " ".join(self.command or [])
+        return f"{self.name!r} ({where})"
+
+    def stderr_capture(self) -> StderrCapture | None:
+        """Where the next process's stderr goes (None for a server reached by URL)."""
+        return StderrCapture(self.name, " ".join(self.command)) if self.command else None
+
+    def transport(self, capture: StderrCapture | None) -> Any:
+        """The SDK transport to the server: Streamable HTTP, or a stdio process."""
+        mcp = sdk()
+        if self.url is not None:
+            from mcp.client.streamable_http import streamable_http_client
+
+            return streamable_http_client(self.url)
+        assert self.command is not None and capture is not None
+        program = self.command[0]
+        if program in ("python", "python3"):  # the interpreter (and packages) agentspec runs on
+            program = sys.executable
+        command, args = program, self.command[1:]
+        if os.name == "posix":  # started by the launcher, which tells its pid (and execs)
+            command, args = sys.executable, ["-I", "-S", str(LAUNCHER), program, *args]
+        parameters = mcp.StdioServerParameters(
+            command=command, args=args, env={**os.environ, **self.env}, cwd=str(self.base_dir)
+        )
+        return mcp.stdio_client(parameters, errlog=capture.file)
+
+    @contextlib.asynccontextmanager
+    async def session(self, episode: object | None) -> AsyncIterator[Session]:
+        """The session one call of ``episode`` (an environment, or None) runs on."""
+        async with self._on_this_loop().lease(episode) as session:
+            yield session
+
+    async def after_timeout(self, session: Session) -> None:
+        """A call on ``session`` timed out: stop its server (it may be wedged on that call;
+        the next call starts a new one), unless other episodes' calls share it."""
+        if self.sessions != "shared":
+            await session.close()
+
+    async def end_episode(self, episode: object) -> None:
+        """Stop the session of ``episode`` (per-episode sessions); nothing otherwise."""
+        sessions = self._loops.get(asyncio.get_running_loop())
+        if sessions is not None:
+            await sessions.end(episode)
+
+    def _on_this_loop(self) -> _Sessions:
+        loop = asyncio.get_running_loop()
+        sessions = self._loops.get(loop)
+        if sessions is None:
+            self._loops = {lp: s for lp, s in self._loops.items() if not lp.is_closed()}
+            sessions = self._loops[loop] = _Sessions(self)
+        return sessions
+
+
+def _pool_size(value: object) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 1 else 0
+
+
+class _Sessions:
+    """The sessions of one server on one event loop, leased to calls as `sessions` says."""
+
+    def __init__(self, server: McpServer) -> None:
+        self.server = server
+        self.shared = Session(server)
+        self.per_episode: dict[int, Session] = {}
+        size = _pool_size(server.sessions)
+        self.idle: asyncio.Queue[Session] = asyncio.Queue()
+        for _ in range(size):
+            self.idle.put_nowait(Session(server))
+
+    @contextlib.asynccontextmanager
+    async def lease(self, episode: object | None) -> AsyncIterator[Session]:
+        mode = self.server.sessions
+        if mode == "shared":
+            yield self.shared
+        elif mode == "episode":
+            key = id(episode)
+            session = self.per_episode.get(key)
+            if session is None:
+                session = self.per_episode[key] = Session(self.server)
+            yield session
+        else:
+            session = await self.idle.get()
+            try:
+                yield session
+            finally:
+                self.idle.put_nowait(session)
+
+    async def end(self, episode: object) -> None:
+        session = self.per_episode.pop(id(episode), None)
+        if session is not None:
+            await session.close()
