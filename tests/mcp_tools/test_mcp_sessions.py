@@ -152,6 +152,7 @@ def test_a_run_keeps_server_stderr_in_its_directory_and_leaves_nothing_running(
     assert not any(running(pid) for pid in started(pids))
 
 
+@pytest.mark.slow
 def test_ctrl_c_stops_the_servers(tmp_path: Path) -> None:
     spec = flaky(tmp_path, ("timeout: 5", "timeout: 60"))  # the `hang` call stays in flight
     pids = tmp_path / "pids"
@@ -216,6 +217,7 @@ START_FAILURES = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("command", "cause"), START_FAILURES, ids=["flag", "database", "program"])
 def test_a_server_that_cannot_start_says_why(tmp_path: Path, command: str, cause: str) -> None:
     spec = flaky(

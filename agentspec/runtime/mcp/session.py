@@ -233,7 +233,7 @@ class _Connection:
         if self.ready.done():
             self._stop.set()  # leave the client's context normally: the server is stopped
         else:
-            self.task.cancel()  # still waiting out the backoff, or starting
+            self.task.cancel()  # still starting (the watchdog sees to the process)
 
     def stderr_tail(self) -> str:
         return quote_tail(self.capture.tail()) if self.capture is not None else ""

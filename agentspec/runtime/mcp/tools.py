@@ -65,7 +65,11 @@ class McpTool(BaseTool):
 
     async def run(self, args: dict[str, Any], context: ToolContext | None = None) -> ToolResult:
         ctx = context or ToolContext()
-        if self.validate(args):  # refused by the pinned schema: the server is not needed
+        try:
+            refused = bool(self.validate(args))
+        except Exception:  # input the schema check chokes on: BaseTool.run reports it
+            refused = True
+        if refused:  # refused by the pinned schema: the server is not needed
             return await super().run(args, ctx)
         async with self.server.session(ctx.env) as session:
             # Start the server before the call's time limit starts: the spec's `timeout`
