@@ -17,13 +17,18 @@ from __future__ import annotations
 
 from importlib import metadata
 
-__all__ = ["PLUGIN_MODULE", "VERL_VERSION", "VerlVersionError", "check_verl_version"]
+__all__ = ["ENGINES_ENV", "PLUGIN_MODULE", "VERL_VERSION", "VerlVersionError", "check_verl_version"]
 
 VERL_VERSION = "0.9.1"
 """The one verl version this backend is written and tested against."""
 
 PLUGIN_MODULE = "agentspec.runtime.backends.verl.plugin"
 """What ``VERL_USE_EXTERNAL_MODULES`` (or the ``verl.plugins`` entry point) loads."""
+
+ENGINES_ENV = "AGENTSPEC_VERL_ENGINES"
+"""``1`` in the workers of a run agentspec launched: the plugin then registers
+agentspec's critic engine (:mod:`.engines`) for NVIDIA GPUs. Other verl runs in the
+same environment (the plugin is an entry point) keep verl's own."""
 
 
 class VerlVersionError(RuntimeError):
