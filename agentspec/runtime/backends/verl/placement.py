@@ -74,6 +74,7 @@ def teacher_placement(
     *,
     local_gpus: int | None,
     pool_gpus: int,
+    large: int = LARGE_TEACHER_PARAMETERS,
 ) -> TeacherPlacement:
     """Check the teacher's placement and say what the user should know.
 
@@ -84,6 +85,7 @@ def teacher_placement(
         local_gpus: GPUs of the machine whose Ray cluster the launcher starts, when it
             has any (None: unknown, or joining a cluster).
         pool_gpus: GPUs verl's own workers take (``n_gpus_per_node × nnodes``).
+        large: above this many parameters, a teacher placed in the trainer is warned about.
     """
     if not teacher_path or teacher_path == "null":
         return TeacherPlacement(None)
@@ -93,7 +95,7 @@ def teacher_placement(
         )
     if placement == "trainer":
         count = teacher_parameters(teacher_path)
-        if count is None or count <= LARGE_TEACHER_PARAMETERS:
+        if count is None or count <= large:
             return TeacherPlacement("trainer")
         return TeacherPlacement(
             "trainer",
