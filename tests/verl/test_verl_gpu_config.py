@@ -152,7 +152,7 @@ def test_teacher_placement(tmp_path: Path) -> None:
     assert "float32 on the CPU" in warning and "teacher_placement=gpu" in warning
     on_gpu = teacher_placement(teacher, "gpu", 1, local_gpus=8, pool_gpus=7)
     assert (on_gpu.placement, on_gpu.num_gpus) == ("gpu", 1.0)
-    with pytest.raises(ValueError, match="lower trainer.n_gpus_per_node"):
+    with pytest.raises(ValueError, match=r"lower trainer\.n_gpus_per_node"):
         teacher_placement(teacher, "gpu", 1, local_gpus=8, pool_gpus=8)
     with pytest.raises(ValueError, match="use trainer or gpu"):
         teacher_placement(teacher, "vllm", 1, **kw)
