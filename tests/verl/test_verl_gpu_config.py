@@ -174,3 +174,30 @@ def test_a_teacher_on_a_gpu_gets_its_logical_gpu_on_the_cpu_path(tmp_path: Path)
     assert prepared.overrides["+ray_kwargs.ray_init.num_gpus"] == "2"  # verl's 1 + the teacher's
     assert any("Ray actor of its own" in note for note in prepared.notes)
     assert json.loads(json.dumps(prepared.notes))  # plain strings
+
+
+@pytest.mark.slow
+def test_a_teacher_in_an_actor_of_its_own_scores_as_the_one_in_the_trainer(tmp_path: Path) -> None:
+    """Placement `gpu`: the teacher runs in a Ray actor asking for a GPU (here a logical
+    one: it scores on the CPU in float32) and gives the trainer-placed teacher's numbers."""
+    import ray
+
+    from agentspec.runtime.backends.verl.teacher import RemoteTeacher, TeacherScorer, make_teacher
+    from agentspec.runtime.text.tiny_model import build_tiny
+
+    build_tiny(["a b c d e f"] * 4, tmp_path / "teacher")
+    teacher = str(tmp_path / "teacher")
+    prompts = [torch.tensor([1, 2, 3]), torch.tensor([4, 5])]
+    responses = [torch.tensor([6, 7]), torch.tensor([8, 9, 10])]
+    local = make_teacher(teacher, teacher, temperature=1.0)
+    assert isinstance(local, TeacherScorer) and local.where() == ("cpu", "torch.float32")
+    expected = local.log_probs(prompts, responses, width=4)
+    ray.init(num_cpus=2, num_gpus=1, include_dashboard=False)
+    try:
+        remote = make_teacher(teacher, teacher, 1.0, placement="gpu", num_gpus=1)
+        assert isinstance(remote, RemoteTeacher)
+        assert (remote.device, remote.dtype) == ("cpu", "torch.float32")  # no CUDA here
+        torch.testing.assert_close(remote.log_probs(prompts, responses, width=4), expected)
+        assert ray.available_resources().get("GPU", 0) == 0  # the actor holds the GPU
+    finally:
+        ray.shutdown()
