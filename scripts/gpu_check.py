@@ -269,8 +269,10 @@ def step_default(check: Check) -> str:
 def step_two_gpus(check: Check) -> str:
     import torch
 
-    if not check.cuda or torch.cuda.device_count() < 2:
-        raise StepSkipped(f"{torch.cuda.device_count() if check.cuda else 0} GPU visible")
+    if not check.cuda:
+        raise StepSkipped("the CPU form")
+    if torch.cuda.device_count() < 2:
+        raise StepSkipped(f"{torch.cuda.device_count()} GPU visible")
     return _verl_iteration(check, "2-gpu", **{"trainer.n_gpus_per_node": "2"})
 
 
