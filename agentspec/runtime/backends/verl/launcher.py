@@ -1,11 +1,14 @@
 """`agentspec train SPEC --backend verl`: compile, start Ray, run verl's ``main_ppo``.
 
 :func:`train_verl` writes the verl target into ``RUN/target`` (see
-:mod:`.compile_target`), builds the ``builtin:tiny`` model there if the spec
-asks for it, composes verl's Hydra config from the generated overrides plus the
-user's (``RUN/config.yaml``, resolved), starts Ray (or joins ``ray_address``)
-with agentspec's plugin in every worker, and runs verl's own trainer
-(``main_ppo``'s ``run_ppo`` with ``TaskRunnerV1`` and ``trainer.v1.trainer_mode=agentspec``).
+:mod:`.compile_target`), builds a ``builtin:*`` model there if the spec asks for
+one, composes verl's Hydra config from the generated overrides plus the user's
+(``RUN/config.yaml``, resolved) and runs verl's own trainer (``main_ppo``'s
+``run_ppo`` with ``TaskRunnerV1`` and ``trainer.v1.trainer_mode=agentspec``),
+which starts Ray (or joins ``ray_address``) with agentspec's plugin in every
+worker. Before anything starts it names the attention of every model verl builds
+(:mod:`.attention`), refuses a model vLLM cannot serve (:mod:`.vllm_rollout`)
+and checks the OPD teacher's placement (:mod:`.placement`).
 verl's metrics are streamed into the run directory's format:
 
     RUN/config.yaml         the resolved verl config

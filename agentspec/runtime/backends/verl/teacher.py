@@ -59,7 +59,7 @@ class TeacherScorer:
             )
         self.device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
         dtype = torch.bfloat16 if self.device.type == "cuda" else torch.float32
-        model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype)
+        model: Any = AutoModelForCausalLM.from_pretrained(path, dtype=dtype)
         self.model = model.to(self.device).eval()
         self.temperature = float(temperature)
 
