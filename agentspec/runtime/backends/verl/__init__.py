@@ -10,7 +10,12 @@ The only place in agentspec that imports verl; importing this package does not
   (:mod:`.algorithms`), the ``agentspec`` trainer (:mod:`.trainer`) and, with
   ``VERL_PLATFORM=cpu``, the CPU path (:mod:`.cpu`).
 - :mod:`.agent_loop`: the generated flow as a verl ``AgentLoopBase``.
-- :mod:`.launcher`: ``agentspec train --backend verl``.
+- :mod:`.launcher`: ``agentspec train --backend verl`` (:mod:`.dry_run`: ``--dry-run``;
+  :mod:`.metrics`: verl's metrics in the run directory's format).
+- the GPU path's choices, checked before launch: :mod:`.attention` (the attention of
+  every model verl builds; :mod:`.engines`, the critic engine that honours it),
+  :mod:`.vllm_rollout` (head sizes vLLM serves, log-probs that match the trainer's),
+  :mod:`.placement` (where OPD's teacher runs; :mod:`.teacher` scores with it).
 """
 
 from __future__ import annotations
