@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# GPU check of the local backend: a few StepPO iterations of specs/calculator.yaml with the
-# built-in ~285M-parameter model on one NVIDIA GPU; prints rollout and update tokens/s and the
-# peak GPU memory. Needs torch (CUDA), transformers and agentspec's own Python dependencies;
-# no verl, Ray or vLLM, nothing downloaded. Takes a few minutes on one recent GPU.
+# The GPU check: what a first GPU run depends on, step by step (docs/verl.md, "The GPU check").
+# Imports (agentspec's dependencies, jsonschema, ruff, verl, vllm, flash_attn, ray), a few
+# StepPO iterations on the local backend, the verl dry run, one StepPO iteration with the
+# critic on verl (FSDP, vLLM), the default model's refusal on vLLM, and the same on 2 GPUs.
+# Nothing is downloaded: the models are agentspec's built-in ones.
 #
-#   scripts/gpu_check.sh                      # the check (CUDA)
-#   scripts/gpu_check.sh --small --device cpu # a tiny CPU run (what the test runs)
+#   scripts/gpu_check.sh                        # the check (CUDA)
+#   scripts/gpu_check.sh --steps imports,local  # the local backend only (no verl, Ray or vLLM)
+#   scripts/gpu_check.sh --small --device cpu   # the CPU-sized form (what the tests run)
 #
 # PYTHON selects the interpreter (default: python3).
 set -euo pipefail

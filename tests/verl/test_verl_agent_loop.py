@@ -114,3 +114,57 @@ def test_a_failing_episode_reaches_the_caller(tmp_path) -> None:
     trainer.config = config
     with pytest.raises(AgentLoopError, match=r"(?s)3 prompt groups failed.*no field 'answer'"):
         trainer._add_prompts_to_generate(3)
+
+
+class _RolloutServer:
+    """verl's server manager answering every request with one ``TokenOutput`` (vLLM, which
+    builds these, does not run on this machine; the outputs are the ones
+    ``vllm_async_server.generate`` builds)."""
+
+    def __init__(self, output: object) -> None:
+        self.output = output
+
+    async def generate(self, request_id: str, *, prompt_ids: list[int], sampling_params: dict):
+        return self.output
+
+
+def _generate(output: object) -> object:
+    import asyncio
+
+    from agentspec.runtime.backends.verl.agent_loop import ServerPolicy
+    from agentspec.runtime.policies.base import SamplingParams
+
+    policy = ServerPolicy(_RolloutServer(output), {"temperature": 1.0}, eos_token_id=9)
+    asyncio.run(policy.generate([[1, 2, 3]], SamplingParams(max_new_tokens=8)))
+    return policy
+
+
+def test_an_aborted_request_is_named_as_such() -> None:
+    """vLLM aborts a request when verl pauses generation: no tokens, no log-probs."""
+    from verl.workers.rollout.replica import TokenOutput
+
+    aborted = TokenOutput(token_ids=[], log_probs=None, stop_reason="aborted")
+    with pytest.raises(RuntimeError, match="aborted the request") as caught:
+        _generate(aborted)
+    assert "no log-probs" not in str(caught.value)
+
+
+def test_routed_experts_reach_the_training_row() -> None:
+    """MoE router replay: each row carries the routed experts of its last step's
+    generation (prompt + response positions), in the form verl's conversion reads."""
+    import numpy as np
+    from verl.workers.rollout.replica import TokenOutput
+
+    experts = np.arange(6 * 2 * 1, dtype=np.int16).reshape(6, 2, 1)  # 6 positions, 2 layers
+    out = TokenOutput(
+        token_ids=[4, 5], log_probs=[-0.1, -0.2], routed_experts=experts, stop_reason="completed"
+    )
+    policy = _generate(out)
+    assert list(policy.routed_experts) == [(1, 2, 3)]
+    s0 = Step(0, [1, 2, 3], [4, 5], [-0.1, -0.2], rewards={"correct": 1.0})
+    traj = Trajectory(steps=[s0], sample_id="u", group_id="u", success=True)
+    (row,) = episode_outputs(traj, pack=False, routed_experts=policy.routed_experts)
+    np.testing.assert_array_equal(row.routed_experts, experts[:5])  # 3 prompt + 2 response
+    converted = row.as_dict()["routed_experts"]
+    assert tuple(converted.shape) == (5, 2, 1)
+    assert (episode_outputs(traj, pack=False)[0].routed_experts) is None  # dense models

@@ -69,7 +69,7 @@ def test_plugin_registers_everything_in_a_fresh_verl_process() -> None:
     )
     assert lines[1] == str(["agentspec_ppo_clip", "agentspec_reinforce", "agentspec_steppo"])
     assert lines[2] == "AgentspecTrainer"
-    assert lines[3] == "PlatformCPU HFReplica HFServerAdapter CpuValueEngine"
+    assert lines[3] == "PlatformCPU HFReplica HFServerAdapter ValueEngine"
 
 
 def _records() -> tuple[list[RowSteps], list[str], torch.Tensor]:

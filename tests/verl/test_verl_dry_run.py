@@ -1,8 +1,9 @@
 """`agentspec train SPEC --backend verl --dry-run`: the command and the composed config.
 
 For every recipe in specs/, on the CPU path and with the GPU overrides
-(``--set trainer.device=cuda``), the printed ``main_ppo`` overrides compose (Hydra,
-in-process, as ``main_ppo --cfg job`` composes them) to exactly the printed
+(``--set trainer.device=cuda``, with ``builtin:small``: vLLM does not serve the
+default ``builtin:tiny``'s head size), the printed ``main_ppo`` overrides compose
+(Hydra, in-process, as ``main_ppo --cfg job`` composes them) to exactly the printed
 config; for the calculator, a real ``python -m verl.trainer.main_ppo --cfg job``
 subprocess prints the same config. Nothing starts Ray.
 """
@@ -26,6 +27,7 @@ pytestmark = pytest.mark.slow
 
 RECIPES = sorted((ROOT / "specs").glob("*.yaml"))
 DEVICES = ["cpu", "cuda"]
+GPU_MODEL = "builtin:small"  # head size 32, which vLLM serves (builtin:tiny's 16 is refused)
 
 
 def _dry_run(spec: Path, out: Path, device: str, *extra: str) -> str:
@@ -63,7 +65,9 @@ def _parse(output: str) -> tuple[dict[str, str], list[str], dict]:
 def outputs(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, str], str]:
     runs = tmp_path_factory.mktemp("dry_runs")
     return {
-        (spec.stem, device): _dry_run(spec, runs / spec.stem, device)
+        (spec.stem, device): _dry_run(
+            spec, runs / spec.stem, device, *(["--set", f"model={GPU_MODEL}"] * (device == "cuda"))
+        )
         for spec in RECIPES
         for device in DEVICES
     }
@@ -106,6 +110,21 @@ def test_main_ppo_cfg_job_prints_the_dry_runs_config(
     )
     assert result.returncode == 0, result.stderr[-3000:]
     assert yaml.safe_load(result.stdout) == printed
+
+
+def test_the_default_model_on_vllm_is_refused_before_launch(tmp_path: Path) -> None:
+    """builtin:tiny's head size (16) is below what vLLM's Triton backend serves."""
+    result = CliRunner().invoke(
+        app,
+        [
+            *("train", str(SPEC), "--backend", "verl", "--dry-run", "--out", str(tmp_path)),
+            *("--set", "trainer.device=cuda"),
+        ],
+    )
+    assert result.exit_code == 2, result.output[-3000:]
+    assert "'builtin:tiny' has attention head size 16" in result.output
+    assert "builtin:small (head size 32)" in result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit)
 
 
 def test_ray_address_goes_into_the_standalone_command(tmp_path: Path) -> None:

@@ -10,20 +10,30 @@ The only place in agentspec that imports verl; importing this package does not
   (:mod:`.algorithms`), the ``agentspec`` trainer (:mod:`.trainer`) and, with
   ``VERL_PLATFORM=cpu``, the CPU path (:mod:`.cpu`).
 - :mod:`.agent_loop`: the generated flow as a verl ``AgentLoopBase``.
-- :mod:`.launcher`: ``agentspec train --backend verl``.
+- :mod:`.launcher`: ``agentspec train --backend verl`` (:mod:`.dry_run`: ``--dry-run``;
+  :mod:`.metrics`: verl's metrics in the run directory's format).
+- the GPU path's choices, checked before launch: :mod:`.attention` (the attention of
+  every model verl builds; :mod:`.engines`, the critic engine that honours it),
+  :mod:`.vllm_rollout` (head sizes vLLM serves, log-probs that match the trainer's),
+  :mod:`.placement` (where OPD's teacher runs; :mod:`.teacher` scores with it).
 """
 
 from __future__ import annotations
 
 from importlib import metadata
 
-__all__ = ["PLUGIN_MODULE", "VERL_VERSION", "VerlVersionError", "check_verl_version"]
+__all__ = ["ENGINES_ENV", "PLUGIN_MODULE", "VERL_VERSION", "VerlVersionError", "check_verl_version"]
 
 VERL_VERSION = "0.9.1"
 """The one verl version this backend is written and tested against."""
 
 PLUGIN_MODULE = "agentspec.runtime.backends.verl.plugin"
 """What ``VERL_USE_EXTERNAL_MODULES`` (or the ``verl.plugins`` entry point) loads."""
+
+ENGINES_ENV = "AGENTSPEC_VERL_ENGINES"
+"""``1`` in the workers of a run agentspec launched: the plugin then registers
+agentspec's critic engine (:mod:`.engines`) for NVIDIA GPUs. Other verl runs in the
+same environment (the plugin is an entry point) keep verl's own."""
 
 
 class VerlVersionError(RuntimeError):

@@ -76,6 +76,9 @@ class ServerPolicy:
         self.generate_seconds = 0.0
         self.weight_versions: list[int] = []
         """verl's ``global_steps`` of the weights that produced each response."""
+        self.routed_experts: dict[tuple[int, ...], Any] = {}
+        """vLLM's routed experts of each generation (MoE models with router replay on), by
+        prompt: ``(prompt + response tokens, layers, top-k)``."""
 
     async def generate(
         self, prompts: Sequence[Sequence[int]], params: SamplingParams
@@ -96,16 +99,29 @@ class ServerPolicy:
             if version is not None:
                 self.weight_versions.append(int(version))
             ids = list(result.token_ids)[: params.max_new_tokens]
-            if result.log_probs is None:
-                raise RuntimeError(
-                    "verl's rollout server returned no log-probs; agentspec needs the sampler's "
-                    "log-prob of every generated token"
-                )
+            _check_output(result)
+            if result.routed_experts is not None:  # MoE router replay: the experts per token
+                self.routed_experts[tuple(prompt)] = result.routed_experts
             logprobs = [float(x) for x in result.log_probs][: len(ids)]
             ended = bool(ids) and ids[-1] == self.eos_token_id
             finish = "length" if len(ids) >= params.max_new_tokens and not ended else "stop"
             out.append(Generation(ids, logprobs, finish))
         return out
+
+
+def _check_output(result: Any) -> None:
+    """A rollout server's answer is usable: not aborted, with the sampler's log-probs."""
+    if result.stop_reason == "aborted":
+        raise RuntimeError(
+            "verl's rollout server aborted the request (stop_reason 'aborted', "
+            f"{len(result.token_ids)} tokens): the server was paused or its weights updated while "
+            "the episode ran; the episode fails and verl retries its prompt group"
+        )
+    if result.log_probs is None:
+        raise RuntimeError(
+            "verl's rollout server returned no log-probs; agentspec needs the sampler's "
+            "log-prob of every generated token (actor_rollout_ref.rollout.calculate_log_probs)"
+        )
 
 
 def check_distillation(config: Any, num_outputs: int) -> None:
@@ -131,11 +147,14 @@ def episode_outputs(
     components: Sequence[str] = (),
     generate_seconds: float = 0.0,
     weight_versions: Sequence[int] = (),
+    routed_experts: Mapping[tuple[int, ...], Any] | None = None,
 ) -> list[AgentLoopOutput]:
     """verl outputs of one episode (see the module docstring for the reward fields).
 
     ``weight_versions``: verl's ``global_steps`` of the weights behind each response;
     their min and max go to ``extra_fields`` (verl's staleness tags read them).
+    ``routed_experts``: vLLM's routed experts by prompt (:class:`ServerPolicy`); a row gets
+    those of its last step's generation, whose prompt holds the row's earlier tokens.
     """
     versions = (
         {"min_global_steps": min(weight_versions), "max_global_steps": max(weight_versions)}
@@ -151,14 +170,17 @@ def episode_outputs(
     }
     outputs = []
     rows = training_rows(traj, pack=pack)
+    steps = {step.index: step for step in traj.steps}
     for row in rows:
         p = row.prompt_length
+        experts = (routed_experts or {}).get(tuple(steps[row.step_indices[-1]].prompt_ids))
         outputs.append(
             AgentLoopOutput(
                 prompt_ids=row.input_ids[:p],
                 response_ids=row.input_ids[p:],
                 response_mask=row.response_mask[p:],
                 response_logprobs=row.logprobs[p:],
+                routed_experts=None if experts is None else experts[: len(row.input_ids)],
                 reward_score=traj.total_reward,
                 num_turns=2 * len(row.step_indices) + 1,
                 metrics=AgentLoopMetrics(generate_sequences=generate_seconds / max(len(rows), 1)),
@@ -245,6 +267,7 @@ class SpecAgentLoop(AgentLoopBase):
             components=components,
             generate_seconds=policy.generate_seconds,
             weight_versions=policy.weight_versions,
+            routed_experts=policy.routed_experts,
         )
         if not outputs:
             raise RuntimeError(

@@ -1,11 +1,14 @@
 """`agentspec train SPEC --backend verl`: compile, start Ray, run verl's ``main_ppo``.
 
 :func:`train_verl` writes the verl target into ``RUN/target`` (see
-:mod:`.compile_target`), builds the ``builtin:tiny`` model there if the spec
-asks for it, composes verl's Hydra config from the generated overrides plus the
-user's (``RUN/config.yaml``, resolved), starts Ray (or joins ``ray_address``)
-with agentspec's plugin in every worker, and runs verl's own trainer
-(``main_ppo``'s ``run_ppo`` with ``TaskRunnerV1`` and ``trainer.v1.trainer_mode=agentspec``).
+:mod:`.compile_target`), builds a ``builtin:*`` model there if the spec asks for
+one, composes verl's Hydra config from the generated overrides plus the user's
+(``RUN/config.yaml``, resolved) and runs verl's own trainer (``main_ppo``'s
+``run_ppo`` with ``TaskRunnerV1`` and ``trainer.v1.trainer_mode=agentspec``),
+which starts Ray (or joins ``ray_address``) with agentspec's plugin in every
+worker. Before anything starts it names the attention of every model verl builds
+(:mod:`.attention`), refuses a model vLLM cannot serve (:mod:`.vllm_rollout`)
+and checks the OPD teacher's placement (:mod:`.placement`).
 verl's metrics are streamed into the run directory's format:
 
     RUN/config.yaml         the resolved verl config
@@ -20,6 +23,12 @@ verl's metrics are streamed into the run directory's format:
 
 Without a GPU (or with ``trainer.device=cpu``) the CPU path of :mod:`.cpu` is
 used: the ``cpu`` platform, the transformers rollout, Ray with logical GPUs.
+
+One launch path: the run and the standalone command that ``--dry-run`` prints
+give ``main_ppo`` the same overrides (:func:`launch_overrides`: the Ray start-up
+settings and the workers' environment under ``ray_kwargs.ray_init``), and both
+leave ``ray.init`` to verl's ``run_ppo``, which adds its own worker environment
+(``get_ppo_ray_runtime_env``: vLLM and NCCL settings) under ours.
 """
 
 from __future__ import annotations
@@ -29,26 +38,43 @@ import json
 import math
 import os
 import sys
-import threading
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from agentspec.runtime.backends.verl import PLUGIN_MODULE, check_verl_version
+from agentspec.runtime.backends.verl import ENGINES_ENV, PLUGIN_MODULE, check_verl_version
+from agentspec.runtime.backends.verl.attention import (
+    SDPA,
+    attention_note,
+    attention_overrides,
+    choose_attention,
+)
 from agentspec.runtime.backends.verl.compile_target import (
     VerlTarget,
     build_verl_target,
     cpu_overrides,
     gpu_overrides,
 )
+from agentspec.runtime.backends.verl.metrics import MetricsStream, convert_metrics
+from agentspec.runtime.backends.verl.placement import TeacherPlacement, teacher_placement
+from agentspec.runtime.backends.verl.vllm_rollout import (
+    head_size,
+    sampling_note,
+    vllm_head_size_error,
+)
 
 __all__ = [
+    "PreparedRun",
     "VerlSetupError",
     "compose_config",
     "convert_metrics",
+    "launch",
+    "launch_overrides",
     "prepare_run",
+    "prepared_run",
     "train_verl",
     "worker_env",
 ]
@@ -66,39 +92,29 @@ def _has_cuda() -> bool:
 
 def _model_path(target: VerlTarget) -> str:
     model = str(target.training.get("model", "builtin:tiny"))
-    if model == "builtin:tiny":
-        if not (target.model_dir / "config.json").exists():
-            from agentspec.runtime.text.task_text import task_corpus
-            from agentspec.runtime.text.tiny_model import build_tiny
-
-            samples = target.module.load_samples(limit=256)  # the spec's own split
-            build_tiny(task_corpus(target.module, samples), target.model_dir)
-        return str(target.model_dir)
     if model.startswith("builtin:"):
-        raise ValueError(
-            f"model {model!r}: the verl backend builds only builtin:tiny; give a local "
-            "Hugging Face checkpoint directory for anything larger"
-        )
+        return _builtin_model(target, model)
     from agentspec.runtime.backends.local.convert import checkpoint_dir
 
     return str(checkpoint_dir(model).resolve())  # any model name: a GGUF converted once
 
 
-def _critic_checkpoint(model_path: str, directory: Path) -> str:
-    """The critic's starting point on the CPU path: the policy's checkpoint as a
-    one-label ``*ForTokenClassification`` model (see ``cpu.rollout.CpuValueEngine``)."""
-    if not (directory / "config.json").exists():
-        from transformers import AutoModelForTokenClassification
+def _builtin_model(target: VerlTarget, model: str) -> str:
+    """``builtin:<shape>`` built from the task's text into ``target.model_dir`` (once: a
+    model already there with the same shape is kept, e.g. a warm-started one)."""
+    from dataclasses import asdict
 
-        from agentspec.runtime.text.tiny_model import load_tiny
+    from agentspec.runtime.backends.local.models import BUILTIN_SHAPES
+    from agentspec.runtime.text.model_names import resolve_model
+    from agentspec.runtime.text.task_text import task_corpus
+    from agentspec.runtime.text.tiny_model import build_tiny
 
-        _, tokenizer = load_tiny(model_path)
-        critic = AutoModelForTokenClassification.from_pretrained(
-            model_path, num_labels=1, dtype="float32"
-        )
-        critic.save_pretrained(directory)
-        tokenizer.save_pretrained(directory)
-    return str(directory)
+    shape = BUILTIN_SHAPES[str(resolve_model(model).shape)]  # unknown shape: a ValueError
+    marker = target.model_dir / "agentspec_tiny.json"
+    if not marker.exists() or json.loads(marker.read_text()) != asdict(shape):
+        samples = target.module.load_samples(limit=256)  # the spec's own split
+        build_tiny(task_corpus(target.module, samples), target.model_dir, config=shape)
+    return str(target.model_dir)
 
 
 def prepare_run(
@@ -107,6 +123,7 @@ def prepare_run(
     overrides: Mapping[str, str] | None = None,
     *,
     cpu: bool | None = None,
+    attention: str | None = None,
 ) -> tuple[VerlTarget, dict[str, str]]:
     """Compile the target into ``out_dir/target``, build the model, merge the overrides.
 
@@ -114,7 +131,9 @@ def prepare_run(
     ``group_size``) replaces a setting of the spec's ``training`` section; a dotted
     path (``data.train_batch_size``, ``+trainer.v1.agentspec.omega``) is a Hydra
     override of verl's config. Returns the target and the full override map
-    (generated, then CPU, then the user's, which win).
+    (generated, then CPU, then the attention of every model verl builds, then the
+    user's, which win). ``attention`` defaults to ``sdpa`` on the CPU and to
+    :func:`.attention.choose_attention` on GPUs.
     """
     run = Path(out_dir).resolve()
     training = {k: yaml.safe_load(str(v)) for k, v in (overrides or {}).items() if "." not in k}
@@ -126,9 +145,7 @@ def prepare_run(
     merged = gpu_overrides(target, model)
     if cpu:
         merged.update(cpu_overrides())
-        if merged.get("critic.enable") == "True":
-            merged["critic.model.path"] = _critic_checkpoint(model, target.out_dir / "critic")
-            merged["+critic.model.override_config.attn_implementation"] = "sdpa"
+    merged.update(attention_overrides(attention or (SDPA if cpu else choose_attention())))
     merged.update(
         {
             "trainer.default_local_dir": str(run / "checkpoints"),
@@ -141,11 +158,21 @@ def prepare_run(
         merged.pop(plain, None)
         merged.pop("+" + plain, None)
         merged[key] = value
+    if _setting(merged, "actor_rollout_ref.rollout.name") == "vllm":
+        error = vllm_head_size_error(head_size(model), str(target.training.get("model")))
+        if error:
+            raise ValueError(error)
     return target, merged
 
 
+def _setting(overrides: Mapping[str, str], key: str, default: str | None = None) -> str | None:
+    """The value ``overrides`` gives ``key`` (with or without a leading ``+``)."""
+    return overrides.get(key, overrides.get("+" + key, default))
+
+
 def worker_env(target: VerlTarget, run: Path, *, cpu: bool) -> dict[str, str]:
-    """Environment of every Ray worker: the plugin, the generated modules, the file logger."""
+    """Environment of every Ray worker: the plugin, the generated modules, the file logger,
+    agentspec's critic engine."""
     path = os.pathsep.join(p for p in (str(target.out_dir), os.environ.get("PYTHONPATH", "")) if p)
     env = {
         "VERL_USE_EXTERNAL_MODULES": PLUGIN_MODULE,
@@ -153,10 +180,48 @@ def worker_env(target: VerlTarget, run: Path, *, cpu: bool) -> dict[str, str]:
         "VERL_FILE_LOGGER_PATH": str(run / "verl_metrics.jsonl"),
         "TOKENIZERS_PARALLELISM": "false",
         "TRANSFER_QUEUE_ENABLE": "1",
+        ENGINES_ENV: "1",
     }
     if cpu:
         env.update({"VERL_PLATFORM": "cpu", "OMP_NUM_THREADS": "1"})
     return env
+
+
+def _hydra_string(value: str) -> str:
+    """``value`` as a quoted Hydra string (a bare ``1`` or ``false`` would become a number or a
+    boolean, and Ray takes only strings as environment values)."""
+    return '"' + value.replace('"', '\\"') + '"'
+
+
+def launch_overrides(
+    merged: Mapping[str, str],
+    env: Mapping[str, str],
+    *,
+    cpu: bool,
+    ray_address: str | None,
+    extra_gpus: float = 0,
+) -> dict[str, str]:
+    """``merged`` plus how ``run_ppo`` starts Ray: the workers' environment
+    (``ray_kwargs.ray_init.runtime_env.env_vars``, merged over verl's own), and either the
+    cluster's address or a local cluster's CPUs (and, on the CPU path, logical GPUs:
+    ``trainer.n_gpus_per_node`` plus ``extra_gpus`` for a teacher placed on a GPU). A
+    ``ray_kwargs`` key the user set is kept."""
+    out = dict(merged)
+    ray: dict[str, str] = {
+        f"+ray_kwargs.ray_init.runtime_env.env_vars.{k}": _hydra_string(v) for k, v in env.items()
+    }
+    if ray_address:
+        ray["+ray_kwargs.ray_init.address"] = ray_address
+    else:
+        ray["ray_kwargs.ray_init.num_cpus"] = str(max(16, os.cpu_count() or 1))
+        ray["+ray_kwargs.ray_init.include_dashboard"] = "False"
+        if cpu:
+            gpus = float(_setting(merged, "trainer.n_gpus_per_node", "1") or 1) + extra_gpus
+            ray["+ray_kwargs.ray_init.num_gpus"] = str(math.ceil(gpus))
+    for key, value in ray.items():
+        if _setting(out, key.lstrip("+")) is None:
+            out[key] = value
+    return out
 
 
 def compose_config(overrides: Mapping[str, str]) -> Any:
@@ -165,83 +230,6 @@ def compose_config(overrides: Mapping[str, str]) -> Any:
 
     with initialize_config_module(config_module="verl.trainer.config", version_base=None):
         return compose("ppo_trainer", overrides=[f"{k}={v}" for k, v in overrides.items()])
-
-
-_RENAMES = {
-    "actor/pg_loss": "loss/policy",
-    "critic/vf_loss": "loss/value",
-    "actor/kl_loss": "actor/kl",
-    "actor/entropy": "actor/entropy",
-    "actor/pg_clipfrac": "actor/clipfrac",
-    "perf/throughput": "perf/tokens_per_s",
-    "critic/score/mean": "reward/total",
-    "timing_s/step": "perf/step_s",
-}
-
-
-def convert_metrics(step: int, data: Mapping[str, Any]) -> dict[str, Any]:
-    """One verl log record in the run-directory format (see the module docstring)."""
-    out: dict[str, Any] = {"iteration": int(step)}
-    for key, value in data.items():
-        try:
-            number = float(value)
-        except (TypeError, ValueError):
-            continue
-        if not math.isfinite(number):
-            number = float("nan")
-        out[f"verl/{key}"] = number
-        if key in _RENAMES:
-            out[_RENAMES[key]] = number
-        elif key.startswith(("reward/", "rollout/", "opd/")):  # the agentspec trainer's own
-            out[key] = number
-        elif key.startswith(("val-core/", "val-aux/")):
-            # val-core/<source>/<metric>/mean@1 -> eval/<metric>
-            parts = key.split("/")
-            if len(parts) >= 4 and parts[-1].startswith("mean@"):
-                name = "/".join(parts[2:-1]).removeprefix("reward/")
-                name = "success" if name == "success" else name
-                out.setdefault(f"eval/{name}", number)
-    if "actor/kl" not in out and "actor/ppo_kl" in data:
-        out["actor/kl"] = float(data["actor/ppo_kl"])
-    return out
-
-
-class _MetricsStream:
-    """Tails verl's file logger and appends converted records to ``RUN/metrics.jsonl``."""
-
-    def __init__(self, source: Path, dest: Path) -> None:
-        self.source, self.dest = source, dest
-        self.stop = threading.Event()
-        self.offset = 0
-        self.thread = threading.Thread(target=self._run, daemon=True)
-
-    def __enter__(self) -> _MetricsStream:
-        self.dest.write_text("")
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop.set()
-        self.thread.join(timeout=5)
-        self.flush()
-
-    def _run(self) -> None:
-        while not self.stop.wait(1.0):
-            self.flush()
-
-    def flush(self) -> None:
-        if not self.source.exists():
-            return
-        with self.source.open("rb") as f:
-            f.seek(self.offset)
-            chunk = f.read()
-        complete = chunk[: chunk.rfind(b"\n") + 1]
-        self.offset += len(complete)
-        with self.dest.open("a", encoding="utf-8") as out:
-            for line in complete.decode("utf-8").splitlines():
-                if line.strip():
-                    record = json.loads(line)
-                    out.write(json.dumps(convert_metrics(record["step"], record["data"])) + "\n")
 
 
 @contextlib.contextmanager
@@ -263,51 +251,51 @@ def _process_env(env: Mapping[str, str], module_dir: Path) -> Iterator[None]:
             sys.path.remove(str(module_dir))
 
 
-def _run_main_ppo(
-    run: Path,
-    overrides: Mapping[str, str],
-    env: dict[str, str],
-    *,
-    cpu: bool,
-    ray_address: str | None,
+def launch(
+    config: Any,
+    env: Mapping[str, str],
+    module_dir: Path,
+    task_runner_class: Any = None,
 ) -> None:
-    """Compose and validate verl's config, start or join Ray, run ``main_ppo``'s ``run_ppo``."""
+    """Run verl's ``run_ppo`` on ``config`` (default task runner: verl's ``TaskRunnerV1``)
+    with ``env`` and the generated modules in this process; ``run_ppo`` starts Ray from
+    ``config.ray_kwargs`` (unless this process already joined a cluster) and this function
+    shuts down a cluster it started."""
     import ray
-    from omegaconf import OmegaConf
 
-    from agentspec.runtime.backends.verl.plugin import register_all
+    with _process_env(env, module_dir):
+        from agentspec.runtime.backends.verl.plugin import register_all
 
-    # `import verl` loads the plugin only in a process that had not imported verl yet
-    register_all()
-    from verl.trainer.main_ppo import TaskRunnerV1, run_ppo
-    from verl.trainer.ppo.utils import need_critic, need_reference_policy
-    from verl.utils.config import validate_config
+        # `import verl` loads the plugin only in a process that had not imported verl yet
+        register_all()
+        from verl.trainer.main_ppo import TaskRunnerV1, run_ppo
 
-    config = compose_config(overrides)
-    (run / "config.yaml").write_text(OmegaConf.to_yaml(config, resolve=True))
-    validate_config(
-        config=config,
-        use_reference_policy=need_reference_policy(config),
-        use_critic=need_critic(config),
-    )
-    started = False
-    if not ray.is_initialized():
-        if ray_address:
-            ray.init(address=ray_address, runtime_env={"env_vars": env})
-        else:
-            ray.init(
-                num_cpus=max(16, os.cpu_count() or 1),
-                num_gpus=int(config.trainer.n_gpus_per_node) if cpu else None,
-                runtime_env={"env_vars": env},
-                include_dashboard=False,
+        started = not ray.is_initialized()
+        try:
+            run_ppo(config, task_runner_class=task_runner_class or TaskRunnerV1)
+        finally:
+            if started and ray.is_initialized():
+                ray.shutdown()
+
+
+def validated_config(overrides: Mapping[str, str], env: Mapping[str, str], module_dir: Path) -> Any:
+    """verl's config composed from ``overrides`` and checked by verl's ``validate_config``
+    (which prints its verdict: on stderr here) in the workers' environment."""
+    with _process_env(env, module_dir):
+        from agentspec.runtime.backends.verl.plugin import register_all
+
+        register_all()
+        from verl.trainer.ppo.utils import need_critic, need_reference_policy
+        from verl.utils.config import validate_config
+
+        config = compose_config(overrides)
+        with contextlib.redirect_stdout(sys.stderr):
+            validate_config(
+                config=config,
+                use_reference_policy=need_reference_policy(config),
+                use_critic=need_critic(config),
             )
-        started = True
-    try:
-        with _MetricsStream(run / "verl_metrics.jsonl", run / "metrics.jsonl"):
-            run_ppo(config, task_runner_class=TaskRunnerV1)
-    finally:
-        if started:
-            ray.shutdown()
+    return config
 
 
 def train_verl(
@@ -330,28 +318,81 @@ def train_verl(
     Raises whatever verl raises (a failure inside a Ray worker arrives as
     ``ray.exceptions.RayTaskError`` carrying the worker's traceback).
     """
+    from omegaconf import OmegaConf
+
     check_verl_version()
     run = Path(out_dir).resolve()
     run.mkdir(parents=True, exist_ok=True)
-    target, merged, env, cpu = prepared_run(spec_path, run, dict(overrides or {}))
+    prepared = prepared_run(spec_path, run, dict(overrides or {}), ray_address)
+    for note in prepared.notes:
+        print(f"note: {note}", file=sys.stderr)
+    config = validated_config(prepared.overrides, prepared.env, prepared.target.out_dir)
+    (run / "config.yaml").write_text(OmegaConf.to_yaml(config, resolve=True))
     # this process is the run's driver and imports verl too; its environment and
     # sys.path are restored afterwards (train_verl may run inside a test session)
-    with _process_env(env, target.out_dir):
-        _run_main_ppo(run, merged, env, cpu=cpu, ray_address=ray_address)
+    with MetricsStream(run / "verl_metrics.jsonl", run / "metrics.jsonl"):
+        launch(config, prepared.env, prepared.target.out_dir)
     return run
 
 
+@dataclass(frozen=True)
+class PreparedRun:
+    """What a run (or its dry run) executes: ``main_ppo`` with ``overrides`` in ``env``."""
+
+    target: VerlTarget
+    overrides: dict[str, str]
+    """``main_ppo``'s Hydra overrides, Ray's start-up settings included (:func:`launch_overrides`)."""
+    env: dict[str, str]
+    """The workers' environment (also the driver's, and in ``overrides``' ``ray_kwargs``)."""
+    cpu: bool
+    notes: list[str]
+    """What the user should know before the run starts (the attention, a teacher's placement)."""
+
+
 def prepared_run(
-    spec_path: str | Path, run: Path, user: dict[str, Any]
-) -> tuple[Any, dict[str, Any], dict[str, str], bool]:
-    """Compile the verl target into ``run`` and merge the overrides: the target, the
-    merged overrides, the workers' environment and whether the run is on CPU."""
+    spec_path: str | Path, run: Path, user: Mapping[str, Any], ray_address: str | None = None
+) -> PreparedRun:
+    """Compile the verl target into ``run``, merge the overrides and add how Ray starts.
+
+    Bad settings (an unknown one, a missing teacher, a model vLLM cannot serve) raise
+    :class:`VerlSetupError` before anything starts.
+    """
     cpu = user.get("trainer.device", "cpu" if not _has_cuda() else "cuda") == "cpu"
     try:
-        target, merged = prepare_run(spec_path, run, user, cpu=cpu)
+        target, merged = prepare_run(spec_path, run, dict(user), cpu=cpu)
+        placement = _teacher_placement(merged, cpu=cpu, ray_address=ray_address)
     except (ValueError, FileNotFoundError) as exc:
         raise VerlSetupError(str(exc)) from exc
-    return target, merged, worker_env(target, run, cpu=cpu), cpu
+    env = worker_env(target, run, cpu=cpu)
+    overrides = launch_overrides(
+        merged, env, cpu=cpu, ray_address=ray_address, extra_gpus=placement.num_gpus
+    )
+    notes = [attention_note(merged), *placement.notes]
+    if not cpu and _setting(merged, "actor_rollout_ref.rollout.name") == "vllm":
+        notes += [n for n in [sampling_note(merged)] if n]
+    return PreparedRun(target, overrides, env, cpu, notes)
+
+
+def _teacher_placement(
+    merged: Mapping[str, str], *, cpu: bool, ray_address: str | None
+) -> TeacherPlacement:
+    """The OPD teacher's placement from ``+trainer.v1.agentspec.teacher_*`` (see :mod:`.placement`)."""
+    agentspec = "trainer.v1.agentspec."
+    pool = int(_setting(merged, "trainer.n_gpus_per_node", "1") or 1) * int(
+        _setting(merged, "trainer.nnodes", "1") or 1
+    )
+    local = None
+    if not cpu and not ray_address and _has_cuda():
+        import torch
+
+        local = int(torch.cuda.device_count())
+    return teacher_placement(
+        _setting(merged, agentspec + "teacher_path"),
+        str(_setting(merged, agentspec + "teacher_placement", "trainer")),
+        float(_setting(merged, agentspec + "teacher_num_gpus", "1") or 1),
+        local_gpus=local,
+        pool_gpus=pool,
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -3,15 +3,17 @@
 Loaded through the ``verl.plugins`` entry point (``agentspec =
 agentspec.runtime.backends.verl.plugin``) or ``VERL_USE_EXTERNAL_MODULES``. It
 checks verl's version, registers agentspec's estimators and losses
-(:mod:`.algorithms`) and the ``agentspec`` trainer (:mod:`.trainer`), and with
-``VERL_PLATFORM=cpu`` the CPU platform and the transformers rollout (:mod:`.cpu`).
+(:mod:`.algorithms`) and the ``agentspec`` trainer (:mod:`.trainer`); with
+``VERL_PLATFORM=cpu`` the CPU platform and the transformers rollout (:mod:`.cpu`);
+in a run agentspec launched on GPUs (``AGENTSPEC_VERL_ENGINES=1``) the critic engine
+that honours the chosen attention (:mod:`.engines`).
 """
 
 from __future__ import annotations
 
 import os
 
-from agentspec.runtime.backends.verl import check_verl_version
+from agentspec.runtime.backends.verl import ENGINES_ENV, check_verl_version
 
 __all__ = ["register_all"]
 
@@ -31,6 +33,10 @@ def register_all() -> None:
     trainer.register()
     if cpu_platform:
         cpu.register()
+    elif os.environ.get(ENGINES_ENV) == "1":
+        from agentspec.runtime.backends.verl import engines
+
+        engines.register("cuda", "nvidia")
 
 
 register_all()

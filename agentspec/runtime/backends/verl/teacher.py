@@ -7,29 +7,43 @@ student generated, at every step, taken on the exact prompt ids the student saw
 at that step (the context policy decides them). A verl row holds exactly that:
 the step's prompt ids followed by its response ids (or, packed, a chain of
 steps with the observation tokens in between). :class:`TeacherScorer` scores
-those rows with a Hugging Face checkpoint in the trainer's process, with the
-same function as the local backend's scorer (``token_log_probs``, logits divided
-by the sampling temperature), so both backends compute the same numbers for the
-same rows.
+those rows with a Hugging Face checkpoint, with the same function as the local
+backend's scorer (``token_log_probs``, logits divided by the sampling
+temperature), so both backends compute the same numbers for the same rows.
+
+Where it runs (:func:`make_teacher`, see :mod:`.placement`): in the trainer's
+process (placement ``trainer``: float32, on the CPU, since Ray gives verl's task
+runner no GPU), or in a Ray actor of its own that asks for GPUs (placement
+``gpu``: bfloat16 on CUDA; float32 where the actor sees no CUDA device, as on the
+CPU path's logical GPUs).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import torch
 from torch import Tensor
 
 from agentspec.runtime.backends.local.tensors import token_log_probs
 
-__all__ = ["TeacherScorer"]
+__all__ = ["RemoteTeacher", "TeacherScorer", "make_teacher"]
 
 
 class TeacherScorer:
     """A frozen teacher that scores verl rows (prompt ids + response ids)."""
 
-    def __init__(self, path: str | Path, student_path: str | Path, temperature: float) -> None:
+    def __init__(
+        self,
+        path: str | Path,
+        student_path: str | Path,
+        temperature: float,
+        device: str | None = None,
+    ) -> None:
+        """``device``: where to score (None: CUDA if this process sees a GPU, else the CPU);
+        bfloat16 on CUDA, float32 on the CPU."""
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
         path = Path(path)
@@ -43,8 +57,15 @@ class TeacherScorer:
                 f"training.teacher {str(path)!r} has another tokenizer than the student "
                 f"{str(student_path)!r}: OPD compares log-probs of the same token ids"
             )
-        self.model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32).eval()
+        self.device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+        dtype = torch.bfloat16 if self.device.type == "cuda" else torch.float32
+        model: Any = AutoModelForCausalLM.from_pretrained(path, dtype=dtype)
+        self.model = model.to(self.device).eval()
         self.temperature = float(temperature)
+
+    def where(self) -> tuple[str, str]:
+        """The device and dtype the teacher scores on (``("cpu", "torch.float32")``)."""
+        return str(self.device), str(next(self.model.parameters()).dtype)
 
     @torch.no_grad()
     def log_probs(
@@ -62,8 +83,50 @@ class TeacherScorer:
             for k, s in enumerate(seqs):
                 ids[k, : len(s)] = s
                 mask[k, : len(s)] = 1
-            logp, _ = token_log_probs(self.model, ids, mask, self.temperature)
+            logp, _ = token_log_probs(
+                self.model, ids.to(self.device), mask.to(self.device), self.temperature
+            )
+            logp = logp.float().cpu()
             for k, i in enumerate(rows):
                 p, r = len(prompts[i]), len(responses[i])
                 out[i, :r] = logp[k, p : p + r]
         return out
+
+
+class RemoteTeacher:
+    """A :class:`TeacherScorer` in a Ray actor of its own that asks for ``num_gpus`` GPUs."""
+
+    def __init__(
+        self, path: str | Path, student_path: str | Path, temperature: float, num_gpus: float
+    ) -> None:
+        import ray
+
+        actor: Any = ray.remote(num_gpus=num_gpus)(TeacherScorer)
+        self.actor = actor.remote(str(path), str(student_path), float(temperature))
+        self.device, self.dtype = ray.get(self.actor.where.remote())  # loaded, or its error
+
+    def log_probs(
+        self, prompts: Sequence[Tensor], responses: Sequence[Tensor], width: int, chunk: int = 8
+    ) -> Tensor:
+        """:meth:`TeacherScorer.log_probs`, computed in the actor."""
+        import ray
+
+        prompts = [p.cpu() for p in prompts]
+        responses = [r.cpu() for r in responses]
+        return ray.get(self.actor.log_probs.remote(prompts, responses, width, chunk))
+
+
+def make_teacher(
+    path: str | Path,
+    student_path: str | Path,
+    temperature: float,
+    placement: str = "trainer",
+    num_gpus: float = 1.0,
+) -> TeacherScorer | RemoteTeacher:
+    """The teacher where ``placement`` puts it: ``trainer`` (this process) or ``gpu``
+    (a Ray actor with ``num_gpus`` GPUs)."""
+    if placement == "gpu":
+        return RemoteTeacher(path, student_path, temperature, num_gpus)
+    # in verl's task runner: the CPU, even where the process happens to see a GPU that
+    # verl's workers use
+    return TeacherScorer(path, student_path, temperature, device="cpu")

@@ -13,7 +13,9 @@ checkpoints, logging) is verl's.
 
 Settings under ``trainer.v1.agentspec`` (added by the generated overrides):
 ``omega`` (GiGPO), ``opd_beta`` / ``teacher_path`` / ``opd_task_weight`` (OPD: the
-teacher scores every row's response tokens, :mod:`.teacher`; a task weight > 0 adds
+teacher scores every row's response tokens, :mod:`.teacher`, in this process or,
+with ``teacher_placement=gpu``, in a Ray actor with ``teacher_num_gpus`` GPUs,
+:mod:`.placement`; a task weight > 0 adds
 that multiple of the ``task_estimator``'s advantage, GRPO's for ``opd``, as the local
 backend does), ``whiten``
 (step GAE), ``dump_dir``
@@ -269,14 +271,17 @@ class AgentspecTrainer(PPOTrainerSync):
         return tq.kv_batch_put(keys=batch.keys, partition_id=batch.partition_id, fields=output)
 
     def _teacher(self) -> Any:
-        """The OPD teacher (loaded once, in this process)."""
+        """The OPD teacher (loaded once), where ``teacher_placement`` puts it."""
         if getattr(self, "_teacher_scorer", None) is None:
-            from agentspec.runtime.backends.verl.teacher import TeacherScorer
+            from agentspec.runtime.backends.verl.teacher import make_teacher
 
-            self._teacher_scorer = TeacherScorer(
-                str(self.agentspec_settings["teacher_path"]),
+            settings = self.agentspec_settings
+            self._teacher_scorer = make_teacher(
+                str(settings["teacher_path"]),
                 str(self.config.actor_rollout_ref.model.path),
                 float(self.config.actor_rollout_ref.rollout.temperature),
+                placement=str(settings.get("teacher_placement", "trainer")),
+                num_gpus=float(settings.get("teacher_num_gpus", 1)),
             )
         return self._teacher_scorer
 

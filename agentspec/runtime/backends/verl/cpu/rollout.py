@@ -11,17 +11,18 @@ from typing import Any
 import ray
 import torch
 from verl.workers.engine.base import EngineRegistry
-from verl.workers.engine.fsdp.transformer_impl import FSDPEngineWithLMHead, FSDPEngineWithValueHead
+from verl.workers.engine.fsdp.transformer_impl import FSDPEngineWithLMHead
 from verl.workers.engine_workers import ActorRolloutRefWorker, TrainingWorker
 from verl.workers.rollout import base as rollout_base
 from verl.workers.rollout.base import BaseRollout
 from verl.workers.rollout.replica import RolloutReplica, RolloutReplicaRegistry, TokenOutput
 
+from agentspec.runtime.backends.verl import engines
+
 __all__ = [
     "ROLLOUT_NAME",
     "CpuActorRolloutRefWorker",
     "CpuTrainingWorker",
-    "CpuValueEngine",
     "HFReplica",
     "HFServer",
     "HFServerAdapter",
@@ -37,40 +38,14 @@ ROLLOUT_NAME = "agentspec_hf"
 # ----------------------------------------------------------------------------
 
 
-class CpuValueEngine(FSDPEngineWithValueHead):
-    """verl's FSDP critic engine for a ``*ForTokenClassification`` critic checkpoint.
-
-    verl 0.9.1 loads a value model with ``attn_implementation="flash_attention_2"``
-    hard-coded (``verl.utils.model.load_valuehead_model``), which needs flash-attn.
-    The CPU path gives the critic a checkpoint whose architecture is already
-    ``*ForTokenClassification`` (one label) and builds it the way verl builds any
-    checkpoint (``get_hf_auto_model_class`` picks ``AutoModelForTokenClassification``;
-    attention follows ``override_config``), then processes its output as verl's
-    value engine does.
-    """
-
-    def _build_module(self) -> Any:
-        config = self.model_config
-        kind = config.model_type
-        config.model_type = "language_model"
-        try:
-            return super()._build_module()
-        finally:
-            config.model_type = kind
-
-
 def _register_engines() -> None:
-    registered = EngineRegistry._engines
-    for model_type, engine in (
-        ("language_model", FSDPEngineWithLMHead),
-        ("value_model", CpuValueEngine),
-    ):
-        backends = registered.get(model_type, {})
-        if all("cpu" in backends.get(b, {}) for b in ("fsdp", "fsdp2")):
-            continue
-        EngineRegistry.register(model_type=model_type, backend=["fsdp", "fsdp2"], device="cpu")(
-            engine
-        )
+    """verl's FSDP actor engine and agentspec's critic engine (:mod:`..engines`) for ``cpu``."""
+    backends = EngineRegistry._engines.get("language_model", {})
+    if not all("cpu" in backends.get(b, {}) for b in ("fsdp", "fsdp2")):
+        EngineRegistry.register(
+            model_type="language_model", backend=["fsdp", "fsdp2"], device="cpu"
+        )(FSDPEngineWithLMHead)
+    engines.register("cpu")
 
 
 # ----------------------------------------------------------------------------

@@ -1,0 +1,48 @@
+"""scripts/gpu_check.sh in its CPU-sized form: every step a first GPU run depends on.
+
+The GPU form (docs/verl.md, "The GPU check") runs the same steps on CUDA with
+larger models; here the imports are reported, the verl dry run shows the
+attention it chose, one StepPO iteration with the critic runs on verl's CPU path
+and passes on its metrics (step ratio, critic loss, rollout-vs-trainer
+probability difference), and the GPU-only steps say why they are skipped.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+from verl_helpers import ROOT
+
+pytestmark = pytest.mark.slow
+
+
+def test_gpu_check_small_form_runs_the_verl_steps_on_the_cpu() -> None:
+    env = {**os.environ, "PYTHON": sys.executable, "OMP_NUM_THREADS": "1"}
+    steps = "imports,dry-run,verl,default,2-gpu"
+    result = subprocess.run(
+        [
+            *("bash", str(ROOT / "scripts" / "gpu_check.sh"), "--small", "--device", "cpu"),
+            *("--steps", steps),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=1200,
+    )
+    assert result.returncode == 0, (result.stdout + result.stderr)[-4000:]
+    lines = {line.split("]")[0][1:]: line for line in result.stdout.splitlines() if line[:1] == "["}
+    assert list(lines) == steps.split(",")
+    for name in ("jsonschema", "ruff", "verl", "vllm", "flash_attn", "ray"):
+        assert f" {name} " in lines["imports"] or f" {name} absent" in lines["imports"], name
+    assert "verl 0.9.1" in lines["imports"]
+    assert "vllm absent" in lines["imports"] and "flash_attn absent" in lines["imports"]
+    assert "attention: actor and reference sdpa, critic sdpa" in lines["dry-run"]
+    assert lines["verl"].startswith("[verl] ok")
+    for shown in ("step ratio ", "critic loss ", "rollout-vs-trainer prob diff "):
+        assert shown in lines["verl"]
+    assert lines["default"].startswith("[default] skipped")
+    assert lines["2-gpu"].startswith("[2-gpu] skipped")
+    assert result.stdout.splitlines()[-1] == "gpu_check: all steps passed"
