@@ -201,3 +201,37 @@ def test_a_teacher_in_an_actor_of_its_own_scores_as_the_one_in_the_trainer(tmp_p
         assert ray.available_resources().get("GPU", 0) == 0  # the actor holds the GPU
     finally:
         ray.shutdown()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("launched_by_agentspec", [True, False])
+def test_the_critic_engine_is_registered_for_nvidia_gpus_in_agentspec_runs_only(
+    launched_by_agentspec: bool,
+) -> None:
+    """verl's plugin entry point loads agentspec in every verl run of the environment:
+    only a run agentspec launched (its workers' environment) replaces verl's critic engine."""
+    import os
+    import subprocess
+    import sys
+
+    from verl_helpers import ROOT
+
+    from agentspec.runtime.backends.verl import ENGINES_ENV, PLUGIN_MODULE
+
+    code = (
+        "import verl\n"
+        "from verl.workers.engine.base import EngineRegistry\n"
+        "backends = EngineRegistry._engines['value_model']\n"
+        "print([getattr(backends[b].get(('cuda', 'nvidia')), '__name__', None)"
+        " for b in ('fsdp', 'fsdp2')])\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k not in (ENGINES_ENV, "VERL_PLATFORM")}
+    env["VERL_USE_EXTERNAL_MODULES"] = PLUGIN_MODULE
+    if launched_by_agentspec:
+        env[ENGINES_ENV] = "1"
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, env=env, timeout=300
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    expected = ["ValueEngine"] * 2 if launched_by_agentspec else [None, None]
+    assert result.stdout.strip().splitlines()[-1] == str(expected)
