@@ -222,17 +222,16 @@ class ExpressionWriter:
         return [f"*{self._operand(node, _PRECEDENCE['+'])}"]
 
     def visit_BoolOp(self, node: ast.BoolOp) -> tuple[str, int]:
-        if ast.is_constant(node.left):
-            # `true or x` is `true`, `0 or x` is `x`: Python decides on the constant
-            # alone, so the constant's side is the value (ruff's SIM222, SIM223).
-            decides = ast.truthy(node.left) == (node.op == "or")
-            return self._visit(node.left if decides else node.right)
+        folded = _fold_constant_side(node)
+        if folded is not node:
+            return self._visit(folded)
         strength = _PRECEDENCE[node.op]
-        left = self._operand(node.left, strength)
-        right = self._operand(node.right, strength + 1)
+        left_node, right_node = _fold_constant_side(node.left), _fold_constant_side(node.right)
+        left = self._operand(left_node, strength)
+        right = self._operand(right_node, strength + 1)
         if node.op == "or":  # `a and b or c` is written `(a and b) or c`: plain to read
-            left = f"({left})" if _is_and(node.left) else left
-            right = f"({right})" if _is_and(node.right) else right
+            left = f"({left})" if _is_and(left_node) else left
+            right = f"({right})" if _is_and(right_node) else right
         return f"{left} {node.op} {right}", strength
 
     def visit_UnaryOp(self, node: ast.UnaryOp) -> tuple[str, int]:
@@ -299,6 +298,31 @@ _NEGATED = {"==": "!=", "!=": "==", "in": "not in", "not in": "in"}
 
 def _is_none(node: ast.Node) -> bool:
     return isinstance(node, ast.Literal) and node.value is None
+
+
+def _fold_constant_side(node: ast.Node) -> ast.Node:
+    """`true or x` is `true`, `0 or x` is `x`: Python decides on a constant left
+    operand alone, so the side it picks is the value (ruff's SIM222, SIM223)."""
+    while isinstance(node, ast.BoolOp):
+        truth = _constant_truth(node.left)
+        if truth is None:
+            break
+        node = node.left if truth == (node.op == "or") else node.right
+    return node
+
+
+def _constant_truth(node: ast.Node) -> bool | None:
+    """Whether a constant operand is truthy; None when it is not a constant. A
+    comparison of a constant with `None` counts: it is written as its value."""
+    if ast.is_constant(node):
+        return ast.truthy(node)
+    if isinstance(node, ast.BinOp) and node.op in ("==", "!=") and (
+        (_is_none(node.left) and ast.is_constant(node.right))
+        or (_is_none(node.right) and ast.is_constant(node.left))
+    ):
+        other = node.left if _is_none(node.right) else node.right
+        return _is_none(other) == (node.op == "==")
+    return None
 
 
 def _is_bool(node: ast.Node, value: bool) -> bool:

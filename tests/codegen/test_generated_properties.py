@@ -11,7 +11,9 @@ expressions in the forms linters object to (`x == None`, `0 < x`,
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
+import json
 import keyword
 import math
 import subprocess
@@ -20,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from agentspec.compiler.build import compile_spec
@@ -30,6 +32,7 @@ from .helpers import import_source
 
 ROOT = Path(__file__).resolve().parents[2]
 _files = itertools.count()
+DATA_FILE = "samples.jsonl"  # written next to each drawn spec
 
 HOSTILE_NAMES = [
     *keyword.kwlist[3:],  # class, def, lambda, … (False/None/True are not names)
@@ -74,6 +77,8 @@ HOSTILE_NAMES = [
     "O",
 ]
 names = st.one_of(st.sampled_from(HOSTILE_NAMES), st.from_regex(r"\A[A-Za-z_][A-Za-z0-9_]{0,6}\Z"))
+# What the checker accepts of them: no leading `__` (E410).
+accepted_names = names.filter(lambda name: not name.startswith("__"))
 floats = st.one_of(
     st.sampled_from([math.inf, -math.inf, math.nan, 1e308, -0.0, 5e-324]),
     st.floats(allow_nan=True, allow_infinity=True),
@@ -96,8 +101,9 @@ INITIAL = {
 }
 
 
-def condition(draw: st.DrawFn, var: str, type_: str) -> str:
-    """A boolean expression reading `state.var`, in a form linters dislike."""
+def condition(draw: st.DrawFn, var: str, type_: str, hostile: bool) -> str:
+    """A boolean expression reading `state.var`, in a form linters dislike; with
+    `hostile`, also in forms the checker rejects (E501, W803)."""
     v = f"state.{var}"
     forms = {
         "int": [
@@ -107,7 +113,7 @@ def condition(draw: st.DrawFn, var: str, type_: str) -> str:
             f"{v} + 1.0e999 > 0",
             f"-1 >= {v}",
             f"-(-{v}) >= +(+1)",
-            f"'%s' % {v} == '1'",  # E501: no printf formatting
+            *([f"'%s' % {v} == '1'"] if hostile else []),  # E501: no printf formatting
         ],
         "float": [f"{v} != 0.5", f"1e999 == {v}", f"not {v} != 2.0", f"{v} * 2 <= 1e308"],
         "str": [f"{v} == 'ü'", f"'a' in {v}", f"not 'a' in {v}", f"len({v}) > 0"],
@@ -138,8 +144,11 @@ def condition(draw: st.DrawFn, var: str, type_: str) -> str:
                 f"true or {form}",
                 f"false or {form}",
                 f"true and {form}",
-                f"({form}) and not ({form})",  # W803: rejected by --strict
-                f"(true if {form} else true)",  # W803
+                *(
+                    [f"({form}) and not ({form})", f"(true if {form} else true)"]  # W803
+                    if hostile
+                    else []
+                ),
             ]
         )
     )
@@ -164,12 +173,16 @@ def assignment(draw: st.DrawFn, var: str, type_: str, arg: str) -> str:
 
 
 @st.composite
-def specs(draw: st.DrawFn) -> dict[str, Any]:
-    state_names = draw(st.lists(names, min_size=1, max_size=4, unique=True))
+def specs(draw: st.DrawFn, hostile: bool = True) -> dict[str, Any]:
+    """A spec over `DATA_FILE` with hostile names, values and expressions; with
+    `hostile`, also with what the checker rejects (reserved names, NaN weights,
+    rejected expressions), so that most drawn specs are errors."""
+    names_ = names if hostile else accepted_names
+    state_names = draw(st.lists(names_, min_size=1, max_size=4, unique=True))
     types = {name: draw(st.sampled_from(TYPES)) for name in state_names}
     state = {n: {"type": t, "initial": draw(INITIAL[t])} for n, t in types.items()}
-    tool_names = draw(st.lists(names, min_size=1, max_size=3, unique=True))
-    function, arg, field, derived, reward = (draw(names) for _ in range(5))
+    tool_names = draw(st.lists(names_, min_size=1, max_size=3, unique=True))
+    function, arg, field, derived, reward = draw(st.lists(names_, min_size=5, max_size=5, unique=True))
     tools: dict[str, Any] = {}
     for i, name in enumerate(tool_names):
         tool: dict[str, Any] = {
@@ -180,9 +193,9 @@ def specs(draw: st.DrawFn) -> dict[str, Any]:
             "timeout": draw(st.sampled_from([30.0, 0.5, 1e-3, 1e9, 1e300, math.inf])),
         }
         if i == 0 and draw(st.booleans()):
-            tool["when"] = " and ".join(condition(draw, n, t) for n, t in types.items())
+            tool["when"] = " and ".join(condition(draw, n, t, hostile) for n, t in types.items())
         tools[name] = tool
-    checks = [condition(draw, n, t) for n, t in types.items()]
+    checks = [condition(draw, n, t, hostile) for n, t in types.items()]
     joined = checks[0]
     for check in checks[1:]:
         joined = f"{joined} {draw(st.sampled_from(['and', 'or']))} {check}"
@@ -192,7 +205,7 @@ def specs(draw: st.DrawFn) -> dict[str, Any]:
         "name": spec_name,
         "description": draw(st.one_of(texts, st.sampled_from(["nul \0 here", 'say "hi"\x1b']))),
         "data": {
-            "source": "jsonl:none.jsonl",
+            "source": f"jsonl:{DATA_FILE}",
             "params": {draw(texts): draw(floats), "day": "2024-01-01"},
             "fields": {field: "str"},
             "derived": {derived: f"sample.{field} + {draw(texts)!r}"},
@@ -200,12 +213,7 @@ def specs(draw: st.DrawFn) -> dict[str, Any]:
         "prompt": {"user": draw(texts) or "go"},
         "state": state,
         "functions": {
-            function: {
-                "impl": "json:dumps",
-                "params": ["any"],
-                "returns": "str",
-                "config": {draw(texts): draw(st.one_of(floats, texts))},
-            }
+            function: {"impl": "json:dumps", "params": ["any"], "returns": "str"}
         },
         "tools": tools,
         "episode": {"success": f"reward.{reward} > 0 and sample.{derived} != ''"},
@@ -213,7 +221,9 @@ def specs(draw: st.DrawFn) -> dict[str, Any]:
             reward: {
                 "on": "final",
                 "value": f"1.0 if {joined} else 0.0",
-                "weight": draw(st.sampled_from([1.0, -0.5, 0.0, 1e300, -1e-300, math.nan])),
+                "weight": draw(
+                    st.sampled_from([1.0, -0.5, 0.0, 1e300, -1e-300, *([math.nan] if hostile else [])])
+                ),
             },
             "fn_used": {"on": "final", "value": f"1.0 if {function}('x') == 'x' else 0.0"},
             "on_tool": {"on": f"tool:{tool_names[0]}", "value": f"float(len(args.{arg}))"},
@@ -237,25 +247,70 @@ def ruff_problems(source: str) -> str:
     return "" if done.returncode == 0 else done.stdout + done.stderr
 
 
+def write_spec(folder: Path, spec: dict[str, Any]) -> Path:
+    """The spec as YAML in a fresh folder of its own, beside a one-line data file."""
+    folder.mkdir()
+    field = next(iter(spec["data"]["fields"]))
+    (folder / DATA_FILE).write_text(json.dumps({field: "x"}) + "\n", encoding="utf-8")
+    path = folder / "spec.yaml"
+    path.write_text(yaml.safe_dump(spec, allow_unicode=True, sort_keys=False), encoding="utf-8")
+    return path
+
+
 @settings(
     max_examples=40,
     deadline=None,
     derandomize=True,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
-@given(specs())
-def test_accepted_specs_compile_import_and_pass_ruff(tmp_path_factory: Any, spec: Any) -> None:
-    path = tmp_path_factory.getbasetemp() / f"prop{next(_files)}.yaml"
-    path.write_text(yaml.safe_dump(spec, allow_unicode=True, sort_keys=False), encoding="utf-8")
-    result = check_file(path)
-    for diagnostic in result.diagnostics:
+@given(specs(hostile=True))
+def test_every_diagnostic_of_a_hostile_spec_has_a_location(tmp_path_factory: Any, spec: Any) -> None:
+    path = write_spec(tmp_path_factory.getbasetemp() / f"prop{next(_files)}", spec)
+    for diagnostic in check_file(path).diagnostics:
         assert diagnostic.span is not None, f"{diagnostic.code} has no location"
-    if not result.ok or result.warnings:  # what `validate --strict` rejects
-        return
+
+
+@settings(
+    max_examples=40,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(specs(hostile=False))
+def test_accepted_specs_compile_import_and_pass_ruff(tmp_path_factory: Any, spec: Any) -> None:
+    path = write_spec(tmp_path_factory.getbasetemp() / f"prop{next(_files)}", spec)
+    result = check_file(path)
+    # What `validate --strict` accepts; Hypothesis fails the test when too few are.
+    assume(result.ok and not result.warnings)
     source = compile_spec(path).source
     module = import_source(source)
     assert isinstance(module.ENV_CLASS(), module.ENV_CLASS)
     state = module.State()
-    declared = {f.metadata["spec_name"] for f in __import__("dataclasses").fields(state)}
+    declared = {f.metadata["spec_name"] for f in dataclasses.fields(state)}
     assert declared == set(spec["state"])  # one field per variable, none collapsed
+    assert ruff_problems(source) == "", ruff_problems(source)
+
+
+def test_a_constant_none_comparison_folds_inside_and_or(tmp_path: Path) -> None:
+    """Found by the property above: `3 == None` is written `False`, so `3 == None
+    and x` must fold like `false and x` (ruff's SIM223), inside another `or` too."""
+    spec = {
+        "agentspec": 1,
+        "name": "folding",
+        "data": {"source": f"jsonl:{DATA_FILE}", "fields": {"a": "str"}},
+        "prompt": {"user": "go"},
+        "state": {"x": {"type": "int", "initial": 0}},
+        "tools": {"t": {"description": "d", "parameters": {}, "effect": ["state.x += 1"]}},
+        "episode": {"success": "reward.r > 0"},
+        "rewards": {
+            "r": {"on": "final", "value": "1.0 if state.x == 3 or 3 == None and state.x == 3 else 0.0"},
+            "s": {"on": "final", "value": "1.0 if 3 != None or state.x == 3 else 0.0"},
+        },
+        "oracle": ["t"],
+    }
+    path = write_spec(tmp_path / "spec", spec)
+    assert check_file(path).ok
+    source = compile_spec(path).source
+    assert "return 1.0 if s.state.x == 3 or False else 0.0" in source
+    assert "return 1.0 if True else 0.0" in source
     assert ruff_problems(source) == "", ruff_problems(source)
