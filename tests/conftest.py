@@ -2,9 +2,17 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
+
+# Property tests are seeded: the same examples on every run and machine, so a red
+# CI run reproduces here. `HYPOTHESIS_PROFILE=explore` draws fresh examples.
+settings.register_profile("seeded", derandomize=True, database=None, print_blob=True)
+settings.register_profile("explore", max_examples=500, print_blob=True)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "seeded"))
 
 ROOT = Path(__file__).resolve().parent.parent
 

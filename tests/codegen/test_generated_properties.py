@@ -182,7 +182,9 @@ def specs(draw: st.DrawFn, hostile: bool = True) -> dict[str, Any]:
     types = {name: draw(st.sampled_from(TYPES)) for name in state_names}
     state = {n: {"type": t, "initial": draw(INITIAL[t])} for n, t in types.items()}
     tool_names = draw(st.lists(names_, min_size=1, max_size=3, unique=True))
-    function, arg, field, derived, reward = draw(st.lists(names_, min_size=5, max_size=5, unique=True))
+    function, arg, field, derived, reward = draw(
+        st.lists(names_, min_size=5, max_size=5, unique=True)
+    )
     tools: dict[str, Any] = {}
     for i, name in enumerate(tool_names):
         tool: dict[str, Any] = {
@@ -212,9 +214,7 @@ def specs(draw: st.DrawFn, hostile: bool = True) -> dict[str, Any]:
         },
         "prompt": {"user": draw(texts) or "go"},
         "state": state,
-        "functions": {
-            function: {"impl": "json:dumps", "params": ["any"], "returns": "str"}
-        },
+        "functions": {function: {"impl": "json:dumps", "params": ["any"], "returns": "str"}},
         "tools": tools,
         "episode": {"success": f"reward.{reward} > 0 and sample.{derived} != ''"},
         "rewards": {
@@ -222,7 +222,9 @@ def specs(draw: st.DrawFn, hostile: bool = True) -> dict[str, Any]:
                 "on": "final",
                 "value": f"1.0 if {joined} else 0.0",
                 "weight": draw(
-                    st.sampled_from([1.0, -0.5, 0.0, 1e300, -1e-300, *([math.nan] if hostile else [])])
+                    st.sampled_from(
+                        [1.0, -0.5, 0.0, 1e300, -1e-300, *([math.nan] if hostile else [])]
+                    )
                 ),
             },
             "fn_used": {"on": "final", "value": f"1.0 if {function}('x') == 'x' else 0.0"},
@@ -264,7 +266,9 @@ def write_spec(folder: Path, spec: dict[str, Any]) -> Path:
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 @given(specs(hostile=True))
-def test_every_diagnostic_of_a_hostile_spec_has_a_location(tmp_path_factory: Any, spec: Any) -> None:
+def test_every_diagnostic_of_a_hostile_spec_has_a_location(
+    tmp_path_factory: Any, spec: Any
+) -> None:
     path = write_spec(tmp_path_factory.getbasetemp() / f"prop{next(_files)}", spec)
     for diagnostic in check_file(path).diagnostics:
         assert diagnostic.span is not None, f"{diagnostic.code} has no location"
@@ -303,7 +307,10 @@ def test_a_constant_none_comparison_folds_inside_and_or(tmp_path: Path) -> None:
         "tools": {"t": {"description": "d", "parameters": {}, "effect": ["state.x += 1"]}},
         "episode": {"success": "reward.r > 0"},
         "rewards": {
-            "r": {"on": "final", "value": "1.0 if state.x == 3 or 3 == None and state.x == 3 else 0.0"},
+            "r": {
+                "on": "final",
+                "value": "1.0 if state.x == 3 or 3 == None and state.x == 3 else 0.0",
+            },
             "s": {"on": "final", "value": "1.0 if 3 != None or state.x == 3 else 0.0"},
         },
         "oracle": ["t"],

@@ -5,12 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import mcp_server_time  # noqa: F401 (the dev extra installs it: a missing install fails)
 import pytest
 from typer.testing import CliRunner
 
 from agentspec.cli import app
-
-pytest.importorskip("mcp_server_time", reason="pip install 'agentspec[dev]' installs it")
 
 SPEC = Path(__file__).resolve().parents[1] / "specs" / "realistic" / "mcp_time.yaml"
 runner = CliRunner()

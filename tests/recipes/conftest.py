@@ -19,20 +19,22 @@ def data_folder() -> Path:
     return path if path.is_absolute() else (ROOT / path).resolve()
 
 
-@pytest.fixture(scope="session", autouse=True)
-def recipe_environment(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+@pytest.fixture(scope="session")
+def recipe_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One cache of indexes and tokenizers for the whole run (built once)."""
+    return tmp_path_factory.mktemp("agentspec-cache")
+
+
+@pytest.fixture(scope="package", autouse=True)
+def recipe_environment(recipe_cache: Path) -> Iterator[Path]:
+    """The data folder, the cache and offline Hugging Face libraries, for the
+    recipe tests only: the variables are restored when the package's tests end."""
     folder = data_folder()
     if not (folder / "README.md").is_file():
         pytest.fail(f"the shared data folder {folder} is missing (set $AGENTSPEC_DATA)")
-    saved = {k: os.environ.get(k) for k in ("AGENTSPEC_DATA", "AGENTSPEC_CACHE")}
-    saved |= {k: os.environ.get(k) for k in ("HF_DATASETS_OFFLINE", "HF_HUB_OFFLINE")}
-    os.environ["AGENTSPEC_DATA"] = str(folder)
-    os.environ["AGENTSPEC_CACHE"] = str(tmp_path_factory.mktemp("agentspec-cache"))
-    os.environ["HF_DATASETS_OFFLINE"] = "1"  # nothing may be downloaded
-    os.environ["HF_HUB_OFFLINE"] = "1"
-    yield folder
-    for key, value in saved.items():
-        if value is None:
-            os.environ.pop(key, None)
-        else:
-            os.environ[key] = value
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("AGENTSPEC_DATA", str(folder))
+        patch.setenv("AGENTSPEC_CACHE", str(recipe_cache))
+        patch.setenv("HF_DATASETS_OFFLINE", "1")  # nothing may be downloaded
+        patch.setenv("HF_HUB_OFFLINE", "1")
+        yield folder

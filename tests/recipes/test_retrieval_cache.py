@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import shutil
-import time
 from pathlib import Path
 
 from agentspec.stdlib.retrieval import BM25Index, bm25
@@ -12,19 +11,14 @@ from agentspec.stdlib.retrieval import BM25Index, bm25
 def test_second_open_loads_the_cached_index(recipe_environment: Path, tmp_path: Path) -> None:
     corpus = recipe_environment / "hotpotqa" / "corpus.jsonl"
     cache = tmp_path / "cache"
-    start = time.perf_counter()
     first = BM25Index.open(corpus, cache=cache)
-    build_seconds = time.perf_counter() - start
     assert first.built
     saved = {p.name: p.stat().st_mtime_ns for p in first.directory.iterdir()}
 
-    start = time.perf_counter()
     second = BM25Index.open(corpus, cache=cache)
-    load_seconds = time.perf_counter() - start
     assert not second.built  # loaded, not rebuilt
     assert second.directory == first.directory
     assert {p.name: p.stat().st_mtime_ns for p in second.directory.iterdir()} == saved
-    assert load_seconds < build_seconds
     # same index, same answers
     query = "Shirley Temple Chief of Protocol"
     assert [h.doc["id"] for h in first.search(query, 5)] == [

@@ -201,13 +201,12 @@ def test_two_calls_in_a_one_call_format_are_a_parse_error() -> None:
 
 
 @pytest.fixture(scope="module")
-def calculator(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    import os
-
-    os.environ.setdefault("AGENTSPEC_CACHE", str(tmp_path_factory.mktemp("cache")))
+def calculator(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     from agentspec.compiler.build import import_spec
 
-    return import_spec(CALCULATOR)
+    with pytest.MonkeyPatch.context() as patch:  # this module's tests only
+        patch.setenv("AGENTSPEC_CACHE", str(tmp_path_factory.mktemp("cache")))
+        yield import_spec(CALCULATOR)
 
 
 def test_policy_errors_end_only_their_episode(scripted: Any, calculator: Any, tok: Any) -> None:

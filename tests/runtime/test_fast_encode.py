@@ -39,7 +39,7 @@ def tokenizer(request: pytest.FixtureRequest, tok: BPETokenizer) -> Any:
         return ByteTokenizer()
     if request.param == "bpe":
         return tok
-    transformers = pytest.importorskip("transformers")
+    import transformers  # the train extra: a missing install fails
     return transformers.PreTrainedTokenizerFast(
         tokenizer_object=tok._tok, eos_token=tok.eos_token, pad_token=tok.pad_token
     )
@@ -105,7 +105,7 @@ def test_decode_text_equals_the_tokenizers_decode(tokenizer: Any) -> None:
 def test_state_left_on_a_hugging_face_backend_is_respected(tok: BPETokenizer) -> None:
     """Truncation set on the shared Rust tokenizer by another caller: the fast
     path falls back to the wrapper, which resets it, rather than truncating."""
-    transformers = pytest.importorskip("transformers")
+    import transformers  # the train extra: a missing install fails
     hf = transformers.PreTrainedTokenizerFast(
         tokenizer_object=tok._tok.__class__.from_str(tok._tok.to_str()),
         eos_token=tok.eos_token,

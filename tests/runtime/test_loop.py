@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import time
 from typing import Any, ClassVar
 
 import pytest
@@ -20,12 +19,14 @@ from agentspec.runtime import (
     TerminationReason,
     ToolContext,
     ToolEnv,
+    Trajectory,
     run_episodes,
     training_rows,
 )
 
 from .helpers import (
     CalculatorEnv,
+    CalculatorTool,
     TwoRoomEnv,
     assert_chained_layout,
     calc,
@@ -210,15 +211,40 @@ def test_tool_calls_in_flight_are_bounded(tok: Any) -> None:
     assert _Counting.peak == 5
 
 
+class _GatheringCalculator(CalculatorTool):
+    """Answers only once `expected` calls are in flight together."""
+
+    def __init__(self, arrivals: list[int], everyone: asyncio.Event, expected: int) -> None:
+        super().__init__()
+        self.arrivals, self.everyone, self.expected = arrivals, everyone, expected
+
+    async def execute(self, args: dict[str, Any], context: ToolContext) -> str:
+        self.arrivals.append(1)
+        if len(self.arrivals) == self.expected:
+            self.everyone.set()
+        await asyncio.wait_for(self.everyone.wait(), timeout=20)
+        return await super().execute(args, context)
+
+
 def test_slow_tools_overlap_across_episodes(tok: Any) -> None:
-    loop = AgentEnvLoop(
-        lambda: CalculatorEnv(latency=0.2), ScriptedPolicy(calculator_oracle, tok), tok
-    )
-    start = time.perf_counter()
-    trajs = _run(loop, calculator_samples(32))
-    elapsed = time.perf_counter() - start
+    """Each episode's tool call waits until all 32 are in flight at once: calls made
+    one after another would each wait out the timeout and fail (no clock is read)."""
+    arrivals: list[int] = []
+
+    async def main() -> list[Trajectory]:
+        everyone = asyncio.Event()
+
+        def env() -> CalculatorEnv:
+            calculator_env = CalculatorEnv()
+            calculator_env.tools["calculator"] = _GatheringCalculator(arrivals, everyone, 32)
+            return calculator_env
+
+        loop = AgentEnvLoop(env, ScriptedPolicy(calculator_oracle, tok), tok)
+        return list(await asyncio.gather(*(loop.run(s) for s in calculator_samples(32))))
+
+    trajs = asyncio.run(main())
     assert all(t.success for t in trajs)
-    assert elapsed < 1.5  # 32 sequential calls would take 6.4 s
+    assert len(arrivals) == 32
 
 
 def test_every_step_is_one_row_when_unpacked(tok: Any) -> None:

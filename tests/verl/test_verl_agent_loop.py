@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 import torch
-from omegaconf import OmegaConf
 
-pytest.importorskip("verl.experimental.agent_loop.agent_loop")
+# verl is installed by `make venv`: a broken install fails here rather than skipping.
+import verl.experimental.agent_loop.agent_loop  # noqa: F401
+from omegaconf import OmegaConf
 
 from agentspec.runtime.backends.verl.agent_loop import check_distillation, episode_outputs
 from agentspec.runtime.backends.verl.layout import EXTRA_KEY, RowSteps, anchor_key

@@ -9,6 +9,10 @@ from types import SimpleNamespace
 
 import pytest
 import torch
+
+# verl is installed by `make venv`: a broken install fails here rather than skipping.
+from verl.trainer.ppo import core_algos
+from verl.workers.config import FSDPActorConfig
 from verl_helpers import ROOT
 
 from agentspec.runtime.algorithms import (
@@ -22,8 +26,6 @@ from agentspec.runtime.algorithms import (
 )
 from agentspec.runtime.backends.verl import PLUGIN_MODULE
 from agentspec.runtime.backends.verl.layout import RowSteps, step_view
-
-core_algos = pytest.importorskip("verl.trainer.ppo.core_algos")
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -206,12 +208,16 @@ def test_verl_policy_loss_equals_agentspec(name: str, agg: str, mode: str) -> No
     old = -torch.rand(3, 4)
     logp = (old + 0.3 * torch.randn(3, 4)).requires_grad_()
     adv = torch.randn(3, 1).expand(3, 4) * mask
-    config = SimpleNamespace(
+    # verl's own actor config, as its actor hands it to the loss
+    config = FSDPActorConfig(
+        strategy="fsdp",
         clip_ratio=0.2,
         clip_ratio_low=0.1,
         clip_ratio_high=0.3,
         clip_ratio_c=3.0,
-        global_batch_info={},
+        ppo_mini_batch_size=1,
+        ppo_micro_batch_size_per_gpu=1,
+        rollout_n=1,
     )
     loss, metrics = core_algos.get_policy_loss_fn(f"agentspec_{name}")(
         old_log_prob=old,

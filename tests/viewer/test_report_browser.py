@@ -5,7 +5,6 @@ test-artifacts/."""
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 from typing import Any
 
@@ -19,11 +18,9 @@ from .conftest import ARTIFACTS, records
 pytestmark = pytest.mark.slow
 
 
-def open_report(page: Any, report: Path) -> float:
-    started = time.perf_counter()
+def open_report(page: Any, report: Path) -> None:
     page.goto(report.resolve().as_uri())
     page.wait_for_selector('body[data-ready="1"]', timeout=10_000)
-    return time.perf_counter() - started
 
 
 def rows(page: Any) -> list[dict[str, str]]:
@@ -96,8 +93,7 @@ def test_agentspec_run_traces_report(run_traces: Path, tmp_path: Path) -> None:
     successes = sum(1 for t in expected if t["success"] is True)
     assert 0 < successes < len(expected)
     with browser_page() as (page, errors):
-        seconds = open_report(page, report)
-        assert seconds < 3.0
+        open_report(page, report)  # its time is measured by benchmarks/report_size.py
         assert errors == []
         assert page.locator("#no-metrics").count() == 1  # no curves are invented
         assert len(rows(page)) == len(expected)
