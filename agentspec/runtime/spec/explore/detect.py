@@ -62,6 +62,7 @@ class SpecFacts:
     final_answer: str
     done_when: bool
     unread_state: list[str]
+    judges_answer: bool = False  # success reads the final answer (`action`), itself or via rewards
 
 
 def shortest(episodes: Sequence[Episode]) -> Episode:
@@ -142,7 +143,8 @@ def success_without_work(
     if not solved:
         return []
     always = set.intersection(*(o.tools_run() for o in solved))
-    wins = [e for e in played if e.success is True and e.origin != "oracle"]
+    # Only episodes a model could play: no turn writes a value its prompt never showed.
+    wins = [e for e in played if e.success is True and e.origin != "oracle" and not e.blind]
     findings: list[Finding] = []
     for tool in sorted(always):
         skipped = [e for e in wins if tool not in e.tools_run()]
@@ -159,6 +161,8 @@ def success_without_work(
                 )
             )
     other = [e for e in wins if _answer_differs(e, oracle.get(e.sample_index))]
+    if not spec.judges_answer:
+        other = []
     if other:
         findings.append(
             Finding(

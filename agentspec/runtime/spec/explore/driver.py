@@ -19,6 +19,7 @@ from typing import Any
 
 from agentspec.runtime.episode.trajectory import EventKind, TerminationReason, Trajectory
 from agentspec.runtime.policies.scripted import ScriptedPolicy
+from agentspec.runtime.spec.explore.space import ActionSpace, unseen
 
 __all__ = ["Chooser", "Driver", "Episode", "Job", "scripted"]
 
@@ -57,6 +58,7 @@ class Episode:
     end: Any = None  # what `Job.at_end` read
     family: str = ""
     repeats: int = 0
+    blind: list[int] = field(default_factory=list)  # turns using values the prompt never showed
 
     @property
     def total(self) -> float:
@@ -150,14 +152,17 @@ class Driver:
         signatures: list[str] = []
 
         prompts = [""]
+        blind: list[int] = []  # turns that write a value their prompt never showed
 
         def turn(prompt: str) -> str:
             env = envs[-1]
             prompts[0] = prompt
             if turns:
                 signatures.append(signature(env))
-            text = job.chooser(env, prompt, len(turns))
+            text = str(job.chooser(env, prompt, len(turns)))
             turns.append(text)
+            if unseen(ActionSpace.of(env), prompt, text):
+                blind.append(len(turns) - 1)
             return text
 
         flow = self.module.FLOW_CLASS(ScriptedPolicy(turn, self.tokenizer), self.tokenizer)
@@ -180,9 +185,12 @@ class Driver:
         if env is not None:
             signatures.append(signature(env))
         state = state_dict(getattr(env, "state", None))
-        return Episode(
-            job.sample_index, turns, trajectory, state, job.origin, job.max_steps, signatures
-        )
+        episode = Episode(job.sample_index, turns, trajectory, state, job.origin, job.max_steps)
+        episode.signatures, episode.prompt, episode.blind = signatures, prompts[0], blind
+        episode.family, episode.repeats = job.family, job.repeats
+        if job.at_end is not None and env is not None:
+            episode.end = job.at_end(env)
+        return episode
 
 
 def state_dict(state: Any) -> dict[str, Any]:

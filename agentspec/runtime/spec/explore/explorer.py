@@ -144,12 +144,15 @@ def spec_facts(checked: Any) -> SpecFacts:
     checker.run()
     unread = [n for n in spec.state if n in checker.usage.writes and n not in checker.usage.reads]
     success = spec.episode.success
+    source = None if success is None or isinstance(success, bool) else str(success)
+    read = [str(r.value) for n, r in spec.rewards.items() if f"reward.{n}" in (source or "")]
     return SpecFacts(
         rewards={name: reward.on for name, reward in spec.rewards.items()},
         guarded={name for name, tool in spec.tools.items() if tool.when is not None},
         tools=list(spec.tools),
-        success_source=None if success is None or isinstance(success, bool) else str(success),
+        success_source=source,
         final_answer=spec.episode.final_answer,
         done_when=spec.episode.done_when is not None,
         unread_state=unread,
+        judges_answer=any("action." in text for text in [source or "", *read]),
     )

@@ -21,7 +21,7 @@ from typing import Any
 from agentspec.formats import get_format
 from agentspec.runtime.text.conversation import ChatCall, render_calls
 
-__all__ = ["ActionSpace", "ToolShape", "Vocabulary", "draw_value", "finite_values"]
+__all__ = ["ActionSpace", "ToolShape", "Vocabulary", "draw_value", "finite_values", "unseen"]
 
 _WORD = re.compile(r"[A-Za-z0-9][\w\-.']{0,39}")
 _BRACKETED = re.compile(r"\[([^\[\]\n<>|]{1,60})\]")
@@ -263,3 +263,26 @@ class ActionSpace:
             return None
         parsed = get_format(self.tool_format).parse(text, None)
         return parsed.final_answer if parsed.ok and not parsed.calls else None
+
+
+def unseen(space: ActionSpace, prompt: str, text: str) -> list[str]:
+    """The values a turn writes that its prompt never showed (an argument the oracle
+    knew, an answer read from the sample): a model could not have written them."""
+    if space.adapter:
+        written = _WORD.findall(text)
+    else:
+        calls = space.calls_of(text)
+        if calls:
+            written = [str(v) for _, args in calls for v in _flat(args)]
+        else:
+            written = _WORD.findall(space.final_of(text) or "")
+    shown = " ".join(_SPECIAL.sub(" ", prompt).lower().split())
+    return [w for w in written if w.strip() and " ".join(w.lower().split()) not in shown]
+
+
+def _flat(value: Any) -> list[Any]:
+    if isinstance(value, Mapping):
+        return [leaf for v in value.values() for leaf in _flat(v)]
+    if isinstance(value, list):
+        return [leaf for v in value for leaf in _flat(v)]
+    return [] if value is None or isinstance(value, bool) else [value]
