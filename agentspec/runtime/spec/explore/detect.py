@@ -254,7 +254,7 @@ def farmable(played: Sequence[Episode], spec: SpecFacts) -> list[Finding]:
 
 
 def no_ending(played: Sequence[Episode], spec: SpecFacts) -> list[Finding]:
-    if not played or any(e.ending != "max_steps" for e in played):
+    if not played or any(e.ending == "done" for e in played):
         return []
     if spec.final_answer == "continue":
         path: tuple[str | int, ...] = ("episode", "final_answer")
@@ -263,8 +263,8 @@ def no_ending(played: Sequence[Episode], spec: SpecFacts) -> list[Finding]:
     return [
         Finding(
             "X106",
-            f"every one of {len(played)} episodes ran until `episode.max_steps`: nothing the "
-            "agent does ends an episode",
+            f"none of {len(played)} episodes ended before a limit (max_steps, a turn or "
+            "context cut off): nothing the agent does ends an episode",
             path,
             "end it with a terminal tool, `done()` in an effect, `done_when`, or "
             "`final_answer: end`",
@@ -329,17 +329,30 @@ def dead_rewards(played: Sequence[Episode], spec: SpecFacts) -> list[Finding]:
                     "the expression against the states tools can reach",
                 )
             )
-        elif len(played) >= MIN_EPISODES and len({round(s, 9) for s in sums}) == 1:
+        elif on == "final" and (value := _constant(played, name)) is not None:
             findings.append(
                 Finding(
                     "W114",
-                    f"reward.{name} (on: {on}) was {sums[0]:.3f} in every one of "
-                    f"{len(played)} episodes: it cannot tell one episode from another",
+                    f"reward.{name} (on: final) was {value:.3f} at the end of every one of the "
+                    "episodes that gave an answer: it cannot tell one answer from another",
                     ("rewards", name, "value"),
                     "make it depend on what the agent did, or remove it",
                 )
             )
     return findings
+
+
+def _constant(played: Sequence[Episode], name: str) -> float | None:
+    """The one nonzero value a component took every time it was evaluated, if it was
+    evaluated in at least `MIN_EPISODES` steps."""
+    values = {
+        round(s.rewards[name], 9) for e in played for s in e.trajectory.steps if name in s.rewards
+    }
+    count = sum(1 for e in played for s in e.trajectory.steps if name in s.rewards)
+    if count < MIN_EPISODES or len(values) != 1:
+        return None
+    (value,) = values
+    return None if abs(value) <= TOLERANCE else value
 
 
 def reward_ranges(

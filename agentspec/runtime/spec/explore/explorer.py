@@ -10,6 +10,7 @@ report says when they, not the episodes, ended the search).
 
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -135,6 +136,13 @@ def _task_tokenizer(path: Path, module: Any, samples: list[Any]) -> Any:
     return task_bpe_tokenizer(module, samples[:2000], directory)
 
 
+def _read_elsewhere(name: str, text: str) -> bool:
+    """Whether the spec reads `state.NAME` other than to update it (`state.n = state.n + 1`
+    reads it only for itself)."""
+    updates = re.compile(rf"state\.{name}\s*[-+*/]?=[^\n,\]]*")
+    return re.search(rf"state\.{name}\b", updates.sub(" ", text)) is not None
+
+
 def spec_facts(checked: Any) -> SpecFacts:
     """What the detectors need from the checked spec."""
     from agentspec.compiler.checker import Checker
@@ -142,7 +150,8 @@ def spec_facts(checked: Any) -> SpecFacts:
     spec = checked.spec
     checker = Checker(checked.loaded)
     checker.run()
-    unread = [n for n in spec.state if n in checker.usage.writes and n not in checker.usage.reads]
+    text = checked.loaded.source.text
+    unread = [n for n in spec.state if n in checker.usage.writes and not _read_elsewhere(n, text)]
     success = spec.episode.success
     source = None if success is None or isinstance(success, bool) else str(success)
     read = [str(r.value) for n, r in spec.rewards.items() if f"reward.{n}" in (source or "")]
