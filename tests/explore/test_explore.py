@@ -112,3 +112,18 @@ def test_an_invalid_spec_is_reported_not_raised(tmp_path: Path) -> None:
     bad.write_text("agentspec: 1\nname: bad\nprompt: {user: hi}\nrewards: {r: {on: final, value: state.nope}}\n")
     result = runner.invoke(app, ["explore", str(bad)])
     assert result.exit_code == 1 and "E40" in result.output
+
+
+@pytest.mark.parametrize(("name", "exit_code"), [("clean", 0), ("farm_step_reward", 1)])
+def test_agentspec_test_runs_explore_when_the_spec_asks(
+    tmp_path: Path, name: str, exit_code: int
+) -> None:
+    (tmp_path / "quiz.jsonl").write_text((CORPUS / "quiz.jsonl").read_text())
+    spec = tmp_path / f"{name}.yaml"
+    text = (CORPUS / f"{name}.yaml").read_text()
+    spec.write_text(text + "tests:\n  oracle: {samples: 4}\n  explore: {samples: 4, budget: 300}\n")
+    result = runner.invoke(app, ["test", str(spec)])
+    assert result.exit_code == exit_code, result.output
+    assert "explore (" in result.output
+    if exit_code:
+        assert f"{spec}:22:" in result.output and "X105" in result.output
