@@ -26,7 +26,11 @@ runner = CliRunner()
 def planted(path: Path) -> list[tuple[int, str]]:
     """(line, code) of each `# planted: CODE` comment."""
     lines = path.read_text(encoding="utf-8").splitlines()
-    return [(i + 1, m.group(1)) for i, line in enumerate(lines) if (m := re.search(r"# planted: (\w+)", line))]
+    return [
+        (i + 1, m.group(1))
+        for i, line in enumerate(lines)
+        if (m := re.search(r"# planted: (\w+)", line))
+    ]
 
 
 def found(path: Path, settings: ExploreSettings = ExploreSettings()) -> list[tuple[int, str]]:
@@ -83,7 +87,9 @@ def test_cli_exit_codes_and_formats() -> None:
     clean = runner.invoke(app, ["explore", str(CORPUS / "clean.yaml")])
     assert clean.exit_code == 0, clean.output
     assert "0 loophole(s), 0 warning(s)" in clean.output
-    hacked = runner.invoke(app, ["explore", str(CORPUS / "farm_step_reward.yaml"), "--format", "json"])
+    hacked = runner.invoke(
+        app, ["explore", str(CORPUS / "farm_step_reward.yaml"), "--format", "json"]
+    )
     assert hacked.exit_code == 1
     record = json.loads(hacked.output)
     (farm,) = [f for f in record["findings"] if f["code"] == "X105"]
@@ -109,7 +115,9 @@ def test_the_text_report_writes_the_witness_as_yaml() -> None:
 
 def test_an_invalid_spec_is_reported_not_raised(tmp_path: Path) -> None:
     bad = tmp_path / "bad.yaml"
-    bad.write_text("agentspec: 1\nname: bad\nprompt: {user: hi}\nrewards: {r: {on: final, value: state.nope}}\n")
+    bad.write_text(
+        "agentspec: 1\nname: bad\nprompt: {user: hi}\nrewards: {r: {on: final, value: state.nope}}\n"
+    )
     result = runner.invoke(app, ["explore", str(bad)])
     assert result.exit_code == 1 and "E40" in result.output
 

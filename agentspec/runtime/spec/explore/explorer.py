@@ -139,7 +139,7 @@ def _task_tokenizer(path: Path, module: Any, samples: list[Any]) -> Any:
 def _read_elsewhere(name: str, text: str) -> bool:
     """Whether the spec reads `state.NAME` other than to update it (`state.n = state.n + 1`
     reads it only for itself)."""
-    updates = re.compile(rf"state\.{name}\s*[-+*/]?=[^\n,\]]*")
+    updates = re.compile(rf"state\.{name}\s*[-+*/]?=(?!=)[^\n,\]]*")
     return re.search(rf"state\.{name}\b", updates.sub(" ", text)) is not None
 
 
