@@ -19,7 +19,7 @@ def explore(
     budget: Annotated[int, typer.Option(min=1, help="Most episodes to play.")] = 600,
     seconds: Annotated[
         float, typer.Option(min=1.0, help="Most seconds to search (a safety stop).")
-    ] = 45.0,
+    ] = 40.0,
     depth: Annotated[
         int, typer.Option(min=1, help="Longest sequence breadth-first search enumerates.")
     ] = 4,

@@ -33,8 +33,8 @@ def planted(path: Path) -> list[tuple[int, str]]:
     ]
 
 
-def found(path: Path, settings: ExploreSettings = ExploreSettings()) -> list[tuple[int, str]]:
-    report = explore(path, settings)
+def found(path: Path, settings: ExploreSettings | None = None) -> list[tuple[int, str]]:
+    report = explore(path, settings or ExploreSettings())
     return [(diagnostic(report, f).span.line, f.code) for f in report.findings]
 
 

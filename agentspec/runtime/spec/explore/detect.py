@@ -343,16 +343,18 @@ def dead_rewards(played: Sequence[Episode], spec: SpecFacts) -> list[Finding]:
 
 
 def _constant(played: Sequence[Episode], name: str) -> float | None:
-    """The one nonzero value a component took every time it was evaluated, if it was
-    evaluated in at least `MIN_EPISODES` steps."""
-    values = {
-        round(s.rewards[name], 9) for e in played for s in e.trajectory.steps if name in s.rewards
-    }
-    count = sum(1 for e in played for s in e.trajectory.steps if name in s.rewards)
-    if count < MIN_EPISODES or len(values) != 1:
+    """The one nonzero value a component took at every final answer (a turn without
+    a call), if at least `MIN_EPISODES` answers were given. An ending a tool makes
+    (`done()` at a goal) is left out: there a constant reward is the goal's."""
+    values = [
+        round(s.rewards[name], 9)
+        for e in played
+        for s in e.trajectory.steps
+        if name in s.rewards and not s.tool_calls
+    ]
+    if len(values) < MIN_EPISODES or len(set(values)) != 1:
         return None
-    (value,) = values
-    return None if abs(value) <= TOLERANCE else value
+    return None if abs(values[0]) <= TOLERANCE else values[0]
 
 
 def reward_ranges(

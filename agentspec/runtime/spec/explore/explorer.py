@@ -39,7 +39,7 @@ class ExploreError(ValueError):
 class ExploreSettings:
     samples: int = 8  # the first N samples of the data
     episodes: int = 600  # the budget in episodes
-    seconds: float = 45.0  # and in seconds
+    seconds: float = 40.0  # and in seconds
     depth: int = 4  # breadth-first search's longest sequence
     seed: int = 0
 
