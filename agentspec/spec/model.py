@@ -34,6 +34,7 @@ from agentspec.spec.base import (
 )
 from agentspec.spec.testing import (
     Ending,
+    ExploreGateSpec,
     OracleGateSpec,
     SpecTest,
     SpecTestExpect,
@@ -61,6 +62,7 @@ __all__ = [
     "ImportPath",
     "McpServerSpec",
     "McpToolSpec",
+    "ExploreGateSpec",
     "OracleEach",
     "OracleGateSpec",
     "OracleHook",
