@@ -330,25 +330,17 @@ class SpecTestRunner:
 
 
 def explore_gate(runner: SpecTestRunner) -> CaseResult:
-    """`tests: {explore: ...}`: `agentspec explore` on the spec; each loophole (and, with
-    `strict`, each warning) is a failure at its spec line, with its witness's size."""
+    """`tests: {explore: ...}`: `agentspec explore` on the spec; each loophole (each
+    warning too, with `strict`) fails at its spec line."""
     from agentspec.runtime.spec.explore.explorer import ExploreSettings, explore
-    from agentspec.runtime.spec.explore.report import diagnostic
+    from agentspec.runtime.spec.explore.report import gate_failures
 
     gate = runner.spec.tests.explore
     assert gate is not None
     settings = ExploreSettings(gate.samples, gate.budget, gate.seconds, gate.depth, gate.seed)
     report = explore(runner.path, settings)
     result = CaseResult(str(runner.path), f"explore ({report.episodes} episodes)")
-    for finding in report.findings:
-        if finding.code.startswith("W") and not gate.strict:
-            continue
-        found = diagnostic(report, finding)
-        witness = finding.witness
-        shown = (
-            f" (witness: sample {witness.sample_index}, {witness.steps} steps)" if witness else ""
-        )
-        result.failures.append(Failure(f"{finding.code}: {finding.message}{shown}", found.span))
+    result.failures = [Failure(m, span) for m, span in gate_failures(report, gate.strict)]
     return result
 
 

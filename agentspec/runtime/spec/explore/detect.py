@@ -13,7 +13,6 @@ import re
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from agentspec.runtime.episode.trajectory import EventKind
 from agentspec.runtime.spec.explore.driver import Episode
@@ -367,7 +366,3 @@ def reward_ranges(
         if sums:
             out[name] = (min(sums), max(sums))
     return out
-
-
-def describe(value: Any) -> str:
-    return f"{value:.3f}" if isinstance(value, float) else str(value)

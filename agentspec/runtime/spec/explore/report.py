@@ -12,8 +12,9 @@ from agentspec.diagnostics import Diagnostic, render_github, render_text, to_jso
 from agentspec.runtime.spec.explore.detect import Finding
 from agentspec.runtime.spec.explore.driver import Episode
 from agentspec.runtime.spec.explore.explorer import Report
+from agentspec.source import Span
 
-__all__ = ["diagnostic", "render", "witness_entry", "witness_yaml"]
+__all__ = ["diagnostic", "gate_failures", "render", "witness_entry", "witness_yaml"]
 
 
 def diagnostic(report: Report, finding: Finding) -> Diagnostic:
@@ -65,6 +66,21 @@ def witness_yaml(finding: Finding) -> str:
         return ""
     text = yaml.safe_dump([entry], sort_keys=False, allow_unicode=True, width=100)
     return "\n".join("    " + line for line in text.splitlines())
+
+
+def gate_failures(report: Report, strict: bool) -> list[tuple[str, Span | None]]:
+    """What `agentspec test` reports of an exploration: each loophole (and, when
+    `strict`, each warning) with its span and its witness's size."""
+    out = []
+    for finding in report.findings:
+        if finding.code.startswith("W") and not strict:
+            continue
+        witness = finding.witness
+        size = (
+            f" (witness: sample {witness.sample_index}, {witness.steps} steps)" if witness else ""
+        )
+        out.append((f"{finding.code}: {finding.message}{size}", diagnostic(report, finding).span))
+    return out
 
 
 def render(report: Report, output: str) -> str:
