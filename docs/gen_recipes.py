@@ -72,6 +72,33 @@ def algorithm_of(spec: dict[str, Any]) -> str:
     return str((spec.get("training") or {}).get("algorithm", "steppo"))
 
 
+MEASURED = OUTPUT / "measured.json"
+
+
+def measured(name: str, file: str) -> list[str]:
+    """The oracle's and the random-action policy's success, and what `agentspec explore`
+    reports, from docs/recipes/measured.json."""
+    facts = json.loads(MEASURED.read_text(encoding="utf-8")).get(name)
+    if facts is None:
+        return []
+    n = facts["episodes"]
+    lines = [
+        "## Baselines and loopholes",
+        "",
+        "| policy | success |",
+        "|---|---|",
+        f"| oracle | {facts['oracle']:.2f} |",
+        f"| random actions (schema-valid calls and answers) | {facts['random']:.2f} |",
+        "",
+        f"Measured with `agentspec run specs/{file} --policy oracle -n {n}` and "
+        f"`--policy random -n {n}`. `agentspec explore specs/{file}` "
+        + ("reports nothing." if not facts["explore"] else "reports:"),
+        "",
+    ]
+    lines += [f"- {item}" for item in facts["explore"]]
+    return [*lines, ""] if facts["explore"] else lines
+
+
 def page(path: Path) -> str:
     text = path.read_text(encoding="utf-8")
     spec = yaml.safe_load(text)
@@ -96,6 +123,7 @@ def page(path: Path) -> str:
         f"agentspec view runs/{name}-{algorithm_of(spec)}",
         "```",
         "",
+        *measured(name, path.name),
         "## What it declares",
         "",
     ]

@@ -55,6 +55,7 @@ SECTIONS: list[tuple[type[BaseModel], str]] = [
     (model.TrainingSpec, "training"),
     (model.TestsSpec, "tests"),
     (model.OracleGateSpec, "tests.oracle"),
+    (model.ExploreGateSpec, "tests.explore"),
     (model.SpecTest, "tests.episodes[N]"),
     (model.SpecTestExpect, "tests.episodes[N].expect"),
     (model.TextMatch, "an expected observation given by a pattern"),

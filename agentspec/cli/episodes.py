@@ -22,7 +22,8 @@ ConcurrencyOption = Annotated[
 PolicyOption = Annotated[
     str,
     typer.Option(
-        help="oracle, random, scripted:FILE, openai:URL, chat:URL, or a model loaded here "
+        help="oracle, random (schema-valid random calls and answers), random_tokens (uniform "
+        "tokens), scripted:FILE, openai:URL, chat:URL, or a model loaded here "
         "(hf: prefix optional): a checkpoint or run directory, smollm2, a .gguf file."
     ),
 ]
@@ -160,7 +161,12 @@ def _task_tokenizer(
 ) -> tuple[Any, Path | None]:
     """The tokenizer a policy without one of its own uses (built from the task's
     text, cached per spec), and the folder to keep beside the trajectories."""
-    if policy == "oracle" or policy.split(":")[0] in ("random", "scripted", "chat"):
+    if policy == "oracle" or policy.split(":")[0] in (
+        "random",
+        "random_tokens",
+        "scripted",
+        "chat",
+    ):
         from agentspec.compiler.build import cache_dir, cache_key
         from agentspec.runtime.text.task_text import task_bpe_tokenizer
 

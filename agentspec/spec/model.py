@@ -34,6 +34,7 @@ from agentspec.spec.base import (
 )
 from agentspec.spec.testing import (
     Ending,
+    ExploreGateSpec,
     OracleGateSpec,
     SpecTest,
     SpecTestExpect,
@@ -51,6 +52,7 @@ __all__ = [
     "Ending",
     "EnvironmentSpec",
     "EpisodeSpec",
+    "ExploreGateSpec",
     "Expression",
     "FunctionSpec",
     "Guard",

@@ -112,6 +112,19 @@ class OracleGateSpec(Section):
     )
 
 
+class ExploreGateSpec(Section):
+    """`agentspec explore` as part of `agentspec test`: the spec must show no loophole."""
+
+    samples: int = Field(8, ge=1, description="How many samples (the first of the data) to play.")
+    budget: int = Field(600, ge=1, description="Most episodes the search plays.")
+    seconds: float = Field(40.0, gt=0, description="Most seconds the search takes (a safety stop).")
+    depth: int = Field(
+        4, ge=1, le=50, description="Longest sequence breadth-first search enumerates."
+    )
+    seed: int = Field(0, description="Seed of every random choice of the search.")
+    strict: bool = Field(False, description="Warnings (dead guards, rewards, state) fail too.")
+
+
 class TestsSpec(Section):
     """What `agentspec test` runs: scripted episodes and the oracle gate."""
 
@@ -121,4 +134,8 @@ class TestsSpec(Section):
     )
     oracle: OracleGateSpec = Field(
         default_factory=OracleGateSpec, description="Settings of the oracle gate."
+    )
+    explore: ExploreGateSpec | None = Field(
+        None,
+        description="Also run `agentspec explore` (reward without success, success without the work, farmable rewards, dead parts, no ending); each loophole found fails the test at its spec line. See docs/explore.md.",
     )

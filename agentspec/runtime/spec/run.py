@@ -1,7 +1,8 @@
 """Roll out a compiled spec with a policy chosen by name (`agentspec run`).
 
-Policies: `oracle` (the spec's expert turns, per sample), `random` (uniform
-tokens), `scripted:FILE` (one response per line, cycling), `hf:MODEL` or a bare
+Policies: `oracle` (the spec's expert turns, per sample), `random` (random
+schema-valid calls and answers: `spec.explore.policy`), `random_tokens`
+(uniform token ids), `scripted:FILE` (one response per line, cycling), `hf:MODEL` or a bare
 model name (a model loaded here: a checkpoint or run directory, `smollm2`, a
 `.gguf` file; see `runtime.text.model_names`), `openai:URL` (an
 OpenAI-compatible completions server that returns token ids), `chat:URL` (an
@@ -12,20 +13,24 @@ see `policies.chat`).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 from agentspec.runtime.episode.trajectory import Trajectory
 from agentspec.runtime.policies.scripted import ScriptedPolicy
+from agentspec.runtime.spec.scripts import (  # noqa: F401 (re-exported: callers import them from here)
+    PolicyError,
+    Script,
+    episode_script,
+    hook_script,
+    lazy_oracle,
+    walkthrough_script,
+)
 from agentspec.runtime.text.byte_tokenizer import ByteTokenizer
 from agentspec.runtime.text.model_names import MODEL_NAMES_HELP, SMOLLM2, ModelNameError
 from agentspec.runtime.text.tokenizer import Tokenizer
-
-
-class PolicyError(ValueError):
-    """A `--policy` value that cannot be used, with why."""
 
 
 def sample_ids(samples: Sequence[Mapping[str, Any]]) -> list[str]:
@@ -60,6 +65,13 @@ async def rollout(
             on_episode(traj)
         return traj
 
+    if policy == "random":
+        from agentspec.runtime.spec.explore.policy import random_episodes
+
+        tokenizer = task_tokenizer or ByteTokenizer()
+        return await random_episodes(
+            module, samples, tokenizer, seed=seed, sample_ids=ids, on_episode=on_episode
+        )
     script = episode_script(module, policy)
     if script is not None:
         # Scripted turns are per episode: each one gets its own policy.
@@ -80,113 +92,6 @@ async def rollout(
     return list(await asyncio.gather(*(one(flow, s, i) for s, i in zip(samples, ids, strict=True))))
 
 
-Script = list[str] | Callable[[str], str]
-"""One episode's turns: a list, or a function of the prompt giving the next turn."""
-
-
-def episode_script(module: ModuleType, policy: str) -> Callable[[Mapping[str, Any]], Script] | None:
-    """The turns of one episode for `oracle` and `scripted:FILE`, else None."""
-    kind, _, location = policy.partition(":")
-    if kind == "oracle":
-        if hasattr(module, "oracle_actions"):
-            return lazy_oracle(module.oracle_actions)
-        if hasattr(module, "ORACLE_HOOK"):
-            return hook_script(module.ORACLE_HOOK, getattr(module, "ORACLE_HOOK_LOCATION", ""))
-        if getattr(module, "ORACLE_WALKTHROUGH", False):
-            return walkthrough_script(module)
-        raise PolicyError("this spec has no `oracle`")
-    if kind == "scripted":
-        path = Path(location)
-        if not path.is_file():
-            raise PolicyError(f"scripted policy file {location!r} does not exist")
-        lines = [line for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-        if not lines:
-            raise PolicyError(f"{location} has no responses (one per line)")
-        turns = [line.replace("\\n", "\n") for line in lines]
-        return lambda sample: list(turns)
-    return None
-
-
-def lazy_oracle(
-    oracle_actions: Callable[[dict[str, Any]], Any],
-) -> Callable[[Mapping[str, Any]], Callable[[str], str]]:
-    """The turns of a spec's `oracle:` list, rendered one per step as the
-    episode asks for them; after the last (or an empty) action, the oracle
-    answers with nothing, which ends a tool episode. A rendering error is a
-    `PolicyError` with the spec line and the sample's id."""
-    from agentspec.runtime.spec.oracle import OracleError
-
-    def script(sample: Mapping[str, Any]) -> Callable[[str], str]:
-        turns = iter(oracle_actions(dict(sample)))
-        sample_id = sample.get("id", sample.get("sample_id", "?"))
-
-        def next_turn(prompt: str) -> str:
-            try:
-                return next(turns, "")
-            except OracleError as exc:
-                raise PolicyError(f"oracle for sample {sample_id}: {exc}") from None
-
-        return next_turn
-
-    return script
-
-
-def hook_script(target: str, location: str = "") -> Callable[[Mapping[str, Any]], list[str]]:
-    """The turns of an `oracle: {hook: module:attr}`: the hook, called with the
-    sample, returns the episode's actions in order (a list of texts). A hook
-    that cannot be loaded, raises, or returns anything else is a `PolicyError`
-    naming `oracle.hook` and its spec line."""
-    from agentspec.stdlib.user import import_target
-
-    where = f"the oracle hook '{target}'" + (f" (oracle.hook, {location})" if location else "")
-    try:
-        hook = import_target(target)
-    except (ImportError, AttributeError) as exc:
-        raise PolicyError(f"cannot load {where}: {exc}") from None
-    if not callable(hook):
-        raise PolicyError(f"{where} is not callable")
-
-    def script(sample: Mapping[str, Any]) -> list[str]:
-        sample_id = sample.get("id", sample.get("sample_id", "?"))
-        try:  # the user's code (a generator's too)
-            turns = hook(dict(sample))
-            text_like = isinstance(turns, (str, bytes, Mapping))
-            listed = list(turns) if isinstance(turns, Iterable) and not text_like else None
-        except Exception as exc:
-            raise PolicyError(
-                f"{where} failed for sample {sample_id}: {type(exc).__name__}: {exc}"
-            ) from None
-        if listed is None or not all(isinstance(t, str) for t in listed):
-            shape = "None" if turns is None else f"a {type(turns).__name__}"
-            if listed is not None:
-                bad = next(t for t in listed if not isinstance(t, str))
-                shape += f" holding {str(bad)[:40]!r} ({type(bad).__name__})"
-            raise PolicyError(
-                f"{where} returned {shape} for sample {sample_id}; it must return a list of"
-                " action texts, one per turn"
-            )
-        return listed
-
-    return script
-
-
-def walkthrough_script(module: ModuleType) -> Callable[[Mapping[str, Any]], list[str]]:
-    """The turns of `oracle: {walkthrough: true}`: the environment adapter's
-    walkthrough of the sample's game."""
-    env_class = module.ENV_CLASS
-    if not hasattr(env_class, "make_adapter"):
-        raise PolicyError("a walkthrough oracle needs an `environment` adapter")
-    adapter = env_class.make_adapter()
-
-    def script(sample: Mapping[str, Any]) -> list[str]:
-        try:
-            return list(adapter.walkthrough(dict(sample)))
-        except NotImplementedError:
-            raise PolicyError(f"the {type(adapter).__name__} adapter has no walkthrough") from None
-
-    return script
-
-
 def make_policy(
     name: str,
     *,
@@ -200,7 +105,7 @@ def make_policy(
     """A model policy and its tokenizer from a `--policy` value: random, hf:MODEL or a
     model name, openai:URL, chat:URL."""
     kind, _, location = name.partition(":")
-    if kind == "random":
+    if kind == "random_tokens":
         from agentspec.runtime.policies.random import RandomPolicy
 
         own: Any = task_tokenizer or ByteTokenizer()
@@ -229,7 +134,7 @@ def make_policy(
     if kind == "chat":
         return chat_policy(location, served_model, task_tokenizer, api_key_env, max_concurrency)
     raise PolicyError(
-        f"unknown policy {name!r}: use oracle, random, scripted:FILE, openai:URL, chat:URL, "
+        f"unknown policy {name!r}: use oracle, random, random_tokens, scripted:FILE, openai:URL, chat:URL, "
         f"or a model to load here (hf: prefix optional): {MODEL_NAMES_HELP}"
     )
 
@@ -240,7 +145,7 @@ def policy_model(name: str) -> str | None:
     kind, _, location = name.partition(":")
     if kind == "hf":
         return location
-    if name in ("oracle", "random") or kind in ("scripted", "openai", "chat"):
+    if name in ("oracle", "random", "random_tokens") or kind in ("scripted", "openai", "chat"):
         return None
     # written as a model (even one not installed here: its error then says what is missing)
     model_like = kind == "builtin" or name == SMOLLM2 or name.endswith(".gguf") or "/" in name
@@ -303,7 +208,7 @@ def evaluate_policy(
     max_concurrency: int = 8,
 ) -> Any:
     """`agentspec eval --policy`: a named policy (`chat:URL`, `openai:URL`, `hf:MODEL`,
-    `random`) on the held-out samples a checkpoint is evaluated on; no torch for chat."""
+    `random`, `random_tokens`) on the held-out samples a checkpoint is evaluated on; no torch for chat."""
     from agentspec.compiler.build import cache_dir, cache_key, import_spec
     from agentspec.runtime.episode.loop import run_episodes
     from agentspec.runtime.episode.summary import summarize
@@ -313,6 +218,10 @@ def evaluate_policy(
     train_samples, samples = held_out_split(module, episodes)
     directory = cache_dir() / cache_key(spec)[:16] / "tokenizer"
     task_tokenizer = task_bpe_tokenizer(module, train_samples[:2000], directory)
+    names = [c.name for c in module.ENV_CLASS.reward_components]
+    if policy == "random":  # random actions: per episode, no model
+        played = asyncio.run(rollout(module, samples, policy, task_tokenizer=task_tokenizer))
+        return summarize(played, names)
     model_policy, tokenizer = make_policy(
         policy,
         served_model=served_model,
@@ -322,4 +231,4 @@ def evaluate_policy(
     )
     flow = module.FLOW_CLASS(model_policy, tokenizer, temperature=temperature)
     trajectories = asyncio.run(run_episodes(flow, samples, sample_ids=sample_ids(samples)))
-    return summarize(trajectories, [c.name for c in module.ENV_CLASS.reward_components])
+    return summarize(trajectories, names)

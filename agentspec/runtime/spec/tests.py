@@ -329,6 +329,21 @@ class SpecTestRunner:
         return self.span(("oracle", entry))
 
 
+def explore_gate(runner: SpecTestRunner) -> CaseResult:
+    """`tests: {explore: ...}`: `agentspec explore` on the spec; each loophole (each
+    warning too, with `strict`) fails at its spec line."""
+    from agentspec.runtime.spec.explore.explorer import ExploreSettings, explore
+    from agentspec.runtime.spec.explore.report import gate_failures
+
+    gate = runner.spec.tests.explore
+    assert gate is not None
+    settings = ExploreSettings(gate.samples, gate.budget, gate.seconds, gate.depth, gate.seed)
+    report = explore(runner.path, settings)
+    result = CaseResult(str(runner.path), f"explore ({report.episodes} episodes)")
+    result.failures = [Failure(m, span) for m, span in gate_failures(report, gate.strict)]
+    return result
+
+
 def _entry_label(turn: Any) -> str:
     """` (oracle entry 3, item 2)`: which `oracle:` entry wrote a turn."""
     entry = getattr(turn, "entry", None)
@@ -427,6 +442,11 @@ def run_spec_tests(
         except Exception as exc:  # e.g. data that cannot be read: located at the oracle
             case = CaseResult(str(path), f"oracle gate ({runner.oracle_samples} samples)")
             case.failures.append(Failure(f"{type(exc).__name__}: {exc}", runner.span(("oracle",))))
+        case.seconds = time.perf_counter() - start
+        results.append(case)
+    if gate and runner.spec.tests.explore is not None:
+        start = time.perf_counter()
+        case = explore_gate(runner)
         case.seconds = time.perf_counter() - start
         results.append(case)
     return results, None

@@ -1,0 +1,257 @@
+"""The search: which action sequences the explorer plays, in which order.
+
+1. the oracle on every sample (the baseline each finding compares against);
+2. mutations of the oracle's episodes: drop a step, repeat one (1, 2 and 4
+   more times, to see a reward grow), swap two, answer early, answer with a
+   vocabulary value or with every option at once, change one argument, a
+   malformed turn, a call with no arguments;
+3. breadth-first enumeration of short sequences where the action space is
+   finite (enum and boolean arguments, the oracle's argument values, an
+   adapter's admissible commands), each state visited once;
+4. random-action episodes, from the start and from each oracle prefix;
+5. repetition of every turn that was paid a per-step or per-call reward.
+
+Every choice is drawn from `random.Random` seeded by the explorer's seed and
+the job's name, so the same seed plays the same episodes.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from agentspec.runtime.spec.explore.driver import Driver, Episode, Job, scripted
+from agentspec.runtime.spec.explore.policy import OracleFacts, RandomActions
+from agentspec.runtime.spec.explore.space import (
+    ActionSpace,
+    Vocabulary,
+    draw_value,
+    finite_values,
+)
+
+__all__ = ["Search"]
+
+REPEATS = (1, 2, 4)  # extra copies of a repeated turn: a farmable reward grows with them
+PER_TOOL = 8  # argument combinations breadth-first search tries per tool and state
+WORDS = 4  # prompt words breadth-first search adds to the oracle's argument values
+
+
+@dataclass
+class SampleFacts:
+    """What the oracle's episode on one sample tells the search."""
+
+    oracle: OracleFacts
+    vocab: Vocabulary
+    space: ActionSpace
+    episode: Episode
+
+
+class Search:
+    """Runs the strategies in order until the driver's budget is spent."""
+
+    def __init__(self, driver: Driver, space: ActionSpace, oracle: list[OracleFacts], seed: int):
+        self.driver = driver
+        self.space = space
+        self.oracle = oracle
+        self.seed = seed
+        self.facts: dict[int, SampleFacts] = {}
+
+    def rng(self, *name: Any) -> random.Random:
+        return random.Random(":".join(map(str, (self.seed, *name))))
+
+    def job(
+        self, sample: int, turns: Sequence[str], origin: str, family: str = "", repeats: int = 0
+    ) -> Job:
+        """A scripted episode; an adapter's ends after its turns (it has no answer to end it)."""
+        limit = len(turns) if self.space.adapter and turns else None
+        return Job(sample, scripted(turns), origin, limit, family=family, repeats=repeats)
+
+    # ------------------------------------------------------------- strategies
+
+    def oracle_episodes(self) -> list[Episode]:
+        jobs = [self.job(i, o.turns, "oracle") for i, o in enumerate(self.oracle) if o.turns]
+        played = self.driver.play(jobs)
+        for episode in played:
+            facts = self.oracle[episode.sample_index]
+            vocab = Vocabulary.of(episode.prompt, facts.values)
+            self.facts[episode.sample_index] = SampleFacts(facts, vocab, self.space, episode)
+        return played
+
+    def mutations(self) -> None:
+        jobs: list[Job] = []
+        for index, facts in sorted(self.facts.items()):
+            jobs += self._mutations_of(index, facts)
+        self.driver.play(jobs)
+
+    def _mutations_of(self, index: int, facts: SampleFacts) -> list[Job]:
+        turns, rng = facts.oracle.turns, self.rng("mutate", index)
+        variants: list[tuple[str, list[str]]] = []
+        jobs: list[Job] = []
+        for i in range(len(turns)):
+            variants.append((f"oracle without turn {i + 1}", turns[:i] + turns[i + 1 :]))
+            family = f"sample {index} oracle turn {i + 1}"
+            for extra in REPEATS:
+                repeated = turns[: i + 1] + [turns[i]] * extra + turns[i + 1 :]
+                origin = f"oracle with turn {i + 1} repeated {extra}x"
+                jobs.append(self.job(index, repeated, origin, family, extra))
+            if i + 1 < len(turns):
+                swapped = [*turns[:i], turns[i + 1], turns[i], *turns[i + 2 :]]
+                variants.append((f"oracle with turns {i + 1} and {i + 2} swapped", swapped))
+        if not self.space.adapter:
+            variants += self._answer_variants(facts, rng)
+            variants += self._argument_variants(facts, rng)
+            variants += self._broken_turns(turns)
+        return jobs + [self.job(index, t, origin) for origin, t in variants if t]
+
+    def _answer_variants(
+        self, facts: SampleFacts, rng: random.Random
+    ) -> list[tuple[str, list[str]]]:
+        turns = facts.oracle.turns
+        calls = [t for t in turns if self.space.final_of(t) is None]
+        answers = facts.oracle.answers or [self.space.answer("")]
+        shapes = facts.oracle.shapes or ["{}"]
+        out = [
+            (f"answer after {i} oracle calls", [*calls[:i], answers[-1]]) for i in range(len(calls))
+        ]
+        values = facts.vocab.strings()
+        for value in rng.sample(values, min(6, len(values))):
+            out.append(
+                (f"oracle calls, then the answer {value!r}", [*calls, shapes[-1].format(value)])
+            )
+        listing = ", ".join(dict.fromkeys([*facts.vocab.phrases, *map(str, facts.oracle.values)]))
+        every = ", ".join(facts.vocab.words[:40])
+        for label, text in (("every option", listing), ("every prompt word", every)):
+            if text:
+                out.append((f"answer listing {label}", [*calls, shapes[-1].format(text)]))
+                out.append((f"answer listing {label}, no call", [shapes[-1].format(text)]))
+        return out
+
+    def _argument_variants(
+        self, facts: SampleFacts, rng: random.Random
+    ) -> list[tuple[str, list[str]]]:
+        out: list[tuple[str, list[str]]] = []
+        turns = facts.oracle.turns
+        for i, turn in enumerate(turns):
+            for name, arguments in self.space.calls_of(turn)[:1]:
+                tool = self.space.tool(name)
+                if tool is None:
+                    continue
+                for key in arguments:
+                    for _ in range(2):
+                        changed = dict(arguments)
+                        schema = tool.properties.get(key, {})
+                        changed[key] = draw_value(schema, rng, facts.vocab)
+                        new = self.space.call(name, changed)
+                        out.append(
+                            (
+                                f"oracle with argument {key!r} of turn {i + 1} changed",
+                                [*turns[:i], new, *turns[i + 1 :]],
+                            )
+                        )
+        return out
+
+    def _broken_turns(self, turns: list[str]) -> list[tuple[str, list[str]]]:
+        tool = self.space.tools[0] if self.space.tools else None
+        out = [("a malformed first turn", [self.space.malformed(tool), *turns])]
+        if tool is not None:
+            no_args = self.space.call(tool.name, {})
+            out.append((f"{tool.name} called without arguments", [no_args, *turns]))
+        return out
+
+    def spare(self, jobs: list[Job], keep: int) -> list[Job]:
+        """The jobs that fit in the budget while `keep` episodes stay for later strategies."""
+        return jobs[: max(0, self.driver.left - keep)]
+
+    def breadth_first(self, depth: int, keep: int = 0, samples: int = 1) -> None:
+        """Every short sequence over a finite action set, visiting each state once."""
+        for index in sorted(self.facts)[:samples]:
+            facts = self.facts[index]
+            seen: set[str] = set()
+            frontier: list[tuple[list[str], list[str]]] = [([], self._finite_actions(facts, None))]
+            for _ in range(depth):
+                paths = [[*prefix, a] for prefix, actions in frontier for a in actions]
+                nodes = self.spare([self._node(index, path) for path in paths], keep)
+                played = self.driver.play(nodes)
+                frontier = []
+                for path, episode in zip(paths, played, strict=False):
+                    ended = episode.steps <= len(path) and episode.ending != "max_steps"
+                    if ended or episode.broken() or len(episode.signatures) < len(path):
+                        continue  # a leaf: the episode ended on the new action
+                    key = episode.signatures[len(path) - 1]
+                    if key not in seen:
+                        seen.add(key)
+                        frontier.append((path, self._finite_actions(facts, episode.end)))
+                if not frontier or len(nodes) < len(paths) or self.driver.exhausted:
+                    break
+
+    def _node(self, index: int, path: list[str]) -> Job:
+        """A search node: its path, then an empty answer (an adapter's ends after the path)."""
+        limit = len(path) if self.space.adapter else None
+        return Job(index, scripted(path), "breadth-first search", limit, at_end=lambda env: env)
+
+    def _finite_actions(self, facts: SampleFacts, env: Any) -> list[str]:
+        """The actions breadth-first search tries in a state."""
+        if self.space.adapter:
+            info = getattr(getattr(env, "adapter", None), "info", {}) if env is not None else {}
+            commands = list(info.get("admissible_commands") or [])
+            return commands or list(dict.fromkeys(facts.oracle.turns))
+        actions: list[str] = []
+        for tool in self.space.tools:
+            actions += self._tool_calls(tool, facts)
+        actions += list(dict.fromkeys(facts.oracle.answers))[:2]
+        actions.append(self.space.answer(""))
+        return list(dict.fromkeys(actions))
+
+    def _tool_calls(self, tool: Any, facts: SampleFacts) -> list[str]:
+        words = [str(v) for v in facts.oracle.values] + facts.vocab.words[:WORDS]
+        combos: list[dict[str, Any]] = [{}]
+        for name in tool.required or list(tool.properties):
+            values = finite_values(tool.properties.get(name, {}), list(dict.fromkeys(words)))
+            combos = [{**c, name: v} for c in combos for v in values][: PER_TOOL * 4]
+        return [self.space.call(tool.name, c) for c in combos[:PER_TOOL]]
+
+    def random_episodes(self, keep: int = 0) -> None:
+        """Random actions from the start and from every prefix of each oracle episode,
+        round after round, until only `keep` episodes of the budget are left."""
+        indices = sorted(self.facts) or list(range(len(self.oracle)))
+        for round_ in range(10**6):
+            jobs = []
+            for index in indices:
+                turns = self.oracle[index].turns
+                for cut in range(max(1, len(turns))):
+                    rng = self.rng("random", round_, index, cut)
+                    chooser = _after(turns[:cut], RandomActions(rng, turns))
+                    origin = f"random actions after {cut} oracle turns" if cut else "random actions"
+                    jobs.append(Job(index, chooser, origin))
+            if not self.driver.play(self.spare(jobs, keep)) or self.driver.left <= keep:
+                return
+
+    def farm(self, episodes: Sequence[Episode], paid: Callable[[Episode], list[int]]) -> None:
+        """Repeat each turn that was paid a per-step or per-call reward (`paid` gives
+        the paid steps of an episode), 1, 2 and 4 more times."""
+        jobs: list[Job] = []
+        done: set[tuple[int, str]] = set()
+        for episode in episodes:
+            for step in paid(episode):
+                if (
+                    step >= len(episode.turns)
+                    or (episode.sample_index, episode.turns[step]) in done
+                ):
+                    continue
+                done.add((episode.sample_index, episode.turns[step]))
+                family = f"sample {episode.sample_index} farm {len(done)}"
+                head = episode.turns[: step + 1]
+                for extra in REPEATS:
+                    turns = head + [episode.turns[step]] * extra
+                    origin = f"turn {step + 1} of {episode.origin} repeated {extra}x"
+                    jobs.append(self.job(episode.sample_index, turns, origin, family, extra))
+        self.driver.play(jobs)
+
+
+def _after(prefix: list[str], then: RandomActions) -> Callable[[Any, str, int], str]:
+    def choose(env: Any, prompt: str, index: int) -> str:
+        return prefix[index] if index < len(prefix) else then(env, prompt, index)
+
+    return choose

@@ -1,0 +1,288 @@
+"""What an agent could write at a step: the action space of a spec and its vocabulary.
+
+A tool call is a tool of the environment with arguments drawn from its JSON
+Schema (enums, numeric ranges, lengths, and strings from a vocabulary); a final
+answer is a vocabulary value written in the oracle's shape. Everything is
+rendered in the spec's tool format, so an action is the text a model would
+write. The vocabulary holds only what the model could know: words and phrases
+of its prompt (the task and every observation so far) and the arguments of the
+oracle's calls for the sample — never a sample field the prompt does not show.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from agentspec.formats import get_format
+from agentspec.runtime.text.conversation import ChatCall, render_calls
+
+__all__ = ["ActionSpace", "ToolShape", "Vocabulary", "draw_value", "finite_values", "unseen"]
+
+_WORD = re.compile(r"[A-Za-z0-9][\w\-.']{0,39}")
+_BRACKETED = re.compile(r"\[([^\[\]\n<>|]{1,60})\]")
+_QUOTED = re.compile(r"\"([^\"\n<>|]{1,60})\"")
+_SPECIAL = re.compile(r"<\|[^|]*\|>|<\|[^>]*>|</?\w+>")
+MAX_WORDS = 400  # distinct prompt words kept (the most recent first dropped last)
+SMALL_INTS = (0, 1, 2, 3, -1, 5, 10, 100)
+
+
+@dataclass(frozen=True)
+class ToolShape:
+    """One tool as the model sees it: its name and its arguments' JSON Schema."""
+
+    name: str
+    properties: Mapping[str, Any]
+    required: tuple[str, ...]
+
+    @staticmethod
+    def of(tool: Any) -> ToolShape:
+        schema = getattr(tool, "parameters", None) or {}
+        properties = schema.get("properties", {}) if isinstance(schema, Mapping) else {}
+        required = tuple(schema.get("required", ())) if isinstance(schema, Mapping) else ()
+        return ToolShape(str(tool.name), dict(properties), required)
+
+
+@dataclass
+class Vocabulary:
+    """Strings and numbers an agent could write: oracle arguments first, then prompt words."""
+
+    oracle_values: list[Any] = field(default_factory=list)
+    words: list[str] = field(default_factory=list)
+    phrases: list[str] = field(default_factory=list)
+
+    @staticmethod
+    def of(prompt_text: str, oracle_values: Sequence[Any]) -> Vocabulary:
+        text = _SPECIAL.sub(" ", prompt_text)
+        words = _unique(_WORD.findall(text))
+        phrases = _unique([*_BRACKETED.findall(text), *_QUOTED.findall(text)])
+        return Vocabulary(list(oracle_values), words[-MAX_WORDS:], [p.strip() for p in phrases])
+
+    def strings(self) -> list[str]:
+        values = [str(v) for v in self.oracle_values if not isinstance(v, (dict, list))]
+        return _unique([*values, *self.phrases, *self.words])
+
+    def numbers(self) -> list[float]:
+        out: list[float] = []
+        for value in [*self.oracle_values, *self.words]:
+            number = _number(value)
+            if number is not None:
+                out.append(number)
+        return _unique(out)
+
+    def draw_string(self, rng: random.Random) -> str:
+        """A value, a bracketed or quoted phrase, or a run of 1-4 consecutive prompt words."""
+        roll = rng.random()
+        if self.oracle_values and roll < 0.35:
+            value = rng.choice(self.oracle_values)
+            if not isinstance(value, (dict, list)):
+                return str(value)
+        if self.phrases and roll < 0.55:
+            return rng.choice(self.phrases)
+        if self.words:
+            start = rng.randrange(len(self.words))
+            width = 1 if rng.random() < 0.6 else rng.randint(2, 4)
+            return " ".join(self.words[start : start + width])
+        return ""
+
+
+def _unique(items: Iterable[Any]) -> list[Any]:
+    return list(dict.fromkeys(items))
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        return value
+    try:
+        return float(str(value)) if re.fullmatch(r"-?\d+(\.\d+)?", str(value)) else None
+    except ValueError:
+        return None
+
+
+def draw_value(schema: Mapping[str, Any], rng: random.Random, vocab: Vocabulary) -> Any:
+    """A value valid for `schema` where the schema says enough (enum, const, type,
+    bounds, lengths); strings come from the vocabulary."""
+    if "const" in schema:
+        return schema["const"]
+    if isinstance(schema.get("enum"), list) and schema["enum"]:
+        return rng.choice(schema["enum"])
+    for key in ("anyOf", "oneOf"):
+        if isinstance(schema.get(key), list) and schema[key]:
+            return draw_value(rng.choice(schema[key]), rng, vocab)
+    kind = schema.get("type", "string")
+    if isinstance(kind, list):
+        kind = rng.choice([k for k in kind if k != "null"] or ["null"])
+    if kind == "boolean":
+        return rng.random() < 0.5
+    if kind in ("integer", "number"):
+        return _draw_number(schema, kind, rng, vocab)
+    if kind == "array":
+        items = schema.get("items", {}) if isinstance(schema.get("items"), Mapping) else {}
+        low = int(schema.get("minItems", 0))
+        high = max(low, min(int(schema.get("maxItems", low + 3)), low + 3))
+        return [draw_value(items, rng, vocab) for _ in range(rng.randint(low, high))]
+    if kind == "object":
+        properties = schema.get("properties", {})
+        return {
+            k: draw_value(v, rng, vocab) for k, v in properties.items() if isinstance(v, Mapping)
+        }
+    if kind == "null":
+        return None
+    return _draw_string(schema, rng, vocab)
+
+
+def _draw_number(
+    schema: Mapping[str, Any], kind: str, rng: random.Random, vocab: Vocabulary
+) -> int | float:
+    low = schema.get("minimum", schema.get("exclusiveMinimum"))
+    high = schema.get("maximum", schema.get("exclusiveMaximum"))
+    if low is not None and high is not None and kind == "integer":
+        lo = int(low) + (1 if "exclusiveMinimum" in schema and "minimum" not in schema else 0)
+        hi = int(high) - (1 if "exclusiveMaximum" in schema and "maximum" not in schema else 0)
+        return rng.randint(lo, hi) if lo <= hi else lo
+    candidates = [n for n in [*vocab.numbers(), *SMALL_INTS] if _within(n, low, high)]
+    value = rng.choice(candidates) if candidates else (low if low is not None else 0)
+    return int(value) if kind == "integer" else float(value)
+
+
+def _within(number: float, low: Any, high: Any) -> bool:
+    return (low is None or number >= low) and (high is None or number <= high)
+
+
+def _draw_string(schema: Mapping[str, Any], rng: random.Random, vocab: Vocabulary) -> str:
+    pattern = schema.get("pattern")
+    low, high = int(schema.get("minLength", 0)), schema.get("maxLength")
+    for _ in range(8):
+        value = vocab.draw_string(rng)
+        if len(value) < low or (high is not None and len(value) > int(high)):
+            continue
+        if pattern is not None and not _matches(pattern, value):
+            continue
+        return value
+    fitting = [s for s in vocab.strings() if pattern is None or _matches(pattern, s)]
+    return rng.choice(fitting) if fitting else "a" * max(low, 1)
+
+
+def _matches(pattern: str, value: str) -> bool:
+    try:
+        return re.search(pattern, value) is not None
+    except re.error:
+        return True
+
+
+def finite_values(schema: Mapping[str, Any], strings: Sequence[str]) -> list[Any]:
+    """Every value breadth-first search tries for one argument: the whole domain of
+    an enum, a boolean or a small integer range; else `strings` (the oracle's and a
+    few prompt words) and small numbers."""
+    if "const" in schema:
+        return [schema["const"]]
+    if isinstance(schema.get("enum"), list) and schema["enum"]:
+        return list(schema["enum"])
+    kind = schema.get("type", "string")
+    if kind == "boolean":
+        return [True, False]
+    if kind == "integer":
+        low, high = schema.get("minimum"), schema.get("maximum")
+        if low is not None and high is not None and int(high) - int(low) < 12:
+            return list(range(int(low), int(high) + 1))
+        numbers = [int(n) for s in strings if (n := _number(s)) is not None and n == int(n)]
+        return _unique([n for n in [*numbers, 0, 1] if _within(n, low, high)])
+    if kind == "number":
+        return _unique([n for s in strings if (n := _number(s)) is not None] + [0.0, 1.0])
+    if kind in ("string", None):
+        return list(strings)
+    return []
+
+
+@dataclass
+class ActionSpace:
+    """The tools of one environment and how actions are written in its format."""
+
+    tools: list[ToolShape]
+    tool_format: str
+    adapter: bool  # an environment adapter: the whole response is a command
+
+    @staticmethod
+    def of(env: Any) -> ActionSpace:
+        tools = getattr(env, "tools", None) or {}
+        shapes = [ToolShape.of(t) for t in tools.values()]
+        fmt = getattr(getattr(env, "format", None), "name", "") or "hermes"
+        return ActionSpace(shapes, fmt, adapter=not hasattr(env, "tools"))
+
+    def tool(self, name: str) -> ToolShape | None:
+        return next((t for t in self.tools if t.name == name), None)
+
+    def call(self, name: str, arguments: Mapping[str, Any]) -> str:
+        """A call as the model writes it in the spec's format."""
+        chat_call = ChatCall(name, json.dumps(dict(arguments), ensure_ascii=False))
+        return render_calls(self.tool_format, None, [chat_call])
+
+    def answer(self, text: str) -> str:
+        """A final answer as the model writes it (react marks it; the others take the text)."""
+        if self.tool_format == "react":
+            return f"Final Answer: {text}"
+        return text
+
+    def random_call(self, tool: ToolShape, rng: random.Random, vocab: Vocabulary) -> str:
+        return self.call(tool.name, self.random_arguments(tool, rng, vocab))
+
+    def random_arguments(
+        self, tool: ToolShape, rng: random.Random, vocab: Vocabulary
+    ) -> dict[str, Any]:
+        """Arguments drawn from the schema: every required one, each optional one at even odds."""
+        args: dict[str, Any] = {}
+        for name, schema in tool.properties.items():
+            if name in tool.required or rng.random() < 0.5:
+                args[name] = draw_value(schema if isinstance(schema, Mapping) else {}, rng, vocab)
+        return args
+
+    def malformed(self, tool: ToolShape | None) -> str:
+        """A turn the format cannot parse: a call cut in half (a cut-off response)."""
+        if tool is None:
+            return "<tool_call>{" if self.tool_format != "react" else "Action:"
+        whole = self.call(tool.name, {})
+        cut = whole[: max(2, len(whole) // 2)]
+        return cut if not get_format(self.tool_format).parse(cut, None).ok else whole + "]]{"
+
+    def calls_of(self, text: str) -> list[tuple[str, dict[str, Any]]]:
+        """The calls a turn makes, parsed in the spec's format ([] for an answer or an error)."""
+        if self.adapter:
+            return []
+        parsed = get_format(self.tool_format).parse(text, None)
+        return [(c.name, dict(c.arguments)) for c in parsed.calls] if parsed.ok else []
+
+    def final_of(self, text: str) -> str | None:
+        """The final answer of a turn with no call, else None."""
+        if self.adapter:
+            return None
+        parsed = get_format(self.tool_format).parse(text, None)
+        return parsed.final_answer if parsed.ok and not parsed.calls else None
+
+
+def unseen(space: ActionSpace, prompt: str, text: str) -> list[str]:
+    """The values a turn writes that its prompt never showed (an argument the oracle
+    knew, an answer read from the sample): a model could not have written them."""
+    if space.adapter:
+        written = _WORD.findall(text)
+    else:
+        calls = space.calls_of(text)
+        if calls:
+            written = [str(v) for _, args in calls for v in _flat(args)]
+        else:
+            written = _WORD.findall(space.final_of(text) or "")
+    shown = " ".join(_SPECIAL.sub(" ", prompt).lower().split())
+    return [w for w in written if w.strip() and " ".join(w.lower().split()) not in shown]
+
+
+def _flat(value: Any) -> list[Any]:
+    if isinstance(value, Mapping):
+        return [leaf for v in value.values() for leaf in _flat(v)]
+    if isinstance(value, list):
+        return [leaf for v in value for leaf in _flat(v)]
+    return [] if value is None or isinstance(value, bool) else [value]

@@ -1,0 +1,137 @@
+"""`agentspec explore`: every planted loophole of tests/specs/loopholes is found at
+its line, the clean spec reports nothing, witnesses replay as `tests:` entries,
+the search is deterministic for a seed, and the CLI's formats and exit codes."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from agentspec.cli import app
+from agentspec.runtime.spec.explore.explorer import ExploreSettings, explore
+from agentspec.runtime.spec.explore.report import diagnostic, witness_entry
+from agentspec.runtime.spec.tests import SpecTestRunner
+
+ROOT = Path(__file__).resolve().parents[2]
+CORPUS = ROOT / "tests" / "specs" / "loopholes"
+PLANTED = sorted(p for p in CORPUS.glob("*.yaml") if p.stem != "clean")
+runner = CliRunner()
+
+
+def planted(path: Path) -> list[tuple[int, str]]:
+    """(line, code) of each `# planted: CODE` comment."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    return [
+        (i + 1, m.group(1))
+        for i, line in enumerate(lines)
+        if (m := re.search(r"# planted: (\w+)", line))
+    ]
+
+
+def found(path: Path, settings: ExploreSettings | None = None) -> list[tuple[int, str]]:
+    report = explore(path, settings or ExploreSettings())
+    return [(diagnostic(report, f).span.line, f.code) for f in report.findings]
+
+
+def test_the_corpus_plants_at_least_twelve_loopholes() -> None:
+    assert len(PLANTED) >= 12
+    assert all(planted(p) for p in PLANTED)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path", PLANTED, ids=lambda p: p.stem)
+def test_every_planted_loophole_is_found_at_its_line(path: Path) -> None:
+    got = found(path)
+    for line_and_code in planted(path):
+        assert line_and_code in got, f"{path.name}: {line_and_code} not in {got}"
+
+
+def test_a_farmable_step_reward_is_found_at_its_line() -> None:
+    path = CORPUS / "farm_step_reward.yaml"
+    assert set(planted(path)) <= set(found(path))
+
+
+def test_the_clean_spec_reports_nothing() -> None:
+    assert found(CORPUS / "clean.yaml") == []
+
+
+def test_witnesses_replay_as_tests_entries() -> None:
+    """Each witness, played by `agentspec test`'s runner, gives what it says."""
+    path = CORPUS / "reward_on_guard_failure.yaml"
+    report = explore(path)
+    entries = [witness_entry(f) for f in report.findings if f.witness is not None]
+    assert entries
+    test_runner = SpecTestRunner(path, None, 0)
+    from agentspec.spec.testing import SpecTest
+
+    for entry in entries:
+        assert entry is not None
+        case = test_runner.scripted(0, SpecTest.model_validate(entry))
+        assert case.passed, [f.message for f in case.failures]
+
+
+def test_the_search_is_deterministic_for_a_seed() -> None:
+    settings = ExploreSettings(samples=3, episodes=150, seconds=60, seed=7)
+    path = CORPUS / "contains_all_options.yaml"
+    first, second = explore(path, settings), explore(path, settings)
+    assert [witness_entry(f) for f in first.findings] == [witness_entry(f) for f in second.findings]
+    assert first.episodes == second.episodes <= 150
+
+
+def test_cli_exit_codes_and_formats() -> None:
+    clean = runner.invoke(app, ["explore", str(CORPUS / "clean.yaml")])
+    assert clean.exit_code == 0, clean.output
+    assert "0 loophole(s), 0 warning(s)" in clean.output
+    hacked = runner.invoke(
+        app, ["explore", str(CORPUS / "farm_step_reward.yaml"), "--format", "json"]
+    )
+    assert hacked.exit_code == 1
+    record = json.loads(hacked.output)
+    (farm,) = [f for f in record["findings"] if f["code"] == "X105"]
+    assert farm["line"] == 22 and farm["witness"]["turns"]
+    github = runner.invoke(app, ["explore", str(CORPUS / "farm_step_reward.yaml"), "-f", "github"])
+    assert github.output.startswith("::error file=") and "title=X105" in github.output
+
+
+def test_warnings_fail_only_with_strict() -> None:
+    path = str(CORPUS / "guard_never_fails.yaml")
+    assert runner.invoke(app, ["explore", path]).exit_code == 0
+    assert runner.invoke(app, ["explore", path, "--strict"]).exit_code == 1
+
+
+def test_the_text_report_writes_the_witness_as_yaml() -> None:
+    result = runner.invoke(app, ["explore", str(CORPUS / "no_ending.yaml")])
+    assert result.exit_code == 1
+    assert "error[X106]" in result.output
+    block = result.output.split("as a `tests:` entry:\n", 1)[1].split("\n\n", 1)[0]
+    (entry,) = yaml.safe_load(block)
+    assert entry["expect"]["ending"] != "done" and entry["turns"]
+
+
+def test_an_invalid_spec_is_reported_not_raised(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(
+        "agentspec: 1\nname: bad\nprompt: {user: hi}\nrewards: {r: {on: final, value: state.nope}}\n"
+    )
+    result = runner.invoke(app, ["explore", str(bad)])
+    assert result.exit_code == 1 and "E40" in result.output
+
+
+@pytest.mark.parametrize(("name", "exit_code"), [("clean", 0), ("farm_step_reward", 1)])
+def test_agentspec_test_runs_explore_when_the_spec_asks(
+    tmp_path: Path, name: str, exit_code: int
+) -> None:
+    (tmp_path / "quiz.jsonl").write_text((CORPUS / "quiz.jsonl").read_text())
+    spec = tmp_path / f"{name}.yaml"
+    text = (CORPUS / f"{name}.yaml").read_text()
+    spec.write_text(text + "tests:\n  oracle: {samples: 4}\n  explore: {samples: 4, budget: 300}\n")
+    result = runner.invoke(app, ["test", str(spec)])
+    assert result.exit_code == exit_code, result.output
+    assert "explore (" in result.output
+    if exit_code:
+        assert f"{spec}:22:" in result.output and "X105" in result.output
