@@ -316,9 +316,13 @@ def _constant_truth(node: ast.Node) -> bool | None:
     comparison of a constant with `None` counts: it is written as its value."""
     if ast.is_constant(node):
         return ast.truthy(node)
-    if isinstance(node, ast.BinOp) and node.op in ("==", "!=") and (
-        (_is_none(node.left) and ast.is_constant(node.right))
-        or (_is_none(node.right) and ast.is_constant(node.left))
+    if (
+        isinstance(node, ast.BinOp)
+        and node.op in ("==", "!=")
+        and (
+            (_is_none(node.left) and ast.is_constant(node.right))
+            or (_is_none(node.right) and ast.is_constant(node.left))
+        )
     ):
         other = node.left if _is_none(node.right) else node.right
         return _is_none(other) == (node.op == "==")
