@@ -268,3 +268,27 @@ def test_old_log_probs_from_the_update_equal_a_scoring_pass(tmp_path: Path) -> N
         )
     assert torch.equal(first.log_probs, scored.old_log_probs[whole.steps])
     assert score(rollout, models, cfg.temperature, policy_log_probs=False).old_log_probs is None
+
+
+def test_an_algorithm_that_needs_an_anchor_says_so_where_it_was_chosen(tmp_path: Path) -> None:
+    """GiGPO groups steps by `episode.anchor`: a spec without one is a located error
+    before anything loads, on either backend, not a traceback mid-iteration."""
+    spec = tmp_path / "no_anchor.yaml"
+    text = ECHO.read_text().replace(", anchor: \"'start'\"", "")
+    spec.write_text(text.replace("algorithm: grpo", "algorithm: gigpo"))
+    shutil.copytree(ECHO.parent / "data", tmp_path / "data")
+    line = next(i for i, row in enumerate(text.splitlines(), 1) if "algorithm: grpo" in row)
+    for backend in ("local", "verl"):
+        result = CliRunner().invoke(
+            app,
+            ["train", str(spec), "--backend", backend, "--dry-run"]
+            if backend == "verl"
+            else ["train", str(spec), "--out", str(tmp_path / "run")],
+        )
+        assert result.exit_code == 2, result.output
+        assert f"no_anchor.yaml:{line}:" in result.output
+        assert "needs `episode.anchor`" in result.output
+    from agentspec.runtime.backends.local.model_defaults import run_settings
+
+    declared = yaml_load(ECHO)["training"]  # echo_word declares an anchor: accepted
+    assert run_settings(ECHO, declared, {"algorithm": "gigpo"}).cfg.algorithm == "gigpo"

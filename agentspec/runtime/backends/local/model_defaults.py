@@ -64,6 +64,7 @@ def run_settings(
     pretrained model, its defaults for what nobody set. Raises ConfigError, located."""
     origins = setting_origins(spec_path, overrides)
     cfg = resolve_config(TrainingSpec.model_validate(dict(training)), dict(overrides))
+    _check_spec_provides(spec_path, cfg.algorithm, origins)
     model = _model(cfg.model, "model", origins)
     if cfg.teacher is not None:
         _model(cfg.teacher, "teacher", origins, loadable=True)
@@ -107,6 +108,44 @@ def setting_origins(spec_path: str | Path, overrides: Mapping[str, Any]) -> dict
     for key, value in overrides.items():
         origins[key] = f"--set {key}={value}"
     return origins
+
+
+# What an estimator reads from the batch that only the spec can provide.
+SPEC_PROVIDES = {
+    "anchor_ids": (
+        "episode.anchor",
+        "an expression naming the state a step starts from (e.g. `anchor: state.room`), "
+        "by which it groups steps; docs/algorithms.md#gigpo-gigpo",
+    )
+}
+
+
+def _check_spec_provides(spec_path: str | Path, algorithm: str, origins: Mapping[str, str]) -> None:
+    """A ConfigError, located where the algorithm was chosen, when its estimator needs
+    a part of the spec that the spec does not declare (GiGPO's `episode.anchor`)."""
+    from agentspec.presets import ALGORITHMS
+    from agentspec.runtime.algorithms import ESTIMATORS
+    from agentspec.spec.load import read_source
+    from agentspec.spec.yaml_loader import load_yaml
+
+    needs = [
+        SPEC_PROVIDES[f]
+        for f in ESTIMATORS.get(ALGORITHMS.get(algorithm).estimator).requires
+        if f in SPEC_PROVIDES
+    ]
+    if not needs:
+        return
+    source, _ = read_source(spec_path)
+    data = load_yaml(source)[0] if source is not None else None
+    for path, what in needs:
+        node: Any = data
+        for key in path.split("."):
+            node = node.get(key) if isinstance(node, dict) else None
+        if node is None:
+            where = origins.get("algorithm", str(spec_path))
+            raise ConfigError(
+                f"{where}: training.algorithm {algorithm!r} needs `{path}` in the spec: {what}"
+            )
 
 
 def _model(name: str, key: str, origins: Mapping[str, str], loadable: bool = False) -> ModelRef:
