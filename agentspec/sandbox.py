@@ -87,10 +87,14 @@ def _power(left: Any, right: Any) -> Any:
     return operator.pow(left, right)
 
 
+_SIZED = (str, list, tuple, bytes)
+
+
 def _add(left: Any, right: Any) -> Any:
-    if _size(left) and _size(right):
-        _check_size(_size(left) + _size(right), "a joined string or list")
-    return operator.add(left, right)
+    # Called for every `+` a template runs (chat templates join strings in loops).
+    if isinstance(left, _SIZED) and isinstance(right, _SIZED) and left and right:
+        _check_size(len(left) + len(right), "a joined string or list")
+    return left + right
 
 
 _PERCENT_WIDTH = re.compile(r"%[-#0 +]*(\d+|\*)?(?:\.(\d+|\*))?")

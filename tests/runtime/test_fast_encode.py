@@ -40,6 +40,7 @@ def tokenizer(request: pytest.FixtureRequest, tok: BPETokenizer) -> Any:
     if request.param == "bpe":
         return tok
     import transformers  # the train extra: a missing install fails
+
     return transformers.PreTrainedTokenizerFast(
         tokenizer_object=tok._tok, eos_token=tok.eos_token, pad_token=tok.pad_token
     )
@@ -106,6 +107,7 @@ def test_state_left_on_a_hugging_face_backend_is_respected(tok: BPETokenizer) ->
     """Truncation set on the shared Rust tokenizer by another caller: the fast
     path falls back to the wrapper, which resets it, rather than truncating."""
     import transformers  # the train extra: a missing install fails
+
     hf = transformers.PreTrainedTokenizerFast(
         tokenizer_object=tok._tok.__class__.from_str(tok._tok.to_str()),
         eos_token=tok.eos_token,
@@ -115,3 +117,14 @@ def test_state_left_on_a_hugging_face_backend_is_respected(tok: BPETokenizer) ->
     text = "a long enough text to be truncated"
     assert codec(hf).encode(text) == reference(hf, text)
     assert len(reference(hf, text)) > 2
+
+
+def test_a_rendered_conversation_encodes_piece_by_piece_as_a_whole(tokenizer: Any) -> None:
+    """`encode_rendered` (the model templates' path) gives the ids of encoding the
+    whole text, for the pieces it remembers and for texts it sees once."""
+    fast, rng = codec(tokenizer), random.Random(1)
+    specials = ["<|im_start|>", "<|im_end|>", "\n", " ", ""]
+    for _ in range(300):
+        text = "".join(rng.choice(specials) + random_text(rng) for _ in range(rng.randint(0, 6)))
+        assert fast.encode_rendered(text) == reference(tokenizer, text), text
+    assert fast._splits()  # not vacuous: these tokenizers take the piecewise path

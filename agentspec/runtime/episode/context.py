@@ -91,6 +91,9 @@ class ContextView:
     env: Any = None
     sample: Mapping[str, Any] = field(default_factory=dict)
     _initial_ids: list[int] | None = None
+    # The model template's last rendering (messages, tools, text): the conversation
+    # after one step is the one the next step starts from, so it renders once.
+    last_rendering: tuple[list[dict[str, Any]], Any, str] | None = field(default=None, repr=False)
 
     @property
     def initial_ids(self) -> list[int]:

@@ -42,6 +42,7 @@ from typing import Any
 from jinja2 import TemplateError
 
 from agentspec.runtime.text.chat_reasoning import assistant_message, split_reasoning
+from agentspec.runtime.text.fast_codec import codec
 from agentspec.runtime.text.jinja_chat import ChatTemplateError, environment
 from agentspec.runtime.text.tokenizer import (
     ChatTemplate,
@@ -167,7 +168,11 @@ class ModelTemplate:
     def encode_messages(self, view: Any, messages: Sequence[Mapping[str, Any]]) -> list[int]:
         """Prompt ids of ``messages`` (first messages, a state summary): with the tools, if native."""
         start, tools = self.conversation_start(view.env, messages)
-        return self.encode_conversation(view.tokenizer, start, tools)
+        if _risky_contents(view.tokenizer, start):
+            return self.encode_conversation(view.tokenizer, start, tools)
+        text = self.render(start, tools, True)
+        view.last_rendering = (start, tools, text)  # where the first observation starts
+        return codec(view.tokenizer).encode_rendered(text)
 
     def rerenders(self, steps: Sequence[Any]) -> bool:
         """Whether the prompt after ``steps`` is rendered whole (:meth:`prompt_ids`) rather
@@ -221,13 +226,14 @@ class ModelTemplate:
         # Observation text holding special-token text is spliced in as text (no forged turns).
         risky = special_pattern(view.tokenizer).search(text) is not None
         shown = _HOLE.format("OBS") if risky else text
-        current = self.render(history, tools, True)
+        current = self._render_again(view, history, tools)
         extended = [
             *history,
             {"role": "assistant", "content": hole},
             {"role": role, "content": shown},
         ]
         full = self.render(extended, tools, True)
+        view.last_rendering = (extended, tools, full)
         at = full.find(hole, len(current))
         if not full.startswith(current) or at < 0:
             step.info[TURN_NOTE] = "the template rewrote an earlier turn at this step"
@@ -238,7 +244,17 @@ class ModelTemplate:
             tail = tail[len(ended) :]
         if risky:
             return _splice(view.tokenizer, tail, [shown], [text])
-        return view.tokenizer.encode(tail, add_special_tokens=False)
+        return codec(view.tokenizer).encode_rendered(tail)
+
+    def _render_again(
+        self, view: Any, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None
+    ) -> str:
+        """``render(messages, tools)``, taken from the episode's last rendering when that
+        was of the same conversation (the step before extended it to exactly this)."""
+        last = view.last_rendering
+        if last is not None and last[0] == messages and last[1] == tools:
+            return last[2]
+        return self.render(messages, tools, True)
 
     # --- Tools -----------------------------------------------------------------------
 
@@ -268,11 +284,10 @@ class ModelTemplate:
         add_generation_prompt: bool = True,
     ) -> list[int]:
         """The rendering's ids; contents holding special-token text are encoded as text."""
-        pattern = special_pattern(tokenizer)
-        risky = [i for i, m in enumerate(messages) if pattern.search(str(m.get("content") or ""))]
+        risky = _risky_contents(tokenizer, messages)
         if not risky:
             text = self.render(messages, tools, add_generation_prompt)
-            return tokenizer.encode(text, add_special_tokens=False)
+            return codec(tokenizer).encode_rendered(text)
         # Render with placeholders for the risky contents, then encode them as text.
         marked = [
             {**m, "content": _HOLE.format(f"C{i}")} if i in risky else m
@@ -282,6 +297,12 @@ class ModelTemplate:
         contents = [str(messages[i]["content"]) for i in risky]
         holes = [_HOLE.format(f"C{i}") for i in risky]
         return _splice(tokenizer, text, holes, contents)
+
+
+def _risky_contents(tokenizer: Tokenizer, messages: Sequence[Mapping[str, Any]]) -> list[int]:
+    """Indexes of the messages whose content holds special-token text."""
+    pattern = special_pattern(tokenizer)
+    return [i for i, m in enumerate(messages) if pattern.search(str(m.get("content") or ""))]
 
 
 def _splice(

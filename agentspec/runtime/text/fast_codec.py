@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from agentspec.runtime.text.bpe_tokenizer import BPETokenizer
-from agentspec.runtime.text.specials import special_pattern
+from agentspec.runtime.text.specials import special_pattern, special_token_texts
 
 if TYPE_CHECKING:
     from agentspec.runtime.text.tokenizer import ChatTemplate, Message
@@ -48,6 +48,8 @@ class _Codec:
         self.plans: dict[Any, _ChatPlan | None] = {}
         self._framing: dict[str, list[int]] = {}
         self._segments: dict[str, tuple[int, ...]] = {}
+        self._splits_checked: bool | None = None
+        self._specials = re.compile("(?!)")  # the special tokens' texts, set by `_splits`
 
     def _direct(self) -> bool:
         """The Rust tokenizer encodes as ``tokenizer.encode`` would (no truncation,
@@ -77,6 +79,46 @@ class _Codec:
                 self._segments.clear()
             ids = self._segments[text] = tuple(self.encode(text))
         return ids
+
+    def encode_rendered(self, text: str) -> list[int]:
+        """``tokenizer.encode(text)`` of a rendered conversation, piece by piece between
+        its special tokens (each piece remembered, see :meth:`segment`), where the
+        tokenizer is checked to encode those pieces independently."""
+        if not self._splits():
+            return self.encode(text)
+        ids: list[int] = []
+        pos = 0
+        for match in self._specials.finditer(text):
+            if match.start() > pos:
+                ids += self.segment(text[pos : match.start()])
+            ids += self.framing(match.group())
+            pos = match.end()
+        if pos < len(text):
+            ids += self.segment(text[pos:])
+        return ids
+
+    def _splits(self) -> bool:
+        """Whether pieces between special tokens encode independently: asked of the
+        tokenizer's added tokens, then shown on a probe text (once)."""
+        if self._splits_checked is None:
+            texts = special_token_texts(self.tokenizer)
+            self._specials = re.compile("|".join(re.escape(t) for t in texts))
+            probe = "".join(f"{t} a\n b{t}c " for t in texts[:8])
+            self._splits_checked = (
+                bool(texts)
+                and _splits_at_special_tokens(self.tokenizer)
+                and self._pieces(probe) == self.encode(probe)
+            )
+        return self._splits_checked
+
+    def _pieces(self, text: str) -> list[int]:
+        ids: list[int] = []
+        pos = 0
+        for match in self._specials.finditer(text):
+            ids += self.encode(text[pos : match.start()]) if match.start() > pos else []
+            ids += self.encode(match.group())
+            pos = match.end()
+        return ids + (self.encode(text[pos:]) if pos < len(text) else [])
 
     def decode(self, token_ids: Sequence[int]) -> str:
         rust = self.rust
