@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 
-from agentspec.cli import check, episodes, project, prompt, training  # noqa: F401 (registers commands)
+from agentspec.cli import check, episodes, project, prompt, serve, training  # noqa: F401 (registers commands)
 from agentspec.cli.app import app
 
 __all__ = ["app", "main"]

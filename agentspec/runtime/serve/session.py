@@ -35,7 +35,15 @@ from agentspec.runtime.serve.spec import ServedSpec, SessionError
 from agentspec.runtime.text.conversation import ChatCall, ConversationError, conversation_of
 from agentspec.runtime.text.conversation import render_calls as write_calls
 
-__all__ = ["End", "EpisodeSession", "SessionError", "SyncEpisodeSession", "Turn", "json_safe"]
+__all__ = [
+    "End",
+    "EpisodeSession",
+    "SessionError",
+    "SyncEpisodeSession",
+    "Turn",
+    "json_safe",
+    "run_sync",
+]
 
 FINISH_REASONS = ("stop", "length")
 
@@ -311,24 +319,24 @@ def json_safe(value: Any) -> Any:
 T = TypeVar("T")
 
 
-class _BackgroundLoop:
-    """One event loop in a daemon thread, shared by every sync session of the process."""
+_background_lock = threading.Lock()
+_background: list[asyncio.AbstractEventLoop] = []
 
-    _lock = threading.Lock()
-    _loop: asyncio.AbstractEventLoop | None = None
 
-    @classmethod
-    def run(cls, coroutine: Coroutine[Any, Any, T]) -> T:
-        with cls._lock:
-            if cls._loop is None or cls._loop.is_closed():
-                loop = asyncio.new_event_loop()
-                thread = threading.Thread(
-                    target=loop.run_forever, name="agentspec-sessions", daemon=True
-                )
-                thread.start()
-                cls._loop = loop
-            loop = cls._loop
-        return asyncio.run_coroutine_threadsafe(coroutine, loop).result()
+def background_loop() -> asyncio.AbstractEventLoop:
+    """The event loop of every sync session of this process, in a daemon thread."""
+    with _background_lock:
+        if not _background or _background[0].is_closed():
+            loop = asyncio.new_event_loop()
+            threading.Thread(target=loop.run_forever, name="agentspec-sessions", daemon=True).start()
+            _background[:] = [loop]
+        return _background[0]
+
+
+def run_sync(coroutine: Coroutine[Any, Any, T]) -> T:
+    """Run ``coroutine`` on the background loop and wait for its result (any thread
+    but the background loop's own)."""
+    return asyncio.run_coroutine_threadsafe(coroutine, background_loop()).result()
 
 
 class SyncEpisodeSession:
@@ -346,7 +354,7 @@ class SyncEpisodeSession:
         return self.session.trajectory
 
     def start(self, **choice: Any) -> Turn:
-        return _BackgroundLoop.run(self.session.start(**choice))
+        return run_sync(self.session.start(**choice))
 
     def act(
         self,
@@ -354,10 +362,10 @@ class SyncEpisodeSession:
         tool_calls: Sequence[Mapping[str, Any]] | None = None,
         finish_reason: str = "stop",
     ) -> Turn:
-        return _BackgroundLoop.run(self.session.act(text, tool_calls, finish_reason))
+        return run_sync(self.session.act(text, tool_calls, finish_reason))
 
     def state(self) -> dict[str, Any]:
         return self.session.state()
 
     def close(self) -> None:
-        _BackgroundLoop.run(self.session.close())
+        run_sync(self.session.close())
