@@ -300,10 +300,31 @@ def build_app(served: ServedSpec, max_sessions: int = 64) -> Any:
         return JSONResponse(status_code=400, content={"detail": str(exc)})
 
     app.add_exception_handler(SessionError, bad_request)
+    app.add_middleware(_QuietDisconnects)
     paths = {getattr(route, "path", "") for route in app.routes}
     if "/{env_name}/splits" not in paths:
         _add_task_routes(app, env_class, served.name, HTTPException)
     return app
+
+
+class _QuietDisconnects:
+    """OpenEnv 0.3 closes a WebSocket its client already closed, and the
+    resulting disconnect reaches the ASGI server as an error (logged with a
+    traceback) after the session was cleaned up: a client leaving is no error."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        from starlette.websockets import WebSocketDisconnect
+
+        if scope["type"] != "websocket":
+            await self.app(scope, receive, send)
+            return
+        try:
+            await self.app(scope, receive, send)
+        except WebSocketDisconnect:
+            pass
 
 
 class _SplitRequest(BaseModel):

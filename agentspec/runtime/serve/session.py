@@ -158,10 +158,11 @@ class EpisodeSession:
         seed: int | None = None,
     ) -> Turn:
         """Start an episode on the chosen sample (see :meth:`ServedSpec.choose`)."""
-        await self.close()
-        self._sample_id, chosen = self.spec.choose(
+        chosen_id, chosen = self.spec.choose(  # a bad choice leaves the episode in progress be
             split=split, index=index, sample_id=sample_id, sample=sample, seed=seed
         )
+        await self.close()
+        self._sample_id = chosen_id
         env = self.flow.env_factory()
         env.tool_semaphore = self.flow.tool_semaphore
         try:
