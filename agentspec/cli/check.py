@@ -165,15 +165,19 @@ def compile_command(
         "build"
     ),
     target: Annotated[
-        str, typer.Option(help="python (the module) or verl (plus agent loop, parquet, overrides).")
+        str,
+        typer.Option(
+            help="python (the module), verl (plus agent loop, parquet, overrides), "
+            "or openenv (an OpenEnv package: docs/openenv.md)."
+        ),
     ] = "python",
 ) -> None:
     """Generate the Python module (ToolEnv/AgentEnv, tools, flow, rewards) and manifest of a spec."""
     from agentspec.compiler.build import compile_spec, write_compiled
     from agentspec.diagnostics import SpecError
 
-    if target not in ("python", "verl"):
-        raise fail(f"unknown target {target!r}: use python or verl", code=2)
+    if target not in ("python", "verl", "openenv"):
+        raise fail(f"unknown target {target!r}: use python, verl or openenv", code=2)
     try:
         compiled = compile_spec(spec)
     except SpecError as exc:
@@ -182,7 +186,20 @@ def compile_command(
         from agentspec.runtime.backends.verl.compile_target import write_verl_target
 
         paths = write_verl_target(spec, output)
+    elif target == "openenv":
+        paths = _openenv_target(spec, output)
     else:
         paths = write_compiled(compiled, output)
     for path in paths:
         typer.echo(f"wrote {path}")
+
+
+def _openenv_target(spec: Path, output: Path) -> list[Path]:
+    """The OpenEnv package of a spec; its data must load (it counts the tasks)."""
+    from agentspec.runtime.serve.openenv_package import write_openenv_package
+    from agentspec.stdlib.data import DataError
+
+    try:
+        return write_openenv_package(spec, output)
+    except DataError as exc:
+        raise fail(str(exc)) from None

@@ -43,6 +43,8 @@ def serve(
         raise report_spec_error(exc) from None
     except DataError as exc:
         raise fail(str(exc)) from None
+    except Exception as exc:  # a generator's own failure (a missing file, say): one line
+        raise fail(f"cannot load the spec's data: {type(exc).__name__}: {exc}") from None
     application = build_app(served, max_sessions=max_sessions)
     typer.echo(
         f"serving {served.name} as an OpenEnv environment on http://{host}:{port} "
