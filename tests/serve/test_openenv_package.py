@@ -4,33 +4,25 @@ starts with uvicorn and plays the spec's oracle."""
 from __future__ import annotations
 
 import json
-import os
-import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pytest
 import yaml
 from typer.testing import CliRunner
 
 pytest.importorskip("openenv", reason="needs the openenv extra")
 
-from openenv.cli._cli_utils import validate_env_structure  # noqa: E402
-from openenv.cli._validation import validate_multi_mode_deployment  # noqa: E402
+from openenv.cli._cli_utils import validate_env_structure
+from openenv.cli._validation import validate_multi_mode_deployment
 
-from agentspec.cli import app  # noqa: E402
+from agentspec.cli import app
+
+from .helpers import checkout_env, free_port, serving
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.fixture(scope="module")
@@ -46,34 +38,13 @@ def package(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def running(package: Path) -> Iterator[str]:
     """The package's server, started as its README says: uvicorn server.app:app."""
     port = free_port()
-    env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
-    process = subprocess.Popen(
-        [sys.executable, "-m", "uvicorn", "server.app:app", "--port", str(port)],
-        cwd=package,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
-            assert process.poll() is None, process.stderr.read()  # type: ignore[union-attr]
-            try:
-                if httpx.get(f"{url}/health", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                time.sleep(0.3)
+    with serving(["uvicorn", "server.app:app", "--port", str(port)], port, cwd=package) as url:
         yield url
-    finally:
-        process.terminate()
-        process.wait(timeout=30)
 
 
 def test_the_package_has_openenvs_layout(package: Path) -> None:
     assert validate_env_structure(package) == []
-    ready, issues = validate_multi_mode_deployment(package)
+    _, issues = validate_multi_mode_deployment(package)
     # uv.lock pins every dependency from an index; agentspec's own pin is the user's
     # to make (docs/openenv.md), so `uv lock` is the one step left to them.
     assert issues == ["Missing uv.lock - run 'uv lock' to generate it"]
@@ -83,7 +54,11 @@ def test_the_validation_block_is_derived_from_the_spec(package: Path) -> None:
     manifest = yaml.safe_load((package / "openenv.yaml").read_text())
     assert manifest["app"] == "server.app:app" and manifest["name"] == "calculator"
     validation = manifest["validation"]
-    assert validation["reward"] == {"range": [0.0, 1.0], "oracle_tolerance": 0.0, "floor_margin": 1.0}
+    assert validation["reward"] == {
+        "range": [0.0, 1.0],
+        "oracle_tolerance": 0.0,
+        "floor_margin": 1.0,
+    }
     capabilities = validation["capabilities"]
     assert capabilities["declared_tools"] == ["calculator"]
     assert capabilities["declared_task_count"] == {"train": 100_000, "test": 100_000}
@@ -105,16 +80,13 @@ def test_openenvs_runtime_validator_passes_the_running_package(running: str) -> 
 
 
 def test_the_packaged_oracle_solves_the_running_package(package: Path, running: str) -> None:
-    env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
     solved = subprocess.run(
         [sys.executable, "oracle/solve.py", "--url", running, "--samples", "3"],
         cwd=package,
-        env=env,
+        env=checkout_env(),
         capture_output=True,
         text=True,
         timeout=180,
     )
     assert solved.returncode == 0, solved.stdout + solved.stderr
-    assert solved.stdout.splitlines() == [
-        f"train-{i}: success=True ending=done" for i in range(3)
-    ]
+    assert solved.stdout.splitlines() == [f"train-{i}: success=True ending=done" for i in range(3)]

@@ -17,12 +17,12 @@ import pytest
 
 pytest.importorskip("openenv", reason="needs the openenv extra")
 
-import uvicorn  # noqa: E402
-import websockets  # noqa: E402
-from openenv.core.generic_client import GenericEnvClient  # noqa: E402
+import uvicorn
+import websockets
+from openenv.core.generic_client import GenericEnvClient
 
-from agentspec.runtime.serve.openenv_server import build_app  # noqa: E402
-from agentspec.runtime.serve.spec import ServedSpec  # noqa: E402
+from agentspec.runtime.serve.openenv_server import build_app
+from agentspec.runtime.serve.spec import ServedSpec
 
 ROOT = Path(__file__).resolve().parents[2]
 SESSIONS = 16

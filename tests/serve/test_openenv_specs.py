@@ -5,75 +5,42 @@ episode meets its `expect` as `agentspec test` judges it."""
 from __future__ import annotations
 
 import asyncio
-import os
-import socket
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 import yaml
 
 pytest.importorskip("openenv", reason="needs the openenv extra")
 
-from openenv.core.generic_client import GenericEnvClient  # noqa: E402
+from openenv.core.generic_client import GenericEnvClient
 
-from agentspec.runtime.episode.trajectory import (  # noqa: E402
+from agentspec.runtime.episode.trajectory import (
     Event,
     Step,
     TerminationReason,
     Trajectory,
 )
-from agentspec.runtime.serve.spec import ServedSpec  # noqa: E402
-from agentspec.runtime.spec.run import episode_script, rollout  # noqa: E402
-from agentspec.runtime.spec.tests import Played, SpecTestRunner  # noqa: E402
+from agentspec.runtime.serve.spec import ServedSpec
+from agentspec.runtime.spec.run import episode_script, rollout
+from agentspec.runtime.spec.tests import Played, SpecTestRunner
+
+from .helpers import agentspec_serve, free_port, serving
 
 ROOT = Path(__file__).resolve().parents[2]
 ORACLE_SAMPLES = 5
-SPECS = [p for p in sorted((ROOT / "specs").glob("*.yaml")) if "oracle" in yaml.safe_load(p.read_text())]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+SPECS = [
+    p for p in sorted((ROOT / "specs").glob("*.yaml")) if "oracle" in yaml.safe_load(p.read_text())
+]
 
 
 @pytest.fixture
 def served_url(request: pytest.FixtureRequest) -> Iterator[str]:
     """`agentspec serve SPEC --openenv` on a free port, as a user starts it."""
-    spec: Path = request.param
     port = free_port()
-    env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
-    command = [sys.executable, "-m", "agentspec.cli", "serve", str(spec), "--openenv"]
-    process = subprocess.Popen(
-        [*command, "--port", str(port), "--max-sessions", "4"],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 180
-        while time.monotonic() < deadline:
-            if process.poll() is not None:
-                raise RuntimeError(f"agentspec serve exited: {process.stderr.read()}")  # type: ignore[union-attr]
-            try:
-                if httpx.get(f"{url}/health", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                time.sleep(0.3)
-        else:
-            raise RuntimeError("agentspec serve did not start in 180 s")
+    with serving(agentspec_serve(request.param, port, max_sessions=4), port) as url:
         yield url
-    finally:
-        process.terminate()
-        process.wait(timeout=30)
 
 
 async def play_over_the_wire(
@@ -104,6 +71,12 @@ async def play_over_the_wire(
         traj.success = obs["success"]
         state = await env.state()
     return traj, state
+
+
+def cycling(turns: Any) -> Any:
+    """The turns of a `tests:` episode, cycled as the scripted policy of `agentspec test` does."""
+    listed = list(turns)
+    return lambda k: listed[k % len(listed)]
 
 
 def oracle_turns(module: Any, sample: dict[str, Any]) -> Any:
@@ -142,10 +115,7 @@ def test_the_oracle_and_the_spec_tests_over_the_wire(served_url: str, request: A
             reset: dict[str, Any] = {"sample": dict(test.sample)}
         else:
             reset = {"split": test.split or "train", "index": test.sample_index}
-        turns = list(test.turns)
-        traj, state = asyncio.run(
-            play_over_the_wire(served_url, reset, lambda k: turns[k % len(turns)])
-        )
+        traj, state = asyncio.run(play_over_the_wire(served_url, reset, cycling(test.turns)))
         played = Played(traj, state["spec_state"])
         failures = runner.expectation_failures(("tests", "episodes", index), test, played)
         assert [f.message for f in failures] == [], test.name

@@ -211,7 +211,9 @@ class AgentEnvLoop(AgentFlowBase):
         try:
             episode = await self.start_episode(env, sample, sample_id, group_id)
             while not episode.ended:
-                await self.play_step(episode, await self.generate_step(episode.view, episode.prompt))
+                await self.play_step(
+                    episode, await self.generate_step(episode.view, episode.prompt)
+                )
             return episode.trajectory
         finally:
             await env.close()

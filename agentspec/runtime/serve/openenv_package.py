@@ -79,7 +79,12 @@ def _manifest(served: ServedSpec) -> str:
         "port": 8000,
         "validation": {
             "reward": {"range": [low, high], "oracle_tolerance": tolerance, "floor_margin": margin},
-            "resources": {"cpu": 1.0, "memory_mb": 2048, "disk_mb": 2048, "episode_timeout_s": 600.0},
+            "resources": {
+                "cpu": 1.0,
+                "memory_mb": 2048,
+                "disk_mb": 2048,
+                "episode_timeout_s": 600.0,
+            },
             "network": {"mode": "no-network"},
             "capabilities": capabilities,
             "types": {"tags": ["agentspec", f"agentspec:{served.name}"]},
@@ -95,9 +100,9 @@ def _manifest(served: ServedSpec) -> str:
 
 def _has_oracle(served: ServedSpec) -> bool:
     module = served.module
-    return any(
-        hasattr(module, name) for name in ("oracle_actions", "ORACLE_HOOK")
-    ) or bool(getattr(module, "ORACLE_WALKTHROUGH", False))
+    return any(hasattr(module, name) for name in ("oracle_actions", "ORACLE_HOOK")) or bool(
+        getattr(module, "ORACLE_WALKTHROUGH", False)
+    )
 
 
 def _reward_declaration(served: ServedSpec) -> tuple[float, float, float, float]:

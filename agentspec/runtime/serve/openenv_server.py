@@ -24,6 +24,7 @@ HTTP 400/422) and the server keeps serving. Works with ``openenv-core`` 0.3
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 from typing import Any, ClassVar, Literal
 
@@ -321,10 +322,8 @@ class _QuietDisconnects:
         if scope["type"] != "websocket":
             await self.app(scope, receive, send)
             return
-        try:
+        with contextlib.suppress(WebSocketDisconnect):
             await self.app(scope, receive, send)
-        except WebSocketDisconnect:
-            pass
 
 
 class _SplitRequest(BaseModel):

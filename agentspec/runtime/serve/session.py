@@ -277,7 +277,9 @@ class EpisodeSession:
         traj = episode.trajectory
         if traj.info.get("env_error") and step is None:
             fields["events"] = [{"kind": "env_error", "message": traj.info["env_error"]}]
-        end = End(**fields, termination=traj.termination.value, success=traj.success, trajectory=traj)
+        end = End(
+            **fields, termination=traj.termination.value, success=traj.success, trajectory=traj
+        )
         await self._release()  # the episode's resources go now; its state stays readable
         return end
 
@@ -329,7 +331,9 @@ def background_loop() -> asyncio.AbstractEventLoop:
     with _background_lock:
         if not _background or _background[0].is_closed():
             loop = asyncio.new_event_loop()
-            threading.Thread(target=loop.run_forever, name="agentspec-sessions", daemon=True).start()
+            threading.Thread(
+                target=loop.run_forever, name="agentspec-sessions", daemon=True
+            ).start()
             _background[:] = [loop]
         return _background[0]
 

@@ -36,9 +36,7 @@ class _CallerIsThePolicy:
     """The policy of a served flow: the session's caller answers every turn, so
     nothing may ask this object for a generation."""
 
-    async def generate(
-        self, prompts: list[list[int]], params: SamplingParams
-    ) -> list[Generation]:
+    async def generate(self, prompts: list[list[int]], params: SamplingParams) -> list[Generation]:
         raise RuntimeError("a served episode's policy is its caller: answer with act()")
 
 

@@ -172,9 +172,7 @@ class SpecTestRunner:
         result.failures += self.expectation_failures(base, test, played)
         return result
 
-    def expectation_failures(
-        self, base: YamlPath, test: SpecTest, played: Played
-    ) -> list[Failure]:
+    def expectation_failures(self, base: YamlPath, test: SpecTest, played: Played) -> list[Failure]:
         """What a played episode does not meet of its test's `expect` (located at `base`)."""
         expect, traj = test.expect, played.trajectory
         where: YamlPath = (*base, "expect")
