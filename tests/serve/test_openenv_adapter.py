@@ -14,9 +14,9 @@ from typer.testing import CliRunner
 
 pytest.importorskip("openenv", reason="needs the openenv extra")
 
-from agentspec.cli import app  # noqa: E402
+from agentspec.cli import app
 
-from .helpers import ROOT, agentspec_serve, checkout_env, free_port, serving  # noqa: E402
+from .helpers import ROOT, agentspec_serve, checkout_env, free_port, serving
 
 REMOTE_CALCULATOR = """\
 agentspec: 1
@@ -143,7 +143,9 @@ def echo_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     )
     assert made.returncode == 0, made.stdout + made.stderr
     port = free_port()
-    with serving(["uvicorn", "server.app:app", "--port", str(port)], port, where / "echo_env") as url:
+    with serving(
+        ["uvicorn", "server.app:app", "--port", str(port)], port, where / "echo_env"
+    ) as url:
         yield url
 
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from agentspec.runtime.serve.session import End, SessionError
+from agentspec.runtime.serve.session import End, EpisodeSession, SessionError, SyncEpisodeSession
 from agentspec.runtime.serve.spec import ServedSpec
 from agentspec.runtime.spec.run import episode_script, rollout
 
@@ -28,7 +28,7 @@ def gridworld() -> ServedSpec:
 
 async def play_oracle(spec: ServedSpec, index: int) -> End:
     """The spec's oracle played through a session, one act() per turn."""
-    session = spec.session()
+    session = EpisodeSession(spec)
     turn = await session.start(index=index)
     script = episode_script(spec.module, "oracle")
     assert script is not None
@@ -64,7 +64,7 @@ def test_a_session_plays_the_oracle_as_agentspec_run_does(
 
 def test_native_tool_calls_and_the_text_format_give_the_same_step(calculator: ServedSpec) -> None:
     async def play(**action: Any) -> Any:
-        session = calculator.session()
+        session = EpisodeSession(calculator)
         await session.start(split="test", index=4)
         return await session.act(**action)
 
@@ -93,7 +93,7 @@ def test_a_turn_names_every_declared_reward_and_the_end_says_how_it_ended(
     calculator: ServedSpec,
 ) -> None:
     async def episode() -> tuple[Any, Any, Any]:
-        session = calculator.session(full_prompt=True)
+        session = EpisodeSession(calculator, full_prompt=True)
         first = await session.start(sample={"question": "2+2?", "expression": "2+2", "answer": 4})
         bad = await session.act("<tool_call>{not json</tool_call>")
         end = await session.act("<answer>5</answer>")
@@ -122,7 +122,7 @@ def test_limits_end_a_session_as_they_end_a_run(calculator: ServedSpec) -> None:
     bad = "<tool_call>{</tool_call>"
 
     async def episode() -> Any:
-        session = calculator.session()
+        session = EpisodeSession(calculator)
         turn = await session.start(index=1)
         while not turn.done:
             turn = await session.act(bad)
@@ -142,7 +142,7 @@ def test_a_response_cut_by_the_callers_sampler_is_a_truncated_response(
     calculator: ServedSpec,
 ) -> None:
     async def episode() -> Any:
-        session = calculator.session()
+        session = EpisodeSession(calculator)
         await session.start(index=0)
         return await session.act('<tool_call>{"name": "calc', finish_reason="length")
 
@@ -165,12 +165,12 @@ def test_a_bad_choice_of_sample_says_what_to_send(
     calculator: ServedSpec, choice: dict[str, Any], message: str
 ) -> None:
     with pytest.raises(SessionError, match=message.replace("(", r"\(")):
-        asyncio.run(calculator.session().start(**choice))
+        asyncio.run(EpisodeSession(calculator).start(**choice))
 
 
 def test_samples_are_chosen_by_id_split_index_and_seed(calculator: ServedSpec) -> None:
     async def sample_of(**choice: Any) -> str:
-        return (await calculator.session().start(**choice)).sample_id
+        return (await EpisodeSession(calculator).start(**choice)).sample_id
 
     assert asyncio.run(sample_of(sample_id="test-7")) == "test-7"
     assert asyncio.run(sample_of(split="test", index=3)) == "test-3"
@@ -180,7 +180,7 @@ def test_samples_are_chosen_by_id_split_index_and_seed(calculator: ServedSpec) -
 
 def test_acting_before_the_start_or_after_the_end_is_refused(calculator: ServedSpec) -> None:
     async def episode() -> None:
-        session = calculator.session()
+        session = EpisodeSession(calculator)
         with pytest.raises(SessionError, match="start one"):
             await session.act("hi")
         await session.start(index=0)
@@ -201,7 +201,7 @@ def test_the_sync_face_works_where_no_event_loop_runs(gridworld: ServedSpec) -> 
     assert script is not None
 
     def play(index: int) -> None:
-        session = gridworld.sync_session()
+        session = SyncEpisodeSession(gridworld)
         turn = session.start(index=index)
         turns = script(gridworld.samples()[index])
         while not turn.done:

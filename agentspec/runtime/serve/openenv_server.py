@@ -33,7 +33,7 @@ from openenv.core.env_server.interfaces import Environment
 from openenv.core.env_server.types import Action, EnvironmentMetadata, Observation, State
 from pydantic import BaseModel, ConfigDict, Field
 
-from agentspec.runtime.serve.session import End, Turn, run_sync
+from agentspec.runtime.serve.session import End, EpisodeSession, Turn, run_sync
 from agentspec.runtime.serve.spec import ServedSpec, SessionError
 
 __all__ = [
@@ -107,7 +107,7 @@ class AgentspecEnvironment(Environment[AgentspecAction, AgentspecObservation, Ag
 
     def __init__(self) -> None:
         super().__init__()
-        self.session = self.served.session()
+        self.session = EpisodeSession(self.served)
         self.episode_id: str | None = None
         self._loop: asyncio.AbstractEventLoop | None = None  # where the episode runs
 

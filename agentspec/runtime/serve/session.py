@@ -123,8 +123,9 @@ class End(Turn):
 class EpisodeSession:
     """One client's episodes of a served spec, one at a time (async).
 
-    Use :meth:`ServedSpec.session`. A new :meth:`start` ends the episode in
-    progress; :meth:`close` ends it and releases its environment.
+    ``EpisodeSession(ServedSpec.load(path))``; ``full_prompt``: every turn also
+    carries the whole prompt. A new :meth:`start` ends the episode in progress;
+    :meth:`close` ends it and releases its environment.
     """
 
     def __init__(self, spec: ServedSpec, *, full_prompt: bool = False) -> None:
@@ -347,8 +348,8 @@ def run_sync(coroutine: Coroutine[Any, Any, T]) -> T:
 class SyncEpisodeSession:
     """:class:`EpisodeSession` with blocking methods, for callers without an event loop."""
 
-    def __init__(self, session: EpisodeSession) -> None:
-        self.session = session
+    def __init__(self, spec: ServedSpec, *, full_prompt: bool = False) -> None:
+        self.session = EpisodeSession(spec, full_prompt=full_prompt)
 
     @property
     def done(self) -> bool:

@@ -16,13 +16,10 @@ import threading
 from collections.abc import Mapping
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from agentspec.formats import get_format
 from agentspec.runtime.policies.base import Generation, SamplingParams
-
-if TYPE_CHECKING:
-    from agentspec.runtime.serve.session import EpisodeSession, SyncEpisodeSession
 
 __all__ = ["ServedSpec", "SessionError"]
 
@@ -187,18 +184,6 @@ class ServedSpec:
     def flow(self) -> Any:
         """The spec's generated flow, with the session's caller as its policy."""
         return self.module.FLOW_CLASS(_CallerIsThePolicy(), self.tokenizer)
-
-    def session(self, full_prompt: bool = False) -> EpisodeSession:
-        """A new episode session (async); ``full_prompt``: every turn carries the whole prompt."""
-        from agentspec.runtime.serve.session import EpisodeSession
-
-        return EpisodeSession(self, full_prompt=full_prompt)
-
-    def sync_session(self, full_prompt: bool = False) -> SyncEpisodeSession:
-        """A new episode session with blocking methods (no event loop needed)."""
-        from agentspec.runtime.serve.session import SyncEpisodeSession
-
-        return SyncEpisodeSession(self.session(full_prompt))
 
 
 def id_of(sample: Mapping[str, Any], index: int) -> str:
