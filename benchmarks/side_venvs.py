@@ -46,3 +46,9 @@ def agentspec_requirements() -> list[str]:
 
     project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
     return list(project["dependencies"])
+
+
+def trl_installs() -> list[list[str]]:
+    """TRL's venv: the project's torch build, then TRL, transformers and what this
+    checkout's agentspec needs (the generated TRL environments import it)."""
+    return [["torch==2.13.0"], ["trl", "transformers", *agentspec_requirements()]]

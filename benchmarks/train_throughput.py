@@ -199,9 +199,9 @@ def run_agentspec(shared: dict[str, Any], iterations: int, work: Path) -> list[t
 def trl_python(venv: Path) -> Path:
     """The Python of TRL's own virtual environment, created on first use
     (`side_venvs.py`): torch, the project's local CPU build, then trl and transformers."""
-    from side_venvs import side_python
+    from side_venvs import side_python, trl_installs
 
-    return side_python("trl", [["torch==2.13.0"], ["trl", "transformers"]], venv)
+    return side_python("trl", trl_installs(), venv)
 
 
 def export_for_trl(shared: dict[str, Any], iterations: int, work: Path) -> Path:

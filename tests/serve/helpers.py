@@ -10,6 +10,7 @@ import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -29,10 +30,13 @@ def checkout_env() -> dict[str, str]:
 
 
 @contextmanager
-def serving(arguments: Sequence[str], port: int, cwd: Path | None = None) -> Iterator[str]:
-    """`python -m ARGUMENTS` in a process until it answers `GET /health`; its URL."""
+def serving(
+    arguments: Sequence[str], port: int, cwd: Path | None = None, python: Path | None = None
+) -> Iterator[str]:
+    """`python -m ARGUMENTS` in a process until it answers `GET /health`; its URL.
+    `python`: another environment's interpreter (default this one)."""
     process = subprocess.Popen(
-        [sys.executable, "-m", *arguments],
+        [str(python or sys.executable), "-m", *arguments],
         cwd=cwd,
         env=checkout_env(),
         stdout=subprocess.DEVNULL,
@@ -65,3 +69,16 @@ def agentspec_serve(spec: Path, port: int, max_sessions: int = 8) -> list[str]:
         "agentspec.cli", "serve", str(spec), "--openenv",
         "--port", str(port), "--max-sessions", str(max_sessions),
     ]  # fmt: skip
+
+
+def side_venvs() -> Any:
+    """benchmarks/side_venvs.py: the venvs of their own (TRL, openenv 0.10, verifiers)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "side_venvs", ROOT / "benchmarks" / "side_venvs.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
