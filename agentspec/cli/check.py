@@ -168,7 +168,8 @@ def compile_command(
         str,
         typer.Option(
             help="python (the module), verl (plus agent loop, parquet, overrides), "
-            "or openenv (an OpenEnv package: docs/openenv.md)."
+            "openenv (an OpenEnv package: docs/openenv.md) or trl (an environment_factory "
+            "for TRL: docs/trl.md)."
         ),
     ] = "python",
 ) -> None:
@@ -176,8 +177,8 @@ def compile_command(
     from agentspec.compiler.build import compile_spec, write_compiled
     from agentspec.diagnostics import SpecError
 
-    if target not in ("python", "verl", "openenv"):
-        raise fail(f"unknown target {target!r}: use python, verl or openenv", code=2)
+    if target not in ("python", "verl", "openenv", "trl"):
+        raise fail(f"unknown target {target!r}: use python, verl, openenv or trl", code=2)
     try:
         compiled = compile_spec(spec)
     except SpecError as exc:
@@ -186,20 +187,25 @@ def compile_command(
         from agentspec.runtime.backends.verl.compile_target import write_verl_target
 
         paths = write_verl_target(spec, output)
-    elif target == "openenv":
-        paths = _openenv_target(spec, output)
+    elif target in ("openenv", "trl"):
+        paths = _serving_target(target, spec, output)
     else:
         paths = write_compiled(compiled, output)
     for path in paths:
         typer.echo(f"wrote {path}")
 
 
-def _openenv_target(spec: Path, output: Path) -> list[Path]:
-    """The OpenEnv package of a spec; its data must load (it counts the tasks)."""
-    from agentspec.runtime.serve.openenv_package import write_openenv_package
+def _serving_target(target: str, spec: Path, output: Path) -> list[Path]:
+    """The OpenEnv package or the TRL environment of a spec; its data must load."""
     from agentspec.stdlib.data import DataError
 
     try:
+        if target == "trl":
+            from agentspec.runtime.serve.trl_target import write_trl_target
+
+            return write_trl_target(spec, output)
+        from agentspec.runtime.serve.openenv_package import write_openenv_package
+
         return write_openenv_package(spec, output)
     except DataError as exc:
         raise fail(str(exc)) from None
