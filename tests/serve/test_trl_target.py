@@ -33,10 +33,13 @@ def generated(spec: str, tmp_path: Path) -> Any:
     return module
 
 
-def without_closed_objects(schema: dict[str, Any]) -> dict[str, Any]:
-    """The spec's schema as TRL can say it: JSON Schema's `additionalProperties`
-    has no Python signature, so transformers never writes it."""
+def as_trl_says_it(schema: dict[str, Any]) -> dict[str, Any]:
+    """The spec's schema as a Python signature can say it: `additionalProperties` has
+    no spelling there, and every argument has a description (its name if the spec gave none)."""
     parameters = {k: v for k, v in schema["parameters"].items() if k != "additionalProperties"}
+    parameters["properties"] = {
+        name: {"description": name, **prop} for name, prop in parameters["properties"].items()
+    }
     return {**schema, "parameters": parameters}
 
 
@@ -50,7 +53,7 @@ def test_trl_reads_every_tool_as_the_spec_declares_it(spec: str, tmp_path: Path)
     for tool in served.tool_schemas:
         read = get_json_schema(getattr(env_class, tool["function"]["name"]))["function"]
         read.pop("return", None)
-        assert read == without_closed_objects(tool["function"])
+        assert read == as_trl_says_it(tool["function"])
 
 
 def test_the_trl_environment_plays_the_episode_and_scores_the_final_answer(tmp_path: Path) -> None:
@@ -63,11 +66,8 @@ def test_the_trl_environment_plays_the_episode_and_scores_the_final_answer(tmp_p
         assert env.calculator(row["expression"]) == str(row["answer"])
     with pytest.raises(ValueError, match="is a required property"):
         envs[0].call_tool("calculator", {})
-    answers = [row["answer"], row["answer"] + 1, row["answer"]]
-    completions = [
-        [{"role": "assistant", "content": f"<answer>{a}</answer>"}]
-        for a, row in zip(answers, rows, strict=True)
-    ]
+    answers = [rows[0]["answer"], rows[1]["answer"] + 1, rows[2]["answer"]]
+    completions = [[{"role": "assistant", "content": f"<answer>{a}</answer>"}] for a in answers]
     correct, malformed = module.REWARD_FUNCS
     assert correct(completions, envs) == [1.0, 0.0, 1.0]
     assert malformed(completions, envs) == [0.0, 0.0, 0.0]

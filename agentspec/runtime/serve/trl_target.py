@@ -92,7 +92,8 @@ def _method(function: dict[str, Any]) -> str:
         safe = f"{arg}_" if keyword.iskeyword(arg) else arg
         hint = python_type(schema)
         signature.append(f"{safe}: {hint}" if arg in required else f"{safe}: {hint} | None = None")
-        described = str(schema.get("description", arg)).replace("\n", " ")
+        # transformers wants every argument described: the spec's words, else its name
+        described = str(schema.get("description") or arg).replace("\n", " ")
         if "enum" in schema:
             described += f" (choices: {schema['enum']!r})"
         args_doc.append(f"            {safe}: {described}")
