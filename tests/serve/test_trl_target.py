@@ -48,7 +48,9 @@ def test_trl_reads_every_tool_as_the_spec_declares_it(spec: str, tmp_path: Path)
     from transformers.utils import get_json_schema
 
     module = generated(spec, tmp_path)
-    env_class = next(v for k, v in vars(module).items() if k.endswith("Env") and k != "AgentspecTRLEnv")
+    env_class = next(
+        v for k, v in vars(module).items() if k.endswith("Env") and k != "AgentspecTRLEnv"
+    )
     served = ServedSpec.load(ROOT / "specs" / spec)
     for tool in served.tool_schemas:
         read = get_json_schema(getattr(env_class, tool["function"]["name"]))["function"]
@@ -65,7 +67,7 @@ def test_the_trl_environment_plays_the_episode_and_scores_the_final_answer(tmp_p
         assert env.reset(**row) is None
         assert env.calculator(row["expression"]) == str(row["answer"])
     with pytest.raises(ValueError, match="is a required property"):
-        envs[0].call_tool("calculator", {})
+        envs[0].calculator(None)
     answers = [rows[0]["answer"], rows[1]["answer"] + 1, rows[2]["answer"]]
     completions = [[{"role": "assistant", "content": f"<answer>{a}</answer>"}] for a in answers]
     correct, malformed = module.REWARD_FUNCS

@@ -10,9 +10,12 @@ The generated class therefore:
 - has one typed method per spec tool, which plays that call as a step of the
   episode (a failed call raises, which TRL shows the model as `{"error": ...}`);
 - starts the episode in `reset` on the row's sample (the spec's fields);
-- hands the final answer over in :meth:`AgentspecTRLEnv.finish`, which the
-  generated reward functions call with the completion's last assistant text:
-  one reward function per declared component, each the episode's total of it.
+- hands the final answer over when the generated reward functions score the
+  rollout (one per declared component, each the episode's total of it): they
+  play the completion's last assistant text as the episode's last step.
+
+Its own helpers are private (``_call_tool``, ``_finish``): TRL takes every public
+method for a tool.
 
 Nothing here imports TRL: the generated module is plain Python that TRL loads.
 """
@@ -59,7 +62,7 @@ class AgentspecTRLEnv:
             self.end = turn  # type: ignore[assignment]
         return None
 
-    def call_tool(self, name: str, arguments: Mapping[str, Any]) -> str:
+    def _call_tool(self, name: str, arguments: Mapping[str, Any]) -> str:
         """One tool call as one step; its result text, or an error TRL shows the model."""
         if self.end is not None:
             raise ValueError(f"the episode is over ({self.end.termination}): answer now")
@@ -73,7 +76,7 @@ class AgentspecTRLEnv:
             raise ValueError(result["text"])
         return str(result["text"])
 
-    def finish(self, answer: str) -> End:
+    def _finish(self, answer: str) -> End:
         """The episode's end: the final answer played as the last step (once)."""
         if self.end is None:
             try:
@@ -108,7 +111,7 @@ def component_reward(name: str) -> Any:
         completions: Sequence[Any], environments: Sequence[AgentspecTRLEnv], **_: Any
     ) -> list[float]:
         return [
-            env.finish(final_text(completion)).reward_totals.get(name, 0.0)
+            env._finish(final_text(completion)).reward_totals.get(name, 0.0)
             for completion, env in zip(completions, environments, strict=True)
         ]
 
@@ -116,11 +119,12 @@ def component_reward(name: str) -> Any:
     return reward
 
 
-def dataset_rows(spec_path: str | Path, split: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:
+def dataset_rows(
+    spec_path: str | Path, split: str | None = None, limit: int | None = None
+) -> list[dict[str, Any]]:
     """TRL dataset rows of a spec: `prompt` (the first messages, tools passed apart by TRL)
     and the sample's fields, which `reset` receives back."""
-    from agentspec.runtime.serve.session import EpisodeSession
-    from agentspec.runtime.serve.session import run_sync
+    from agentspec.runtime.serve.session import EpisodeSession, run_sync
 
     spec = served(spec_path)
     session = EpisodeSession(spec)

@@ -21,7 +21,13 @@ from agentspec.runtime.serve.spec import ServedSpec
 
 __all__ = ["python_type", "write_trl_target"]
 
-JSON_TYPES = {"string": "str", "integer": "int", "number": "float", "boolean": "bool", "object": "dict"}
+JSON_TYPES = {
+    "string": "str",
+    "integer": "int",
+    "number": "float",
+    "boolean": "bool",
+    "object": "dict",
+}
 
 
 def python_type(schema: dict[str, Any]) -> str:
@@ -106,5 +112,5 @@ def _method(function: dict[str, Any]) -> str:
         """{doc}
         """
         arguments = {{{call}}}
-        return self.call_tool({name!r}, {{k: v for k, v in arguments.items() if v is not None}})
+        return self._call_tool({name!r}, {{k: v for k, v in arguments.items() if v is not None}})
 '''
