@@ -52,3 +52,9 @@ def trl_installs() -> list[list[str]]:
     """TRL's venv: the project's torch build, then TRL, transformers and what this
     checkout's agentspec needs (the generated TRL environments import it)."""
     return [["torch==2.13.0"], ["trl", "transformers", *agentspec_requirements()]]
+
+
+def verifiers_installs() -> list[list[str]]:
+    """verifiers 0.4's venv (it pins mcp==2.0.0, which agentspec's [mcp] cannot share):
+    verifiers, uv (its harness programs run under uv) and agentspec's own needs."""
+    return [["verifiers==0.4.*", "uv", *agentspec_requirements()]]

@@ -107,7 +107,9 @@ def observation_text(observation: Mapping[str, Any], field: str | None = None) -
         # an agentspec server's first turn: its task, and how to write its tool calls
         task = str(messages[-1].get("content", ""))
         instructions = observation.get("tool_instructions")
-        return f"{task}\n\n{instructions}" if isinstance(instructions, str) and instructions else task
+        return (
+            f"{task}\n\n{instructions}" if isinstance(instructions, str) and instructions else task
+        )
     return json.dumps(dict(observation), ensure_ascii=False, sort_keys=True, default=str)
 
 

@@ -41,6 +41,7 @@ __all__ = [
     "SessionError",
     "SyncEpisodeSession",
     "Turn",
+    "first_turn",
     "json_safe",
     "run_sync",
 ]
@@ -343,6 +344,20 @@ def run_sync(coroutine: Coroutine[Any, Any, T]) -> T:
     """Run ``coroutine`` on the background loop and wait for its result (any thread
     but the background loop's own)."""
     return asyncio.run_coroutine_threadsafe(coroutine, background_loop()).result()
+
+
+def first_turn(spec: ServedSpec, sample: Mapping[str, Any]) -> Turn:
+    """The first turn of an episode on ``sample`` (its prompt, tools, instructions),
+    blocking; its environment is released at once."""
+
+    async def first() -> Turn:
+        session = EpisodeSession(spec)
+        try:
+            return await session.start(sample=sample)
+        finally:
+            await session.close()
+
+    return run_sync(first())
 
 
 class SyncEpisodeSession:

@@ -22,12 +22,17 @@ Nothing here imports TRL: the generated module is plain Python that TRL loads.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
-from agentspec.runtime.serve.session import End, SessionError, SyncEpisodeSession, json_safe
+from agentspec.runtime.serve.session import (
+    End,
+    SessionError,
+    SyncEpisodeSession,
+    first_turn,
+    json_safe,
+)
 from agentspec.runtime.serve.spec import ServedSpec
 
 __all__ = ["AgentspecTRLEnv", "component_reward", "dataset_rows", "final_text"]
@@ -124,13 +129,8 @@ def dataset_rows(
 ) -> list[dict[str, Any]]:
     """TRL dataset rows of a spec: `prompt` (the first messages, tools passed apart by TRL)
     and the sample's fields, which `reset` receives back."""
-    from agentspec.runtime.serve.session import EpisodeSession, run_sync
-
     spec = served(spec_path)
-    session = EpisodeSession(spec)
-    rows = []
-    for sample in spec.samples(split)[:limit]:
-        turn = run_sync(session.start(sample=sample))
-        rows.append({"prompt": turn.messages, **json.loads(json.dumps(json_safe(sample)))})
-    run_sync(session.close())
-    return rows
+    return [
+        {"prompt": first_turn(spec, sample).messages, **json_safe(sample)}
+        for sample in spec.samples(split)[:limit]
+    ]
