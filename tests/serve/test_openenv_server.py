@@ -273,3 +273,23 @@ def test_the_stateless_http_routes_answer_without_a_500(server: Server) -> None:
     assert len(answers["tasks"].json()["tasks"]) == 100
     assert answers["bad index"].status_code == answers["bad split"].status_code == 400
     assert server.settled_tasks(baseline) == baseline
+
+
+def test_the_environment_class_works_in_process_without_an_event_loop(
+    calculator: ServedSpec,
+) -> None:
+    """Sync reset/step/state/close, as an in-process caller (NeMo Gym's OpenEnv
+    adapter) makes them from a thread with no event loop."""
+    from agentspec.runtime.serve.openenv_server import AgentspecAction, environment_class
+
+    env = environment_class(calculator)()
+    first = env.reset(split="test", index=6)
+    sample = calculator.samples("test")[6]
+    call = {"name": "calculator", "arguments": {"expression": sample["expression"]}}
+    mid = env.step(AgentspecAction(text="", tool_calls=[call]))
+    last = env.step(AgentspecAction(text=f"<answer>{sample['answer']}</answer>"))
+    assert first.sample_id == "test-6" and first.tools is not None
+    assert mid.text == f"<tool_response>\n{sample['answer']}\n</tool_response>"
+    assert (last.done, last.reward, last.success) == (True, 1.0, True)
+    assert env.state.reward_totals == {"correct": 1.0, "malformed": 0.0}
+    env.close()
