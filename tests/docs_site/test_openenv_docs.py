@@ -15,7 +15,7 @@ import pytest
 
 pytest.importorskip("openenv", reason="needs the openenv extra")
 
-from serve.helpers import checkout_env, free_port, serving  # noqa: E402
+from serve.helpers import checkout_env, free_port, serving
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGE = (ROOT / "docs" / "openenv.md").read_text(encoding="utf-8")

@@ -11,7 +11,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from serve.helpers import checkout_env
 
 ROOT = Path(__file__).resolve().parents[2]
