@@ -11,10 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import openenv  # noqa: F401 (the openenv extra installs it: a missing install fails)
 import pytest
-
-pytest.importorskip("openenv", reason="needs the openenv extra")
-
 from serve.helpers import checkout_env, free_port, serving
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -9,10 +9,9 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+import openenv  # noqa: F401 (the openenv extra installs it: a missing install fails)
 import pytest
 from typer.testing import CliRunner
-
-pytest.importorskip("openenv", reason="needs the openenv extra")
 
 from agentspec.cli import app
 

@@ -9,14 +9,12 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+import openenv  # noqa: F401 (the openenv extra installs it: a missing install fails)
 import pytest
 import yaml
-from typer.testing import CliRunner
-
-pytest.importorskip("openenv", reason="needs the openenv extra")
-
 from openenv.cli._cli_utils import validate_env_structure
 from openenv.cli._validation import validate_multi_mode_deployment
+from typer.testing import CliRunner
 
 from agentspec.cli import app
 

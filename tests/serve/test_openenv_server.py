@@ -13,10 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import openenv  # noqa: F401 (the openenv extra installs it: a missing install fails)
 import pytest
-
-pytest.importorskip("openenv", reason="needs the openenv extra")
-
 import uvicorn
 import websockets
 from openenv.core.generic_client import GenericEnvClient

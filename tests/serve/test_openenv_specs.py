@@ -9,11 +9,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import openenv  # noqa: F401 (the openenv extra installs it: a missing install fails)
 import pytest
 import yaml
-
-pytest.importorskip("openenv", reason="needs the openenv extra")
-
 from openenv.core.generic_client import GenericEnvClient
 
 from agentspec.runtime.episode.trajectory import (

@@ -9,14 +9,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import transformers  # noqa: F401 (TRL reads tools with its get_json_schema; the train extra)
 from typer.testing import CliRunner
 
 from agentspec.cli import app
 from agentspec.runtime.serve.spec import ServedSpec
 
 from .helpers import ROOT
-
-pytest.importorskip("transformers", reason="TRL reads tools with transformers' get_json_schema")
 
 
 def generated(spec: str, tmp_path: Path) -> Any:
