@@ -51,4 +51,4 @@ def serve(
         f"(WebSocket /ws, at most {max_sessions} sessions)",
         err=True,
     )
-    uvicorn.run(application, host=host, port=port, log_level="warning", ws="websockets")
+    uvicorn.run(application, host=host, port=port, log_level="warning")
