@@ -37,7 +37,7 @@ def serve(
 
     try:
         served = ServedSpec.load(spec)
-        for split in served.splits():  # loaded now, not on a session's first reset
+        for split in served.splits():  # here, so that a data error is one line
             served.samples(split)
     except SpecError as exc:
         raise report_spec_error(exc) from None

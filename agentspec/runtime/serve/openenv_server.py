@@ -283,11 +283,14 @@ def environment_class(served: ServedSpec) -> type[AgentspecEnvironment]:
 
 
 def build_app(served: ServedSpec, max_sessions: int = 64) -> Any:
-    """The FastAPI app of OpenEnv's server for ``served``, with the Task API routes
-    (added here when the installed OpenEnv lacks them) and bad input answered 400."""
+    """The FastAPI app of OpenEnv's server for ``served`` (every split's samples loaded
+    first), with the Task API routes (added here when the installed OpenEnv lacks
+    them) and bad input answered 400."""
     from fastapi import HTTPException
     from fastapi.responses import JSONResponse
 
+    for split in served.splits():  # loaded now, not on the event loop at a first reset
+        served.samples(split)
     env_class = environment_class(served)
     app = create_app(
         env_class,

@@ -207,7 +207,8 @@ class EpisodeSession:
             raise SessionError(f"the context overflowed: {exc}") from None
         if episode.ended:
             return await self._end(step, [])
-        message = {"role": "user", "content": step.observation or ""}
+        role = getattr(episode.env, "observation_role", "user")  # as the prompt has it
+        message = {"role": role, "content": step.observation or ""}
         return self._turn(step, [message] if step.observation is not None else [])
 
     def state(self) -> dict[str, Any]:
