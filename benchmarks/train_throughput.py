@@ -197,23 +197,11 @@ def run_agentspec(shared: dict[str, Any], iterations: int, work: Path) -> list[t
 
 
 def trl_python(venv: Path) -> Path:
-    """The Python of TRL's own virtual environment, created on first use.
+    """The Python of TRL's own virtual environment, created on first use
+    (`side_venvs.py`): torch, the project's local CPU build, then trl and transformers."""
+    from side_venvs import side_python, trl_installs
 
-    torch is the same local CPU build as the project's (pip finds it as the
-    Makefile's install does), then trl and transformers under the project's
-    constraints; nothing is installed into the project's own environment.
-    """
-    python = venv / "bin" / "python"
-    stamp = venv / ".agentspec-installed"
-    if stamp.is_file():
-        return python
-    print(f"creating TRL's virtual environment in {venv} (once)", file=sys.stderr)
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-    pip = [str(python), "-m", "pip", "install", "-q"]
-    subprocess.run([*pip, "torch==2.13.0"], check=True)
-    subprocess.run([*pip, "-c", str(ROOT / "constraints.txt"), "trl", "transformers"], check=True)
-    stamp.write_text("torch==2.13.0 trl transformers\n", encoding="utf-8")
-    return python
+    return side_python("trl", trl_installs(), venv)
 
 
 def export_for_trl(shared: dict[str, Any], iterations: int, work: Path) -> Path:

@@ -9,7 +9,15 @@ from __future__ import annotations
 
 import sys
 
-from agentspec.cli import check, episodes, explore, project, prompt, training  # noqa: F401 (registers commands)
+from agentspec.cli import (  # noqa: F401 (registers commands)
+    check,
+    episodes,
+    explore,
+    project,
+    prompt,
+    serve,
+    training,
+)
 from agentspec.cli.app import app
 
 __all__ = ["app", "main"]

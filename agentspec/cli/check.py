@@ -158,6 +158,9 @@ def schema(
         typer.echo(f"wrote {output}", err=True)
 
 
+TARGETS = ("python", "verl", "openenv", "trl", "verifiers")
+
+
 @app.command(name="compile")
 def compile_command(
     spec: Annotated[Path, typer.Argument(help="The spec to compile.", exists=True, dir_okay=False)],
@@ -165,15 +168,20 @@ def compile_command(
         "build"
     ),
     target: Annotated[
-        str, typer.Option(help="python (the module) or verl (plus agent loop, parquet, overrides).")
+        str,
+        typer.Option(
+            help="python (the module), verl (plus agent loop, parquet, overrides), "
+            "openenv (an OpenEnv package: docs/openenv.md), trl (an environment_factory "
+            "for TRL: docs/trl.md) or verifiers (a verifiers v1 environment: docs/verifiers.md)."
+        ),
     ] = "python",
 ) -> None:
     """Generate the Python module (ToolEnv/AgentEnv, tools, flow, rewards) and manifest of a spec."""
     from agentspec.compiler.build import compile_spec, write_compiled
     from agentspec.diagnostics import SpecError
 
-    if target not in ("python", "verl"):
-        raise fail(f"unknown target {target!r}: use python or verl", code=2)
+    if target not in TARGETS:
+        raise fail(f"unknown target {target!r}: use {', '.join(TARGETS)}", code=2)
     try:
         compiled = compile_spec(spec)
     except SpecError as exc:
@@ -182,7 +190,30 @@ def compile_command(
         from agentspec.runtime.backends.verl.compile_target import write_verl_target
 
         paths = write_verl_target(spec, output)
+    elif target in ("openenv", "trl", "verifiers"):
+        paths = _serving_target(target, spec, output)
     else:
         paths = write_compiled(compiled, output)
     for path in paths:
         typer.echo(f"wrote {path}")
+
+
+def _serving_target(target: str, spec: Path, output: Path) -> list[Path]:
+    """The OpenEnv package, TRL environment or verifiers environment of a spec; its
+    data must load."""
+    from agentspec.stdlib.data import DataError
+
+    try:
+        if target == "trl":
+            from agentspec.runtime.serve.trl_target import write_trl_target
+
+            return write_trl_target(spec, output)
+        if target == "verifiers":
+            from agentspec.runtime.serve.verifiers_target import write_verifiers_target
+
+            return write_verifiers_target(spec, output)
+        from agentspec.runtime.serve.openenv_package import write_openenv_package
+
+        return write_openenv_package(spec, output)
+    except DataError as exc:
+        raise fail(str(exc)) from None

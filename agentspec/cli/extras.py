@@ -18,6 +18,7 @@ EXTRAS: dict[str, tuple[str, ...]] = {
     "train": ("torch", "transformers", "safetensors", "gguf", "matplotlib", "tensorboard"),
     "verl": ("verl", "ray", "hydra", "omegaconf", "pandas", "pyarrow"),
     "mcp": ("mcp",),
+    "openenv": ("openenv",),
     "recipes": ("bm25s", "Stemmer", "thefuzz", "textworld"),
 }
 """The top-level modules each extra brings (pyproject.toml's optional-dependencies)."""

@@ -278,8 +278,8 @@ class EnvironmentSpec(Section):
     """An external environment adapter, instead of or beside tools."""
 
     adapter: str = Field(
-        description="`textworld`, `alfworld`, `gymnasium:ENV_ID`, `http:URL`, or `module.path:attribute`.",
-        pattern=r"^(textworld|alfworld|gymnasium:\S+|http:\S+|[A-Za-z_][\w.]*:[A-Za-z_][\w.]*)$",
+        description="`textworld`, `alfworld`, `openenv` (a running OpenEnv server: docs/openenv.md), `gymnasium:ENV_ID`, `http:URL`, or `module.path:attribute`.",
+        pattern=r"^(textworld|alfworld|openenv|gymnasium:\S+|http:\S+|[A-Za-z_][\w.]*:[A-Za-z_][\w.]*)$",
     )
     config: dict[str, Any] = Field(default_factory=dict, description="Adapter configuration.")
     admissible_commands: bool = Field(

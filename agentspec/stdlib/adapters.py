@@ -40,7 +40,7 @@ class EnvironmentAdapter:
 ADAPTERS: dict[str, Callable[..., EnvironmentAdapter]] = {}
 
 # Modules whose import registers adapters (imported when a name is not found).
-ADAPTER_MODULES = ("agentspec.stdlib.textworld",)
+ADAPTER_MODULES = ("agentspec.stdlib.textworld", "agentspec.stdlib.openenv_env")
 
 
 def register_adapter(

@@ -46,3 +46,14 @@ def test_only_the_verl_backend_imports_verl() -> None:
             if any(name == "verl" or name.startswith("verl.") for name in names):
                 offenders.append(f"{path.relative_to(package)}:{node.lineno}")
     assert offenders == []
+
+
+def test_agentspec_and_the_session_import_no_foreign_trainer() -> None:
+    """`import agentspec`, the CLI and the episode session import no openenv, trl or
+    verifiers: only the OpenEnv server and the generated packages do."""
+    loaded = _modules_after(
+        "import agentspec\nimport agentspec.cli\nimport agentspec.runtime.serve.session"
+    )
+    assert "agentspec.runtime.serve.session" in loaded
+    foreign = {m.split(".")[0] for m in loaded} & {"openenv", "trl", "verifiers", "torch"}
+    assert foreign == set()

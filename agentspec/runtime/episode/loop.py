@@ -14,7 +14,6 @@ flight across all of them.
 from __future__ import annotations
 
 import asyncio
-import itertools
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -49,7 +48,7 @@ from agentspec.runtime.text.chat_templates import chat_for
 from agentspec.runtime.text.conversation import ConversationError, conversation_of
 from agentspec.runtime.text.tokenizer import ChatTemplate, Tokenizer, decode_text, encode_chat
 
-__all__ = ["AgentEnvLoop", "AgentFlowBase", "LoopConfig", "run_episodes"]
+__all__ = ["AgentEnvLoop", "AgentFlowBase", "EpisodeRun", "LoopConfig", "run_episodes"]
 
 
 @dataclass(frozen=True)
@@ -74,6 +73,30 @@ class LoopConfig:
     max_tool_errors: int | None = None
     end_on_tool_timeout: bool = False
     max_concurrent_tool_calls: int = 32
+
+
+@dataclass
+class EpisodeRun:
+    """One episode in progress (:meth:`AgentEnvLoop.start_episode`, then
+    :meth:`AgentEnvLoop.play_step` until ``ended``).
+
+    Attributes:
+        env: the episode's environment (its caller closes it).
+        view: what the context policy reads: first messages, steps so far.
+        prompt: the next step's prompt.
+        trajectory: the steps so far; termination and success once ended.
+        results: the environment's result of each step.
+        tokens: the episode's ids so far, shared by append-only prompts.
+        ended: no step may follow.
+    """
+
+    env: AgentEnv
+    view: ContextView
+    prompt: Prompt
+    trajectory: Trajectory
+    results: list[StepResult] = field(default_factory=list)
+    tokens: list[int] = field(default_factory=list)
+    ended: bool = False
 
 
 class AgentFlowBase(ABC):
@@ -186,7 +209,12 @@ class AgentEnvLoop(AgentFlowBase):
         env = self.env_factory()
         env.tool_semaphore = self.tool_semaphore
         try:
-            return await self._run(env, sample, sample_id, group_id)
+            episode = await self.start_episode(env, sample, sample_id, group_id)
+            while not episode.ended:
+                await self.play_step(
+                    episode, await self.generate_step(episode.view, episode.prompt)
+                )
+            return episode.trajectory
         finally:
             await env.close()
 
@@ -252,9 +280,12 @@ class AgentEnvLoop(AgentFlowBase):
         step.rewards = env.rewards(step)
         return step
 
-    async def _run(
-        self, env: AgentEnv, sample: Mapping[str, Any], sample_id: str, group_id: str
-    ) -> Trajectory:
+    async def start_episode(
+        self, env: AgentEnv, sample: Mapping[str, Any], sample_id: str = "", group_id: str = ""
+    ) -> EpisodeRun:
+        """Reset ``env`` on ``sample`` and build the first prompt; the episode has
+        already ended (``episode.ended``) when either fails or the prompt overflows.
+        The caller owns ``env`` (and closes it); :meth:`play_step` advances the episode."""
         traj = Trajectory(sample_id=sample_id, group_id=group_id)
         try:  # a prompt template or a custom context that fails on this sample: this episode's
             first = await env.reset(sample)
@@ -271,44 +302,58 @@ class AgentEnvLoop(AgentFlowBase):
         except Exception as exc:
             traj.termination = TerminationReason.ENV_ERROR
             traj.info["env_error"] = f"first prompt: {_error_text(exc)}"
-            return traj
-        results: list[StepResult] = []
+            empty = ContextView(self.tokenizer, self.chat, [], env=env, sample=sample)
+            return EpisodeRun(env, empty, Prompt([]), traj, ended=True)
+        episode = EpisodeRun(env, view, prompt, traj)
         if prompt.overflow:
             traj.termination = TerminationReason.CONTEXT_OVERFLOW
             traj.info["overflow_tokens"] = len(prompt.ids)
-            return traj
-        tokens: list[int] = []  # the episode's ids so far, shared by the steps' prompts
-        for index in itertools.count():
-            tokens, prompt_ids = _shared_prompt(tokens, prompt.ids)
-            anchor = _guarded(env.anchor, None, traj.info, "anchor")
-            gen = await self.generate_step(view, prompt)
-            if gen.error is not None:
-                traj.steps.append(self._failed_step(env, index, prompt, prompt_ids, gen, anchor))
-                traj.termination = TerminationReason.POLICY_ERROR
-                break
-            action = Action(self.decode(gen.token_ids), list(gen.token_ids), gen.finish_reason)
-            result = await _step_env(env, action)
-            results.append(result)
-            step = self._record(view, index, prompt, prompt_ids, gen, action, result, anchor)
-            tokens += step.response_ids
-            tokens += step.observation_ids
-            termination = self._limit_reached(view.steps, step, result)
-            view.steps.append(step)
-            if termination is None:
-                prompt, termination = self._next_prompt(view, step, traj, prompt)
-            if termination is not None and termination is not TerminationReason.DONE:
-                step.events.append(Event(EventKind.TRUNCATED, message=termination.value))
-            step.done = termination is not None
-            step.rewards = {
-                **result.rewards,
-                **_guarded(env.rewards, {}, step.info, "rewards", step),
-            }
+            episode.ended = True
+        return episode
+
+    async def play_step(self, episode: EpisodeRun, gen: Generation) -> Step:
+        """One step of ``episode`` with the policy's response ``gen``: step the
+        environment, record the step (events, rewards, anchor), apply the limits
+        and build the next prompt. The step that ends the episode also decides
+        its success. Whoever generates — a policy here, a remote client through
+        a session — the episode goes through this one function."""
+        if episode.ended:
+            raise RuntimeError("the episode has ended")
+        env, view, traj = episode.env, episode.view, episode.trajectory
+        index, prompt = len(traj.steps), episode.prompt
+        episode.tokens, prompt_ids = _shared_prompt(episode.tokens, prompt.ids)
+        anchor = _guarded(env.anchor, None, traj.info, "anchor")
+        if gen.error is not None:
+            step = self._failed_step(env, index, prompt, prompt_ids, gen, anchor)
             traj.steps.append(step)
-            if termination is not None:
-                traj.termination = termination
-                break
-        traj.success = _guarded(env.success, None, traj.info, "success", traj.steps, results)
-        return traj
+            self._end(episode, TerminationReason.POLICY_ERROR)
+            return step
+        action = Action(self.decode(gen.token_ids), list(gen.token_ids), gen.finish_reason)
+        result = await _step_env(env, action)
+        episode.results.append(result)
+        step = self._record(view, index, prompt, prompt_ids, gen, action, result, anchor)
+        episode.tokens += step.response_ids
+        episode.tokens += step.observation_ids
+        termination = self._limit_reached(view.steps, step, result)
+        view.steps.append(step)
+        if termination is None:
+            episode.prompt, termination = self._next_prompt(view, step, traj, prompt)
+        if termination is not None and termination is not TerminationReason.DONE:
+            step.events.append(Event(EventKind.TRUNCATED, message=termination.value))
+        step.done = termination is not None
+        step.rewards = {**result.rewards, **_guarded(env.rewards, {}, step.info, "rewards", step)}
+        traj.steps.append(step)
+        if termination is not None:
+            self._end(episode, termination)
+        return step
+
+    def _end(self, episode: EpisodeRun, termination: TerminationReason) -> None:
+        traj = episode.trajectory
+        traj.termination = termination
+        episode.ended = True
+        traj.success = _guarded(
+            episode.env.success, None, traj.info, "success", traj.steps, episode.results
+        )
 
     def _record(
         self,

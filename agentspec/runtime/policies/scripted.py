@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterable, Sequence
 from agentspec.runtime.policies.base import Generation, SamplingParams
 from agentspec.runtime.text.tokenizer import Tokenizer
 
-__all__ = ["ScriptedPolicy"]
+__all__ = ["ScriptedPolicy", "text_generation"]
 
 
 class ScriptedPolicy:
@@ -49,20 +49,36 @@ class ScriptedPolicy:
 
     def respond(self, prompt: Sequence[int], params: SamplingParams) -> Generation:
         self.calls += 1
-        text = self._text(prompt)
-        finish = "stop"
-        cut = [i + len(s) for s in params.stop if (i := text.find(s)) != -1]
-        if cut:
-            text = text[: min(cut)]
-        ids = self.tokenizer.encode(text, add_special_tokens=False)
-        if self.append_eos and not cut and self.tokenizer.eos_token_id is not None:
-            ids.append(self.tokenizer.eos_token_id)
-        if len(ids) > params.max_new_tokens:
-            ids = ids[: params.max_new_tokens]
-            finish = "length"
-        return Generation(ids, [self.logprob] * len(ids), finish)
+        return text_generation(
+            self._text(prompt), self.tokenizer, params, self.append_eos, self.logprob
+        )
 
     async def generate(
         self, prompts: Sequence[Sequence[int]], params: SamplingParams
     ) -> list[Generation]:
         return [self.respond(p, params) for p in prompts]
+
+
+def text_generation(
+    text: str,
+    tokenizer: Tokenizer,
+    params: SamplingParams,
+    append_eos: bool = True,
+    logprob: float = 0.0,
+) -> Generation:
+    """A response written as text, as a model sampling under ``params`` would give it:
+    cut after a stop string, encoded by ``tokenizer``, EOS appended (``append_eos``)
+    unless a stop string ended it, and cut at ``max_new_tokens`` (``finish_reason``
+    ``length``, no EOS). Scripted policies and served sessions both use it, so the
+    same text makes the same step."""
+    finish = "stop"
+    cut = [i + len(s) for s in params.stop if (i := text.find(s)) != -1]
+    if cut:
+        text = text[: min(cut)]
+    ids = tokenizer.encode(text, add_special_tokens=False)
+    if append_eos and not cut and tokenizer.eos_token_id is not None:
+        ids.append(tokenizer.eos_token_id)
+    if len(ids) > params.max_new_tokens:
+        ids = ids[: params.max_new_tokens]
+        finish = "length"
+    return Generation(ids, [logprob] * len(ids), finish)

@@ -59,7 +59,9 @@ class CaseResult:
 
 
 @dataclass
-class _Played:
+class Played:
+    """A scripted episode and the spec state it ended in."""
+
     trajectory: Trajectory
     state: dict[str, Any]
 
@@ -110,7 +112,7 @@ class SpecTestRunner:
         sample: Mapping[str, Any],
         max_steps: int | None = None,
         constants: Mapping[str, Any] | None = None,
-    ) -> _Played:
+    ) -> Played:
         """One scripted episode; `max_steps` and `constants` override the spec's
         for this episode only."""
         import dataclasses
@@ -136,7 +138,7 @@ class SpecTestRunner:
         flow.env_factory = recording_factory
         trajectory = asyncio.run(flow.run(dict(sample), sample_id="test"))
         state = getattr(envs[0], "state", None) if envs else None
-        return _Played(trajectory, _as_dict(state))
+        return Played(trajectory, _as_dict(state))
 
     # ------------------------------------------------------- scripted tests
 
@@ -167,10 +169,11 @@ class SpecTestRunner:
                     self.span((*base, "turns")),
                 )
             )
-        result.failures += self._compare(base, test, played)
+        result.failures += self.expectation_failures(base, test, played)
         return result
 
-    def _compare(self, base: YamlPath, test: SpecTest, played: _Played) -> list[Failure]:
+    def expectation_failures(self, base: YamlPath, test: SpecTest, played: Played) -> list[Failure]:
+        """What a played episode does not meet of its test's `expect` (located at `base`)."""
         expect, traj = test.expect, played.trajectory
         where: YamlPath = (*base, "expect")
         failures: list[Failure] = []

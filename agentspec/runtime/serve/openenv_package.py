@@ -1,0 +1,286 @@
+"""`agentspec compile SPEC --target openenv -o DIR`: the spec as an OpenEnv package.
+
+The package has OpenEnv's layout (``openenv.yaml``, ``models.py``, ``client.py``,
+``server/app.py`` with ``app`` and ``main()``, ``pyproject.toml`` with the
+``server`` script, a ``Dockerfile``, ``README.md``), the spec itself in ``spec/``
+and ``oracle/solve.py``. Its server is agentspec's (`agentspec serve --openenv`),
+so the package holds no copy of the runtime.
+
+The ``validation:`` block of ``openenv.yaml`` is derived from the spec: its
+tools, the task count of each split, and a reward range measured by playing the
+spec's oracle and a random policy on the first samples (the oracle's lowest
+episode reward sets ``oracle_tolerance``; the gap above the random policy's best
+sets ``floor_margin``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from agentspec.runtime.serve.spec import ServedSpec
+
+__all__ = ["write_openenv_package"]
+
+MEASURED_SAMPLES = 8
+
+
+def write_openenv_package(spec_path: Path, out: Path) -> list[Path]:
+    """Write the package into ``out``; the paths written."""
+    served = ServedSpec.load(spec_path)
+    name = served.name
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "spec").mkdir(exist_ok=True)
+    spec_copy = out / "spec" / spec_path.name
+    shutil.copyfile(spec_path, spec_copy)
+    files = {
+        "openenv.yaml": _manifest(served),
+        "pyproject.toml": PYPROJECT.format(name=name, package=_package(name)),
+        "__init__.py": INIT.format(name=name, cls=_class_name(name)),
+        "models.py": MODELS,
+        "client.py": CLIENT.format(cls=_class_name(name)),
+        "server/__init__.py": '"""The OpenEnv server of this package."""\n',
+        "server/app.py": APP.format(name=name, spec=spec_path.name),
+        "oracle/solve.py": SOLVE.format(spec=spec_path.name),
+        "Dockerfile": DOCKERFILE,
+        "README.md": README.format(name=name, description=served.description),
+    }
+    written = [spec_copy]
+    for relative, text in files.items():
+        path = out / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+        written.append(path)
+    (out / "outputs").mkdir(exist_ok=True)
+    return written
+
+
+def _manifest(served: ServedSpec) -> str:
+    low, high, tolerance, margin = _reward_declaration(served)
+    capabilities: dict[str, Any] = {
+        "verifier": {"kind": "reward_channel"},
+        "task_api": True,
+        "declared_tools": [t["function"]["name"] for t in served.tool_schemas],
+        "declared_task_count": {split: len(served.samples(split)) for split in served.splits()},
+    }
+    if _has_oracle(served):
+        capabilities["oracle"] = {"form": "script", "location": "oracle/solve.py"}
+    manifest = {
+        "spec_version": 1,
+        "name": served.name,
+        "version": "0.1.0",
+        "type": "space",
+        "runtime": "fastapi",
+        "app": "server.app:app",
+        "port": 8000,
+        "validation": {
+            "reward": {"range": [low, high], "oracle_tolerance": tolerance, "floor_margin": margin},
+            "resources": {
+                "cpu": 1.0,
+                "memory_mb": 2048,
+                "disk_mb": 2048,
+                "episode_timeout_s": 600.0,
+            },
+            "network": {"mode": "no-network"},
+            "capabilities": capabilities,
+            "types": {"tags": ["agentspec", f"agentspec:{served.name}"]},
+        },
+    }
+    header = (
+        f"# OpenEnv manifest of the agentspec spec `{served.name}` "
+        "(written by `agentspec compile --target openenv`).\n"
+        f"# The reward range is measured: the oracle and a random policy on {MEASURED_SAMPLES} samples.\n"
+    )
+    return header + yaml.safe_dump(manifest, sort_keys=False)
+
+
+def _has_oracle(served: ServedSpec) -> bool:
+    module = served.module
+    return any(hasattr(module, name) for name in ("oracle_actions", "ORACLE_HOOK")) or bool(
+        getattr(module, "ORACLE_WALKTHROUGH", False)
+    )
+
+
+def _reward_declaration(served: ServedSpec) -> tuple[float, float, float, float]:
+    """(low, high, oracle_tolerance, floor_margin) from episodes played here."""
+    from agentspec.runtime.spec.run import rollout
+
+    samples = served.samples()[:MEASURED_SAMPLES] if served.splits() else []
+    if not samples:
+        return 0.0, 1.0, 0.0, 0.0
+    module, tokenizer = served.module, served.tokenizer
+    randoms = asyncio.run(rollout(module, samples, "random", task_tokenizer=tokenizer))
+    random_totals = [t.total_reward for t in randoms]
+    oracle_totals: list[float] = []
+    if _has_oracle(served):
+        oracles = asyncio.run(rollout(module, samples, "oracle", task_tokenizer=tokenizer))
+        oracle_totals = [t.total_reward for t in oracles]
+    every = random_totals + oracle_totals
+    low = round(min(0.0, *every), 6)
+    high = round(max(oracle_totals or every), 6)
+    if high <= low:
+        high = low + 1.0
+    tolerance = round(high - min(oracle_totals), 6) if oracle_totals else 0.0
+    margin = round(max(0.0, high - max(random_totals)), 6)
+    return low, high, tolerance, margin
+
+
+def _class_name(name: str) -> str:
+    return "".join(part.capitalize() for part in name.replace("-", "_").split("_")) + "Env"
+
+
+def _package(name: str) -> str:
+    return f"{name.replace('-', '_')}_env"
+
+
+PYPROJECT = """\
+[build-system]
+requires = ["setuptools>=61"]
+build-backend = "setuptools.build_meta"
+
+[project]
+name = "openenv-agentspec-{name}"
+version = "0.1.0"
+description = "The agentspec spec `{name}` as an OpenEnv environment"
+requires-python = ">=3.10"
+dependencies = ["agentspec[openenv]", "openenv-core>=0.2.0"]
+
+[project.scripts]
+server = "{package}.server.app:main"
+
+[tool.setuptools]
+packages = ["{package}", "{package}.server"]
+package-dir = {{ "{package}" = ".", "{package}.server" = "server" }}
+include-package-data = true
+
+[tool.setuptools.package-data]
+"{package}" = ["spec/*", "oracle/*", "openenv.yaml"]
+"""
+
+INIT = '''"""The agentspec spec `{name}` as an OpenEnv environment."""
+
+from .client import {cls}
+from .models import AgentspecAction, AgentspecObservation, AgentspecState
+
+__all__ = ["AgentspecAction", "AgentspecObservation", "AgentspecState", "{cls}"]
+'''
+
+MODELS = '''"""The wire models: agentspec's own (docs/openenv.md describes every field)."""
+
+from agentspec.runtime.serve.openenv_server import (
+    AgentspecAction,
+    AgentspecObservation,
+    AgentspecState,
+)
+
+__all__ = ["AgentspecAction", "AgentspecObservation", "AgentspecState"]
+'''
+
+CLIENT = '''"""The typed OpenEnv client of this environment."""
+
+from agentspec.runtime.serve.openenv_client import AgentspecEnvClient
+
+
+class {cls}(AgentspecEnvClient):
+    """A session of this environment: `reset(split=, index=)`, then `step(AgentspecAction(...))`."""
+
+
+__all__ = ["{cls}"]
+'''
+
+APP = '''"""The OpenEnv server of the agentspec spec `{name}`.
+
+    uvicorn server.app:app --host 0.0.0.0 --port 8000
+    python -m server.app --port 8000
+"""
+
+from pathlib import Path
+
+from agentspec.runtime.serve.openenv_server import build_app
+from agentspec.runtime.serve.spec import ServedSpec
+
+SPEC = Path(__file__).resolve().parent.parent / "spec" / "{spec}"
+
+app = build_app(ServedSpec.load(SPEC))
+
+
+def main(host: str = "0.0.0.0", port: int = 8000) -> None:
+    import uvicorn
+
+    uvicorn.run(app, host=host, port=port)
+
+
+if __name__ == "__main__":
+    import argparse
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--host", default="0.0.0.0")
+    parser.add_argument("--port", type=int, default=8000)
+    options = parser.parse_args()
+    main(options.host, options.port)
+'''
+
+SOLVE = '''"""The spec's oracle, played through a running server of this package.
+
+    python oracle/solve.py --url http://localhost:8000 [--split train] [--samples 8]
+
+Prints one line per episode; exits 1 unless every episode succeeded.
+"""
+
+import argparse
+import asyncio
+import sys
+from pathlib import Path
+
+from agentspec.runtime.serve.openenv_client import play_oracle
+
+SPEC = Path(__file__).resolve().parent.parent / "spec" / "{spec}"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--url", default="http://localhost:8000")
+    parser.add_argument("--split", default="train")
+    parser.add_argument("--samples", type=int, default=8)
+    options = parser.parse_args()
+    ok = True
+    for index in range(options.samples):
+        last = asyncio.run(play_oracle(options.url, SPEC, options.split, index))
+        print(f"{{last.sample_id}}: success={{last.success}} ending={{last.termination}}")
+        ok = ok and last.success is not False
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
+'''
+
+DOCKERFILE = """\
+FROM python:3.11-slim
+WORKDIR /app
+COPY . /app
+RUN pip install --no-cache-dir .
+EXPOSE 8000
+CMD ["uvicorn", "server.app:app", "--host", "0.0.0.0", "--port", "8000"]
+"""
+
+README = """\
+# {name}: an agentspec spec as an OpenEnv environment
+
+{description}
+
+Written by `agentspec compile --target openenv`; the spec is in `spec/`.
+
+    pip install .
+    uvicorn server.app:app --port 8000        # or: server --port 8000
+
+Connect with any OpenEnv client (`GenericEnvClient`, or this package's typed
+client), `reset(split="train", index=0)`, then `step({{"text": ...}})`. The wire
+contract (actions, observations, named rewards, the Task API) is agentspec's
+docs/openenv.md. `python oracle/solve.py --url http://localhost:8000` plays the
+spec's oracle against a running server.
+"""

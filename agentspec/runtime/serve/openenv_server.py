@@ -1,0 +1,393 @@
+"""A spec as an OpenEnv environment (`agentspec serve SPEC --openenv`).
+
+Each OpenEnv session (a WebSocket on ``/ws``) gets its own
+:class:`~agentspec.runtime.serve.session.EpisodeSession`; ``reset`` starts an
+episode on the chosen sample, ``step`` plays the client's action through it.
+The wire contract (docs/openenv.md):
+
+- action ``{"text": str, "tool_calls"?: [{"name", "arguments"}], "finish_reason"?}``;
+- observation: ``done``, ``reward`` (this step's sum), ``messages`` (new ones),
+  ``text``, ``rewards`` (every declared component), ``events``, ``termination``,
+  ``success``, ``sample_id``, ``step_index``; the first one also ``tools``,
+  ``tool_format`` and ``tool_instructions``; ``prompt`` on request;
+- ``reset(split=, index=)`` / ``reset(sample_id=)`` / ``reset(seed=)`` /
+  ``reset(sample=)``, plus ``full_prompt=true``;
+- the Task API (``/{name}/splits``, ``tasks``, ``num_tasks``, ``task``,
+  ``task_range``) over the spec's data;
+- ``state``: the spec's typed state as JSON, with the episode's reward totals.
+
+Bad input is answered with an error message (the WebSocket's ``error`` reply,
+HTTP 400/422) and the server keeps serving. Works with ``openenv-core`` 0.3
+(the Task API routes are added here) and ``openenv`` 0.10 (which has them).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+from typing import Any, ClassVar, Literal
+
+from openenv.core.env_server.http_server import create_app
+from openenv.core.env_server.interfaces import Environment
+from openenv.core.env_server.types import Action, EnvironmentMetadata, Observation, State
+from pydantic import BaseModel, ConfigDict, Field
+
+from agentspec.runtime.serve.session import End, EpisodeSession, Turn, run_sync
+from agentspec.runtime.serve.spec import ServedSpec, SessionError
+
+__all__ = [
+    "AgentspecAction",
+    "AgentspecObservation",
+    "AgentspecState",
+    "build_app",
+    "environment_class",
+]
+
+TASK_PREVIEW = 100
+"""Tasks listed by `/{name}/tasks` (a preview; `num_tasks` is the true count)."""
+
+
+class ToolCallModel(BaseModel):
+    """A native tool call: the tool's name and its arguments (an object, or JSON text)."""
+
+    model_config = ConfigDict(extra="forbid")
+    name: str
+    arguments: dict[str, Any] | str = Field(default_factory=dict)
+    id: str = ""
+
+
+class AgentspecAction(Action):
+    """The model's response: its text, optional native tool calls, how sampling ended."""
+
+    text: str = Field(description="The response as the model wrote it ('' with tool_calls).")
+    tool_calls: list[ToolCallModel] | None = Field(
+        default=None, description="Native tool calls, written after text in the spec's format."
+    )
+    finish_reason: Literal["stop", "length"] = Field(
+        default="stop", description="'length' when the client's sampler cut the response."
+    )
+
+
+class AgentspecObservation(Observation):
+    """One turn of the episode (see docs/openenv.md for every field)."""
+
+    sample_id: str = ""
+    step_index: int = 0
+    text: str | None = Field(default=None, description="The environment's reply as text.")
+    messages: list[dict[str, Any]] = Field(default_factory=list)
+    rewards: dict[str, float] = Field(default_factory=dict)
+    events: list[dict[str, Any]] = Field(default_factory=list)
+    tool_results: list[dict[str, Any]] = Field(default_factory=list)
+    termination: str | None = None
+    success: bool | None = None
+    tools: list[dict[str, Any]] | None = None
+    tool_format: str | None = None
+    tool_instructions: str | None = None
+    prompt: list[dict[str, Any]] | None = None
+    error: str | None = None
+
+
+class AgentspecState(State):
+    """The episode's state: the spec's typed state and the reward totals so far."""
+
+    spec: str = ""
+    sample_id: str | None = None
+    spec_state: dict[str, Any] = Field(default_factory=dict)
+    reward_totals: dict[str, float] = Field(default_factory=dict)
+    done: bool = False
+    termination: str | None = None
+
+
+class AgentspecEnvironment(Environment[AgentspecAction, AgentspecObservation, AgentspecState]):
+    """One OpenEnv session of a served spec. Subclassed per spec by :func:`environment_class`."""
+
+    SUPPORTS_CONCURRENT_SESSIONS = True
+    served: ClassVar[ServedSpec]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.session = EpisodeSession(self.served)
+        self.episode_id: str | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None  # where the episode runs
+
+    # ---------------------------------------------------------------- reset
+
+    async def reset_async(
+        self,
+        seed: int | None = None,
+        episode_id: str | None = None,
+        split: str | None = None,
+        index: int | None = None,
+        sample_id: str | None = None,
+        sample: dict[str, Any] | None = None,
+        full_prompt: bool = False,
+        **unknown: Any,
+    ) -> AgentspecObservation:
+        if unknown:
+            names = ", ".join(sorted(unknown))
+            raise SessionError(
+                f"unknown reset field(s) {names}; use split+index, sample_id, seed, sample, "
+                "full_prompt"
+            )
+        for name, value in (("seed", seed), ("index", index)):
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+                raise SessionError(f"{name} must be an integer, not {value!r}")
+        self._loop = asyncio.get_running_loop()
+        self.session.full_prompt = bool(full_prompt)
+        self.episode_id = episode_id
+        turn = await self.session.start(
+            split=split, index=index, sample_id=sample_id, sample=sample, seed=seed
+        )
+        return self._observation(turn, first=True)
+
+    def reset(
+        self, seed: int | None = None, episode_id: str | None = None, **kwargs: Any
+    ) -> AgentspecObservation:
+        return run_sync(self.reset_async(seed=seed, episode_id=episode_id, **kwargs))
+
+    # ----------------------------------------------------------------- step
+
+    async def step_async(
+        self, action: AgentspecAction, timeout_s: float | None = None, **kwargs: Any
+    ) -> AgentspecObservation:
+        if not self.session.started:
+            return AgentspecObservation(
+                done=True,
+                reward=0.0,
+                termination="not_started",
+                error="no episode: reset first (HTTP /step is stateless; use the /ws session)",
+            )
+        calls = [c.model_dump() for c in action.tool_calls or []]
+        turn = await self.session.act(action.text, calls, action.finish_reason)
+        return self._observation(turn, first=False)
+
+    def step(
+        self, action: AgentspecAction, timeout_s: float | None = None, **kwargs: Any
+    ) -> AgentspecObservation:
+        return run_sync(self.step_async(action, timeout_s))
+
+    # ------------------------------------------------------- state, closing
+
+    @property
+    def state(self) -> AgentspecState:
+        trajectory = self.session.trajectory
+        totals = dict.fromkeys(self.served.reward_names, 0.0)
+        if trajectory is not None:
+            totals.update(trajectory.reward_components())
+        return AgentspecState(
+            episode_id=self.episode_id,
+            step_count=len(trajectory.steps) if trajectory is not None else 0,
+            spec=self.served.name,
+            sample_id=trajectory.sample_id if trajectory is not None else None,
+            spec_state=self.session.state(),
+            reward_totals=totals,
+            done=self.session.done,
+            termination=trajectory.termination.value
+            if trajectory is not None and self.session.done
+            else None,
+        )
+
+    def close(self) -> None:
+        """Release the episode's environment, on the loop the episode ran on."""
+        loop = self._loop
+        if loop is None or loop.is_closed() or not loop.is_running():
+            if self.session.started:
+                run_sync(self.session.close())
+            return
+        if _on_loop_thread(loop):  # a stateless route closes on the server's loop
+            loop.create_task(self.session.close())
+            return
+        asyncio.run_coroutine_threadsafe(self.session.close(), loop).result(timeout=60)
+
+    def get_metadata(self) -> EnvironmentMetadata:
+        from agentspec import __version__
+
+        return EnvironmentMetadata(
+            name=self.served.name, description=self.served.description, version=__version__
+        )
+
+    # ------------------------------------------------------------ Task API
+
+    def list_splits(self) -> list[str]:
+        return self.served.splits()
+
+    def list_tasks(self, split: str) -> list[dict[str, Any]]:
+        return self.get_task_range(split, 0, TASK_PREVIEW)
+
+    def num_tasks(self, split: str) -> int:
+        return len(self._samples(split))
+
+    def get_task(self, split: str, index: int) -> dict[str, Any]:
+        return _json(self.served.task(split, index))
+
+    def get_task_range(
+        self, split: str, start: int | None = None, stop: int | None = None
+    ) -> list[dict[str, Any]]:
+        indices = range(len(self._samples(split)))[start:stop]
+        return [_json(self.served.task(split, i)) for i in indices]
+
+    def _samples(self, split: str) -> list[dict[str, Any]]:
+        try:
+            return self.served.samples(split)
+        except SessionError as exc:
+            raise IndexError(str(exc)) from None
+
+    # -------------------------------------------------------------- turns
+
+    def _observation(self, turn: Turn, first: bool) -> AgentspecObservation:
+        fields: dict[str, Any] = {
+            "done": turn.done,
+            "reward": turn.reward,
+            "sample_id": turn.sample_id,
+            "step_index": turn.step_index,
+            "text": turn.observation,
+            "messages": turn.messages,
+            "rewards": turn.rewards,
+            "events": turn.events,
+            "tool_results": turn.tool_results,
+            "prompt": turn.prompt,
+        }
+        if first:
+            fields.update(
+                tools=turn.tools,
+                tool_format=turn.tool_format,
+                tool_instructions=turn.tool_instructions,
+            )
+        if isinstance(turn, End):
+            fields.update(termination=turn.termination, success=turn.success)
+            error = turn.trajectory.info.get("env_error")
+            if error:
+                fields["error"] = str(error)
+        return AgentspecObservation(**fields)
+
+
+def _on_loop_thread(loop: asyncio.AbstractEventLoop) -> bool:
+    try:
+        return asyncio.get_running_loop() is loop
+    except RuntimeError:
+        return False
+
+
+def _json(value: Any) -> Any:
+    from agentspec.runtime.serve.session import json_safe
+
+    return json_safe(value)
+
+
+def environment_class(served: ServedSpec) -> type[AgentspecEnvironment]:
+    """The OpenEnv environment class of one served spec (a class, as OpenEnv's
+    server wants a factory it can check for concurrency support)."""
+    name = "".join(part.capitalize() for part in served.name.replace("-", "_").split("_"))
+    return type(f"{name}Environment", (AgentspecEnvironment,), {"served": served})
+
+
+def build_app(served: ServedSpec, max_sessions: int = 64) -> Any:
+    """The FastAPI app of OpenEnv's server for ``served`` (every split's samples loaded
+    first), with the Task API routes (added here when the installed OpenEnv lacks
+    them) and bad input answered 400."""
+    from fastapi import HTTPException
+    from fastapi.responses import JSONResponse
+
+    for split in served.splits():  # loaded now, not on the event loop at a first reset
+        served.samples(split)
+    env_class = environment_class(served)
+    app = create_app(
+        env_class,
+        AgentspecAction,
+        AgentspecObservation,
+        env_name=served.name,
+        max_concurrent_envs=max_sessions,
+    )
+
+    async def bad_request(request: Any, exc: Exception) -> JSONResponse:
+        return JSONResponse(status_code=400, content={"detail": str(exc)})
+
+    app.add_exception_handler(SessionError, bad_request)
+    app.add_middleware(_QuietDisconnects)
+    paths = {getattr(route, "path", "") for route in app.routes}
+    if "/{env_name}/splits" not in paths:
+        _add_task_routes(app, env_class, served.name, HTTPException)
+    return app
+
+
+class _QuietDisconnects:
+    """OpenEnv 0.3 closes a WebSocket its client already closed, and the
+    resulting disconnect reaches the ASGI server as an error (logged with a
+    traceback) after the session was cleaned up: a client leaving is no error."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        from starlette.websockets import WebSocketDisconnect
+
+        if scope["type"] != "websocket":
+            await self.app(scope, receive, send)
+            return
+        with contextlib.suppress(WebSocketDisconnect):
+            await self.app(scope, receive, send)
+
+
+class _SplitRequest(BaseModel):
+    split: str
+
+
+class _TaskRequest(BaseModel):
+    split: str
+    index: int
+
+
+class _RangeRequest(BaseModel):
+    split: str
+    start: int | None = None
+    stop: int | None = None
+
+
+def _add_task_routes(app: Any, env_class: type, env_name: str, http_error: type) -> None:
+    """OpenEnv 0.10's Task API routes, for OpenEnv versions that do not serve them."""
+    probe = env_class()  # the Task API reads only the spec's data: one instance serves all
+    lock = threading.Lock()
+
+    def call(method: str, *args: Any) -> Any:
+        try:
+            with lock:
+                return getattr(probe, method)(*args)
+        except IndexError as exc:
+            raise http_error(status_code=400, detail=str(exc)) from None
+
+    def check(name: str) -> None:
+        if name.lower() != env_name.lower():
+            raise http_error(status_code=404, detail=f"unknown environment {name!r}")
+
+    @app.get("/list_environments", tags=["Task API"])
+    async def list_environments() -> list[str]:
+        return [env_name]
+
+    @app.get("/{env_name}/splits", tags=["Task API"])
+    async def splits(env_name: str) -> list[dict[str, Any]]:
+        check(env_name)
+        return [
+            {"name": s, "type": s if s in ("train", "validation", "test") else "validation"}
+            for s in call("list_splits")
+        ]
+
+    @app.post("/{env_name}/tasks", tags=["Task API"])
+    async def tasks(env_name: str, request: _SplitRequest) -> dict[str, Any]:
+        check(env_name)
+        return {"tasks": call("list_tasks", request.split), "env_name": env_name}
+
+    @app.post("/{env_name}/num_tasks", tags=["Task API"])
+    async def num_tasks(env_name: str, request: _SplitRequest) -> dict[str, Any]:
+        check(env_name)
+        return {"num_tasks": call("num_tasks", request.split)}
+
+    @app.post("/{env_name}/task", tags=["Task API"])
+    async def task(env_name: str, request: _TaskRequest) -> dict[str, Any]:
+        check(env_name)
+        return {"task": call("get_task", request.split, request.index)}
+
+    @app.post("/{env_name}/task_range", tags=["Task API"])
+    async def task_range(env_name: str, request: _RangeRequest) -> dict[str, Any]:
+        check(env_name)
+        return {"tasks": call("get_task_range", request.split, request.start, request.stop)}

@@ -1,0 +1,191 @@
+"""A compiled spec ready to be driven from outside: its module, task tokenizer and data.
+
+:class:`ServedSpec` is what every way of serving a spec stands on (the Python
+session, the OpenEnv server, the generated TRL and verifiers packages): it
+knows the spec's tools, tool format, reward names and splits, picks the sample
+an episode plays (by split and index, sample id, seed, or an explicit sample),
+and makes sessions. Responses written as text are encoded with the tokenizer
+`agentspec run` and `agentspec test` use for policies without a model of their
+own, so the spec's token limits apply exactly as in those commands.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+from collections.abc import Mapping
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from agentspec.formats import get_format
+from agentspec.runtime.policies.base import Generation, SamplingParams
+
+__all__ = ["ServedSpec", "SessionError"]
+
+
+class SessionError(ValueError):
+    """A request a session cannot take: no such sample, an action before the start or
+    after the end, a malformed action. The message says what to send instead."""
+
+
+class _CallerIsThePolicy:
+    """The policy of a served flow: the session's caller answers every turn, so
+    nothing may ask this object for a generation."""
+
+    async def generate(self, prompts: list[list[int]], params: SamplingParams) -> list[Generation]:
+        raise RuntimeError("a served episode's policy is its caller: answer with act()")
+
+
+class ServedSpec:
+    """A compiled spec (its generated module) and the tokenizer its text is encoded with.
+
+    Args:
+        module: the generated module (``import_spec(path)``).
+        tokenizer: the task tokenizer (:meth:`load` builds the one `run` uses).
+    """
+
+    def __init__(self, module: ModuleType, tokenizer: Any) -> None:
+        self.module = module
+        self.tokenizer = tokenizer
+        self._samples: dict[str, list[dict[str, Any]]] = {}
+        self._lock = threading.Lock()
+        self._tools: tuple[list[dict[str, Any]], str] | None = None
+
+    @classmethod
+    def load(cls, path: str | Path) -> ServedSpec:
+        """Compile (cached) and import the spec at ``path``; its task tokenizer is
+        built from its data once and kept in the compile cache (as `run` does). A
+        spec with errors raises :class:`~agentspec.diagnostics.SpecError`."""
+        from agentspec.compiler.build import cache_dir, cache_key, import_spec
+        from agentspec.runtime.text.task_text import task_bpe_tokenizer
+
+        module = import_spec(path)
+        served = cls(module, None)
+        samples = served.samples() if module.DATA_SOURCE else []
+        directory = cache_dir() / cache_key(path)[:16] / "tokenizer"
+        served.tokenizer = task_bpe_tokenizer(module, samples[:2000], directory)
+        return served
+
+    # ------------------------------------------------------------ the spec
+
+    @property
+    def name(self) -> str:
+        return str(self.module.SPEC_NAME)
+
+    @property
+    def description(self) -> str:
+        return (self.module.__doc__ or "").partition(": ")[2].strip() or self.name
+
+    @property
+    def reward_names(self) -> list[str]:
+        """Every declared reward component, in the spec's order."""
+        return [c.name for c in self.module.ENV_CLASS.reward_components]
+
+    @property
+    def tool_schemas(self) -> list[dict[str, Any]]:
+        """The spec's tools as chat-completions function schemas ([] for an adapter spec)."""
+        return self._tool_prompt()[0]
+
+    @property
+    def tool_instructions(self) -> str:
+        """The tool format's paragraph for clients that write calls as text."""
+        return self._tool_prompt()[1]
+
+    @property
+    def tool_format(self) -> str:
+        return str(getattr(self.module.ENV_CLASS, "tool_format", "text"))
+
+    def _tool_prompt(self) -> tuple[list[dict[str, Any]], str]:
+        if self._tools is None:
+            classes = getattr(self.module.ENV_CLASS, "tool_classes", ())
+            tools = [tool_class() for tool_class in classes]
+            fmt = get_format(self.tool_format) if tools else None
+            instructions = fmt.instructions(tools) if fmt is not None else ""
+            self._tools = ([tool.schema() for tool in tools], instructions)
+        return self._tools
+
+    # ------------------------------------------------------------ the data
+
+    @property
+    def default_split(self) -> str:
+        return "train"
+
+    def splits(self) -> list[str]:
+        """The splits an episode can be drawn from: train, and the held-out split."""
+        if not self.module.DATA_SOURCE:
+            return []
+        held_out = self.module.EVAL_SPLIT or (
+            "test" if self.module.DATA_SOURCE.startswith("generator:") else None
+        )
+        return ["train"] + ([held_out] if held_out and held_out != "train" else [])
+
+    def samples(self, split: str | None = None) -> list[dict[str, Any]]:
+        """Every sample of ``split`` (default train), loaded once."""
+        split = split or self.default_split
+        if split not in self.splits():
+            known = ", ".join(self.splits()) or "none: the spec declares no data"
+            raise SessionError(f"unknown split {split!r}; splits: {known}")
+        with self._lock:
+            if split not in self._samples:
+                loaded = self.module.load_samples(split=None if split == "train" else split)
+                self._samples[split] = loaded
+            return self._samples[split]
+
+    def task(self, split: str, index: int) -> dict[str, Any]:
+        """One sample as a task: its fields, id and index (the Task API's record)."""
+        pool = self.samples(split)
+        if not 0 <= index < len(pool):
+            raise IndexError(f"index {index} is outside split {split!r} (0..{len(pool) - 1})")
+        return {**pool[index], "id": id_of(pool[index], index), "index": index}
+
+    def choose(
+        self,
+        *,
+        split: str | None = None,
+        index: int | None = None,
+        sample_id: str | None = None,
+        sample: Mapping[str, Any] | None = None,
+        seed: int | None = None,
+    ) -> tuple[str, dict[str, Any]]:
+        """The sample an episode plays and its id: an explicit ``sample``, else
+        ``sample_id``, else ``split`` + ``index``, else one drawn with ``seed``
+        (default: index 0 of the split)."""
+        if sample is not None:
+            if not isinstance(sample, Mapping):
+                raise SessionError("sample must be a JSON object of the spec's fields")
+            return str(sample.get("id", "sample")), dict(sample)
+        if sample_id is not None:
+            return self._by_id(str(sample_id), split)
+        pool = self.samples(split)
+        if not pool:
+            raise SessionError(f"split {split or self.default_split!r} has no samples")
+        if index is None:
+            index = random.Random(seed).randrange(len(pool)) if seed is not None else 0
+        if isinstance(index, bool) or not isinstance(index, int):
+            raise SessionError(f"index must be an integer, not {index!r}")
+        if not 0 <= index < len(pool):
+            raise SessionError(
+                f"index {index} is outside split {split or self.default_split!r} "
+                f"(0..{len(pool) - 1})"
+            )
+        return id_of(pool[index], index), dict(pool[index])
+
+    def _by_id(self, wanted: str, split: str | None) -> tuple[str, dict[str, Any]]:
+        splits = [split] if split else self.splits()
+        for name in splits:
+            for i, candidate in enumerate(self.samples(name)):
+                if id_of(candidate, i) == wanted:
+                    return wanted, dict(candidate)
+        raise SessionError(f"no sample has id {wanted!r} (looked in {', '.join(splits)})")
+
+    # ------------------------------------------------------------ sessions
+
+    def flow(self) -> Any:
+        """The spec's generated flow, with the session's caller as its policy."""
+        return self.module.FLOW_CLASS(_CallerIsThePolicy(), self.tokenizer)
+
+
+def id_of(sample: Mapping[str, Any], index: int) -> str:
+    """A sample's id as `agentspec run` names it: its `id` field, else its index."""
+    return str(sample.get("id", index))

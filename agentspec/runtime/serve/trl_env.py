@@ -1,0 +1,136 @@
+"""A spec as TRL's `environment_factory` (`agentspec compile SPEC --target trl`).
+
+TRL's `GRPOTrainer(environment_factory=Cls)` makes instances with no arguments,
+reads every public method but `reset` as a tool (its JSON schema through
+`transformers.utils.get_json_schema`: type hints and a Google-style docstring),
+calls `reset(**row)` per rollout and a tool method per tool call; a turn without
+tool calls ends the rollout, so the final answer never reaches the environment.
+The generated class therefore:
+
+- has one typed method per spec tool, which plays that call as a step of the
+  episode (a failed call raises, which TRL shows the model as `{"error": ...}`);
+- starts the episode in `reset` on the row's sample (the spec's fields);
+- hands the final answer over when the generated reward functions score the
+  rollout (one per declared component, each the episode's total of it): they
+  play the completion's last assistant text as the episode's last step.
+
+Its own helpers are private (``_call_tool``, ``_finish``): TRL takes every public
+method for a tool.
+
+Nothing here imports TRL: the generated module is plain Python that TRL loads.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, ClassVar
+
+from agentspec.runtime.serve.session import (
+    End,
+    SessionError,
+    SyncEpisodeSession,
+    first_turn,
+    json_safe,
+)
+from agentspec.runtime.serve.spec import ServedSpec
+
+__all__ = ["AgentspecTRLEnv", "component_reward", "dataset_rows", "final_text"]
+
+_SPECS: dict[str, ServedSpec] = {}
+
+
+def served(spec_path: str | Path) -> ServedSpec:
+    """The spec at ``spec_path``, loaded once per process."""
+    key = str(Path(spec_path).resolve())
+    if key not in _SPECS:
+        _SPECS[key] = ServedSpec.load(key)
+    return _SPECS[key]
+
+
+class AgentspecTRLEnv:
+    """One TRL rollout of a spec's episode; generated subclasses add the tool methods."""
+
+    spec_path: ClassVar[str | Path]
+
+    def __init__(self) -> None:
+        self.spec = served(self.spec_path)
+        self.session = SyncEpisodeSession(self.spec)
+        self.end: End | None = None
+
+    def reset(self, **row: Any) -> str | None:
+        """Start the episode on the row's sample (its fields; TRL's `prompt` column aside)."""
+        sample = {k: v for k, v in row.items() if k != "prompt"}
+        self.end = None
+        turn = self.session.start(sample=sample)
+        if turn.done:
+            self.end = turn  # type: ignore[assignment]
+        return None
+
+    def _call_tool(self, name: str, arguments: Mapping[str, Any]) -> str:
+        """One tool call as one step; its result text, or an error TRL shows the model."""
+        if self.end is not None:
+            raise ValueError(f"the episode is over ({self.end.termination}): answer now")
+        turn = self.session.act("", [{"name": name, "arguments": dict(arguments)}])
+        if turn.done:
+            self.end = turn  # type: ignore[assignment]
+        result = turn.tool_results[0] if turn.tool_results else None
+        if result is None:  # not run: the call did not parse (the spec's parse error)
+            raise ValueError(turn.observation or f"the call of {name} could not be read")
+        if not result["ok"]:
+            raise ValueError(result["text"])
+        return str(result["text"])
+
+    def _finish(self, answer: str) -> End:
+        """The episode's end: the final answer played as the last step (once)."""
+        if self.end is None:
+            try:
+                turn = self.session.act(answer)
+            except SessionError:  # never started: the row had no sample
+                raise
+            while not turn.done:  # a spec that wants more than one final turn: stop here
+                turn = self.session.act("")
+            self.end = turn  # type: ignore[assignment]
+        assert self.end is not None
+        return self.end
+
+
+def final_text(completion: Any) -> str:
+    """The last assistant text of a TRL completion (messages, or plain text)."""
+    if isinstance(completion, str):
+        return completion
+    for message in reversed(list(completion or [])):
+        if isinstance(message, Mapping) and message.get("role") == "assistant":
+            content = message.get("content")
+            if isinstance(content, str):
+                return content
+            if isinstance(content, list):  # content parts
+                return "".join(str(p.get("text", "")) for p in content if isinstance(p, Mapping))
+    return ""
+
+
+def component_reward(name: str) -> Any:
+    """A TRL reward function: the episode's total of reward component ``name``."""
+
+    def reward(
+        completions: Sequence[Any], environments: Sequence[AgentspecTRLEnv], **_: Any
+    ) -> list[float]:
+        return [
+            env._finish(final_text(completion)).reward_totals.get(name, 0.0)
+            for completion, env in zip(completions, environments, strict=True)
+        ]
+
+    reward.__name__ = f"reward_{name}"
+    return reward
+
+
+def dataset_rows(
+    spec_path: str | Path, split: str | None = None, limit: int | None = None
+) -> list[dict[str, Any]]:
+    """TRL dataset rows of a spec: `prompt` (the first messages, tools passed apart by TRL)
+    and the sample's fields, which `reset` receives back."""
+    spec = served(spec_path)
+    return [
+        {"prompt": first_turn(spec, sample).messages, **json_safe(sample)}
+        for sample in spec.samples(split)[:limit]
+    ]

@@ -1,0 +1,116 @@
+"""`agentspec compile SPEC --target trl -o DIR`: the spec as a TRL `environment_factory`.
+
+Writes ``DIR/NAME_trl.py`` (and the spec beside it): a class with one typed,
+documented method per spec tool — so that `transformers.utils.get_json_schema`,
+which TRL reads tools with, gives the spec's own schema — plus one reward
+function per declared component and the spec's samples as TRL dataset rows::
+
+    from calculator_trl import REWARD_FUNCS, CalculatorEnv, dataset
+    GRPOTrainer(model, reward_funcs=REWARD_FUNCS, train_dataset=Dataset.from_list(dataset()),
+                environment_factory=CalculatorEnv, ...)
+"""
+
+from __future__ import annotations
+
+import keyword
+import shutil
+from pathlib import Path
+from typing import Any
+
+from agentspec.runtime.serve.spec import ServedSpec
+
+__all__ = ["python_type", "write_trl_target"]
+
+JSON_TYPES = {
+    "string": "str",
+    "integer": "int",
+    "number": "float",
+    "boolean": "bool",
+    "object": "dict",
+}
+
+
+def python_type(schema: dict[str, Any]) -> str:
+    """The type hint `get_json_schema` reads back as ``schema``'s type."""
+    kind = schema.get("type")
+    if kind == "array":
+        items = schema.get("items")
+        return f"list[{python_type(items)}]" if isinstance(items, dict) and items else "list"
+    if isinstance(kind, str) and kind in JSON_TYPES:
+        return JSON_TYPES[kind]
+    return "str"  # a schema without one JSON type: the model writes text
+
+
+def write_trl_target(spec_path: Path, out: Path) -> list[Path]:
+    spec = ServedSpec.load(spec_path)
+    out.mkdir(parents=True, exist_ok=True)
+    spec_copy = out / spec_path.name
+    if spec_copy.resolve() != spec_path.resolve():
+        shutil.copyfile(spec_path, spec_copy)
+    module = out / f"{spec.name.replace('-', '_')}_trl.py"
+    module.write_text(_module(spec, spec_path.name), encoding="utf-8")
+    return [spec_copy, module]
+
+
+def _class_name(name: str) -> str:
+    return "".join(part.capitalize() for part in name.replace("-", "_").split("_")) + "Env"
+
+
+def _module(spec: ServedSpec, spec_file: str) -> str:
+    cls = _class_name(spec.name)
+    methods = "\n".join(_method(tool["function"]) for tool in spec.tool_schemas)
+    rewards = ", ".join(f"component_reward({name!r})" for name in spec.reward_names)
+    return f'''"""TRL `environment_factory` of the agentspec spec `{spec.name}`.
+
+Written by `agentspec compile --target trl`; the spec is `{spec_file}` beside this file.
+"""
+
+from pathlib import Path
+
+from agentspec.runtime.serve.trl_env import AgentspecTRLEnv, component_reward, dataset_rows
+
+SPEC = Path(__file__).resolve().parent / {spec_file!r}
+
+
+class {cls}(AgentspecTRLEnv):
+    """One episode of `{spec.name}` per rollout; each tool call is one step."""
+
+    spec_path = SPEC
+{methods}
+
+REWARD_FUNCS = [{rewards}]
+"""One TRL reward function per reward component of the spec (the episode's total of it)."""
+
+
+def dataset(split: str | None = None, limit: int | None = None) -> list[dict]:
+    """The spec's samples as TRL rows: `prompt` and the sample's fields."""
+    return dataset_rows(SPEC, split, limit)
+'''
+
+
+def _method(function: dict[str, Any]) -> str:
+    name = function["name"]
+    parameters = function.get("parameters", {})
+    properties: dict[str, Any] = parameters.get("properties", {})
+    required = set(parameters.get("required", []))
+    signature, args_doc, passed = ["self"], [], []
+    for arg, schema in properties.items():
+        safe = f"{arg}_" if keyword.iskeyword(arg) else arg
+        hint = python_type(schema)
+        signature.append(f"{safe}: {hint}" if arg in required else f"{safe}: {hint} | None = None")
+        # transformers wants every argument described: the spec's words, else its name
+        described = str(schema.get("description") or arg).replace("\n", " ")
+        if "enum" in schema:
+            described += f" (choices: {schema['enum']!r})"
+        args_doc.append(f"            {safe}: {described}")
+        passed.append((arg, safe))
+    description = str(function.get("description", name)).replace('"""', "'''").strip()
+    doc = description + ("\n\n        Args:\n" + "\n".join(args_doc) if args_doc else "")
+    call = ", ".join(f"{arg!r}: {safe}" for arg, safe in passed)
+    return f'''
+    def {name}({", ".join(signature)}) -> str:
+        """{doc}
+        """
+        arguments = {{{call}}}
+        return self._call_tool({name!r}, {{k: v for k, v in arguments.items() if v is not None}})
+'''
