@@ -204,3 +204,17 @@ def test_the_checkers_modules_use_only_each_others_public_names() -> None:
             ):
                 reaches.append(f"{path.name}:{node.lineno} {ast.unparse(node)}")
     assert reaches == []
+
+
+def test_the_checkers_jobs_stand_below_its_driver() -> None:
+    """The checker's jobs work on a `CheckState` (compiler/check_state.py); the driver
+    (`checker.Checker`) subclasses it and calls them. None of them imports the driver,
+    not even for type annotations."""
+    importers = []
+    for path in sorted((PACKAGE / "compiler").glob("*.py")):
+        if path.name in ("checker.py", "frontend.py"):
+            continue  # the driver itself and what runs it
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module == "agentspec.compiler.checker":
+                importers.append(f"{path.name}:{node.lineno}")
+    assert importers == []

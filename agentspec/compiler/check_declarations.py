@@ -1,7 +1,7 @@
 """Checking a spec's declarations: types, state, data fields, functions, tool
 parameters (as JSON Schema), reward events, and how state is used.
 
-Functions of the checker (`checker` is the running `Checker`).
+Functions of the checker (`checker` is the running check, a `CheckState`).
 """
 
 from __future__ import annotations
@@ -26,12 +26,12 @@ from agentspec.json_schema import schema_problems
 from agentspec.spec.yaml_loader import Path
 
 if TYPE_CHECKING:
-    from agentspec.compiler.checker import Checker
+    from agentspec.compiler.check_state import CheckState
 
 _JSON_TYPES = ["string", "integer", "number", "boolean", "array", "object", "null"]
 
 
-def type_at(checker: Checker, path: Path, spelled: str) -> Type:
+def type_at(checker: CheckState, path: Path, spelled: str) -> Type:
     try:
         return parse_type(spelled)
     except TypeSyntaxError as exc:
@@ -47,7 +47,7 @@ def type_at(checker: Checker, path: Path, spelled: str) -> Type:
         return ANY
 
 
-def reserved_names(checker: Checker) -> None:
+def reserved_names(checker: CheckState) -> None:
     """Declared names starting with `__` belong to Python: `__init__` or
     `__post_init__` as a state variable would break the generated
     dataclass, and no expression may mention such a name (E410)."""
@@ -63,7 +63,7 @@ def reserved_names(checker: Checker) -> None:
                 )
 
 
-def declare(checker: Checker) -> None:
+def declare(checker: CheckState) -> None:
     spec = checker.spec
     checker.constant_types = {
         name: python_value_type(value) for name, value in spec.constants.items()
@@ -119,7 +119,7 @@ def declare(checker: Checker) -> None:
         }
 
 
-def tool_schemas(checker: Checker) -> None:
+def tool_schemas(checker: CheckState) -> None:
     for tool_name, tool in checker.spec.tools.items():
         base: Path = ("tools", tool_name, "parameters")
         for arg, schema in tool.parameters.items():
@@ -153,7 +153,7 @@ def tool_schemas(checker: Checker) -> None:
                 )
 
 
-def reward_events(checker: Checker) -> None:
+def reward_events(checker: CheckState) -> None:
     for name, reward in checker.spec.rewards.items():
         if ":" in reward.on:
             tool = reward.on.partition(":")[2]
@@ -169,7 +169,7 @@ def reward_events(checker: Checker) -> None:
                 )
 
 
-def state_usage(checker: Checker) -> None:
+def state_usage(checker: CheckState) -> None:
     for name in checker.state_types:
         path = ("state", name)
         if name in checker.usage.reads and name not in checker.usage.writes:

@@ -1,7 +1,7 @@
 """Diagnostics about names: unknown ones (with a "did you mean"), scopes not
 available at a site, missing fields, and names reserved for Python.
 
-Functions of the checker (`checker` is the running `Checker`); the hint
+Functions of the checker (`checker` is the running check, a `CheckState`); the hint
 builders are plain functions, shared by every "unknown NAME" diagnostic of
 the compiler.
 """
@@ -18,7 +18,7 @@ from agentspec.diagnostics import Diagnostic
 from agentspec.source import Span, dotted
 
 if TYPE_CHECKING:
-    from agentspec.compiler.checker import Checker
+    from agentspec.compiler.check_state import CheckState
 
 MAX_LISTED = 12  # known names listed in a hint when none is close
 
@@ -45,7 +45,7 @@ def close_match_hint(name: str, candidates: Iterable[str], fields: Sequence[str]
 
 
 def unknown(
-    checker: Checker,
+    checker: CheckState,
     code: str,
     message: str,
     span: Span,
@@ -56,7 +56,7 @@ def unknown(
     checker.error(code, message, span, did_you_mean(name, candidates, prefix))
 
 
-def reserved(checker: Checker, name: str, span: Span) -> bool:
+def reserved(checker: CheckState, name: str, span: Span) -> bool:
     """Report a name starting with `__` (E410): such names belong to Python."""
     if not name.startswith("__"):
         return False
@@ -64,7 +64,7 @@ def reserved(checker: Checker, name: str, span: Span) -> bool:
     return True
 
 
-def unavailable(checker: Checker, root: str, span: Span) -> None:
+def unavailable(checker: CheckState, root: str, span: Span) -> None:
     site = checker.site
     where = dotted(site.path) if site else "here"
     hint = f"'{root}' is available {WHERE[root]}"
@@ -90,7 +90,7 @@ _FIELD_NOUNS = {
 
 
 def missing_field(
-    checker: Checker, root: str, name: str, span: Span, record: dict[str, Type]
+    checker: CheckState, root: str, name: str, span: Span, record: dict[str, Type]
 ) -> None:
     code = _FIELD_CODES.get(root, "E411")
     message = f"unknown {_FIELD_NOUNS.get(root, f'field of {root!r}')} '{name}'"

@@ -1,7 +1,7 @@
 """Typing an operator (`+`, `*`, comparisons, `in`…) and the hints of
 type errors (a conversion to suggest, an operator's usual mistake).
 
-Functions of the checker (`checker` is the running `Checker`).
+Functions of the checker (`checker` is the running check, a `CheckState`).
 """
 
 from __future__ import annotations
@@ -25,10 +25,10 @@ from agentspec.compiler.types import (
 )
 
 if TYPE_CHECKING:
-    from agentspec.compiler.checker import Checker
+    from agentspec.compiler.check_state import CheckState
 
 
-def arith(checker: Checker, op: str, left: Type, right: Type, node: ast.Node) -> Type:
+def arith(checker: CheckState, op: str, left: Type, right: Type, node: ast.Node) -> Type:
     a, b = strip_optional(left), strip_optional(right)
     if op == "*" and (ANY in (a, b) or a == STR or isinstance(a, ListOf)):
         checker.repetitions.add(node)  # may repeat a string or list: size-checked at run
@@ -64,7 +64,7 @@ def arith(checker: Checker, op: str, left: Type, right: Type, node: ast.Node) ->
     return ANY
 
 
-def check_constant_repetition(checker: Checker, node: ast.Node) -> None:
+def check_constant_repetition(checker: CheckState, node: ast.Node) -> None:
     from agentspec.stdlib.functions import ValueTooLarge, repeat
 
     if not isinstance(node, ast.BinOp):

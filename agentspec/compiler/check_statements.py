@@ -1,7 +1,7 @@
 """Checking an effect statement: `state.x = …` (with its indices and
 augmented forms), `done()` and `fail(message)`, each maybe with `if …`.
 
-Functions of the checker (`checker` is the running `Checker`).
+Functions of the checker (`checker` is the running check, a `CheckState`).
 """
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ from agentspec.compiler.scopes import ROOTS
 from agentspec.compiler.types import ANY, BOOL, FLOAT, INT, STR, ListOf, assignable, strip_optional
 
 if TYPE_CHECKING:
-    from agentspec.compiler.checker import Checker
+    from agentspec.compiler.check_state import CheckState
 
 
-def check_statement(checker: Checker, statement: ast.Assign | ast.CallStatement) -> None:
+def check_statement(checker: CheckState, statement: ast.Assign | ast.CallStatement) -> None:
     if statement.cond is not None:
         checker.expect_condition(statement.cond, checker.infer(statement.cond))
     if isinstance(statement, ast.CallStatement):
@@ -26,7 +26,7 @@ def check_statement(checker: Checker, statement: ast.Assign | ast.CallStatement)
         _assignment(checker, statement)
 
 
-def _call_statement(checker: Checker, call: ast.Call) -> None:
+def _call_statement(checker: CheckState, call: ast.Call) -> None:
     """`done()` or `fail(message)`; any other call would have no effect (E306)."""
     signature = EFFECT_CALLS.get(call.func)
     if signature is None:
@@ -42,7 +42,7 @@ def _call_statement(checker: Checker, call: ast.Call) -> None:
     checker.check_call_args(call, signature, [checker.infer(a) for a in call.args])
 
 
-def _assignment(checker: Checker, statement: ast.Assign) -> None:
+def _assignment(checker: CheckState, statement: ast.Assign) -> None:
     """`state.x = …` (maybe indexed, maybe `+=`): to state only, with an assignable value."""
     target = statement.target
     root, var = assignment_target(checker, target)
@@ -91,7 +91,7 @@ def _assignment(checker: Checker, statement: ast.Assign) -> None:
         )
 
 
-def assignment_target(checker: Checker, target: ast.Node) -> tuple[str | None, str]:
+def assignment_target(checker: CheckState, target: ast.Node) -> tuple[str | None, str]:
     """(root, variable) of an assignment target: `root.var`, `root.var[i]`, `root.var[i][j]`…"""
     node = target
     while isinstance(node, ast.Index):

@@ -1,6 +1,6 @@
 """Checking a template site (a prompt, an observation, an oracle turn…).
 
-Functions of the checker (`checker` is the running `Checker`): the template
+Functions of the checker (`checker` is the running check, a `CheckState`): the template
 is parsed by Jinja (`compiler/templates.py`); its syntax errors (E601), its
 limits (E603 and the template findings), its unknown names (E602, E407) and
 its unknown fields (E402–E414) are reported at their own place in the text.
@@ -15,12 +15,12 @@ from agentspec.compiler.check_names import close_match_hint, missing_field, unav
 from agentspec.compiler.scopes import ROOTS
 
 if TYPE_CHECKING:
-    from agentspec.compiler.checker import Checker
+    from agentspec.compiler.check_state import CheckState
     from agentspec.compiler.scopes import Site
     from agentspec.compiler.templates import ParsedTemplate
 
 
-def check_template(checker: Checker, site: Site, text: str) -> None:
+def check_template(checker: CheckState, site: Site, text: str) -> None:
     parsed = _parse(checker, text)
     if parsed is None:
         return
@@ -33,7 +33,7 @@ def check_template(checker: Checker, site: Site, text: str) -> None:
     _check_fields(checker, site, template)
 
 
-def _parse(checker: Checker, text: str) -> tuple[ParsedTemplate, set[str]] | None:
+def _parse(checker: CheckState, text: str) -> tuple[ParsedTemplate, set[str]] | None:
     """The parsed template and the names it reads, or None after reporting
     why it does not parse."""
     from jinja2 import TemplateSyntaxError
@@ -71,7 +71,7 @@ def _parse(checker: Checker, text: str) -> tuple[ParsedTemplate, set[str]] | Non
 
 
 def _check_names(
-    checker: Checker, site: Site, parsed: ParsedTemplate, undeclared: set[str]
+    checker: CheckState, site: Site, parsed: ParsedTemplate, undeclared: set[str]
 ) -> None:
     """Each name the template reads that its site does not provide (E602, E407)."""
     allowed = dict(site.scope.roots)
@@ -95,7 +95,7 @@ def _check_names(
         checker.error("E602", message, span, close_match_hint(name, [*allowed, *fields], fields))
 
 
-def _check_fields(checker: Checker, site: Site, parsed: ParsedTemplate) -> None:
+def _check_fields(checker: CheckState, site: Site, parsed: ParsedTemplate) -> None:
     """Each `root.field` the template reads whose record has no such field."""
     from jinja2 import nodes
 

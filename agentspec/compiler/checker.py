@@ -29,6 +29,7 @@ from agentspec.compiler import (
     sections,
 )
 from agentspec.compiler.builtins import BUILTINS, EFFECT_CALLS, Signature
+from agentspec.compiler.check_state import CheckState
 from agentspec.compiler.ir import CheckResult, TypedExpr
 from agentspec.compiler.mcp import check_mcp
 from agentspec.compiler.parser import ExprSyntaxError, parse_expression, parse_statement
@@ -39,7 +40,6 @@ from agentspec.compiler.scopes import (
     STEP_FIELDS,
     Scope,
     Site,
-    Usage,
 )
 from agentspec.compiler.types import (
     ANY,
@@ -64,30 +64,8 @@ from agentspec.spec.yaml_loader import Path
 __all__ = ["ROOTS", "Checker", "Scope", "Site", "check"]
 
 
-class Checker:
+class Checker(CheckState):
     """Checks one spec. Use `check(loaded)`."""
-
-    def __init__(self, loaded: LoadedSpec):
-        self.loaded = loaded
-        self.spec = loaded.spec
-        self.map = loaded.source_map
-        self.diagnostics: list[Diagnostic] = []
-        self.usage = Usage()
-        self.functions: dict[str, Signature] = {}
-        self.state_types: dict[str, Type] = {}
-        self.sample_types: dict[str, Type] = {}
-        self.arg_types: dict[str, dict[str, Type]] = {}
-        self.result_types: dict[str, Type] = {}
-        self.expressions: dict[Path, TypedExpr] = {}
-        self.statements: dict[Path, ast.Statement] = {}
-        self.value_types: dict[Path, Type] = {}
-        self.constant_types: dict[str, Type] = {}
-        self.repetitions: set[ast.Node] = set()
-        self.site: Site | None = None
-        self.frames: list[dict[str, Type]] = [{}]
-        self.lets: dict[Any, dict[str, Type]] = {}
-        self.used_guards: set[str] = set()  # named guards some tool's `when` uses
-        self._reported: set[Diagnostic] = set()
 
     # ------------------------------------------------------------------ driver
 
@@ -112,12 +90,6 @@ class Checker:
             repetitions=self.repetitions,
             warnings=[d for d in self.diagnostics if not d.is_error],
         )
-
-    def error(self, code: str, message: str, span: Span | None, hint: str | None = None) -> None:
-        diagnostic = Diagnostic(code, message, span, hint)
-        if diagnostic not in self._reported:  # a named guard is checked for each tool using it
-            self._reported.add(diagnostic)
-            self.diagnostics.append(diagnostic)
 
     # ------------------------------------------------------------------- sites
 
@@ -201,16 +173,6 @@ class Checker:
         for part in path:
             value = value[part]
         return str(value)
-
-    def span(self, start: int, end: int) -> Span:
-        assert self.site is not None
-        locator = self.map.locator(self.site.path)
-        if locator is None:
-            return self.map.value_span(self.site.path)
-        return locator.span(start, end)
-
-    def node_span(self, node: ast.Node) -> Span:
-        return self.span(node.start, node.end)
 
     def expect_condition(self, node: ast.Node, typ: Type) -> None:
         self._decided_condition(node)

@@ -1,6 +1,6 @@
 """Checking local names: comprehension variables and `let` bindings.
 
-Functions of the checker (`checker` is the running `Checker`). Locals live in a stack of frames: a tool's `let`
+Functions of the checker (`checker` is the running check, a `CheckState`). Locals live in a stack of frames: a tool's `let`
 names form the frame its later effects see (scoped to the tool call), and
 each comprehension pushes a frame for its loop variables while its element
 and filters are typed. Element types flow through: iterating a `list[T]`
@@ -17,21 +17,21 @@ from agentspec.compiler.builtins import BUILTINS, EFFECT_CALLS
 from agentspec.compiler.types import ANY, DICT, STR, ListOf, Type, strip_optional
 
 if TYPE_CHECKING:
-    from agentspec.compiler.checker import Checker
+    from agentspec.compiler.check_state import CheckState
     from agentspec.source import Span
 
 # Names the generated code or the language itself owns: a local cannot take them.
 RESERVED_LOCALS = frozenset({"self", "s", "fn", "user", "True", "False", "None"})
 
 
-def local_type(checker: Checker, name: str) -> Type | None:
+def local_type(checker: CheckState, name: str) -> Type | None:
     for frame in reversed(checker.frames):
         if name in frame:
             return frame[name]
     return None
 
 
-def check_comprehension(checker: Checker, node: ast.Comprehension) -> Type:
+def check_comprehension(checker: CheckState, node: ast.Comprehension) -> Type:
     iterable = strip_optional(checker.infer(node.iterable))
     item = _element_type(checker, iterable, node)
     frame: dict[str, Type] = {}
@@ -62,7 +62,7 @@ def check_comprehension(checker: Checker, node: ast.Comprehension) -> Type:
         checker.frames.pop()
 
 
-def _element_type(checker: Checker, iterable: Type, node: ast.Comprehension) -> Type:
+def _element_type(checker: CheckState, iterable: Type, node: ast.Comprehension) -> Type:
     if isinstance(iterable, ListOf):
         return iterable.item
     if iterable == DICT:
@@ -80,7 +80,7 @@ def _element_type(checker: Checker, iterable: Type, node: ast.Comprehension) -> 
     return ANY
 
 
-def check_local_name(checker: Checker, name: str, span: Span) -> bool:
+def check_local_name(checker: CheckState, name: str, span: Span) -> bool:
     """E415 for a local that would hide a scope, a function or a reserved name."""
     from agentspec.compiler.scopes import ROOTS
 
@@ -102,7 +102,7 @@ def check_local_name(checker: Checker, name: str, span: Span) -> bool:
     return False
 
 
-def check_let(checker: Checker, statement: ast.Let) -> None:
+def check_let(checker: CheckState, statement: ast.Let) -> None:
     value = checker.infer(statement.value)
     span = checker.span(statement.name_start, statement.name_start + len(statement.name))
     if not check_local_name(checker, statement.name, span):

@@ -25,7 +25,7 @@ from agentspec.spec.model import GuardSpec, TaskSpec
 from agentspec.spec.yaml_loader import Path
 
 if TYPE_CHECKING:
-    from agentspec.compiler.checker import Checker
+    from agentspec.compiler.check_state import CheckState
 
 _LET = re.compile(r"\s*let\s")
 MAX_STEPS = 500  # steps of one tool's guard, named guards expanded (`a: [b, b]`, `b: [c, c]`, …)
@@ -128,7 +128,7 @@ def _expand(
 # ------------------------------------------------------------------ checking
 
 
-def guard_sites(checker: Checker, tool_name: str, tool: Any) -> Iterator[Site]:
+def guard_sites(checker: CheckState, tool_name: str, tool: Any) -> Iterator[Site]:
     """The sites of a tool's guard, named guards expanded (typed with this tool's `args`)."""
     if tool.when is None or isinstance(tool.when, bool):
         return
@@ -141,7 +141,7 @@ def guard_sites(checker: Checker, tool_name: str, tool: Any) -> Iterator[Site]:
 
 
 def _step_sites(
-    checker: Checker, steps: list[GuardStep], scope: Scope, tool_name: str | None, where: str
+    checker: CheckState, steps: list[GuardStep], scope: Scope, tool_name: str | None, where: str
 ) -> Iterator[Site]:
     for step in steps:
         frame = ("guard", where, step.instance)  # each expansion binds its own `let` names
@@ -159,7 +159,7 @@ def _step_sites(
             yield Site(path, "template", message_scope, tool_name, frame=frame, via=via)
 
 
-def unused_guard_sites(checker: Checker) -> Iterator[Site]:
+def unused_guard_sites(checker: CheckState) -> Iterator[Site]:
     """Named guards no tool uses: checked once, with `args` open (any name),
     and reported (W804)."""
     for name, guard in checker.spec.guards.items():
@@ -182,7 +182,7 @@ def unused_guard_sites(checker: Checker) -> Iterator[Site]:
         yield from _step_sites(checker, expansion.steps, scope, None, f"guards.{name}")
 
 
-def _report(checker: Checker, problems: list[Problem]) -> None:
+def _report(checker: CheckState, problems: list[Problem]) -> None:
     from agentspec.compiler.check_names import did_you_mean
 
     for problem in problems:

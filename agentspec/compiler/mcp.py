@@ -20,7 +20,7 @@ from agentspec.json_schema import schema_problems
 from agentspec.spec.model import McpServerSpec, McpToolSpec, TaskSpec
 
 if TYPE_CHECKING:
-    from agentspec.compiler.checker import Checker
+    from agentspec.compiler.check_state import CheckState
 
 __all__ = ["McpTool", "check_mcp", "mcp_tools", "optional_arguments"]
 
@@ -52,7 +52,7 @@ def optional_arguments(pin: McpToolSpec) -> frozenset[str]:
     return frozenset(set(properties) - set(required))
 
 
-def check_mcp(checker: Checker) -> None:
+def check_mcp(checker: CheckState) -> None:
     """Diagnostics E702–E705 and the argument types of MCP tools (for `tool:NAME` rewards)."""
     spec, source_map = checker.spec, checker.map
     for server_name, server in spec.mcp.items():

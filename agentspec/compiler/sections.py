@@ -3,7 +3,7 @@ scope it may read (`all_sites`), and the checks of the sections issue 14
 added (state initial expressions, oracle steps); a tool's guards are
 `guards.py`'s.
 
-Functions of the checker (`checker` is the running `Checker`): each `*_sites`
+Functions of the checker (`checker` is the running check, a `CheckState`): each `*_sites`
 function yields the sites of one section; the checker's visitor types them
 like every other site.
 """
@@ -21,10 +21,10 @@ from agentspec.spec.model import OracleEach, ToolSpec
 from agentspec.spec.yaml_loader import Path
 
 if TYPE_CHECKING:
-    from agentspec.compiler.checker import Checker
+    from agentspec.compiler.check_state import CheckState
 
 
-def initial_is_expression(checker: Checker, name: str) -> bool:
+def initial_is_expression(checker: CheckState, name: str) -> bool:
     """Whether a state variable's `initial` is an expression: any string, for a
     variable that does not hold text; for a `str` or `any` variable, only a
     string that is an expression reading `sample` or `constants`
@@ -48,14 +48,14 @@ def reads_sample_or_constants(text: str) -> bool:
     return any(n.id in ("sample", "constants") for n in ast.names(node))
 
 
-def initial_sites(checker: Checker) -> Iterator[Site]:
+def initial_sites(checker: CheckState) -> Iterator[Site]:
     for name in checker.spec.state:
         if initial_is_expression(checker, name):
             yield Site(("state", name, "initial"), "expression", checker.make_scope("sample"))
 
 
 def check_initial_type(
-    checker: Checker, path: tuple[str | int, ...], node: ast.Node, typ: Type
+    checker: CheckState, path: tuple[str | int, ...], node: ast.Node, typ: Type
 ) -> None:
     name = str(path[1])
     declared = checker.state_types[name]
@@ -68,7 +68,7 @@ def check_initial_type(
         )
 
 
-def oracle_sites(checker: Checker) -> Iterator[Site]:
+def oracle_sites(checker: CheckState) -> Iterator[Site]:
     if not isinstance(checker.spec.oracle, list):
         return
     for i, step in enumerate(checker.spec.oracle):
@@ -81,7 +81,7 @@ def oracle_sites(checker: Checker) -> Iterator[Site]:
             yield Site(("oracle", i), "template", checker.make_scope("sample", "state", "step"))
 
 
-def expect_list(checker: Checker, node: ast.Node, typ: Type) -> None:
+def expect_list(checker: CheckState, node: ast.Node, typ: Type) -> None:
     if not isinstance(strip_optional(typ), ListOf) and strip_optional(typ) != ANY:
         checker.error(
             "E511",
@@ -91,7 +91,7 @@ def expect_list(checker: Checker, node: ast.Node, typ: Type) -> None:
         )
 
 
-def all_sites(checker: Checker) -> Iterator[Site]:
+def all_sites(checker: CheckState) -> Iterator[Site]:
     """Every expression, statement and template of the spec, with its scope.
 
     Ordered so that a tool's `returns` is typed before its effects read
@@ -131,7 +131,7 @@ def all_sites(checker: Checker) -> Iterator[Site]:
     yield from oracle_sites(checker)
 
 
-def tool_sites(checker: Checker, tool_name: str, tool: ToolSpec) -> Iterator[Site]:
+def tool_sites(checker: CheckState, tool_name: str, tool: ToolSpec) -> Iterator[Site]:
     """A tool's guards, `returns` (typed first), effects and `observe`."""
     base: Path = ("tools", tool_name)
     yield from guards.guard_sites(checker, tool_name, tool)
@@ -156,7 +156,7 @@ def tool_sites(checker: Checker, tool_name: str, tool: ToolSpec) -> Iterator[Sit
         )
 
 
-def reward_sites(checker: Checker, episode_roots: tuple[str, ...]) -> Iterator[Site]:
+def reward_sites(checker: CheckState, episode_roots: tuple[str, ...]) -> Iterator[Site]:
     """Each reward's value and `when`; `on: tool:NAME` adds that call's args and result."""
     for name, reward in checker.spec.rewards.items():
         on_tool = reward.on.removeprefix("tool:") if reward.on.startswith("tool:") else None
