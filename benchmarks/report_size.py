@@ -205,4 +205,6 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    from machine import with_load_average
+
+    raise SystemExit(with_load_average(main))

@@ -155,4 +155,6 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    from machine import with_load_average
+
+    with_load_average(main)
