@@ -73,6 +73,9 @@ class Algorithm:
             to the generic ones (estimator, loss, clip, critic) the verl target writes.
         critic_warmup: RL iterations in which only the critic trains, when a spec
             sets no ``training.critic_warmup`` (only for ``trains_critic``).
+        spec_needs: parts of the spec its estimator reads (GiGPO's
+            ``episode.anchor``), so that a run is refused, located, before anything
+            loads (the estimator's ``requires`` say the same in tensor terms).
     """
 
     name: str
@@ -85,6 +88,7 @@ class Algorithm:
     task_estimator: str | None = None
     verl_overrides: Mapping[str, str] = field(default_factory=dict, hash=False)
     critic_warmup: int = 0
+    spec_needs: tuple[str, ...] = ()
 
     @property
     def clips_steps(self) -> bool:
@@ -131,7 +135,13 @@ register_algorithm(
 register_algorithm(Algorithm("grpo", "grpo", "ppo_clip", "Group-relative episode returns (GRPO)."))
 register_algorithm(Algorithm("rloo", "rloo", "ppo_clip", "Leave-one-out group baseline (RLOO)."))
 register_algorithm(
-    Algorithm("gigpo", "gigpo", "ppo_clip", "GiGPO: episode groups plus anchor-state step groups.")
+    Algorithm(
+        "gigpo",
+        "gigpo",
+        "ppo_clip",
+        "GiGPO: episode groups plus anchor-state step groups.",
+        spec_needs=("episode.anchor",),
+    )
 )
 register_algorithm(
     Algorithm(

@@ -304,10 +304,11 @@ def _fold_constant_side(node: ast.Node) -> ast.Node:
     """`true or x` is `true`, `0 or x` is `x`: Python decides on a constant left
     operand alone, so the side it picks is the value (ruff's SIM222, SIM223)."""
     while isinstance(node, ast.BoolOp):
-        truth = _constant_truth(node.left)
+        left = _fold_constant_side(node.left)  # `(true or x) or y`: the left is `true`
+        truth = _constant_truth(left)
         if truth is None:
             break
-        node = node.left if truth == (node.op == "or") else node.right
+        node = left if truth == (node.op == "or") else node.right
     return node
 
 

@@ -32,6 +32,10 @@ def test_every_preset_names_registered_parts() -> None:
             assert preset.needs_teacher, preset.name
         # the critic trains exactly when the estimator reads its values
         assert preset.trains_critic == (estimator.critic != "none"), preset.name
+        # a run is refused before loading exactly when the estimator would need anchors
+        assert ("episode.anchor" in preset.spec_needs) == ("anchor_ids" in estimator.requires), (
+            preset.name
+        )
         assert preset.needs_step_rows == preset.clips_steps
 
 

@@ -110,12 +110,11 @@ def setting_origins(spec_path: str | Path, overrides: Mapping[str, Any]) -> dict
     return origins
 
 
-# What an estimator reads from the batch that only the spec can provide.
-SPEC_PROVIDES = {
-    "anchor_ids": (
-        "episode.anchor",
+# Why the spec must declare each part an algorithm needs (`Algorithm.spec_needs`).
+SPEC_NEEDS = {
+    "episode.anchor": (
         "an expression naming the state a step starts from (e.g. `anchor: state.room`), "
-        "by which it groups steps; docs/algorithms.md#gigpo-gigpo",
+        "by which it groups steps; docs/algorithms.md#gigpo-gigpo"
     )
 }
 
@@ -123,21 +122,17 @@ SPEC_PROVIDES = {
 def _check_spec_provides(spec_path: str | Path, algorithm: str, origins: Mapping[str, str]) -> None:
     """A ConfigError, located where the algorithm was chosen, when its estimator needs
     a part of the spec that the spec does not declare (GiGPO's `episode.anchor`)."""
-    from agentspec.presets import ALGORITHMS
-    from agentspec.runtime.algorithms import ESTIMATORS
+    from agentspec.presets import ALGORITHMS  # names only: no torch here
     from agentspec.spec.load import read_source
     from agentspec.spec.yaml_loader import load_yaml
 
-    needs = [
-        SPEC_PROVIDES[f]
-        for f in ESTIMATORS.get(ALGORITHMS.get(algorithm).estimator).requires
-        if f in SPEC_PROVIDES
-    ]
+    needs = ALGORITHMS.get(algorithm).spec_needs
     if not needs:
         return
     source, _ = read_source(spec_path)
     data = load_yaml(source)[0] if source is not None else None
-    for path, what in needs:
+    for path in needs:
+        what = SPEC_NEEDS[path]
         node: Any = data
         for key in path.split("."):
             node = node.get(key) if isinstance(node, dict) else None
