@@ -273,7 +273,8 @@ def _connection(name: str, server: McpServerSpec) -> dict[str, Any]:
         "url": server.url,
         "env": dict(server.env),
         "timeout": server.timeout,
-        "sessions": server.sessions,
+        "sessions": "episode" if server.openenv else server.sessions,
+        "openenv": server.openenv or None,
     }
     return {k: v for k, v in connection.items() if v is not None}
 

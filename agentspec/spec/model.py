@@ -241,6 +241,10 @@ class McpServerSpec(Section):
             description="How episodes share the server: `shared` (one session, for stdio one process, for all calls), N from 1 to 256 (a pool of N; each call takes an idle one), or `episode` (one per episode, stopped when it ends). See docs/mcp.md.",
         )
     )
+    openenv: bool = Field(
+        False,
+        description="`url` is an OpenEnv environment server (its base URL) that offers MCP tools: each episode plays one OpenEnv session, each call is a `call_tool` step, and the step's reward is `env.reward` (docs/openenv.md).",
+    )
     include: list[str] | None = Field(
         None, description="The server's tools to use (default: all); pinning keeps only these."
     )
@@ -271,6 +275,8 @@ class McpServerSpec(Section):
     def _one_transport(self) -> McpServerSpec:
         if (self.command is None) == (self.url is None):
             raise ValueError("an MCP server needs exactly one of `command` or `url`")
+        if self.openenv and self.url is None:
+            raise ValueError("an OpenEnv server (`openenv: true`) is reached by `url`, not `command`")
         return self
 
 
