@@ -84,4 +84,6 @@ def test_the_mcp_style_environment_spec_pins_and_validates(tmp_path: Path) -> No
                 timeout=300,
             )
             assert done.returncode == 0, done.stdout + done.stderr
-    assert '"number": {"type": "integer"}' in spec.read_text()
+    assert spec.read_text() == blocks("yaml")[1].replace("http://127.0.0.1:8002", url), (
+        "the page's pins are not what `agentspec mcp pin` reads from the environment"
+    )
