@@ -155,7 +155,8 @@ def test_env_facts_need_an_environment_or_an_openenv_server(tmp_path: Path) -> N
     spec = write_spec(tmp_path, f"http://127.0.0.1:{free_port()}", PINS)
     spec.write_text(spec.read_text().replace("    openenv: true", "    openenv: false"))
     result = CliRunner().invoke(app, ["validate", str(spec)])
-    assert result.exit_code == 1 and "env" in result.output, result.output
+    assert result.exit_code == 1 and "E407" in result.output, result.output
+    assert "an `openenv: true` MCP server" in result.output
 
 
 def test_an_openenv_server_is_reached_by_url(tmp_path: Path) -> None:
