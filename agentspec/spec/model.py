@@ -276,7 +276,9 @@ class McpServerSpec(Section):
         if (self.command is None) == (self.url is None):
             raise ValueError("an MCP server needs exactly one of `command` or `url`")
         if self.openenv and self.url is None:
-            raise ValueError("an OpenEnv server (`openenv: true`) is reached by `url`, not `command`")
+            raise ValueError(
+                "an OpenEnv server (`openenv: true`) is reached by `url`, not `command`"
+            )
         return self
 
 

@@ -38,7 +38,7 @@ def serving(
     `python`: another environment's interpreter (default this one)."""
     # stderr goes to a file, not a pipe nobody drains: a server that logs a lot (OpenEnv
     # logs a traceback per closed WebSocket) would block on a full pipe.
-    log = tempfile.TemporaryFile("w+")
+    log = tempfile.TemporaryFile("w+")  # noqa: SIM115 (closed when the server is stopped)
     process = subprocess.Popen(
         [str(python or sys.executable), "-m", *arguments],
         cwd=cwd,

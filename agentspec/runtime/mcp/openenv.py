@@ -24,6 +24,7 @@ that cannot be reached is ``unavailable``. None of them ends the run.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from collections.abc import MutableMapping
 from typing import TYPE_CHECKING, Any
@@ -89,10 +90,8 @@ class OpenEnvSession:
 
 
 async def _close_quietly(client: Any) -> None:
-    try:
+    with contextlib.suppress(Exception):  # a connection already gone: nothing left to close
         await client.close()
-    except Exception:  # a connection already gone: nothing left to close
-        pass
 
 
 async def list_openenv_tools(server: McpServer) -> dict[str, dict[str, Any]]:
@@ -105,7 +104,10 @@ async def list_openenv_tools(server: McpServer) -> dict[str, dict[str, Any]]:
         raise McpError(f"OpenEnv server {server.describe()}: {reason(exc)}") from None
     finally:
         await _close_quietly(client)
-    return {tool.name: {"description": tool.description, "parameters": tool.input_schema} for tool in tools}
+    return {
+        tool.name: {"description": tool.description, "parameters": tool.input_schema}
+        for tool in tools
+    }
 
 
 def call_text(name: str, result: Any) -> str:
