@@ -275,6 +275,8 @@ def _connection(name: str, server: McpServerSpec) -> dict[str, Any]:
         "timeout": server.timeout,
         "sessions": "episode" if server.openenv else server.sessions,
         "openenv": server.openenv or None,
+        "reset": dict(server.reset) or None,
+        "reset_from_sample": dict(server.reset_from_sample) or None,
     }
     return {k: v for k, v in connection.items() if v is not None}
 

@@ -245,6 +245,14 @@ class McpServerSpec(Section):
         False,
         description="`url` is an OpenEnv environment server (its base URL) that offers MCP tools: each episode plays one OpenEnv session, each call is a `call_tool` step, and the step's reward is `env.reward` (docs/openenv.md).",
     )
+    reset: dict[str, Any] = Field(
+        default_factory=dict,
+        description="With `openenv`: fixed arguments of each episode's OpenEnv `reset`.",
+    )
+    reset_from_sample: dict[str, Identifier] = Field(
+        default_factory=dict,
+        description="With `openenv`: reset argument → sample field (e.g. `{seed: seed}`): each episode's `reset` gets its sample's value.",
+    )
     include: list[str] | None = Field(
         None, description="The server's tools to use (default: all); pinning keeps only these."
     )
@@ -278,6 +286,10 @@ class McpServerSpec(Section):
         if self.openenv and self.url is None:
             raise ValueError(
                 "an OpenEnv server (`openenv: true`) is reached by `url`, not `command`"
+            )
+        if (self.reset or self.reset_from_sample) and not self.openenv:
+            raise ValueError(
+                "`reset` and `reset_from_sample` are for OpenEnv servers (`openenv: true`)"
             )
         return self
 

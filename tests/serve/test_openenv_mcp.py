@@ -34,6 +34,7 @@ mcp:
   game:
     url: "URL"
     openenv: true   # an OpenEnv environment: list_tools / call_tool steps
+    reset_from_sample: {secret: secret}
 episode:
   max_steps: 4
   max_response_tokens: 48
@@ -58,6 +59,16 @@ tests:
         success: true
         ending: done
         steps: 2
+    - name: each episode's environment is reset with its sample's secret
+      sample_index: 2
+      turns:
+        - '<tool_call>{"name": "guess", "arguments": {"number": 7}}</tool_call>'
+        - '<tool_call>{"name": "guess", "arguments": {"number": 9}}</tool_call>'
+      expect:
+        observations: ["<tool_response>\\nhigher\\n</tool_response>", null]
+        rewards: {found: 0.9}
+        success: true
+        steps: 2
     - name: a number the environment's tool refuses is a tool error, and no reward
       sample_index: 1
       turns:
@@ -73,12 +84,13 @@ tests:
 
 
 def write_spec(folder: Path, url: str, pins: str | None = None) -> Path:
-    rows = [{"id": f"g{i}", "secret": 7} for i in range(8)]
+    secrets = [7, 5, 9, 4, 8, 6, 10, 7]
+    rows = [{"id": f"g{i}", "secret": secret} for i, secret in enumerate(secrets)]
     (folder / "guesses.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     spec = folder / "guess_remote.yaml"
     text = GUESS.replace("URL", url)
     if pins is not None:
-        text = text.replace("    openenv: true", f"    openenv: true\n{pins}", 1)
+        text = text.replace("    openenv: true", f"{pins}\n    openenv: true", 1)
     spec.write_text(text)
     return spec
 
@@ -153,10 +165,24 @@ def test_the_checker_holds_the_spec_to_the_pins(tmp_path: Path) -> None:
 
 def test_env_facts_need_an_environment_or_an_openenv_server(tmp_path: Path) -> None:
     spec = write_spec(tmp_path, f"http://127.0.0.1:{free_port()}", PINS)
-    spec.write_text(spec.read_text().replace("    openenv: true", "    openenv: false"))
+    text = spec.read_text().replace("    openenv: true", "    openenv: false")
+    spec.write_text(text)
+    result = CliRunner().invoke(app, ["validate", str(spec)])
+    assert result.exit_code == 1, result.output
+    assert "`reset` and `reset_from_sample` are for OpenEnv servers" in result.output
+    spec.write_text(text.replace("    reset_from_sample: {secret: secret}\n", ""))
     result = CliRunner().invoke(app, ["validate", str(spec)])
     assert result.exit_code == 1 and "E407" in result.output, result.output
     assert "an `openenv: true` MCP server" in result.output
+
+
+def test_reset_from_sample_names_sample_fields(tmp_path: Path) -> None:
+    spec = write_spec(tmp_path, f"http://127.0.0.1:{free_port()}", PINS)
+    spec.write_text(spec.read_text().replace("{secret: secret}", "{secret: secrett}"))
+    result = CliRunner().invoke(app, ["validate", str(spec)])
+    assert result.exit_code == 1 and "E404" in result.output, result.output
+    assert "the samples have no field 'secrett'" in result.output
+    assert "did you mean 'secret'" in result.output
 
 
 def test_an_openenv_server_is_reached_by_url(tmp_path: Path) -> None:
@@ -170,7 +196,7 @@ def test_an_openenv_server_is_reached_by_url(tmp_path: Path) -> None:
 def test_the_spec_passes_its_tests_and_trains_one_iteration(pinned: Path) -> None:
     tested = agentspec_cli("test", str(pinned))
     assert tested.returncode == 0, tested.stdout + tested.stderr
-    assert "3 passed" in tested.stdout
+    assert "4 passed" in tested.stdout
     run = pinned.parent / "run"
     settings = ["iterations=1", "warm_start=0", "prompts_per_iteration=4", "group_size=2"]
     settings += ["eval_samples=4", "trace_samples=2", "torch_threads=1"]

@@ -8,8 +8,9 @@ WebSocket session (``/ws``):
 
 - pinning (`agentspec mcp pin`) sends ``list_tools`` on a fresh session;
 - each episode plays one OpenEnv session, opened and reset on its first call
-  and closed when the episode ends (so an OpenEnv server's `sessions` is always
-  `episode`);
+  (with the server's `reset` arguments and, per `reset_from_sample`, fields of
+  the episode's sample) and closed when the episode ends (so an OpenEnv
+  server's `sessions` is always `episode`);
 - a call is one ``call_tool`` step; the model sees the result's text, and the
   step's ``reward`` and ``done`` become the episode's ``env`` facts:
   ``env.reward`` (this step's, summed over its calls), ``env.total_reward`` and
@@ -26,7 +27,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections.abc import MutableMapping
+from collections.abc import Mapping, MutableMapping
 from typing import TYPE_CHECKING, Any
 
 from agentspec.runtime.episode.tools import ToolFailure
@@ -52,19 +53,30 @@ def _client(server: McpServer) -> Any:
 class OpenEnvSession:
     """One OpenEnv session (an episode) of an MCP-style OpenEnv environment."""
 
-    def __init__(self, server: McpServer) -> None:
+    def __init__(self, server: McpServer, sample: Mapping[str, Any] | None = None) -> None:
         self.server = server
+        self.sample = sample or {}
         self._client: Any = None
         self._lock = asyncio.Lock()
+
+    def reset_arguments(self) -> dict[str, Any]:
+        """The server's fixed `reset` arguments, and the episode's `reset_from_sample` ones."""
+        arguments = dict(self.server.reset)
+        for argument, field in self.server.reset_from_sample.items():
+            if field not in self.sample:
+                raise McpError(f"reset_from_sample.{argument}: the sample has no field {field!r}")
+            arguments[argument] = self.sample[field]
+        return arguments
 
     async def client(self) -> Any:
         """The connected, reset client (connected on first use)."""
         async with self._lock:
             if self._client is None:
+                arguments = self.reset_arguments()
                 client = _client(self.server)
                 try:
                     await client.connect()
-                    await client.reset()
+                    await client.reset(**arguments)
                 except Exception as exc:
                     await _close_quietly(client)
                     raise McpError(

@@ -66,6 +66,8 @@ class McpServer:
         if self.openenv and self.url is None:
             raise ValueError("an OpenEnv server is reached by `url`")
         self.sessions: str | int = "episode" if self.openenv else config.get("sessions", "shared")
+        self.reset: dict[str, Any] = dict(config.get("reset") or {})
+        self.reset_from_sample: dict[str, str] = dict(config.get("reset_from_sample") or {})
         if not (self.sessions in ("shared", "episode") or _pool_size(self.sessions)):
             raise ValueError(
                 f"sessions must be 'shared', 'episode' or a pool size, not {self.sessions!r}"
@@ -158,7 +160,7 @@ class _Sessions:
             key = id(episode)
             session = self.per_episode.get(key)
             if session is None:
-                session = self.per_episode[key] = self.new_session()
+                session = self.per_episode[key] = self.new_session(episode)
             yield session
         else:
             session = await self.idle.get()
@@ -167,11 +169,12 @@ class _Sessions:
             finally:
                 self.idle.put_nowait(session)
 
-    def new_session(self) -> Session:
-        if self.server.openenv:
+    def new_session(self, episode: object | None) -> Session:
+        if self.server.openenv:  # the episode's OpenEnv session, reset for its sample
             from agentspec.runtime.mcp.openenv import OpenEnvSession
 
-            return OpenEnvSession(self.server)  # type: ignore[return-value]  # same face
+            sample = getattr(episode, "sample", None)
+            return OpenEnvSession(self.server, sample)  # type: ignore[return-value]  # same face
         return Session(self.server)
 
     async def end(self, episode: object) -> None:
