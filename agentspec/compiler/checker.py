@@ -67,6 +67,11 @@ __all__ = ["ROOTS", "Checker", "Scope", "Site", "check"]
 class Checker(CheckState):
     """Checks one spec. Use `check(loaded)`."""
 
+    @property
+    def has_environment(self) -> bool:
+        """`env.NAME` facts exist: an `environment` adapter's, or an OpenEnv server's."""
+        return self.spec.environment is not None or any(s.openenv for s in self.spec.mcp.values())
+
     # ------------------------------------------------------------------ driver
 
     def run(self) -> CheckResult:
@@ -108,7 +113,7 @@ class Checker(CheckState):
                 available[root] = STEP_FIELDS
             elif root == "reward":
                 available[root] = dict.fromkeys(self.spec.rewards, FLOAT)
-            elif root == "env" and self.spec.environment is not None:
+            elif root == "env" and self.has_environment:
                 available[root] = ENV_FIELDS
             elif root == "args" and tool is not None:
                 available[root] = self.arg_types.get(tool, {})

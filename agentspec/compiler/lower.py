@@ -273,7 +273,10 @@ def _connection(name: str, server: McpServerSpec) -> dict[str, Any]:
         "url": server.url,
         "env": dict(server.env),
         "timeout": server.timeout,
-        "sessions": server.sessions,
+        "sessions": "episode" if server.openenv else server.sessions,
+        "openenv": server.openenv or None,
+        "reset": dict(server.reset) or None,
+        "reset_from_sample": dict(server.reset_from_sample) or None,
     }
     return {k: v for k, v in connection.items() if v is not None}
 

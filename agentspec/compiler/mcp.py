@@ -75,6 +75,7 @@ def check_mcp(checker: CheckState) -> None:
                     wanted,
                     server.tools,
                 )
+        _check_reset_fields(checker, server_name, server)
     seen: dict[str, str] = {}
     for tool in mcp_tools(spec):
         where = ("mcp", tool.server_name, "tools", tool.name)
@@ -106,6 +107,22 @@ def check_mcp(checker: CheckState) -> None:
         checker.arg_types[tool.name] = _argument_types(schema)
         # `tool:NAME` rewards read `result`: the text the model sees of the call's result
         checker.result_types[tool.name] = STR
+
+
+def _check_reset_fields(checker: CheckState, server_name: str, server: McpServerSpec) -> None:
+    """An OpenEnv server's `reset_from_sample` names sample fields (E404)."""
+    spec, known = checker.spec, set(checker.sample_types)
+    known |= set(spec.data.derived) if spec.data is not None else set()
+    for argument, field in server.reset_from_sample.items():
+        if field not in known:
+            check_names.unknown(
+                checker,
+                "E404",
+                f"reset_from_sample.{argument}: the samples have no field '{field}'",
+                checker.map.value_span(("mcp", server_name, "reset_from_sample", argument)),
+                field,
+                known,
+            )
 
 
 def _argument_types(schema: dict[str, Any]) -> dict[str, Type]:

@@ -30,7 +30,7 @@ WHERE = {
     "action": "in rewards, `episode.done_when` and `episode.success`",
     "state": "everywhere except prompts and `data.derived`",
     "step": "everywhere except prompts and `data.derived`",
-    "env": "when the spec declares an `environment`",
+    "env": "when the spec declares an `environment` or an `openenv: true` MCP server",
     "sample": "everywhere",
     "constants": "everywhere",
 }

@@ -241,6 +241,18 @@ class McpServerSpec(Section):
             description="How episodes share the server: `shared` (one session, for stdio one process, for all calls), N from 1 to 256 (a pool of N; each call takes an idle one), or `episode` (one per episode, stopped when it ends). See docs/mcp.md.",
         )
     )
+    openenv: bool = Field(
+        False,
+        description="`url` is an OpenEnv environment server (its base URL) that offers MCP tools: each episode plays one OpenEnv session, each call is a `call_tool` step, and the step's reward is `env.reward` (docs/openenv.md).",
+    )
+    reset: dict[str, Any] = Field(
+        default_factory=dict,
+        description="With `openenv`: fixed arguments of each episode's OpenEnv `reset`.",
+    )
+    reset_from_sample: dict[str, Identifier] = Field(
+        default_factory=dict,
+        description="With `openenv`: reset argument → sample field (e.g. `{seed: seed}`): each episode's `reset` gets its sample's value.",
+    )
     include: list[str] | None = Field(
         None, description="The server's tools to use (default: all); pinning keeps only these."
     )
@@ -271,6 +283,14 @@ class McpServerSpec(Section):
     def _one_transport(self) -> McpServerSpec:
         if (self.command is None) == (self.url is None):
             raise ValueError("an MCP server needs exactly one of `command` or `url`")
+        if self.openenv and self.url is None:
+            raise ValueError(
+                "an OpenEnv server (`openenv: true`) is reached by `url`, not `command`"
+            )
+        if (self.reset or self.reset_from_sample) and not self.openenv:
+            raise ValueError(
+                "`reset` and `reset_from_sample` are for OpenEnv servers (`openenv: true`)"
+            )
         return self
 
 

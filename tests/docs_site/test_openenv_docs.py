@@ -61,3 +61,29 @@ def test_the_compile_command_writes_the_package(tmp_path: Path) -> None:
     for name in ("openenv.yaml", "models.py", "client.py", "server/app.py", "oracle/solve.py"):
         assert (out / name).is_file(), name
     assert os.access(out / "pyproject.toml", os.R_OK)
+
+
+def test_the_mcp_style_environment_spec_pins_and_validates(tmp_path: Path) -> None:
+    """The page's MCP-style spec and its commands, against OpenEnv's `MCPEnvironment`
+    (tests/serve/openenv_mcp_server.py)."""
+    commands = [shlex.split(line) for line in blocks("console")[2].splitlines()]
+    assert [c[:2] for c in commands] == [["agentspec", "mcp"], ["agentspec", "validate"]]
+    (tmp_path / "guesses.jsonl").write_text('{"id": "a", "secret": 7}\n')
+    spec = tmp_path / commands[0][-1]
+    port = free_port()
+    server = ["uvicorn", "openenv_mcp_server:app", "--port", str(port)]
+    with serving(server, port, cwd=ROOT / "tests" / "serve") as url:
+        spec.write_text(blocks("yaml")[1].replace("http://127.0.0.1:8002", url))
+        for command in commands:
+            done = subprocess.run(
+                [sys.executable, "-m", "agentspec.cli", *command[1:]],
+                cwd=tmp_path,
+                env=checkout_env(),
+                capture_output=True,
+                text=True,
+                timeout=300,
+            )
+            assert done.returncode == 0, done.stdout + done.stderr
+    assert spec.read_text() == blocks("yaml")[1].replace("http://127.0.0.1:8002", url), (
+        "the page's pins are not what `agentspec mcp pin` reads from the environment"
+    )

@@ -6,6 +6,7 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -35,12 +36,15 @@ def serving(
 ) -> Iterator[str]:
     """`python -m ARGUMENTS` in a process until it answers `GET /health`; its URL.
     `python`: another environment's interpreter (default this one)."""
+    # stderr goes to a file, not a pipe nobody drains: a server that logs a lot (OpenEnv
+    # logs a traceback per closed WebSocket) would block on a full pipe.
+    log = tempfile.TemporaryFile("w+")  # noqa: SIM115 (closed when the server is stopped)
     process = subprocess.Popen(
         [str(python or sys.executable), "-m", *arguments],
         cwd=cwd,
         env=checkout_env(),
         stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
+        stderr=log,
         text=True,
     )
     url = f"http://127.0.0.1:{port}"
@@ -48,7 +52,8 @@ def serving(
         deadline = time.monotonic() + 180
         while True:
             if process.poll() is not None:
-                raise RuntimeError(f"{' '.join(arguments)} exited: {process.stderr.read()}")  # type: ignore[union-attr]
+                log.seek(0)
+                raise RuntimeError(f"{' '.join(arguments)} exited: {log.read()}")
             try:
                 if httpx.get(f"{url}/health", timeout=2).status_code == 200:
                     break
@@ -61,6 +66,7 @@ def serving(
     finally:
         process.terminate()
         process.wait(timeout=30)
+        log.close()
 
 
 def agentspec_serve(spec: Path, port: int, max_sessions: int = 8) -> list[str]:

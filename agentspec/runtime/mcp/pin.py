@@ -1,7 +1,8 @@
 """`agentspec mcp pin SPEC`: read each MCP server's tools into the spec (or check them).
 
 For every server of the spec's `mcp:` section, the server is started (or
-reached) and asked for its tools; their descriptions and input schemas are
+reached) and asked for its tools (an OpenEnv environment, `openenv: true`, with
+a `list_tools` step); their descriptions and input schemas are
 written under that server's `tools:` key, replacing the previous pins and
 leaving the rest of the file — comments included — as it was. `--check`
 writes nothing and lists what differs (for CI: the pins are current).
@@ -73,6 +74,7 @@ def _server_tools(name: str, config: Any, base_dir: Path) -> dict[str, Any]:
         "url": config.get("url"),
         "env": config.get("env") or {},
         "timeout": config.get("timeout", 30.0),
+        "openenv": config.get("openenv") is True,
     }
     try:
         server = McpServer(connection, base_dir=base_dir)

@@ -40,7 +40,8 @@ class McpServer:
     Args:
         config: ``name`` (the spec's name for it, used in messages and log
             files); ``command`` (argument list, run in ``base_dir``) or ``url``
-            (Streamable HTTP); ``env`` (extra environment variables of a stdio
+            (Streamable HTTP; with ``openenv``, an OpenEnv environment's base URL:
+            :mod:`agentspec.runtime.mcp.openenv`); ``env`` (extra environment variables of a stdio
             server); ``timeout`` (seconds per call); ``sessions`` (``"shared"``,
             ``"episode"`` or a pool size).
         base_dir: the spec's folder, or a callable giving it when the server
@@ -60,7 +61,13 @@ class McpServer:
         self.name = str(config.get("name") or "server")
         self.env = {str(k): str(v) for k, v in (config.get("env") or {}).items()}
         self.timeout = float(config.get("timeout", 30.0))
-        self.sessions: str | int = config.get("sessions", "shared")
+        # An OpenEnv environment keeps an episode's state in its session: one per episode.
+        self.openenv = bool(config.get("openenv", False))
+        if self.openenv and self.url is None:
+            raise ValueError("an OpenEnv server is reached by `url`")
+        self.sessions: str | int = "episode" if self.openenv else config.get("sessions", "shared")
+        self.reset: dict[str, Any] = dict(config.get("reset") or {})
+        self.reset_from_sample: dict[str, str] = dict(config.get("reset_from_sample") or {})
         if not (self.sessions in ("shared", "episode") or _pool_size(self.sessions)):
             raise ValueError(
                 f"sessions must be 'shared', 'episode' or a pool size, not {self.sessions!r}"
@@ -153,7 +160,7 @@ class _Sessions:
             key = id(episode)
             session = self.per_episode.get(key)
             if session is None:
-                session = self.per_episode[key] = Session(self.server)
+                session = self.per_episode[key] = self.new_session(episode)
             yield session
         else:
             session = await self.idle.get()
@@ -161,6 +168,14 @@ class _Sessions:
                 yield session
             finally:
                 self.idle.put_nowait(session)
+
+    def new_session(self, episode: object | None) -> Session:
+        if self.server.openenv:  # the episode's OpenEnv session, reset for its sample
+            from agentspec.runtime.mcp.openenv import OpenEnvSession
+
+            sample = getattr(episode, "sample", None)
+            return OpenEnvSession(self.server, sample)  # type: ignore[return-value]  # same face
+        return Session(self.server)
 
     async def end(self, episode: object) -> None:
         session = self.per_episode.pop(id(episode), None)

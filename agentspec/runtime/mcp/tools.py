@@ -30,6 +30,7 @@ from contextvars import ContextVar
 from typing import Any, ClassVar
 
 from agentspec.runtime.episode.tools import BaseTool, ToolContext, ToolFailure, ToolResult
+from agentspec.runtime.mcp.openenv import call_text, list_openenv_tools, record_step
 from agentspec.runtime.mcp.server import McpServer
 from agentspec.runtime.mcp.session import McpError, ServerCrashed, Session, reason
 
@@ -91,6 +92,8 @@ class McpTool(BaseTool):
         session = _CALL_SESSION.get()
         if session is None:  # called without run(): no session was leased
             raise ToolFailure(f"{self.name} must be called through run()", code="unavailable")
+        if self.server.openenv:
+            return await self._call_openenv(session, args, context)
         try:
             result = await session.call(self.name, args)
         except McpError as exc:
@@ -111,12 +114,37 @@ class McpTool(BaseTool):
             env.on_tool_success(self.name, scope)
         return text
 
+    async def _call_openenv(self, session: Any, args: dict[str, Any], context: ToolContext) -> str:
+        """One `call_tool` step of the episode's OpenEnv session; its reward and ending
+        become the episode's `env` facts (see :mod:`agentspec.runtime.mcp.openenv`)."""
+        try:
+            result = await session.call(self.name, args)
+        except McpError as exc:
+            raise ToolFailure(f"{self.name} failed: {exc}", code="unavailable") from None
+        except (asyncio.TimeoutError, TimeoutError):
+            raise
+        except Exception as exc:  # the connection closed, a reply OpenEnv's client refused
+            message = f"{self.name} failed: OpenEnv server {self.server.describe()}: {reason(exc)}"
+            raise ToolFailure(message, code="crashed") from None
+        env = context.env
+        facts = getattr(env, "env_facts", None)
+        if facts is not None:  # a spec env: `env.reward`, `env.total_reward`, `env.done`
+            record_step(facts, result)
+        text = call_text(self.name, result)
+        if hasattr(env, "on_tool_success"):
+            scope = env.scope(args=args)
+            scope.result = text
+            env.on_tool_success(self.name, scope)
+        return text
+
     async def end_episode(self, context: ToolContext) -> None:
         await self.server.end_episode(context.env)
 
 
 async def list_server_tools(server: McpServer) -> dict[str, dict[str, Any]]:
     """Every tool the server offers: name → {description, parameters} (its input schema)."""
+    if server.openenv:
+        return await list_openenv_tools(server)
     session = Session(server)
     try:
         client = await session.client()

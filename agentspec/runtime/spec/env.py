@@ -157,6 +157,8 @@ class SpecEnvMixin:
         self.pending: dict[str, float] = {}
         self.action = ActionView()
         self.expression_errors: list[str] = []
+        # `env.NAME` of a spec whose tools are an OpenEnv environment's (runtime/mcp/openenv.py)
+        self.env_facts: dict[str, Any] = {}
 
     def new_state(self) -> Any:
         """The state an episode starts in: declared initial values, then the
@@ -200,7 +202,7 @@ class SpecEnvMixin:
         )
 
     def env_info(self) -> Mapping[str, Any]:
-        return {}
+        return dict(self.env_facts)
 
     def evaluate(
         self, expression: Callable[[Scope], Any], s: Scope, where: str, default: Any = 0.0
@@ -309,6 +311,11 @@ class SpecToolEnv(SpecEnvMixin, ToolEnv):
         super().__init__(self._shared_tools(), self.tool_format)
         self._init_spec()
 
+    def _init_spec(self) -> None:
+        super()._init_spec()
+        if any(getattr(getattr(t, "server", None), "openenv", False) for t in self.tool_classes):
+            self.env_facts.update(reward=0.0, total_reward=0.0, done=False)
+
     @classmethod
     def _shared_tools(cls) -> list[BaseTool]:
         """One instance of each tool class for every episode of this env class:
@@ -360,7 +367,13 @@ class SpecToolEnv(SpecEnvMixin, ToolEnv):
 
     async def step(self, action: Action) -> StepResult:
         self.action = ActionView(action.text)
+        if self.env_facts:
+            self.env_facts["reward"] = 0.0  # `env.reward` is this step's
         result = await super().step(action)
+        if self.env_facts.get("done") and not result.done:  # the OpenEnv environment ended it
+            result.done = True
+            result.observation = None
+            result.events.append(Event(EventKind.FINAL, message="environment"))
         return self.end_if_done(result, action)
 
 
