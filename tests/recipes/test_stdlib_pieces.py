@@ -103,6 +103,7 @@ def test_textworld_adapter_plays_a_game(recipe_environment: Path) -> None:
 
 def test_alfworld_games_need_the_alfworld_package(recipe_environment: Path, tmp_path: Path) -> None:
     import textworld  # noqa: F401 (the recipes extra: a missing install fails)
+
     game = tmp_path / "game.tw-pddl"
     game.write_text('{"walkthrough": ["go to desk 1", "take pen 1 from desk 1"]}')
     adapter = make_adapter("alfworld", {"folder": str(tmp_path)})

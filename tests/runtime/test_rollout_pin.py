@@ -94,6 +94,7 @@ def task_tokenizers(module: Any) -> dict[str, Any]:
         "bpe": BPETokenizer(rust, eos_token=TINY_EOS, pad_token=TINY_PAD),
     }
     import transformers  # the train extra: a missing install fails
+
     out["hf"] = transformers.PreTrainedTokenizerFast(
         tokenizer_object=rust, eos_token=TINY_EOS, pad_token=TINY_PAD
     )
