@@ -78,10 +78,34 @@ def _sources(package: str) -> dict[str, str]:
     }
 
 
-def _read_by(package: str, name: str) -> list[str]:
+@cache
+def _read_by(package: str, name: str) -> tuple[str, ...]:
     """Files of ``package`` that read ``name`` (``.name``, ``"name"`` or ``'name'``)."""
     pattern = re.compile(rf"\.{name}\b|[\"']{name}[\"']")
-    return [path for path, text in _sources(package).items() if pattern.search(text)]
+    return tuple(path for path, text in _sources(package).items() if pattern.search(text))
+
+
+class Composed:
+    """One composed config and what the checks derive from it, each derived once:
+    the resolved copy, the interpolation strings, and each converted section's dataclass."""
+
+    def __init__(self, config: DictConfig) -> None:
+        self.config = config
+        self.resolved = OmegaConf.create(OmegaConf.to_container(config, resolve=True))
+        self.interpolations = _interpolations(config)
+        self._dataclasses: dict[str, Any] = {}
+
+    def carried(self, parts: list[str], depth: int) -> Any:
+        """The value verl's dataclass for the section at ``depth`` holds at the rest of ``parts``."""
+        from verl.utils.config import omega_conf_to_dataclass
+
+        path = ".".join(parts[:depth])
+        if path not in self._dataclasses:
+            self._dataclasses[path] = omega_conf_to_dataclass(_section(self.resolved, path))
+        node: Any = self._dataclasses[path]
+        for part in parts[depth:]:
+            node = node[part] if isinstance(node, Mapping) else getattr(node, part)
+        return node
 
 
 def _interpolations(config: DictConfig) -> str:
@@ -122,30 +146,23 @@ def _section(config: DictConfig, path: str) -> DictConfig:
     if path != "actor_rollout_ref.ref":
         return section
     section = OmegaConf.create(OmegaConf.to_container(section))
+    engine_workers = _sources("verl")["workers/engine_workers.py"]
     for old, new in REF_RENAMES.items():
         assert (
-            f'self.config.ref.pop(\n                    "{old}"'
-            in _sources("verl")["workers/engine_workers.py"]
-            or f'self.config.ref.pop("{old}"' in _sources("verl")["workers/engine_workers.py"]
+            f'self.config.ref.pop(\n                    "{old}"' in engine_workers
+            or f'self.config.ref.pop("{old}"' in engine_workers
         ), old
         section[new] = section.pop(old)
     section["ppo_mini_batch_size"] = config.actor_rollout_ref.actor.ppo_mini_batch_size
     return section
 
 
-def _carried(config: DictConfig, parts: list[str], depth: int) -> Any:
-    """The value verl's dataclass for the section at ``depth`` holds at the rest of ``parts``."""
-    from verl.utils.config import omega_conf_to_dataclass
-
-    node: Any = omega_conf_to_dataclass(_section(config, ".".join(parts[:depth])))
-    for part in parts[depth:]:
-        node = node[part] if isinstance(node, Mapping) else getattr(node, part)
-    return node
-
-
-def unread(config: DictConfig, key: str) -> str | None:
-    """Why ``key`` (an override of ``config``, which is composed from it) is read by nothing;
+def unread(composed: Composed | DictConfig, key: str) -> str | None:
+    """Why ``key`` (an override of the config, which is composed from it) is read by nothing;
     None when it is read."""
+    if not isinstance(composed, Composed):
+        composed = Composed(composed)
+    config = composed.config
     plain = key.lstrip("+")
     parts = plain.split(".")
     if plain.startswith("trainer.v1.agentspec."):
@@ -165,14 +182,13 @@ def unread(config: DictConfig, key: str) -> str | None:
             return f"not a field of {owner}"
         converted = [c for c in CONVERTED if plain.startswith(c + ".")]
         if converted:
-            resolved = OmegaConf.create(OmegaConf.to_container(config, resolve=True))
             renamed = [*parts[:depth], field, *parts[depth + 1 :]]
-            carried = _carried(resolved, renamed, len(max(converted, key=len).split(".")))
-            if str(carried) != str(OmegaConf.select(resolved, plain)):
+            carried = composed.carried(renamed, len(max(converted, key=len).split(".")))
+            if str(carried) != str(OmegaConf.select(composed.resolved, plain)):
                 return f"verl's dataclass holds {carried!r}"
     package = next((p for prefix, p in OTHER_PACKAGES.items() if plain.startswith(prefix)), "verl")
     if _read_by(package, parts[-1]) or re.search(
-        rf"\b{re.escape(plain)}\b", _interpolations(config)
+        rf"\b{re.escape(plain)}\b", composed.interpolations
     ):
         return None
     return f"no code of {package} reads {parts[-1]!r} (outside its config definitions)"
@@ -205,9 +221,9 @@ def test_every_key_agentspec_sets_is_read_by_verl(
 
     problems = []
     for (name, device), overrides in launches.items():
-        config = compose_config(overrides)
+        composed = Composed(compose_config(overrides))
         for key in overrides:
-            reason = unread(config, key)
+            reason = unread(composed, key)
             if reason:
                 problems.append(f"{name}/{device}: {key}: {reason}")
     assert not problems, "\n".join(problems)
