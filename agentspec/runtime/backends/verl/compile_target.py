@@ -8,7 +8,9 @@ Writes, next to the generated module and its manifest:
 - ``train.parquet`` / ``val.parquet``: rows from the spec's ``data`` (``agent_name``,
   the raw first prompt, the sample as JSON in ``extra_info``);
 - ``overrides.txt``: Hydra overrides of ``verl.trainer.main_ppo`` for a GPU cluster
-  (vLLM rollout, the ``agentspec`` trainer, the spec's algorithm and settings),
+  (vLLM rollout, the ``agentspec`` trainer, the spec's algorithm and settings, and
+  FlashAttention-2 named for the actor, the reference and the critic: the machine
+  that runs the file is not known here, and the GPU install brings flash-attn),
   and ``overrides.cpu.txt``: what replaces or adds to them on a machine without GPUs.
 
 Nothing here imports verl or torch; the model path in the overrides is
@@ -28,6 +30,7 @@ from agentspec.compiler.build import compile_spec, import_file, write_compiled
 from agentspec.compiler.frontend import load_checked
 from agentspec.presets import ALGORITHMS, Algorithm, clip_range, critic_warmup
 from agentspec.row_layout import row_layout
+from agentspec.runtime.backends.verl.attention import FLASH_ATTENTION_2, SDPA, attention_overrides
 from agentspec.stdlib.user import bind_spec_dir
 
 __all__ = [
@@ -251,8 +254,11 @@ def build_verl_target(
         layout=layout,
         training=settings,
     )
-    gpu = _write(out / "overrides.txt", format_overrides(gpu_overrides(target)))
-    cpu = _write(out / "overrides.cpu.txt", format_overrides(cpu_overrides()))
+    gpu_file = {**gpu_overrides(target), **attention_overrides(FLASH_ATTENTION_2)}
+    # the CPU file follows the GPU one on the command line: keys that one adds are replaced
+    cpu_attention = {k.lstrip("+"): v for k, v in attention_overrides(SDPA).items()}
+    gpu = _write(out / "overrides.txt", format_overrides(gpu_file))
+    cpu = _write(out / "overrides.cpu.txt", format_overrides({**cpu_overrides(), **cpu_attention}))
     return target, [module_path, manifest, loop_path, yaml_path, train, val, gpu, cpu]
 
 
@@ -423,19 +429,17 @@ def _teacher_overrides(algorithm: Algorithm, t: Mapping[str, Any]) -> dict[str, 
 
 
 def cpu_overrides() -> dict[str, str]:
-    """What a machine without GPUs changes (see ``docs/verl.md`` and :mod:`.cpu`)."""
+    """What a machine without GPUs changes (see ``docs/verl.md`` and :mod:`.cpu`), but for
+    the attention (sdpa there: :func:`.attention.attention_overrides`)."""
     return {
         "actor_rollout_ref.rollout.name": "agentspec_hf",
         "actor_rollout_ref.rollout.gpu_memory_utilization": "0.1",
-        "+actor_rollout_ref.model.override_config.attn_implementation": "sdpa",
         "actor_rollout_ref.actor.strategy": "fsdp2",
         "actor_rollout_ref.ref.strategy": "fsdp2",
         "critic.strategy": "fsdp2",
         "actor_rollout_ref.actor.use_torch_compile": "False",
         "actor_rollout_ref.actor.fsdp_config.use_torch_compile": "False",
         "actor_rollout_ref.ref.fsdp_config.use_torch_compile": "False",
-        "actor_rollout_ref.model.use_remove_padding": "False",
-        "critic.model.use_remove_padding": "False",
         "trainer.device": "cpu",
         "trainer.n_gpus_per_node": "1",
         "transfer_queue.backend.SimpleStorage.num_data_storage_units": "1",
