@@ -48,7 +48,9 @@ def _has_module(bin_dir: Path, name: str, cwd: Path) -> bool:
     return subprocess.run([bin_dir / "python", "-c", code], cwd=cwd).returncode == 0
 
 
-def test_plain_install_validates_compiles_and_runs_the_oracle(tmp_path: Path) -> None:
+def test_plain_install_works_then_the_train_extra_alone_trains(tmp_path: Path) -> None:
+    """One environment, grown the way a user grows it: the plain install first, then
+    `agentspec[train]` added to it (one venv instead of two: the install is the slow part)."""
     bin_dir = _venv(tmp_path / "venv")
     _pip_install(bin_dir, tmp_path, str(ROOT))
     assert not _has_module(bin_dir, "torch", tmp_path)
@@ -79,9 +81,7 @@ def test_plain_install_validates_compiles_and_runs_the_oracle(tmp_path: Path) ->
         failed = _run(agentspec, *args, cwd=tmp_path, expect=1)
         assert failed.stderr.splitlines() == [f"error: {line}"], (args, failed.stderr)
 
-
-def test_train_extra_alone_trains_one_iteration(tmp_path: Path) -> None:
-    bin_dir = _venv(tmp_path / "venv")
+    # The train extra, and nothing of the dev or verl extras, trains one iteration.
     _pip_install(bin_dir, tmp_path, "torch==2.13.0")
     _pip_install(bin_dir, tmp_path, "-c", str(ROOT / "constraints.txt"), f"{ROOT}[train]")
     assert not _has_module(bin_dir, "verl", tmp_path)
