@@ -186,8 +186,8 @@ def test_an_alfworld_game_plays_with_alfworld_s_own_wrappers(
     assert adapter.walkthrough(sample) == MUG_WALKTHROUGH  # from the game file
 
     # AlfredInfos: the game state carries the game file's path
-    _, facts = adapter._start(adapter.game_path(sample))
-    assert facts["extra.gamefile"] == str(alfworld_game)
+    _, state = adapter._start(adapter.game_path(sample))
+    assert state["extra.gamefile"] == str(alfworld_game)
 
     async def play() -> list[dict[str, object]]:
         first = await adapter.reset(sample)
