@@ -8,8 +8,11 @@ expressions (`env.NAME`): `score`, `score_delta`, `max_score`, `won`, `lost`,
 `done`, `moves`, `observation`, `admissible_commands`.
 
 ALFWorld games (`*.tw-pddl`, or `adapter: alfworld`) go through the same
-class: they are TextWorld PDDL games, played with `textworld.gym` and the
-`alfworld` package's wrappers (which the user installs with ALFWorld's data).
+class: they are TextWorld PDDL games, played with `textworld.gym`, TextWorld's
+PDDL engine (fast-downward) and the `alfworld` package's wrappers
+(`AlfredDemangler`: "mug 1" for ALFWorld's mangled object names; `AlfredInfos`).
+The `alfworld` extra installs them (`make venv` does); ALFWorld's games
+themselves come with ALFWorld's data (`alfworld-download`).
 
 The walkthrough oracle (`oracle: {walkthrough: true}`) replays the sample's
 `walkthrough` field, else the one stored in the game file's metadata.
@@ -116,10 +119,12 @@ class TextWorldAdapter(EnvironmentAdapter):
 
     def _start_alfworld(self, path: Path, infos: Any) -> tuple[str, dict[str, Any]]:
         try:
+            import fast_downward  # noqa: F401 (TextWorld's PDDL engine: `textworld[pddl]`)
             from alfworld.agents.environment.alfred_tw_env import AlfredDemangler, AlfredInfos
         except ImportError:
             raise RuntimeError(
-                "ALFWorld games need the `alfworld` package (pip install alfworld)"
+                "ALFWorld games need the `alfworld` package and TextWorld's PDDL engine"
+                " (pip install 'agentspec[alfworld]'; docs/recipes/alfworld.md)"
             ) from None
         import textworld.gym
 

@@ -36,13 +36,14 @@ class RunResult:
         return sum(totals) / len(totals)
 
 
-def run(spec: str, policy: str, episodes: int, out: Path, *extra: str) -> RunResult:
-    """`agentspec run specs/SPEC.yaml --policy POLICY -n EPISODES --out OUT ...`."""
+def run(spec: str | Path, policy: str, episodes: int, out: Path, *extra: str) -> RunResult:
+    """`agentspec run specs/SPEC.yaml --policy POLICY -n EPISODES --out OUT ...`
+    (or the spec file `spec` names, when it is a path)."""
     result = CliRunner().invoke(
         app,
         [
             "run",
-            str(SPECS / f"{spec}.yaml"),
+            str(spec if isinstance(spec, Path) else SPECS / f"{spec}.yaml"),
             "--policy",
             policy,
             "-n",

@@ -4,6 +4,7 @@ paper search, and the oracle kinds `agentspec run` plays."""
 from __future__ import annotations
 
 import asyncio
+import json
 import math
 from pathlib import Path
 from types import SimpleNamespace
@@ -16,6 +17,8 @@ from agentspec.stdlib.adapters import make_adapter
 from agentspec.stdlib.library import lookup
 from agentspec.stdlib.metrics import f1_at_all, numeric_match, recall
 from agentspec.stdlib.textworld import TextWorldAdapter, clean, sanitize
+
+from .recipe_helpers import run
 
 
 def test_numeric_match_reads_gsm8k_answers() -> None:
@@ -101,8 +104,13 @@ def test_textworld_adapter_plays_a_game(recipe_environment: Path) -> None:
     assert facts[-1]["won"] is True and facts[-1]["done"] is True and facts[-1]["score"] == 3.0
 
 
-def test_alfworld_games_need_the_alfworld_package(recipe_environment: Path, tmp_path: Path) -> None:
-    import textworld  # noqa: F401 (the recipes extra: a missing install fails)
+def test_alfworld_games_need_the_alfworld_package(
+    recipe_environment: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without ALFWorld installed (`None` in `sys.modules` makes its import fail,
+    as a missing package does) an ALFWorld game is refused with the install
+    command; the walkthrough is still read from the game file."""
+    import sys
 
     game = tmp_path / "game.tw-pddl"
     game.write_text('{"walkthrough": ["go to desk 1", "take pen 1 from desk 1"]}')
@@ -111,11 +119,9 @@ def test_alfworld_games_need_the_alfworld_package(recipe_environment: Path, tmp_
         "go to desk 1",
         "take pen 1 from desk 1",
     ]
-    try:
-        import alfworld  # noqa: F401
-    except ImportError:
-        with pytest.raises(RuntimeError, match="alfworld"):
-            asyncio.run(adapter.reset({"gamefile": "game.tw-pddl"}))
+    monkeypatch.setitem(sys.modules, "alfworld.agents.environment.alfred_tw_env", None)
+    with pytest.raises(RuntimeError, match=r"agentspec\[alfworld\]"):
+        asyncio.run(adapter.reset({"gamefile": "game.tw-pddl"}))
 
 
 def test_oracle_kinds_of_episode_script() -> None:
@@ -131,30 +137,137 @@ def test_oracle_kinds_of_episode_script() -> None:
         episode_script(bad, "oracle")({"q": "x"})  # type: ignore[arg-type,misc]
 
 
-def test_the_alfworld_path_plays_through_textworld_gym(
-    recipe_environment: Path, monkeypatch: pytest.MonkeyPatch
+# An ALFWorld game: a problem written for these tests (data/alfworld/), played
+# against ALFWorld's own domain and grammar from the installed `alfworld` package.
+ALFWORLD_PROBLEM = Path(__file__).parent / "data" / "alfworld" / "put_mug_in_cabinet.pddl"
+MUG_WALKTHROUGH = [
+    "go to countertop 1",
+    "take mug 1 from countertop 1",
+    "go to cabinet 1",
+    "open cabinet 1",
+    "move mug 1 to cabinet 1",
+]
+
+
+@pytest.fixture
+def alfworld_game(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """`game.tw-pddl` as `alfworld-generate` writes one: ALFWorld's domain
+    (`alfred.pddl`) and grammar (`alfred.twl2`, its `UNKNOWN GOAL` filled in),
+    the problem and its walkthrough."""
+    # importing alfworld creates its data folder ($ALFWORLD_DATA, else ~/.cache/alfworld)
+    monkeypatch.setenv("ALFWORLD_DATA", str(tmp_path / "alfworld-data"))
+    from alfworld.info import ALFRED_PDDL_PATH, ALFRED_TWL2_PATH
+
+    grammar = Path(ALFRED_TWL2_PATH).read_text(encoding="utf-8")
+    game = {
+        "pddl_domain": Path(ALFRED_PDDL_PATH).read_text(encoding="utf-8"),
+        "grammar": grammar.replace("UNKNOWN GOAL", "put a mug in cabinet"),
+        "pddl_problem": ALFWORLD_PROBLEM.read_text(encoding="utf-8"),
+        "solvable": True,
+        "walkthrough": MUG_WALKTHROUGH,
+    }
+    path = tmp_path / "games" / "put_mug_in_cabinet" / "game.tw-pddl"
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps(game), encoding="utf-8")
+    return path
+
+
+def test_an_alfworld_game_plays_with_alfworld_s_own_wrappers(
+    recipe_environment: Path, alfworld_game: Path
 ) -> None:
-    """ALFWorld's games run through `textworld.gym` with ALFWorld's wrappers; with
-    stand-in (identity) wrappers the same code path plays a TextWorld game."""
-    import sys
-    import types
+    """`adapter: alfworld` plays the game with TextWorld's PDDL engine and
+    ALFWorld's `AlfredDemangler` and `AlfredInfos`: objects read "mug 1" (the
+    problem names them `Mug_bar_1_bar_0_bar_1`...), commands outside the game's
+    actions do nothing, and the walkthrough wins."""
+    folder = alfworld_game.parent.parent
+    adapter = make_adapter("alfworld", {"folder": str(folder), "admissible_commands": True})
+    assert isinstance(adapter, TextWorldAdapter)
+    sample = {"gamefile": "put_mug_in_cabinet/game.tw-pddl"}
+    assert adapter.walkthrough(sample) == MUG_WALKTHROUGH  # from the game file
 
-    fake = types.ModuleType("alfworld.agents.environment.alfred_tw_env")
-    fake.AlfredDemangler = lambda: lambda env: env  # type: ignore[attr-defined]
-    fake.AlfredInfos = lambda env: env  # type: ignore[attr-defined]
-    for name in ("alfworld", "alfworld.agents", "alfworld.agents.environment"):
-        monkeypatch.setitem(sys.modules, name, types.ModuleType(name))
-    monkeypatch.setitem(sys.modules, fake.__name__, fake)
-    adapter = make_adapter("alfworld", {"folder": str(recipe_environment / "textworld")})
-    sample = {"z8": "custom_03_w4_o8_q3.z8"}
+    # AlfredInfos: the game state carries the game file's path
+    _, state = adapter._start(adapter.game_path(sample))
+    assert state["extra.gamefile"] == str(alfworld_game)
 
-    async def play() -> dict[str, object]:
+    async def play() -> list[dict[str, object]]:
         first = await adapter.reset(sample)
-        assert first and adapter.gym  # type: ignore[attr-defined]
-        for command in adapter.walkthrough(sample):
+        assert first.startswith("-= Welcome to TextWorld, ALFRED! =-")
+        assert "you see a cabinet 1, and a countertop 1." in first
+        assert "Your task is to: put a mug in cabinet." in first
+        assert adapter.info["admissible_commands"] == [
+            "go to cabinet 1",
+            "go to countertop 1",
+            "help",
+            "inventory",
+            "look",
+        ]
+        assert "Admissible commands: go to cabinet 1, go to countertop 1" in first
+        # the mug is out of reach from the middle of the room
+        await adapter.step("take mug 1 from countertop 1")
+        assert adapter.info["observation"] == "Nothing happens."
+        facts = []
+        for command in MUG_WALKTHROUGH:
             await adapter.step(command)
+            facts.append(dict(adapter.info))
         await adapter.close()
-        return dict(adapter.info)
+        return facts
 
     facts = asyncio.run(play())
-    assert facts["won"] is True and facts["done"] is True
+    text = " ".join(str(f["observation"]) for f in facts)
+    assert "_bar_" not in text
+    assert [f["observation"] for f in facts[:2]] == [
+        "You arrive at countertop 1. On the countertop 1, you see a mug 1.",
+        "You pick up the mug 1 from the countertop 1.",
+    ]
+    assert facts[2]["observation"] == "You arrive at cabinet 1. The cabinet 1 is closed."
+    assert "move mug 1 to cabinet 1" in facts[3]["admissible_commands"]  # type: ignore[operator]
+    assert not any(f["done"] for f in facts[:-1])
+    assert facts[-1]["won"] is True and facts[-1]["done"] is True
+    assert facts[-1]["score"] == 1.0 and facts[-1]["score_delta"] == 1.0
+    assert facts[-1]["moves"] == 5  # the refused command was not a move
+
+
+def test_a_spec_with_adapter_alfworld_wins_with_its_walkthrough(
+    recipe_environment: Path, alfworld_game: Path, tmp_path: Path
+) -> None:
+    """The whole path: a spec with `adapter: alfworld`, a data file of game
+    files, `agentspec run --policy oracle` (the walkthrough stored in the game)."""
+    folder = alfworld_game.parent.parent
+    (tmp_path / "games.jsonl").write_text(
+        json.dumps({"gamefile": "put_mug_in_cabinet/game.tw-pddl"}) + "\n", encoding="utf-8"
+    )
+    spec = tmp_path / "alfworld_pddl.yaml"
+    spec.write_text(
+        SPEC_TEMPLATE.format(data=tmp_path / "games.jsonl", folder=folder), encoding="utf-8"
+    )
+    result = run(spec, "oracle", 1, tmp_path / "out")
+    [trajectory] = result.trajectories
+    assert trajectory["success"] is True
+    assert [s["action_text"] for s in trajectory["steps"]] == MUG_WALKTHROUGH
+    assert "you see a cabinet 1, and a countertop 1." in trajectory["steps"][0]["anchor"]
+    assert result.component("win") == 1.0
+
+
+SPEC_TEMPLATE = """\
+agentspec: 1
+name: alfworld_pddl
+description: Put a mug in the cabinet.
+data:
+  source: jsonl:{data}
+  fields: {{gamefile: str}}
+prompt:
+  system: Reply with one command per turn, chosen from the admissible commands.
+  user: Your task starts now.
+environment:
+  adapter: alfworld
+  config: {{folder: "{folder}", admissible_commands: true}}
+  admissible_commands: true
+episode:
+  max_steps: 10
+  done_when: env.done
+  success: env.won == True
+  anchor: env.observation
+rewards:
+  win: {{on: final, value: "1.0 if env.won else 0.0"}}
+oracle: {{walkthrough: true}}
+"""
