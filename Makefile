@@ -15,10 +15,10 @@ $(VENV)/.installed: pyproject.toml constraints.txt
 	$(PIP) install -q --upgrade pip
 	$(PIP) install -q torch==2.13.0
 	# TextWorld's PDDL engine for ALFWorld games (the `alfworld` extra) has no wheel: pip
-	# compiles it (cmake, a C++ compiler; about 2.5 CPU-minutes, cached by pip after) with a
+	# compiles it (cmake from PyPI, a C++ compiler; about 2.5 CPU-minutes, cached by pip after) with a
 	# setup script that runs `python`, which must be the venv's: first on PATH, no isolation.
 	@echo "building fast-downward-textworld from source (a few minutes the first time)"
-	$(PIP) install -q 'setuptools>=61'
+	$(PIP) install -q 'setuptools>=61' cmake
 	PATH="$(abspath $(VENV))/bin:$$PATH" $(PIP) install -q --no-build-isolation fast-downward-textworld==20.6.4
 	$(PIP) install -q -c constraints.txt -e '.[dev,train,verl,recipes,mcp,openenv,alfworld]'
 	# SmolLM2-135M-Instruct's weights ship inside this package; its own dependencies
