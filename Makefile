@@ -37,9 +37,11 @@ demo: venv
 	@echo "warm-start and final greedy success: runs/demo/metrics.jsonl (eval/success)"
 	@echo "plots: runs/demo/plots   run directory: runs/demo"
 
-# Two workers: the suite is CPU-bound and the CI machine has two cores.
+# Two workers: the suite is CPU-bound and the CI machine has two cores. Each module runs
+# on one worker (`loadscope`), so a module's fixtures (composed configs, built models,
+# servers) are built once, not once per worker; tests/conftest.py starts the slow ones first.
 test: venv chromium
-	$(PY) -m pytest -n 2 --durations=25
+	$(PY) -m pytest -n 2 --dist loadscope --durations=25
 
 # Headless Chromium for the report tests: Debian's package, never a downloaded browser.
 chromium:

@@ -29,3 +29,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 @pytest.fixture
 def update_golden(request: pytest.FixtureRequest) -> bool:
     return bool(request.config.getoption("--update-golden"))
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Slow tests first (stable otherwise): the two workers of `make test` start the long
+    end-to-end runs early and fill the end with short tests, instead of one worker
+    finishing a long run alone while the other waits."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
