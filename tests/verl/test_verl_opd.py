@@ -4,7 +4,11 @@ verl's real `main_ppo` on CPU. The teacher (a behaviour-cloned tiny model with t
 student's tokenizer) scores every verl row inside the `agentspec` trainer; the
 test checks that those log-probs equal the teacher's own forward pass on the same
 step rows, that the advantages are OPD's −β (log π_student − log π_teacher), and
-that the student's reverse KL to the teacher falls over the run.
+that training moved the student towards the teacher: the exact reverse KL (over
+the whole vocabulary) on the first iteration's rows is lower for the trained
+actor than for the student it started from. (The run's own `opd/reverse_kl` is a
+sampled estimate on each iteration's new episodes: too noisy to compare over a
+few iterations.)
 """
 
 from __future__ import annotations
@@ -24,13 +28,13 @@ from agentspec.runtime.backends.verl.compile_target import build_verl_target
 pytestmark = pytest.mark.slow
 
 SETTINGS = {
-    "iterations": "4",
+    "iterations": "2",
     "prompts_per_iteration": "4",
     "group_size": "2",
     "minibatch_size": "8",
-    "epochs": "1",
-    "eval_every": "4",
-    "checkpoint_every": "4",
+    "epochs": "4",  # several updates on each iteration's rows: the student visibly moves
+    "eval_every": "2",
+    "checkpoint_every": "2",
     "eval_samples": "4",
     "temperature": "1.0",
     "learning_rate": "0.002",
@@ -46,6 +50,22 @@ def _teacher_row_log_probs(
     logits = model(input_ids=ids).logits[0].float()
     logp = torch.log_softmax(logits[:-1], dim=-1).gather(-1, ids[0, 1:, None])[:, 0]
     return logp[len(prompt) - 1 :]
+
+
+def _reverse_kl(
+    student: torch.nn.Module, teacher: torch.nn.Module, rows: list[tuple[list[int], list[int]]]
+) -> float:
+    """Mean over response tokens of KL(π_student ‖ π_teacher), over the whole vocabulary."""
+    total, count = 0.0, 0
+    with torch.no_grad():
+        for prompt, response in rows:
+            ids = torch.tensor([prompt + response])
+            positions = slice(len(prompt) - 1, len(prompt) + len(response) - 1)
+            log_s = torch.log_softmax(student(input_ids=ids).logits[0, positions].float(), -1)
+            log_t = torch.log_softmax(teacher(input_ids=ids).logits[0, positions].float(), -1)
+            total += float((log_s.exp() * (log_s - log_t)).sum())
+            count += len(response)
+    return total / count
 
 
 def test_opd_trains_on_verl_with_per_step_teacher_scores(tmp_path: Path) -> None:
@@ -71,15 +91,14 @@ def test_opd_trains_on_verl_with_per_step_teacher_scores(tmp_path: Path) -> None
 
     records = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
     train = [r for r in records if "loss/policy" in r]
-    assert [r["iteration"] for r in train] == [1, 2, 3, 4]
-    kl = [r["opd/reverse_kl"] for r in train]
-    assert sum(kl[-2:]) / 2 < sum(kl[:2]) / 2, kl
+    assert [r["iteration"] for r in train] == [1, 2]
+    assert all(r["opd/reverse_kl"] >= 0 for r in train)
 
     teacher, _ = load_checkpoint(teacher_dir)
     teacher.eval()
     dumps = sorted((run / "dump").glob("advantages_step*.pt"))
-    assert len(dumps) == 4
-    for path in dumps[:2]:
+    assert len(dumps) == 2
+    for path in dumps:
         dump = torch.load(path, weights_only=False)
         mask = dump["response_mask"].bool()
         scored = dump["teacher_log_probs"]
@@ -95,6 +114,19 @@ def test_opd_trains_on_verl_with_per_step_teacher_scores(tmp_path: Path) -> None
             assert bool((scored[i, : len(steps)][steps >= 0] < 0).all())
         expected_adv = torch.where(mask, -(dump["old_log_probs"] - scored), torch.zeros(()))
         torch.testing.assert_close(dump["advantages"], expected_adv, atol=1e-5, rtol=1e-5)
+
+    # the trained actor is closer to the teacher than the student it started from
+    rows = [tuple(r) for r in torch.load(dumps[0], weights_only=False)["token_ids"]]
+    student, _ = load_checkpoint(target.model_dir)
+    student.eval()
+    before = _reverse_kl(student, teacher, rows)
+    actor = run / "checkpoints" / "global_step_2" / "actor" / "model_world_size_1_rank_0.pt"
+    trained = torch.load(actor, weights_only=False, map_location="cpu")
+    student.load_state_dict(
+        {k: v.full_tensor() if hasattr(v, "full_tensor") else v for k, v in trained.items()}
+    )
+    after = _reverse_kl(student, teacher, rows)
+    assert after < 0.98 * before, (before, after)  # seen: 3.20 → 3.01
 
 
 def test_opd_without_a_teacher_is_a_clear_error(tmp_path: Path) -> None:
