@@ -407,9 +407,11 @@ def profile(run: Callable[[int], Any], n: int, top: int, clock: str = "wall") ->
     that work on the loop's own thread (both sides, so agentspec's run is the same).
     """
 
-    async def inline() -> Any:
+    async def inline() -> None:
         asyncio.get_running_loop().set_default_executor(InlineExecutor())
-        return await run(n)
+        # the trajectories are not returned: `asyncio.run` would hold (and may format) the
+        # finished task's result, and a profiled test once spent 15 minutes there
+        await run(n)
 
     profiler = cProfile.Profile(time.thread_time) if clock == "cpu" else cProfile.Profile()
     profiler.enable()
