@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import subprocess
 import sys
 from pathlib import Path
 
@@ -62,9 +63,18 @@ def test_the_script_prints_its_table(tokenizer_dir: Path, capsys: pytest.Capture
 
 
 @pytest.mark.slow
-def test_cpu_clock_and_its_profile(tokenizer_dir: Path, capsys: pytest.CaptureFixture) -> None:
+def test_cpu_clock_and_its_profile(tokenizer_dir: Path) -> None:
+    # its own process, as a user runs it: in a test worker the profiled `asyncio.run` hung
+    # once beside threads other tests had left (the cause is not known)
     argv = ["--episodes", "2", "--repeats", "1", "--clock", "cpu", "--profile", "--top", "5"]
-    assert bench.main([*argv, "--tokenizer", str(tokenizer_dir)]) == 0
-    out = capsys.readouterr().out
+    done = subprocess.run(
+        [sys.executable, str(SCRIPT), *argv, "--tokenizer", str(tokenizer_dir)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    out = done.stdout
     assert "clock: cpu · load average at start:" in out
     assert "| 2 |" in out and "cProfile: agentspec" in out and "cProfile: verl" in out
