@@ -19,12 +19,13 @@ from __future__ import annotations
 import contextvars
 import operator
 import re
+from collections import ChainMap
 from collections.abc import Callable, Iterator
 from functools import cache
 from typing import Any
 
 from jinja2 import StrictUndefined, nodes
-from jinja2.compiler import CodeGenerator, Frame
+from jinja2.compiler import CodeGenerator, Frame, optimizeconst
 from jinja2.exceptions import SecurityError
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 from jinja2.utils import Namespace
@@ -91,7 +92,12 @@ _SIZED = (str, list, tuple, bytes)
 
 
 def _add(left: Any, right: Any) -> Any:
-    # Called for every `+` a template runs (chat templates join strings in loops).
+    # Called for every `+` a template runs (chat templates join strings in loops):
+    # two strings, the common case, are checked without the general type tests.
+    if type(left) is str and type(right) is str:
+        if left and right and len(left) + len(right) > MAX_SIZE:
+            _check_size(len(left) + len(right), "a joined string or list")
+        return left + right
     if isinstance(left, _SIZED) and isinstance(right, _SIZED) and left and right:
         _check_size(len(left) + len(right), "a joined string or list")
     return left + right
@@ -204,7 +210,18 @@ def _concat(parts: tuple[Any, ...]) -> str:
 
 class _LimitedCodeGenerator(CodeGenerator):
     """Jinja's code generator, with `~` going through `_concat` (Jinja calls
-    its own join function there, which no environment hook reaches)."""
+    its own join function there, which no environment hook reaches), and `+`
+    calling `_add` directly: what the sandbox's `call_binop(context, "+", …)`
+    dispatches to, without the dispatch (chat templates join strings with `+`
+    in every turn)."""
+
+    @optimizeconst
+    def visit_Add(self, node: nodes.BinExpr, frame: Frame) -> None:
+        self.write("environment.add_limited(")
+        self.visit(node.left, frame)
+        self.write(", ")
+        self.visit(node.right, frame)
+        self.write(")")
 
     def visit_Concat(self, node: nodes.Concat, frame: Frame) -> None:
         self.write("environment.concat_limited((")
@@ -250,6 +267,7 @@ class LimitedSandbox(ImmutableSandboxedEnvironment):
     intercepted_binops = frozenset(BINOPS)
     code_generator_class = _LimitedCodeGenerator
     concat_limited = staticmethod(_concat)
+    add_limited = staticmethod(_add)
 
     def __init__(self, **options: Any) -> None:
         super().__init__(finalize=_written, **options)
@@ -272,6 +290,18 @@ class LimitedSandbox(ImmutableSandboxedEnvironment):
     def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
         return BINOPS[operator](left, right)
 
+    def getattr(self, obj: Any, attribute: str) -> Any:
+        """`obj.attribute` as the sandbox resolves it, a plain dict's key first when
+        no dict attribute has that name (what Jinja's lookup finds then too, after
+        the failed attribute lookup): chat templates read `message.role` and
+        `message.content` of every turn."""
+        if type(obj) is dict and attribute not in _DICT_ATTRIBUTES:
+            try:
+                return obj[attribute]
+            except KeyError:
+                pass
+        return super().getattr(obj, attribute)
+
     def call(__self, __context: Any, __obj: Any, *args: Any, **kwargs: Any) -> Any:
         method = getattr(__obj, "__name__", "")
         # The sandbox hands out str.format wrapped; the bound method is inside.
@@ -282,6 +312,10 @@ class LimitedSandbox(ImmutableSandboxedEnvironment):
             elif method in _SIZED_METHODS:
                 _check_size(_SIZED_METHODS[method](owner, *args, **kwargs), f"str.{method}()")
         return super().call(__context, __obj, *args, **kwargs)
+
+
+_DICT_ATTRIBUTES = frozenset(dir({}))
+"""What `getattr(a_dict, name)` can find: a dict instance has no attributes of its own."""
 
 
 def _width(width: Any) -> int:
@@ -302,13 +336,27 @@ def environment(keep_trailing_newline: bool = True) -> LimitedSandbox:
     return LimitedSandbox(undefined=StrictUndefined, keep_trailing_newline=keep_trailing_newline)
 
 
+def _with_globals(globals_: Any, variables: dict[str, Any]) -> dict[str, Any]:
+    """``{**globals_, **variables}``. A template's globals are a ChainMap (its own
+    over the environment's), whose item-by-item reads cost more than the render of
+    a short template: its dicts are merged directly instead, the first one last
+    (the same items in the same order)."""
+    if type(globals_) is not ChainMap:
+        return {**globals_, **variables}
+    merged: dict[str, Any] = {}
+    for mapping in reversed(globals_.maps):
+        merged.update(mapping)
+    merged.update(variables)
+    return merged
+
+
 def render(template: Any, variables: dict[str, Any]) -> str:
     """Render a compiled template within the iteration and output limits.
 
     Deep recursion (a recursive macro the checker could not see) ends as a
     `TemplateLimitError` too, not as a RecursionError.
     """
-    context = template.new_context({**template.globals, **variables}, shared=True)
+    context = template.new_context(_with_globals(template.globals, variables), shared=True)
     token = _budget.set(_Budget())
     try:
         parts: list[str] = []

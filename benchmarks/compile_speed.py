@@ -5,15 +5,28 @@
 2. Environment steps per second of the generated calculator env against the
    hand-written one in tests/runtime/helpers.py, each driven by the same loop
    and the same oracle turns with a zero-cost scripted policy, so the figure
-   is the env's own overhead (parsing, tools, rewards, bookkeeping).
+   is the env's own overhead (parsing, tools, rewards, bookkeeping). `--runs`
+   repetitions; each plays `--rounds` rounds of `--episodes` concurrent
+   episodes per side, the two sides taking turns round by round (so a slower
+   stretch of the machine falls on both), and adds each side's rounds up. The
+   ratio is the median of the per-repetition ratios, with its range.
 
-    .venv/bin/python benchmarks/compile_speed.py [--runs 5] [--episodes 400]
+   Each repetition is timed by two clocks, both printed: this process's CPU
+   time (the default, and the headline ratio: both sides run in this one
+   process, so each side's CPU seconds are its own work, which other load on
+   the machine barely moves) and the wall clock (what a run waits, but on a
+   shared machine one descheduled repetition decides the median). A garbage
+   collection runs, untimed, before each timed repetition, and what setup left
+   alive is frozen (`gc.freeze`), so no full collection lands on one side by chance.
+
+    .venv/bin/python benchmarks/compile_speed.py [--runs 5] [--rounds 3] [--episodes 400]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import statistics
 import sys
 import time
@@ -51,22 +64,45 @@ def compile_times(runs: int) -> list[tuple[str, float]]:
     return out
 
 
-def steps_per_second(make_flow, samples, episodes: int) -> float:  # type: ignore[no-untyped-def]
-    async def play() -> int:
+CLOCKS = {"cpu": time.process_time, "wall": time.perf_counter}
+
+
+def play(make_flow, samples, episodes: int) -> tuple[int, dict[str, float]]:  # type: ignore[no-untyped-def]
+    """One round: the env steps of `episodes` concurrent episodes, and the seconds
+    they took by each clock (this process's CPU time, the wall clock)."""
+
+    async def episodes_played() -> int:
         trajectories = await asyncio.gather(
             *(make_flow(sample).run(sample) for sample in (samples * episodes)[:episodes])
         )
         return sum(len(t.steps) for t in trajectories)
 
-    start = time.perf_counter()
-    steps = asyncio.run(play())
-    return steps / (time.perf_counter() - start)
+    gc.collect()
+    start = {name: clock() for name, clock in CLOCKS.items()}
+    steps = asyncio.run(episodes_played())
+    end = {name: clock() for name, clock in CLOCKS.items()}
+    return steps, {name: end[name] - start[name] for name in CLOCKS}
+
+
+def steps_per_second(sides, samples, episodes: int, rounds: int) -> list[dict[str, float]]:  # type: ignore[no-untyped-def]
+    """One repetition: each side's env steps per second by each clock, over
+    `rounds` rounds per side, the sides taking turns round by round."""
+    steps = [0] * len(sides)
+    seconds = [dict.fromkeys(CLOCKS, 0.0) for _ in sides]
+    for _ in range(rounds):
+        for i, make_flow in enumerate(sides):
+            n, took = play(make_flow, samples, episodes)
+            steps[i] += n
+            for clock in CLOCKS:
+                seconds[i][clock] += took[clock]
+    return [{c: steps[i] / seconds[i][c] for c in CLOCKS} for i in range(len(sides))]
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--runs", type=int, default=5)
-    parser.add_argument("--episodes", type=int, default=400)
+    parser.add_argument("--episodes", type=int, default=400, help="concurrent episodes per round")
+    parser.add_argument("--rounds", type=int, default=3, help="rounds per side in a repetition")
     args = parser.parse_args()
 
     for name, seconds in compile_times(args.runs):
@@ -88,17 +124,37 @@ def main() -> None:
         flow.config, flow.context = config, FullHistory()  # the hand-written loop's settings
         return flow
 
-    steps_per_second(handwritten, samples, 50)  # warm up imports and caches
-    steps_per_second(generated, samples, 50)
-    results: dict[str, list[float]] = {"hand-written": [], "generated": []}
+    steps_per_second([handwritten, generated], samples, 50, 1)  # warm up imports and caches
+    gc.collect()
+    gc.freeze()  # what setup left alive: never collected again
+    hand: list[dict[str, float]] = []
+    gen: list[dict[str, float]] = []
     for _ in range(args.runs):
-        results["hand-written"].append(steps_per_second(handwritten, samples, args.episodes))
-        results["generated"].append(steps_per_second(generated, samples, args.episodes))
-    hand = statistics.median(results["hand-written"])
-    gen = statistics.median(results["generated"])
-    print(f"hand-written calculator env: {hand:8.0f} env steps/s")
-    print(f"generated calculator env:    {gen:8.0f} env steps/s")
-    print(f"generated / hand-written:    {gen / hand:.2f}x throughput")
+        hand_rate, gen_rate = steps_per_second(
+            [handwritten, generated], samples, args.episodes, args.rounds
+        )
+        hand.append(hand_rate)
+        gen.append(gen_rate)
+    gc.unfreeze()
+    for clock in CLOCKS:
+        h = [x[clock] for x in hand]
+        g = [x[clock] for x in gen]
+        ratios = [b / a for a, b in zip(h, g, strict=True)]
+        unit = "per CPU second (the default)" if clock == "cpu" else "per wall-clock second"
+        print(
+            f"{clock} clock, env steps {unit}, median (range) of {args.runs} repetitions"
+            f" of {args.rounds} × {args.episodes} episodes per side:"
+        )
+        print(
+            f"  hand-written calculator env: {statistics.median(h):8.0f} ({min(h):.0f}–{max(h):.0f})"
+        )
+        print(
+            f"  generated calculator env:    {statistics.median(g):8.0f} ({min(g):.0f}–{max(g):.0f})"
+        )
+        print(
+            f"  generated / hand-written:    {statistics.median(ratios):.2f}x throughput "
+            f"({min(ratios):.2f}–{max(ratios):.2f}, median of per-repetition ratios)"
+        )
 
 
 if __name__ == "__main__":

@@ -31,14 +31,35 @@ asserted identical on both sides.
 
 Reported per N concurrent episodes (all started at once on one event loop):
 env steps (assistant turns) per second of each side, median and range over
-`--repeats` repetitions (the two sides interleaved, so both see the same machine
-load), and the median of the per-repetition ratios. verl's worker also pads and
-tensorizes each output (`_agent_loop_postprocess`) and instantiates the loop
-through hydra; neither is timed here, which can only favour verl.
+`--repeats` repetitions, and the median of the per-repetition ratios. A
+repetition plays `--rounds` rounds of N episodes per side, the two sides taking
+turns round by round (agentspec's N, verl's N, agentspec's N, ...: a slower
+stretch of the machine falls on both), and adds each side's rounds up. verl's
+worker also pads and tensorizes each output (`_agent_loop_postprocess`) and
+instantiates the loop through hydra; neither is timed here, which can only
+favour verl.
 
-    .venv/bin/python benchmarks/rollout_vs_verl.py [--episodes 1 32 256] [--repeats 5]
-    .venv/bin/python benchmarks/rollout_vs_verl.py --profile    # cProfile of each side at the largest N
-    .venv/bin/python benchmarks/rollout_vs_verl.py --clock cpu  # per CPU second (a shared machine)
+Each repetition is timed by two clocks, and both tables are printed:
+
+    cpu   (the default, and the headline ratio) this process's CPU time, all its
+          threads (verl renders and encodes in a thread pool: that counts). Both
+          sides run in this one process, so each side's CPU seconds are its own
+          work; other load on the machine barely moves them.
+    wall  the wall clock: what a user waits, but a repetition on a shared
+          machine measures the machine too (one descheduled repetition decides
+          a median of 5).
+
+What would make one repetition unlike the next is kept out of every timed run,
+on both sides alike: the garbage collector's full collections (the imported
+libraries hold ~500k objects; one full collection took 0.4 s, charged to
+whichever side happened to trigger it) — all objects alive after setup are
+frozen (`gc.freeze`) and a collection runs, untimed, before each timed run; and
+the episodes' results are dropped inside the timed coroutine (`asyncio.run`
+formats its finished task's result when it restores the SIGINT handler).
+
+    .venv/bin/python benchmarks/rollout_vs_verl.py [--episodes 1 32 256] [--repeats 5] [--rounds 3]
+    .venv/bin/python benchmarks/rollout_vs_verl.py --clock wall  # the wall-clock table first
+    .venv/bin/python benchmarks/rollout_vs_verl.py --profile     # cProfile of each side at the largest N
 """
 
 from __future__ import annotations
@@ -48,6 +69,7 @@ import asyncio
 import concurrent.futures
 import contextlib
 import cProfile
+import gc
 import io
 import itertools
 import os
@@ -62,6 +84,8 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 SPEC = ROOT / "specs" / "calculator.yaml"
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from machine import load_average  # noqa: E402
 
 HERMES_CHATML = r"""
 {%- for message in messages -%}
@@ -376,13 +400,35 @@ def assert_identical(task: Task, verl: VerlSide, n: int) -> tuple[int, int]:
     return len(ours), total
 
 
-def steps_per_second(run: Callable[[int], Any], n: int, clock: str = "wall") -> float:
-    """Env steps per second of `run(n)`: per wall-clock second, or per second of
-    this process's CPU time (all its threads; steadier on a shared machine)."""
-    timer = time.process_time if clock == "cpu" else time.perf_counter
-    start = timer()
-    asyncio.run(run(n))
-    return 3 * n / (timer() - start)
+CLOCKS: dict[str, Callable[[], float]] = {"cpu": time.process_time, "wall": time.perf_counter}
+
+
+def seconds(run: Callable[[int], Any], n: int) -> dict[str, float]:
+    """The seconds `run(n)` takes by each clock: this process's CPU time (all its
+    threads) and the wall clock. A collection runs first, untimed; the results are
+    dropped inside the timed coroutine (see the module docstring)."""
+
+    async def played() -> None:
+        await run(n)
+
+    gc.collect()
+    start = {name: clock() for name, clock in CLOCKS.items()}
+    asyncio.run(played())
+    end = {name: clock() for name, clock in CLOCKS.items()}
+    return {name: end[name] - start[name] for name in CLOCKS}
+
+
+def steps_per_second(
+    sides: Sequence[Callable[[int], Any]], n: int, rounds: int = 1
+) -> list[dict[str, float]]:
+    """One repetition: each side's env steps per second by each clock, over `rounds`
+    rounds of `n` episodes per side, the sides taking turns round by round."""
+    took = [dict.fromkeys(CLOCKS, 0.0) for _ in sides]
+    for _ in range(rounds):
+        for side, total in zip(sides, took, strict=True):
+            for clock, value in seconds(side, n).items():
+                total[clock] += value
+    return [{clock: 3 * n * rounds / total[clock] for clock in CLOCKS} for total in took]
 
 
 class InlineExecutor(concurrent.futures.ThreadPoolExecutor):
@@ -398,7 +444,7 @@ class InlineExecutor(concurrent.futures.ThreadPoolExecutor):
         return future
 
 
-def profile(run: Callable[[int], Any], n: int, top: int, clock: str = "wall") -> str:
+def profile(run: Callable[[int], Any], n: int, top: int, clock: str = "cpu") -> str:
     """cProfile of one run of `n` episodes (with `clock="cpu"`, timed in the event
     loop thread's CPU time, so waits for a core on a loaded machine do not count).
 
@@ -413,6 +459,7 @@ def profile(run: Callable[[int], Any], n: int, top: int, clock: str = "wall") ->
         # finished task's result, and a profiled test once spent 15 minutes there
         await run(n)
 
+    gc.collect()
     profiler = cProfile.Profile(time.thread_time) if clock == "cpu" else cProfile.Profile()
     profiler.enable()
     asyncio.run(inline())
@@ -424,14 +471,6 @@ def profile(run: Callable[[int], Any], n: int, top: int, clock: str = "wall") ->
     return out.getvalue()
 
 
-def load_average() -> str:
-    """The 1, 5 and 15 minute load averages (the machine may be shared)."""
-    try:
-        return " ".join(f"{x:.2f}" for x in os.getloadavg())
-    except OSError:
-        return "unknown"
-
-
 def summary(values: list[float]) -> str:
     return f"{statistics.median(values):,.0f} ({min(values):,.0f}–{max(values):,.0f})"
 
@@ -440,6 +479,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--episodes", type=int, nargs="+", default=[1, 32, 256])
     parser.add_argument("--repeats", type=int, default=5, help="timed repetitions per N")
+    parser.add_argument(
+        "--rounds", type=int, default=3, help="rounds of N episodes per side in a repetition"
+    )
     parser.add_argument("--tokenizer", type=Path, help="a Hugging Face ChatML tokenizer directory")
     parser.add_argument(
         "--profile", action="store_true", help="cProfile each side at the largest N"
@@ -447,9 +489,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--top", type=int, default=25, help="functions listed per profile")
     parser.add_argument(
         "--clock",
-        choices=["wall", "cpu"],
-        default="wall",
-        help="time per wall-clock second (default) or per CPU second of this process",
+        choices=["cpu", "wall"],
+        default="cpu",
+        help="the headline clock, printed first and used by --profile: per CPU second "
+        "of this process (default) or per wall-clock second; both tables are printed",
     )
     options = parser.parse_args(argv)
 
@@ -470,28 +513,39 @@ def main(argv: list[str] | None = None) -> int:
         f"{os.cpu_count()} CPUs"
     )
     print(f"token sequences identical on both sides ({episodes} episodes checked)")
-    print(f"clock: {options.clock} · load average at start: {load_average()}")
+    print(f"clock: {options.clock} · load average at start: {load_average()}", flush=True)
     ours = lambda n: agentspec_episodes(task, n)  # noqa: E731
     theirs = verl_side.episodes
-    print()
-    print("| episodes | agentspec env steps/s | verl env steps/s | agentspec / verl |")
-    print("|---|---|---|---|")
+    for n in options.episodes:  # warm-up: imports, caches
+        steps_per_second([ours, theirs], n)
+    gc.collect()
+    gc.freeze()  # what setup left alive: never collected again (see the module docstring)
+    clocks = [options.clock, *(c for c in CLOCKS if c != options.clock)]
+    rows: dict[str, list[str]] = {clock: [] for clock in clocks}
     for n in options.episodes:
-        steps_per_second(ours, n)  # warm-up: imports, caches
-        steps_per_second(theirs, n)
-        a, b = [], []
+        a: list[dict[str, float]] = []
+        b: list[dict[str, float]] = []
         for _ in range(options.repeats):
-            a.append(steps_per_second(ours, n, options.clock))
-            b.append(steps_per_second(theirs, n, options.clock))
-        ratios = [x / y for x, y in zip(a, b, strict=True)]
-        print(
-            f"| {n} | {summary(a)} | {summary(b)} | {statistics.median(ratios):.2f}× "
-            f"({min(ratios):.2f}–{max(ratios):.2f}) |",
-            flush=True,
-        )
+            ours_rate, theirs_rate = steps_per_second([ours, theirs], n, options.rounds)
+            a.append(ours_rate)
+            b.append(theirs_rate)
+        for clock in clocks:
+            ours_n, theirs_n = [x[clock] for x in a], [y[clock] for y in b]
+            ratios = [x / y for x, y in zip(ours_n, theirs_n, strict=True)]
+            rows[clock].append(
+                f"| {n} | {summary(ours_n)} | {summary(theirs_n)} | "
+                f"{statistics.median(ratios):.2f}× ({min(ratios):.2f}–{max(ratios):.2f}) |"
+            )
+    gc.unfreeze()
+    for clock in clocks:
+        unit = "per CPU second" if clock == "cpu" else "per wall-clock second"
+        print(f"\n{clock} clock: env steps {unit}")
+        print("\n| episodes | agentspec env steps/s | verl env steps/s | agentspec / verl |")
+        print("|---|---|---|---|")
+        print("\n".join(rows[clock]))
     print(
-        f"\nmedian (range) of {options.repeats} repetitions; ratio: median of per-repetition ratios"
-        f"; load average at the end: {load_average()}"
+        f"\nmedian (range) of {options.repeats} repetitions of {options.rounds} rounds per side"
+        f"; ratio: median of per-repetition ratios; load average at the end: {load_average()}"
     )
     if options.profile:
         n = max(options.episodes)

@@ -89,7 +89,14 @@ def _power(base: Number, exponent: Number) -> Number:
     return result
 
 
+_TOO_LARGE = 10**MAX_DIGITS  # the least number of MAX_DIGITS + 1 digits
+
+
 def _check_size(value: Number) -> None:
+    if type(value) is int:  # the usual case: its digits, without a Fraction or str
+        if abs(value) >= _TOO_LARGE:
+            raise CalcError("number too large")
+        return
     fraction = Fraction(value) if isinstance(value, int) else value
     if (
         len(str(abs(fraction.numerator))) > MAX_DIGITS

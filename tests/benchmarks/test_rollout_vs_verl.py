@@ -60,6 +60,19 @@ def test_the_script_prints_its_table(tokenizer_dir: Path, capsys: pytest.Capture
     out = capsys.readouterr().out
     assert "token sequences identical on both sides (1 episodes checked)" in out
     assert "| 1 |" in out and "×" in out
+    # both clocks, CPU time (the default) first; the load average at the start and the end
+    assert "clock: cpu · load average at start:" in out and "load average at the end:" in out
+    cpu, wall = out.index("cpu clock: env steps per CPU second"), out.index("wall clock:")
+    assert cpu < wall and out.count("| 1 |") == 2
+
+
+@pytest.mark.slow
+def test_the_wall_clock_first(tokenizer_dir: Path, capsys: pytest.CaptureFixture) -> None:
+    argv = ["--episodes", "1", "--repeats", "1", "--clock", "wall"]
+    assert bench.main([*argv, "--tokenizer", str(tokenizer_dir)]) == 0
+    out = capsys.readouterr().out
+    assert "clock: wall · load average at start:" in out
+    assert out.index("wall clock: env steps per wall-clock second") < out.index("cpu clock:")
 
 
 @pytest.mark.slow

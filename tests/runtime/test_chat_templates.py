@@ -462,6 +462,18 @@ def test_renders_like_hugging_face_generation_blocks_and_tojson_options() -> Non
     )
     assert ModelTemplate(source).render(messages, tools, True) == expected
     assert '"description":"é"' in expected
+    # the filter's options as json.dumps takes them, a list of separators too
+    for options in ("separators=[',', ':']", "indent=2, sort_keys=true", "ensure_ascii=true"):
+        listed = source.replace("separators=(',', ':'), sort_keys=true", options)
+        assert ModelTemplate(listed).render(messages, tools, True) == (
+            tokenizer.apply_chat_template(
+                messages,
+                tools=tools,
+                add_generation_prompt=True,
+                tokenize=False,
+                chat_template=listed,
+            )
+        )
 
 
 def test_a_template_that_refuses_a_system_turn_gets_it_in_the_first_user_turn(

@@ -71,6 +71,24 @@ def test_limits_leave_ordinary_templates_alone() -> None:
     assert text == "ababab 1024 012     3|   7|  x  |hi! 6"
 
 
+def test_fast_paths_resolve_and_join_as_jinja_does() -> None:
+    """A plain dict's key is read directly only where no dict attribute has its
+    name (`m.items` is still the method, as in Jinja); `+` of two strings is
+    bounded like any other `+`."""
+    message = {"role": "user", "content": "hi", "items": "shadowed", "_x": 1}
+    text = render(
+        "{{ m.role }}|{{ m.content + '!' }}|{{ m.items() | list | length }}|{{ m._x }}"
+        "|{{ m.missing is defined }}|{{ [1] + [2] }}|{{ 1 + 2 }}",
+        m=message,
+    )
+    assert text == "user|hi!|4|1|False|[1, 2]|3"
+    with pytest.raises(TemplateLimitError):
+        render("{{ s + s }}", s="a" * 600_000)
+    assert render("{{ s + '' }}", s="a" * 600_000) == "a" * 600_000  # one side empty: no join
+    with pytest.raises(SecurityError):
+        render("{{ m.__class__.__subclasses__() }}", m=message)
+
+
 def test_budget_is_per_render() -> None:
     template = sandbox.environment().from_string(
         "{% for i in range(10000) %}{% endfor %}{{ 'ok' }}"

@@ -94,6 +94,11 @@ class ContextView:
     # The model template's last rendering (messages, tools, text): the conversation
     # after one step is the one the next step starts from, so it renders once.
     last_rendering: tuple[list[dict[str, Any]], Any, str] | None = field(default=None, repr=False)
+    # The model template's start of the conversation: (the first messages it was worked
+    # out from, the messages it renders, the tools it passes), once per episode.
+    template_start: tuple[list[dict[str, Any]], list[dict[str, Any]], Any] | None = field(
+        default=None, repr=False
+    )
 
     @property
     def initial_ids(self) -> list[int]:

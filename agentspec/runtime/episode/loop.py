@@ -17,6 +17,7 @@ import asyncio
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from types import FunctionType
 from typing import Any, cast
 
 from agentspec.formats.caps import cap_error
@@ -44,7 +45,7 @@ from agentspec.runtime.policies.base import (
     Policy,
     SamplingParams,
 )
-from agentspec.runtime.text.chat_templates import chat_for
+from agentspec.runtime.text.chat_templates import ModelTemplate, chat_for
 from agentspec.runtime.text.conversation import ConversationError, conversation_of
 from agentspec.runtime.text.tokenizer import ChatTemplate, Tokenizer, decode_text, encode_chat
 
@@ -111,7 +112,7 @@ class AgentFlowBase(ABC):
         policy: Policy,
         tokenizer: Tokenizer,
         config: LoopConfig | None = None,
-        chat: ChatTemplate | None = None,
+        chat: ChatTemplate | ModelTemplate | None = None,
     ) -> None:
         self.policy = policy
         self.tokenizer = tokenizer
@@ -126,7 +127,7 @@ class AgentFlowBase(ABC):
         cached per policy object, as a protocol check is slow on the hot path."""
         policy, is_chat = self._policy_kind
         if policy is not self.policy:
-            is_chat = isinstance(self.policy, ConversationPolicy)
+            is_chat = _answers_chat(self.policy)
             self._policy_kind = (self.policy, is_chat)
         return is_chat
 
@@ -195,11 +196,12 @@ class AgentEnvLoop(AgentFlowBase):
         config: LoopConfig | None = None,
         chat: ChatTemplate | None = None,
     ) -> None:
-        super().__init__(policy, tokenizer, config, chat)
-        if chat is None:
+        framing: ChatTemplate | ModelTemplate | None = chat
+        if framing is None:
             # the spec's `episode.reasoning` says what the template does with past reasoning
             keep = getattr(env_factory, "keep_reasoning", None)
-            self.chat = chat_for(tokenizer, keep_reasoning=keep)
+            framing = chat_for(tokenizer, keep_reasoning=keep)
+        super().__init__(policy, tokenizer, config, framing)
         self.env_factory = env_factory
         self.context = context or FullHistory()
 
@@ -428,6 +430,29 @@ def _shared_prompt(tokens: list[int], prompt: list[int]) -> tuple[list[int], Pro
     if len(prompt) != len(tokens) or prompt != tokens:
         tokens = list(prompt)
     return tokens, PromptIds(tokens, len(tokens))
+
+
+_CHAT_POLICY_CLASSES: dict[type, bool] = {}
+
+
+def _answers_chat(policy: Any) -> bool:
+    """``isinstance(policy, ConversationPolicy)``, remembered per class where the class
+    alone decides it (a flow is made per episode, and a protocol check walks the
+    protocol's attributes each time): a plain ``generate_chat`` method or none,
+    no ``__getattr__`` or custom attribute lookup, nothing of that name on the instance."""
+    cls = type(policy)
+    decided_by_class = (
+        cls.__getattribute__ is object.__getattribute__
+        and not hasattr(cls, "__getattr__")
+        and isinstance(getattr(cls, "generate_chat", None), (FunctionType, type(None)))
+        and "generate_chat" not in getattr(policy, "__dict__", ())
+    )
+    if not decided_by_class:
+        return isinstance(policy, ConversationPolicy)
+    known = _CHAT_POLICY_CLASSES.get(cls)
+    if known is None:
+        known = _CHAT_POLICY_CLASSES[cls] = isinstance(policy, ConversationPolicy)
+    return known
 
 
 def _error_text(exc: BaseException) -> str:

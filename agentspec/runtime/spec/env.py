@@ -10,6 +10,7 @@ events, `done_when`, success and anchors — once, for every spec.
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import logging
 import math
@@ -57,9 +58,14 @@ log = logging.getLogger(__name__)
 
 _SCALARS = frozenset({str, int, float, bool, type(None)})
 
+# Python 3.11+ bounds a call with `asyncio.timeout`, which can only end it at an
+# `await`; 3.10's `asyncio.wait_for` runs it as a task, kept as it was.
+_INLINE_TIMEOUT_IS_MOOT = hasattr(asyncio, "timeout")
+
 # SpecToolEnv class → its tools, and their schemas with the format's instructions
 _TOOLS: dict[type, list[BaseTool]] = {}
 _TOOL_PROMPTS: dict[type, tuple[list[dict[str, Any]], str]] = {}
+_OPENENV: dict[type, bool] = {}
 
 
 class SpecTool(BaseTool):
@@ -103,6 +109,17 @@ class SpecTool(BaseTool):
 
     async def execute(self, args: dict[str, Any], context: ToolContext) -> str | ToolOutput:
         return self.execute_blocking(args, context)
+
+    async def _guarded_execute(
+        self, args: dict[str, Any], context: ToolContext
+    ) -> str | ToolOutput:
+        if type(self).execute is SpecTool.execute and _INLINE_TIMEOUT_IS_MOOT:
+            # A call that runs on the event loop (`blocking = False`) never awaits:
+            # no timer can fire before it ends, so none is set (`asyncio.timeout`
+            # around it changes nothing but the cost).
+            self._check_guard(args, context)
+            return self.execute_blocking(args, context)
+        return await super()._guarded_execute(args, context)
 
     def execute_blocking(self, args: dict[str, Any], context: ToolContext) -> str | ToolOutput:
         env: SpecToolEnv = context.env
@@ -243,12 +260,13 @@ class SpecEnvMixin:
 
     def rewards(self, step: Step) -> dict[str, float]:
         self.action = ActionView.of(step)
-        s = self.scope()
         values = dict(self.pending)
         self.pending = {}
         keys = event_keys(step.events)
-        for component in self.reward_components:
-            if component.on in keys and not component.on.startswith("tool:"):
+        fired = [c for c in self.reward_components if c.on in keys and not c.on.startswith("tool:")]
+        if fired:  # (a step that fires none needs no scope)
+            s = self.scope()
+            for component in fired:
                 value = self._component(component, s)
                 if value is not None:
                     values[component.name] = values.get(component.name, 0.0) + value
@@ -283,7 +301,9 @@ class SpecEnvMixin:
 
     def end_if_done(self, result: StepResult, action: Action) -> StepResult:
         """Apply `episode.done_when` after a step that did not end the episode."""
-        self.action = ActionView(action.text)
+        seen = self.action  # `step` set this view at its start: kept unless it differs
+        if seen.text != action.text or seen.tool is not None or seen.answer is not None:
+            self.action = ActionView(action.text)
         rule = self.rules.done_when
         if rule is None or result.done:
             return result
@@ -313,8 +333,18 @@ class SpecToolEnv(SpecEnvMixin, ToolEnv):
 
     def _init_spec(self) -> None:
         super()._init_spec()
-        if any(getattr(getattr(t, "server", None), "openenv", False) for t in self.tool_classes):
+        if self._openenv_tools():
             self.env_facts.update(reward=0.0, total_reward=0.0, done=False)
+
+    @classmethod
+    def _openenv_tools(cls) -> bool:
+        """Whether a tool of this class is an OpenEnv environment's (asked once per class)."""
+        known = _OPENENV.get(cls)
+        if known is None:
+            known = _OPENENV[cls] = any(
+                getattr(getattr(t, "server", None), "openenv", False) for t in cls.tool_classes
+            )
+        return known
 
     @classmethod
     def _shared_tools(cls) -> list[BaseTool]:
@@ -336,6 +366,10 @@ class SpecToolEnv(SpecEnvMixin, ToolEnv):
         user = render_prompt("user", self.user_template, variables)
         messages.append({"role": "user", "content": user})
         return messages
+
+    def tool_instructions(self) -> str:
+        """The format's paragraph on the tools (``format.instructions(tools)``), built once per class."""
+        return self._tool_prompt()[1]
 
     def _tool_prompt(self) -> tuple[list[dict[str, Any]], str]:
         """The tools' schemas and the format's instructions: fixed by the class

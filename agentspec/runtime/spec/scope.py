@@ -32,11 +32,12 @@ class ActionView:
 
     @staticmethod
     def of(step: Step) -> ActionView:
-        tool = step.tool_calls[0].name if step.tool_calls else None
-        finals = [
-            e.message for e in step.events if e.kind == EventKind.FINAL and not step.tool_calls
-        ]
-        return ActionView(step.action_text, tool, finals[0] if finals else None)
+        if step.tool_calls:
+            return ActionView(step.action_text, step.tool_calls[0].name)
+        for event in step.events:  # the first final event's message
+            if event.kind == EventKind.FINAL:
+                return ActionView(step.action_text, None, event.message)
+        return ActionView(step.action_text)
 
 
 @dataclass(frozen=True)

@@ -37,6 +37,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
 from jinja2 import TemplateError
@@ -167,7 +168,10 @@ class ModelTemplate:
 
     def encode_messages(self, view: Any, messages: Sequence[Mapping[str, Any]]) -> list[int]:
         """Prompt ids of ``messages`` (first messages, a state summary): with the tools, if native."""
-        start, tools = self.conversation_start(view.env, messages)
+        if messages is view.initial_messages:
+            start, tools = self._start(view)
+        else:
+            start, tools = self.conversation_start(view.env, messages)
         if _risky_contents(view.tokenizer, start):
             return self.encode_conversation(view.tokenizer, start, tools)
         text = self.render(start, tools, True)
@@ -214,8 +218,8 @@ class ModelTemplate:
             return []
 
     def _turn_ids(self, view: Any, step: Any, text: str, role: str) -> list[int]:
-        tools = self.tools_for(view.env)
-        history = self._first_messages(view)
+        start, tools = self._start(view)
+        history = list(start)
         for i, past in enumerate(view.steps):
             history.append({"role": "assistant", "content": _HOLE.format(i)})
             if past.observation is not None:
@@ -274,7 +278,17 @@ class ModelTemplate:
     # --- Encoding --------------------------------------------------------------------
 
     def _first_messages(self, view: Any) -> list[dict[str, Any]]:
-        return self.conversation_start(view.env, view.initial_messages)[0]
+        return list(self._start(view)[0])
+
+    def _start(self, view: Any) -> tuple[list[dict[str, Any]], list[dict[str, Any]] | None]:
+        """:meth:`conversation_start` of the episode's first messages, worked out once
+        per episode (its environment's tools and first messages stay; the list is the
+        caller's to copy, not to change)."""
+        kept = view.template_start
+        if kept is None or kept[0] != view.initial_messages:
+            first = [dict(m) for m in view.initial_messages]
+            kept = view.template_start = (first, *self.conversation_start(view.env, first))
+        return kept[1], kept[2]
 
     def encode_conversation(
         self,
@@ -328,9 +342,8 @@ def _ended_with(tokenizer: Tokenizer, response_ids: Sequence[int], tail: str) ->
     """The text of the response's last token if it is a special token that starts ``tail``."""
     if not response_ids:
         return ""
-    last = tokenizer.decode([response_ids[-1]], skip_special_tokens=False)
-    specials = special_pattern(tokenizer)
-    if last and specials.fullmatch(last) and tail.startswith(last):
+    last = codec(tokenizer).special_text(response_ids[-1])
+    if last and tail.startswith(last):
         return last
     return ""
 
@@ -480,11 +493,11 @@ def chat_for(
     """
     if source is None:
         source = getattr(tokenizer, "chat_template", None)
-    builtin = not isinstance(source, str) or not source.strip() or source == ChatTemplate().jinja()
+    builtin = not isinstance(source, str) or not source.strip() or source == _builtin_jinja()
     if builtin and keep_reasoning is not False:
         return ChatTemplate()
     if not isinstance(source, str) or builtin:
-        source = ChatTemplate().jinja()
+        source = _builtin_jinja()
     key = (id(tokenizer), source, keep_reasoning)
     cached = _CACHE.get(key)
     if cached is not None and cached[0] is tokenizer:
@@ -499,6 +512,12 @@ def chat_for(
     )
     _CACHE[key] = (tokenizer, template)
     return template
+
+
+@cache
+def _builtin_jinja() -> str:
+    """agentspec's ChatML as a Jinja chat template (asked each time a flow is made)."""
+    return ChatTemplate().jinja()
 
 
 def chat_for_spec(module: Any, tokenizer: Any) -> ChatTemplate | ModelTemplate:

@@ -101,7 +101,10 @@ def _without_tool_instructions(messages: Sequence[Mapping[str, str]], env: Any) 
     fmt = getattr(env, "format", None)
     if not tools or fmt is None or not out or out[0]["role"] != "system":
         return out
-    paragraph = fmt.instructions(tools)
+    # An environment that keeps its format's paragraph (a spec's, built once per class)
+    # gives it; the same text as `fmt.instructions(tools)`.
+    kept = getattr(env, "tool_instructions", None)
+    paragraph = kept() if callable(kept) else fmt.instructions(tools)
     system = out[0]["content"]
     if system == paragraph:
         return out[1:]

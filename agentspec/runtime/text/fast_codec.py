@@ -48,6 +48,7 @@ class _Codec:
         self.plans: dict[Any, _ChatPlan | None] = {}
         self._framing: dict[str, list[int]] = {}
         self._segments: dict[str, tuple[int, ...]] = {}
+        self._special_texts: dict[int, str] = {}
         self._splits_checked: bool | None = None
         self._specials = re.compile("(?!)")  # the special tokens' texts, set by `_splits`
 
@@ -139,6 +140,18 @@ class _Codec:
             None,
         )
         return forced is None or bool(forced) or not self.bpe_model
+
+    def special_text(self, token_id: int) -> str:
+        """``tokenizer.decode([token_id], skip_special_tokens=False)`` where that text is
+        a whole special token's (an end of turn), else ``""``; remembered per id."""
+        text = self._special_texts.get(token_id)
+        if text is None:
+            if len(self._special_texts) >= _MAX_CACHED:
+                self._special_texts.clear()
+            decoded = self.tokenizer.decode([token_id], skip_special_tokens=False)
+            special = bool(decoded) and special_pattern(self.tokenizer).fullmatch(decoded)
+            text = self._special_texts[token_id] = decoded if special else ""
+        return text
 
     def framing(self, text: str) -> list[int]:
         ids = self._framing.get(text)

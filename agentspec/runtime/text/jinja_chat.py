@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 from datetime import datetime
+from functools import lru_cache
 from typing import Any
 
 from jinja2 import nodes
@@ -32,8 +33,27 @@ def _tojson(
     sort_keys: bool = False,
 ) -> str:
     # As chat templates expect it (Hugging Face's filter): no HTML escaping, keys in order.
-    return json.dumps(
-        value, ensure_ascii=ensure_ascii, indent=indent, separators=separators, sort_keys=sort_keys
+    # `json.dumps(value, **options)` is `JSONEncoder(**options).encode(value)`; the
+    # encoder keeps nothing between calls, so one per option set serves every call.
+    try:
+        encoder = _encoder(ensure_ascii, indent, separators, sort_keys)
+    except TypeError:  # an option that cannot be a cache key (separators as a list)
+        return json.dumps(
+            value,
+            ensure_ascii=ensure_ascii,
+            indent=indent,
+            separators=separators,
+            sort_keys=sort_keys,
+        )
+    return encoder.encode(value)
+
+
+@lru_cache(maxsize=64, typed=True)
+def _encoder(
+    ensure_ascii: bool, indent: int | None, separators: tuple[str, str] | None, sort_keys: bool
+) -> json.JSONEncoder:
+    return json.JSONEncoder(
+        ensure_ascii=ensure_ascii, indent=indent, separators=separators, sort_keys=sort_keys
     )
 
 
