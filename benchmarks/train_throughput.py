@@ -333,4 +333,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from machine import with_load_average
+
+    sys.exit(with_load_average(main))
