@@ -150,7 +150,9 @@ class BM25Index:
         if not known[0] or k < 1:
             return []
         k = min(k, len(self.docs))
-        positions, scores = self.retriever.retrieve(known, k=k, show_progress=False, n_threads=1)
+        # n_threads=0: bm25s's plain map. Any other value starts a thread pool per call,
+        # in a tool worker that a timeout may interrupt while it starts that pool's thread
+        positions, scores = self.retriever.retrieve(known, k=k, show_progress=False, n_threads=0)
         return [
             Hit(self.docs[int(i)], float(s))
             for i, s in zip(positions[0], scores[0], strict=True)

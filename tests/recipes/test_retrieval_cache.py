@@ -5,6 +5,8 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import pytest
+
 from agentspec.stdlib.retrieval import BM25Index, bm25
 
 
@@ -48,3 +50,18 @@ def test_library_search_renders_passages(recipe_environment: Path) -> None:
     assert text.splitlines()[0] == "(1) Kiss and Tell (1945 film)"
     assert len(text.split("\n\n")) == 2
     assert search("qqqzzz") == "No results."
+
+
+def test_a_search_starts_no_thread_pool(
+    recipe_environment: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A search runs in a tool worker that a timeout may interrupt: a pool started per
+    # call could be interrupted while starting its thread (the process then hung at exit)
+    import bm25s
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError("bm25s started a thread pool")
+
+    monkeypatch.setattr(bm25s, "ThreadPoolExecutor", refuse)
+    search = bm25(corpus="${AGENTSPEC_DATA}/hotpotqa/corpus.jsonl", k=2, render="{title}")
+    assert search("Kiss and Tell 1945 film Corliss Archer").startswith("(1) Kiss and Tell")

@@ -164,3 +164,27 @@ def test_the_fifo_semaphore_bounds_serves_in_order_and_survives_cancellation() -
     order, peak = asyncio.run(main())
     assert order == [0, 1, 2, 3, 4, 6, 7, 8, 9]
     assert peak == 2
+
+
+def test_an_interrupt_goes_only_to_a_live_worker(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A dead thread's id can be a new thread's (a library's pool worker just started);
+    # an interrupt sent there would kill that thread before it signals its start and
+    # leave its starter waiting for ever, holding the library's locks.
+    from agentspec.runtime.episode import blocking
+
+    sent: list[tuple[int, Any]] = []
+    monkeypatch.setattr(blocking, "_raise_in_thread", lambda tid, exc: sent.append((tid, exc)))
+    ended = threading.Thread(target=lambda: None)
+    ended.start()
+    ended.join()
+
+    async def main() -> None:
+        job = blocking._Job(lambda: None)
+        job._thread, job._thread_id = ended, ended.ident  # its worker died inside the job
+        job.stop()
+        live = blocking._Job(lambda: None)
+        live._thread, live._thread_id = threading.current_thread(), threading.get_ident()
+        live.stop()
+
+    asyncio.run(main())
+    assert sent == [(threading.get_ident(), blocking.Interrupted)]

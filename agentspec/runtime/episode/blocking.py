@@ -55,6 +55,7 @@ class _Job:
         self.loop = asyncio.get_running_loop()
         self.future: asyncio.Future[Any] = self.loop.create_future()
         self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
         self._thread_id: int | None = None
         self._stopped = False  # timed out: do not start, or interrupted once
         self._interrupt_sent = False
@@ -63,6 +64,7 @@ class _Job:
         with self._lock:
             if self._stopped:
                 return
+            self._thread = threading.current_thread()
             self._thread_id = threading.get_ident()
         try:
             try:
@@ -83,6 +85,7 @@ class _Job:
             if self._interrupt_sent and self._thread_id is not None:
                 _raise_in_thread(self._thread_id, None)  # drop it if not raised yet
             self._thread_id = None
+            self._thread = None
 
     def expire(self) -> None:
         """The time limit passed: the caller gets :class:`asyncio.TimeoutError`."""
@@ -93,7 +96,11 @@ class _Job:
         """The caller gave up: skip the job if queued, interrupt it if running."""
         with self._lock:
             self._stopped = True
-            if self._thread_id is not None and not self._interrupt_sent:
+            # Only to a worker still alive: a dead thread's id may belong to a new thread
+            # by now (one a library's pool just started), which the exception would kill
+            # before it signals its start, leaving its starter waiting for ever.
+            alive = self._thread is not None and self._thread.is_alive()
+            if self._thread_id is not None and alive and not self._interrupt_sent:
                 self._interrupt_sent = True
                 _raise_in_thread(self._thread_id, Interrupted)
 
@@ -134,10 +141,12 @@ class _Pool:
 
     def _work(self) -> None:
         while True:
-            job = self._jobs.get()
-            with contextlib.suppress(Interrupted):  # one landing between two statements of run()
+            # An interrupt meant for a job may land between two statements of `run()`;
+            # the worker lives on (its id must stay its own while jobs refer to it).
+            with contextlib.suppress(Interrupted):
+                job = self._jobs.get()
                 job.run()
-            with self._lock:
+            with contextlib.suppress(Interrupted), self._lock:
                 self._idle += 1
 
 
