@@ -26,6 +26,7 @@ __all__ = [
     "ALGORITHMS",
     "DEFAULT_CLIP_RATIO",
     "DEFAULT_STEP_CLIP_RATIO",
+    "SPEC_NEEDS",
     "STEP_CLIP_PRESETS",
     "Algorithm",
     "ClipSetting",
@@ -104,6 +105,15 @@ class Algorithm:
 
 
 ALGORITHMS: Registry[Algorithm] = Registry("algorithm")
+
+SPEC_NEEDS = {
+    "episode.anchor": (
+        "an expression naming the state a step starts from (e.g. `anchor: state.room`), "
+        "by which it groups steps; docs/algorithms.md#gigpo-gigpo"
+    )
+}
+"""What each part of a spec that an algorithm may need (`Algorithm.spec_needs`) is: the
+error that refuses a run without it says so, on either backend."""
 
 
 def register_algorithm(algorithm: Algorithm) -> Algorithm:

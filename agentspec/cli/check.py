@@ -189,7 +189,10 @@ def compile_command(
     if target == "verl":
         from agentspec.runtime.backends.verl.compile_target import write_verl_target
 
-        paths = write_verl_target(spec, output)
+        try:
+            paths = write_verl_target(spec, output)
+        except (ValueError, FileNotFoundError) as exc:  # settings verl cannot run
+            raise fail(str(exc), code=2) from None
     elif target in ("openenv", "trl", "verifiers"):
         paths = _serving_target(target, spec, output)
     else:

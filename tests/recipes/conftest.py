@@ -5,6 +5,7 @@ works). Indexes and tokenizers go to a per-session cache; nothing is downloaded.
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -37,4 +38,17 @@ def recipe_environment(recipe_cache: Path) -> Iterator[Path]:
         patch.setenv("AGENTSPEC_CACHE", str(recipe_cache))
         patch.setenv("HF_DATASETS_OFFLINE", "1")  # nothing may be downloaded
         patch.setenv("HF_HUB_OFFLINE", "1")
+        # The libraries read those variables once, at import: where another test of this
+        # worker imported them already, their flags are set as the import would have
+        # (else they try the network, and wait for it to time out).
+        for module, names in _OFFLINE_FLAGS.items():
+            if module in sys.modules:
+                for name in names:
+                    patch.setattr(sys.modules[module], name, True)
         yield folder
+
+
+_OFFLINE_FLAGS = {
+    "huggingface_hub.constants": ("HF_HUB_OFFLINE",),
+    "datasets.config": ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE"),
+}

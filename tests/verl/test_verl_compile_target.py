@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import yaml
-from verl_helpers import ROOT, SPEC
+from verl_helpers import ROOT, SPEC, anchored_calculator
 
 from agentspec.runtime.backends.verl.compile_target import (
     build_verl_target,
@@ -61,7 +61,8 @@ def test_rows_carry_agent_name_raw_prompt_and_sample(target_dir: Path) -> None:
 
 
 def test_layout_follows_the_loss(tmp_path: Path) -> None:
-    gigpo, _ = build_verl_target(SPEC, tmp_path / "g", training={"algorithm": "gigpo"})
+    anchored = anchored_calculator(tmp_path / "spec")
+    gigpo, _ = build_verl_target(anchored, tmp_path / "g", training={"algorithm": "gigpo"})
     steppo, _ = build_verl_target(SPEC, tmp_path / "s")
     assert (gigpo.layout, steppo.layout) == ("packed", "per_step")
     o = gpu_overrides(gigpo)
@@ -102,6 +103,29 @@ def test_step_clip_range_maps_to_verls_asymmetric_clip(
         o["actor_rollout_ref.actor.clip_ratio_low"],
         o["actor_rollout_ref.actor.clip_ratio_high"],
     ) == ("0.2", "0.2")
+
+
+def test_gigpo_without_an_anchor_is_refused(tmp_path: Path) -> None:
+    # as `agentspec train` refuses it (README: GiGPO needs `episode.anchor`)
+    with pytest.raises(ValueError, match=r"'gigpo' needs `episode\.anchor` in the spec"):
+        build_verl_target(SPEC, tmp_path, training={"algorithm": "gigpo"})
+
+
+def test_compile_says_where_gigpo_was_chosen_without_an_anchor(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from agentspec.cli import app
+
+    spec = tmp_path / "calculator.yaml"
+    text = SPEC.read_text(encoding="utf-8")
+    spec.write_text(text.replace("algorithm: steppo", "algorithm: gigpo"), encoding="utf-8")
+    line = 1 + text.split("algorithm: steppo")[0].count("\n")
+    result = CliRunner().invoke(
+        app, ["compile", str(spec), "--target", "verl", "-o", str(tmp_path / "o")]
+    )
+    assert result.exit_code == 2, result.output
+    assert f"{spec}:{line}:" in result.output and "needs `episode.anchor`" in result.output
+    assert "Traceback" not in result.output
 
 
 def test_unknown_training_setting_is_an_error(tmp_path: Path) -> None:

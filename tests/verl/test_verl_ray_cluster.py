@@ -1,9 +1,11 @@
 """`agentspec train --backend verl --ray-address` against a real Ray cluster.
 
 Starts a Ray head with `ray start --head --block` (CPU, local, its own temp dir
-and a free port), runs the CLI against it for one tiny GRPO iteration, checks
+and a free port), runs the CLI against it for two tiny GiGPO iterations, checks
 that verl's task runner and workers ran as that cluster's actors (their logs are
-in the cluster's session directory), and always stops the head it started.
+in the cluster's session directory) and that the run trained as every verl run
+must (`verl_helpers.check_trained_run`: GiGPO's advantages are agentspec's), and
+always stops the head it started.
 
 The head is stopped by ending the `ray start --block` process group this test
 started, not with `ray stop`: `ray stop` ends every Ray process of the machine,
@@ -24,23 +26,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from verl_helpers import SPEC, warm_started_tiny
+from safetensors.torch import load_file
+from verl_helpers import SMALL, anchored_calculator, check_trained_run, warm_started_tiny
 
 from agentspec.runtime.backends.verl.compile_target import build_verl_target
 
 pytestmark = pytest.mark.slow
 
-SETTINGS = {
-    "algorithm": "grpo",
-    "iterations": "1",
-    "prompts_per_iteration": "2",
-    "group_size": "2",
-    "minibatch_size": "4",
-    "epochs": "1",
-    "eval_every": "1",
-    "checkpoint_every": "1",
-    "eval_samples": "2",
-}
+SETTINGS = {**SMALL, "algorithm": "gigpo"}
 
 
 def _free_port() -> int:
@@ -115,11 +108,14 @@ def head_is_alive(address: str) -> bool:
 def test_train_runs_on_an_existing_ray_cluster(tmp_path: Path, ray_head: tuple[str, Path]) -> None:
     address, temp_dir = ray_head
     run = tmp_path / "run"
-    target, _ = build_verl_target(SPEC, run / "target", training=SETTINGS)
-    warm_started_tiny(target.module, target.model_dir, steps=30)
+    spec = anchored_calculator(tmp_path / "spec")  # GiGPO groups steps by the spec's anchor
+    target, _ = build_verl_target(spec, run / "target", training=SETTINGS)
+    warm_started_tiny(target.module, target.model_dir, steps=60)
+    initial = load_file(target.model_dir / "model.safetensors")
 
-    args = ["train", str(SPEC), "--backend", "verl", "--out", str(run), "--ray-address", address]
-    for key, value in {**SETTINGS, "data.val_max_samples": "2"}.items():
+    args = ["train", str(spec), "--backend", "verl", "--out", str(run), "--ray-address", address]
+    dump = {"+trainer.v1.agentspec.dump_dir": str(run / "dump")}
+    for key, value in {**SETTINGS, "data.val_max_samples": "4", **dump}.items():
         args += ["--set", f"{key}={value}"]
     # a fresh driver process, as a user's: Ray state left in this test process by
     # earlier tests' local clusters must not decide where the driver connects
@@ -128,7 +124,7 @@ def test_train_runs_on_an_existing_ray_cluster(tmp_path: Path, ray_head: tuple[s
         [str(agentspec), *args], capture_output=True, text=True, timeout=800, env=os.environ.copy()
     )
     assert result.returncode == 0, (result.stdout + result.stderr)[-4000:]
-    assert (run / "checkpoints" / "global_step_1").is_dir()
+    check_trained_run(run, target, "gigpo", initial)
     assert head_is_alive(address)  # the driver disconnected; the cluster keeps running
     # verl's task runner and its workers were this cluster's actors: Ray wrote their
     # logs into the cluster's own session directory

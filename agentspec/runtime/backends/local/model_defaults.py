@@ -110,19 +110,10 @@ def setting_origins(spec_path: str | Path, overrides: Mapping[str, Any]) -> dict
     return origins
 
 
-# Why the spec must declare each part an algorithm needs (`Algorithm.spec_needs`).
-SPEC_NEEDS = {
-    "episode.anchor": (
-        "an expression naming the state a step starts from (e.g. `anchor: state.room`), "
-        "by which it groups steps; docs/algorithms.md#gigpo-gigpo"
-    )
-}
-
-
 def _check_spec_provides(spec_path: str | Path, algorithm: str, origins: Mapping[str, str]) -> None:
     """A ConfigError, located where the algorithm was chosen, when its estimator needs
     a part of the spec that the spec does not declare (GiGPO's `episode.anchor`)."""
-    from agentspec.presets import ALGORITHMS  # names only: no torch here
+    from agentspec.presets import ALGORITHMS, SPEC_NEEDS  # names only: no torch here
     from agentspec.spec.load import read_source
     from agentspec.spec.yaml_loader import load_yaml
 

@@ -28,7 +28,7 @@ from typing import Any
 
 from agentspec.compiler.build import compile_spec, import_file, write_compiled
 from agentspec.compiler.frontend import load_checked
-from agentspec.presets import ALGORITHMS, Algorithm, clip_range, critic_warmup
+from agentspec.presets import ALGORITHMS, SPEC_NEEDS, Algorithm, clip_range, critic_warmup
 from agentspec.row_layout import row_layout
 from agentspec.runtime.backends.verl.attention import FLASH_ATTENTION_2, SDPA, attention_overrides
 from agentspec.stdlib.user import bind_spec_dir
@@ -230,6 +230,7 @@ def build_verl_target(
     algorithm = ALGORITHMS.get(str(settings["algorithm"]))  # unknown: lists the valid ones
     name = compiled.name
     spec = checked.spec
+    _check_spec_provides(spec, algorithm, spec_path, training or {})  # as `train` does
     # verl hands the loss rows, not steps: a per-step loss needs one row per step
     layout = row_layout(spec.context.policy, step_rows=algorithm.needs_step_rows)
     loop_path, yaml_path = _write_agent_loop(out, spec_path, compiled.module_name, name, layout)
@@ -260,6 +261,26 @@ def build_verl_target(
     gpu = _write(out / "overrides.txt", format_overrides(gpu_file))
     cpu = _write(out / "overrides.cpu.txt", format_overrides({**cpu_overrides(), **cpu_attention}))
     return target, [module_path, manifest, loop_path, yaml_path, train, val, gpu, cpu]
+
+
+def _check_spec_provides(
+    spec: Any, algorithm: Algorithm, spec_path: str | Path, training: Mapping[str, Any]
+) -> None:
+    """A ValueError, located where the algorithm was chosen, when its estimator reads a
+    part of the spec that the spec does not declare (GiGPO's `episode.anchor`), as
+    `agentspec train` refuses it: the same spec compiles for verl where it trains."""
+    from agentspec.runtime.backends.local.model_defaults import setting_origins
+
+    for path in algorithm.spec_needs:
+        node: Any = spec
+        for key in path.split("."):
+            node = getattr(node, key, None)
+        if node is None:
+            where = setting_origins(spec_path, training).get("algorithm", str(spec_path))
+            raise ValueError(
+                f"{where}: training.algorithm {algorithm.name!r} needs `{path}` in the spec: "
+                f"{SPEC_NEEDS[path]}"
+            )
 
 
 def gpu_overrides(target: VerlTarget, model_path: str | None = None) -> dict[str, str]:
