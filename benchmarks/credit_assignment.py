@@ -65,8 +65,10 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results" / "credit"
-BENCHMARK_VERSION = 2
-"""2: the critic starts from the warm-started policy, the reference is the warm-started
+BENCHMARK_VERSION = 3
+"""3: the held-out set is balanced over key side and colour, and every reward-driven
+algorithm has a KL penalty of 0.02 to the warm-started policy by default (its preset).
+2: the critic starts from the warm-started policy, the reference is the warm-started
 policy, per-iteration diagnostics (results of version 1 were never committed)."""
 TASKS = ("keys_and_doors", "keys_and_chests")
 ALGORITHMS = ("steppo", "ppo", "token_gae", "grpo", "gigpo")

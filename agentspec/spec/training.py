@@ -138,8 +138,15 @@ class TrainingSpec(Section):
     )
     trace_samples: int = Field(16, ge=0, description="Trajectories saved per evaluation (traces/).")
 
-    kl_coef: float = Field(
-        0.0, ge=0, description="Weight of the KL penalty to the reference policy."
+    kl_coef: float | None = Field(
+        None,
+        ge=0,
+        description="Weight of the KL penalty to the reference policy, the policy RL starts from (after the warm start). Default: the algorithm's preset, "
+        + ", ".join(
+            f"{value:g} for {', '.join(f'`{n}`' for n in ALGORITHMS if ALGORITHMS.get(n).kl_coef == value)}"
+            for value in sorted({ALGORITHMS.get(n).kl_coef for n in ALGORITHMS}, reverse=True)
+        )
+        + " (docs/algorithms.md).",
     )
     entropy_coef: float = Field(0.0, ge=0, description="Entropy bonus.")
     temperature: float = Field(1.0, gt=0, description="Sampling temperature during rollouts.")

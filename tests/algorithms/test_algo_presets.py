@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from agentspec.presets import ALGORITHMS, Algorithm, clip_range
+from agentspec.presets import ALGORITHMS, DEFAULT_KL_COEF, Algorithm, clip_range, kl_coef
 from agentspec.registry import UnknownNameError
 from agentspec.runtime.algorithms import ESTIMATORS, POLICY_LOSSES
 
@@ -48,6 +48,35 @@ def test_step_clip_goes_with_the_step_ratio_loss() -> None:
         0.3,
         0.3,
     )
+
+
+def test_reward_driven_algorithms_are_anchored_to_the_warm_start_by_default() -> None:
+    # without the anchor the policy drifts without bound from what behaviour cloning
+    # taught (DEFAULT_KL_COEF has the runs); on-policy distillation follows its teacher
+    for preset in _presets():
+        expected = 0.0 if preset.needs_teacher else DEFAULT_KL_COEF
+        assert kl_coef(preset, {}) == expected, preset.name
+        assert kl_coef(preset, {"kl_coef": None}) == expected, preset.name
+        assert kl_coef(preset, {"kl_coef": 0}) == 0.0  # the spec's value wins, 0 included
+        assert kl_coef(preset, {"kl_coef": 0.3}) == 0.3
+    assert DEFAULT_KL_COEF > 0
+
+
+def test_the_kl_default_reaches_both_backends(tmp_path: Path) -> None:
+    from agentspec.runtime.backends.local.models import needs_reference
+    from agentspec.runtime.backends.verl.compile_target import algorithm_overrides
+    from agentspec.spec.training import TrainingSpec
+
+    for name, (use, coef) in {
+        "grpo": ("True", str(DEFAULT_KL_COEF)),
+        "opd": ("False", "0.0"),
+    }.items():
+        settings = {"algorithm": name, "teacher": str(tmp_path), "prompts_per_iteration": 8}
+        verl = algorithm_overrides(ALGORITHMS.get(name), TrainingSpec(**settings).model_dump())
+        assert verl["actor_rollout_ref.actor.use_kl_loss"] == use
+        assert verl["actor_rollout_ref.actor.kl_loss_coef"] == coef
+        # without a warm start the local trainer builds a reference only for the penalty
+        assert needs_reference(TrainingSpec(**settings)) == (use == "True")
 
 
 def test_unknown_algorithm_suggests_a_name() -> None:

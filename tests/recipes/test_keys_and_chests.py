@@ -22,6 +22,13 @@ def test_samples_put_the_small_key_on_either_side_and_the_chest_opposite(world) 
     assert all(s["chest_room"] != s["small_key_room"] for s in samples)
 
 
+def test_the_held_out_split_is_balanced_over_side_and_colour(world) -> None:  # type: ignore[no-untyped-def]
+    held_out = world.load_samples(split="test", limit=16)
+    for block in (held_out[:8], held_out[8:]):
+        assert len({(s["small_key_room"], s["colour"]) for s in block}) == 8
+        assert all(s["chest_room"] != s["small_key_room"] for s in block)
+
+
 @pytest.mark.parametrize("key,chest", [("west", "east"), ("east", "west")])
 def test_the_nine_decisions_reach_the_treasure(world, key: str, chest: str) -> None:  # type: ignore[no-untyped-def]
     sample = {"id": "s", "small_key_room": key, "chest_room": chest, "colour": "red"}

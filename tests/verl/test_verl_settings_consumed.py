@@ -34,7 +34,7 @@ from typing import Any
 
 import pytest
 from omegaconf import DictConfig, OmegaConf
-from verl_helpers import ROOT, SPEC
+from verl_helpers import ROOT, anchored_calculator
 
 from agentspec.presets import ALGORITHMS
 
@@ -201,6 +201,7 @@ def launches(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, str], 
     from agentspec.runtime.text.tiny_model import build_tiny
 
     root = tmp_path_factory.mktemp("consumed")
+    spec = anchored_calculator(root / "spec")  # GiGPO needs `episode.anchor`
     teacher = root / "teacher"
     build_tiny(["a b c"] * 4, teacher)
     out = {}
@@ -210,7 +211,7 @@ def launches(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, str], 
             if ALGORITHMS.get(name).needs_teacher:
                 user["teacher"] = str(teacher)
             run = root / f"{name}_{device}"
-            out[(name, device)] = prepared_run(SPEC, run, user).overrides
+            out[(name, device)] = prepared_run(spec, run, user).overrides
     return out
 
 

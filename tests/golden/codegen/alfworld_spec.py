@@ -68,7 +68,7 @@ TRAINING = {
     "torch_threads": 0,
     "device": "auto",
     "trace_samples": 16,
-    "kl_coef": 0.0,
+    "kl_coef": None,
     "entropy_coef": 0.0,
     "temperature": 1.0,
     "warm_start": 0,

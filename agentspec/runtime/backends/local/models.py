@@ -21,7 +21,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from agentspec.presets import ALGORITHMS
+from agentspec.presets import ALGORITHMS, kl_coef
 from agentspec.runtime.backends.local.convert import checkpoint_dir
 from agentspec.runtime.backends.local.device import resolve_device
 from agentspec.runtime.text.model_names import BUILTIN_MODELS, resolve_model
@@ -167,7 +167,7 @@ def build_models(
 def needs_reference(cfg: TrainingSpec) -> bool:
     """A frozen reference when the KL penalty reads it, or after a warm start, where the
     KL to the warm-started policy is the diagnostic of how far RL moved away from it."""
-    return cfg.kl_coef > 0 or cfg.warm_start > 0
+    return kl_coef(ALGORITHMS.get(cfg.algorithm), cfg) > 0 or cfg.warm_start > 0
 
 
 def anchor_reference(models: Models, cfg: TrainingSpec, saved: Path | None = None) -> None:

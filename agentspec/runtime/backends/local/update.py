@@ -14,7 +14,7 @@ from typing import Any
 
 import torch
 
-from agentspec.presets import Algorithm, clip_range
+from agentspec.presets import Algorithm, clip_range, kl_coef
 from agentspec.runtime.algorithms import (
     LossOutput,
     PolicyLossConfig,
@@ -98,7 +98,10 @@ def update(
     """
     clip_low, clip_high = clip_range(algorithm, cfg)
     loss_config = PolicyLossConfig(
-        clip_low=clip_low, clip_high=clip_high, entropy_coef=cfg.entropy_coef, kl_coef=cfg.kl_coef
+        clip_low=clip_low,
+        clip_high=clip_high,
+        entropy_coef=cfg.entropy_coef,
+        kl_coef=kl_coef(algorithm, cfg),
     )
     weights = aggregation_weights(batch.response_mask, batch.traj_ids, "trajectory-mean")
     totals: dict[str, list[float]] = {}

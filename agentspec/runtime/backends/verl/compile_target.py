@@ -28,7 +28,14 @@ from typing import Any
 
 from agentspec.compiler.build import compile_spec, import_file, write_compiled
 from agentspec.compiler.frontend import load_checked
-from agentspec.presets import ALGORITHMS, SPEC_NEEDS, Algorithm, clip_range, critic_warmup
+from agentspec.presets import (
+    ALGORITHMS,
+    SPEC_NEEDS,
+    Algorithm,
+    clip_range,
+    critic_warmup,
+    kl_coef,
+)
 from agentspec.row_layout import row_layout
 from agentspec.runtime.backends.verl.attention import FLASH_ATTENTION_2, SDPA, attention_overrides
 from agentspec.stdlib.user import bind_spec_dir
@@ -336,7 +343,6 @@ def _data_overrides(target: VerlTarget, t: Mapping[str, Any]) -> dict[str, str]:
 
 
 def _actor_overrides(target: VerlTarget, t: Mapping[str, Any], model: str) -> dict[str, str]:
-    kl = float(t.get("kl_coef", 0.0))
     return {
         "actor_rollout_ref.model.path": model,
         "actor_rollout_ref.actor.loss_agg_mode": "token-mean",
@@ -348,8 +354,6 @@ def _actor_overrides(target: VerlTarget, t: Mapping[str, Any], model: str) -> di
         "actor_rollout_ref.actor.ppo_mini_batch_size": _minibatch_prompts(t),
         "actor_rollout_ref.actor.ppo_epochs": str(int(t["epochs"])),
         "actor_rollout_ref.actor.entropy_coeff": str(float(t.get("entropy_coef", 0.0))),
-        "actor_rollout_ref.actor.use_kl_loss": str(kl > 0),
-        "actor_rollout_ref.actor.kl_loss_coef": str(kl),
         # verl 0.9's engine clips with the optimiser's `clip_grad` (`actor.grad_clip` is read
         # by nothing)
         "actor_rollout_ref.actor.optim.clip_grad": str(float(t.get("max_grad_norm", 1.0))),
@@ -411,11 +415,16 @@ def _trainer_overrides(target: VerlTarget, t: Mapping[str, Any]) -> dict[str, st
 
 def algorithm_overrides(algorithm: Algorithm, t: Mapping[str, Any]) -> dict[str, str]:
     """What ``algorithm``'s preset sets: agentspec's estimator and loss as registered in
-    verl (:mod:`.algorithms`), the clip range its loss reads, whether the critic trains,
+    verl (:mod:`.algorithms`), the KL penalty, the clip range its loss reads, whether the critic trains,
     the teacher (:func:`_teacher_overrides`) and the preset's own ``verl_overrides``."""
     clip_low, clip_high = clip_range(algorithm, t)
+    kl = kl_coef(algorithm, t)
     return {
         "algorithm.adv_estimator": f"agentspec_{algorithm.estimator}",
+        # the KL to the reference (the policy training starts from) as a loss term, as
+        # the local trainer's; verl then loads a reference model
+        "actor_rollout_ref.actor.use_kl_loss": str(kl > 0),
+        "actor_rollout_ref.actor.kl_loss_coef": str(kl),
         "actor_rollout_ref.actor.policy_loss.loss_mode": f"agentspec_{algorithm.loss}",
         "actor_rollout_ref.actor.clip_ratio_low": str(clip_low),
         "actor_rollout_ref.actor.clip_ratio_high": str(clip_high),
