@@ -464,6 +464,10 @@ def cpu_overrides() -> dict[str, str]:
     return {
         "actor_rollout_ref.rollout.name": "agentspec_hf",
         "actor_rollout_ref.rollout.gpu_memory_utilization": "0.1",
+        # verl 0.9.1 builds the reference model (what the KL penalty reads) with FSDP2's
+        # CPU offload, which pins memory: impossible without an accelerator. The CPU path
+        # trains without the penalty, and says so (`launcher.prepared_run`).
+        "actor_rollout_ref.actor.use_kl_loss": "False",
         "actor_rollout_ref.actor.strategy": "fsdp2",
         "actor_rollout_ref.ref.strategy": "fsdp2",
         "critic.strategy": "fsdp2",

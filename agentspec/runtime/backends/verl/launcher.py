@@ -368,6 +368,13 @@ def prepared_run(
         merged, env, cpu=cpu, ray_address=ray_address, extra_gpus=placement.num_gpus
     )
     notes = [attention_note(merged), *placement.notes]
+    kl = float(_setting(merged, "actor_rollout_ref.actor.kl_loss_coef", "0") or 0)
+    if cpu and kl > 0 and _setting(merged, "actor_rollout_ref.actor.use_kl_loss") == "False":
+        notes.append(
+            f"training.kl_coef ({kl:g}) is not applied on verl's CPU path: verl 0.9.1 builds "
+            "the reference model with FSDP2's CPU offload, which needs an accelerator; "
+            "the GPU path and the local backend apply it"
+        )
     if not cpu and _setting(merged, "actor_rollout_ref.rollout.name") == "vllm":
         notes += [n for n in [sampling_note(merged)] if n]
     return PreparedRun(target, overrides, env, cpu, notes)
