@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,15 @@ settings.register_profile("explore", max_examples=500, print_blob=True)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "seeded"))
 
 ROOT = Path(__file__).resolve().parent.parent
+
+# One OpenMP thread per test process, inherited by every subprocess a test starts (CLI
+# runs, Ray workers). `make test` runs two workers on two cores; torch's default of one
+# thread per core makes each worker's threads spin against the other's: behaviour
+# cloning of a tiny model took 2 s a step beside a busy core with 2 threads, 0.08 s with 1.
+# Tests that are about threads set their own (a spec's `training.torch_threads`).
+os.environ["OMP_NUM_THREADS"] = "1"
+if "torch" in sys.modules:  # a plugin imported it before this file: tell it too
+    sys.modules["torch"].set_num_threads(1)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
