@@ -39,9 +39,11 @@ demo: venv
 
 # Two workers: the suite is CPU-bound and the CI machine has two cores. Each module runs
 # on one worker (`loadscope`), so a module's fixtures (composed configs, built models,
-# servers) are built once, not once per worker; tests/conftest.py starts the slow ones first.
+# servers) are built once, not once per worker; tests/conftest.py puts the slow ones first,
+# and `--no-loadscope-reorder` keeps that order (xdist's default runs the modules with the
+# most tests first, which left the two-minute end-to-end runs for the end).
 test: venv chromium
-	$(PY) -m pytest -n 2 --dist loadscope --durations=25
+	$(PY) -m pytest -n 2 --dist loadscope --no-loadscope-reorder --durations=25
 
 # Headless Chromium for the report tests: Debian's package, never a downloaded browser.
 chromium:
