@@ -25,7 +25,9 @@ Steps (``--steps`` runs a subset, in this order):
   global-batch path), when two are visible.
 
 ``--small --device cpu`` is the CPU-sized form a test runs: ``builtin:tiny``, a
-handful of episodes, verl's CPU path.
+handful of episodes, verl's CPU path. ``--set KEY=VALUE`` (repeatable) adds a setting
+to the verl steps' runs, as ``agentspec train --set`` does (the test trains two
+iterations and dumps verl's advantages to compare them with agentspec's).
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
 
@@ -116,6 +118,7 @@ class Check:
     cuda: bool
     scratch: Path
     out: Path | None = None
+    extra: dict[str, str] = field(default_factory=dict)  # `--set`: for the verl steps
 
 
 class StepFailed(RuntimeError):
@@ -193,7 +196,7 @@ def step_local(check: Check) -> str:
 
 
 def _verl_settings(check: Check, **extra: str) -> dict[str, str]:
-    return {**VERL_COMMON, **(VERL_CPU if check.small else VERL_GPU), **extra}
+    return {**VERL_COMMON, **(VERL_CPU if check.small else VERL_GPU), **check.extra, **extra}
 
 
 def _agentspec_train(
@@ -308,7 +311,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--device", default="cuda", choices=["cuda", "cpu", "auto"])
     parser.add_argument("--steps", default=",".join(STEPS), help="comma-separated subset")
     parser.add_argument("--out", type=Path, default=None, help="keep the runs here")
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        dest="settings",
+        metavar="KEY=VALUE",
+        help="a setting for the verl steps' runs (as agentspec train --set)",
+    )
     args = parser.parse_args(argv)
+    bad = [pair for pair in args.settings if "=" not in pair]
+    if bad:
+        parser.error(f"--set takes KEY=VALUE, got {bad[0]!r}")
+    extra = dict(pair.split("=", 1) for pair in args.settings)
     steps = [s.strip() for s in args.steps.split(",") if s.strip()]
     unknown = [s for s in steps if s not in STEP_FUNCTIONS]
     if unknown:
@@ -321,7 +336,7 @@ def main(argv: list[str] | None = None) -> int:
         sys.exit("gpu_check: torch sees no CUDA GPU (use --device cpu --small for a dry run)")
     cuda = args.device == "cuda" or (args.device == "auto" and torch.cuda.is_available())
     with tempfile.TemporaryDirectory() as tmp:
-        check = Check(args.small, "cuda" if cuda else "cpu", cuda, Path(tmp), args.out)
+        check = Check(args.small, "cuda" if cuda else "cpu", cuda, Path(tmp), args.out, extra)
         ok = [_run_step(name, check) for name in steps]
     print("gpu_check: all steps passed" if all(ok) else "gpu_check: FAILED")
     return 0 if all(ok) else 1

@@ -2,9 +2,16 @@
 
 The GPU form (docs/verl.md, "The GPU check") runs the same steps on CUDA with
 larger models; here the imports are reported, the verl dry run shows the
-attention it chose, one StepPO iteration with the critic runs on verl's CPU path
-and passes on its metrics (step ratio, critic loss, rollout-vs-trainer
-probability difference), and the GPU-only steps say why they are skipped.
+attention it chose, StepPO with the critic runs on verl's CPU path through
+`agentspec train` and passes on its metrics (step ratio, critic loss,
+rollout-vs-trainer probability difference), and the GPU-only steps say why they
+are skipped.
+
+The verl step is also verl's `main_ppo` with `steppo` (step-level GAE with a
+critic, one verl row per step, the step-ratio loss): trained for two iterations
+(`--set`), it passes every check a verl training run passes
+(`verl_helpers.check_trained_run`: changed weights, validation metrics, and the
+advantages verl stored equal agentspec's own estimator on the same steps).
 """
 
 from __future__ import annotations
@@ -13,19 +20,30 @@ import os
 import subprocess
 import sys
 
+from pathlib import Path
+
 import pytest
-from verl_helpers import ROOT
+from safetensors.torch import load_file
+from verl_helpers import ROOT, check_trained_run
 
 pytestmark = pytest.mark.slow
 
 
-def test_gpu_check_small_form_runs_the_verl_steps_on_the_cpu() -> None:
+def test_gpu_check_small_form_runs_the_verl_steps_on_the_cpu(tmp_path: Path) -> None:
     env = {**os.environ, "PYTHON": sys.executable, "OMP_NUM_THREADS": "1"}
     steps = "imports,dry-run,verl,default,2-gpu"
+    run = tmp_path / "verl"  # the verl step's run, kept by --out
+    main_ppo_checks = {
+        "iterations": "2",
+        "checkpoint_every": "2",
+        "eval_every": "2",
+        "+trainer.v1.agentspec.dump_dir": str(run / "dump"),
+    }
     result = subprocess.run(
         [
             *("bash", str(ROOT / "scripts" / "gpu_check.sh"), "--small", "--device", "cpu"),
-            *("--steps", steps),
+            *("--steps", steps, "--out", str(tmp_path)),
+            *(arg for k, v in main_ppo_checks.items() for arg in ("--set", f"{k}={v}")),
         ],
         capture_output=True,
         text=True,
@@ -46,3 +64,8 @@ def test_gpu_check_small_form_runs_the_verl_steps_on_the_cpu() -> None:
     assert lines["default"].startswith("[default] skipped")
     assert lines["2-gpu"].startswith("[2-gpu] skipped")
     assert result.stdout.splitlines()[-1] == "gpu_check: all steps passed"
+
+    # the verl step's run, as every verl training run must show; the tiny model it
+    # started from is the one `train` built into the run's target
+    initial = load_file(run / "target" / "model" / "model.safetensors")
+    check_trained_run(run, None, "steppo", initial)
