@@ -1,9 +1,11 @@
-"""Step-level vs episode-level credit on tasks with a sparse final reward.
+"""Step-level vs episode-level credit: three tasks of one family.
 
-Two tasks of one family, both rewarding only the last step:
-``specs/keys_and_doors.yaml`` (five correct decisions, two depending on the
-sample) and ``specs/keys_and_chests.yaml`` (nine, four depending on the
-sample). Every algorithm trains from the same short warm start per seed (the
+Two reward only the last step: ``specs/keys_and_doors.yaml`` (five correct
+decisions, two depending on the sample) and ``specs/keys_and_chests.yaml``
+(nine, four depending on the sample). The third, ``specs/switches.yaml``,
+rewards every step on its own: four independent decisions (set each switch as
+its lamp asks), where the episode's return says how many were right but not
+which. Every algorithm trains from the same short warm start per seed (the
 commands and their order, not which way to go), at its own learning rate.
 
 Per task and algorithm we report, over seeds, the mean and bootstrap 95 %
@@ -19,7 +21,7 @@ and, for StepPO against each other algorithm, the ratio of mean env steps with
 its bootstrap interval. A difference is called significant when the 95 %
 interval of the difference of means excludes 0.
 
-    .venv/bin/python benchmarks/credit_assignment.py [--tasks keys_and_doors keys_and_chests]
+    .venv/bin/python benchmarks/credit_assignment.py [--tasks keys_and_doors keys_and_chests switches]
         [--algorithms steppo ppo token_gae grpo gigpo] [--seeds 8] [--jobs 1]
         [--lr steppo=3e-4 ...] [--set KEY=VALUE ...] [--out runs/credit]
 
@@ -43,7 +45,8 @@ Bump ``BENCHMARK_VERSION`` when the trainer's behaviour changes: results of
 another version are kept in the file but no longer count.
 
 Each algorithm runs at its own learning rate: the best mean success AUC of its
-``--sweep lr`` results when they are there, else the spec's. Every algorithm
+``--sweep lr`` results on the task when they are there, else on keys_and_doors
+(the sweep's default task), else the spec's. Every algorithm
 starts a seed from the same warm start (the spec's behaviour cloning, seeded),
 so algorithms are compared per seed (paired).
 """
@@ -70,7 +73,7 @@ BENCHMARK_VERSION = 3
 algorithm has a KL penalty of 0.02 to the warm-started policy by default (its preset).
 2: the critic starts from the warm-started policy, the reference is the warm-started
 policy, per-iteration diagnostics (results of version 1 were never committed)."""
-TASKS = ("keys_and_doors", "keys_and_chests")
+TASKS = ("keys_and_doors", "keys_and_chests", "switches")
 ALGORITHMS = ("steppo", "ppo", "token_gae", "grpo", "gigpo")
 THRESHOLD = 0.9
 # The step-clip ranges `--sweep step_clip` compares: (ε_low, ε_high).
@@ -493,10 +496,12 @@ def benchmark_jobs(args: argparse.Namespace) -> list[Job]:
 
 
 def _rate(task: str, algorithm: str) -> float:
-    """The swept learning rate where the sweep's results are committed, else the spec's."""
-    swept = swept_learning_rate(task, algorithm)
-    if swept is not None:
-        return swept
+    """The swept learning rate on ``task`` where its sweep's results are committed, else
+    the one swept on keys_and_doors, else the spec's."""
+    for swept_on in (task, "keys_and_doors"):
+        swept = swept_learning_rate(swept_on, algorithm)
+        if swept is not None:
+            return swept
     import yaml
 
     spec = yaml.safe_load((ROOT / "specs" / f"{task}.yaml").read_text())

@@ -234,6 +234,26 @@ def keys_and_chests(
         }
 
 
+@register_generator("switches", fields=("id", "lamps"))
+def switches(*, split: str = "train", seed: int = 0, count: int = 10_000) -> Iterator[Sample]:
+    """Episodes of specs/switches.yaml: the colour of the lamp over each of four switches,
+    drawn independently (red or green).
+
+    The ``test`` split is balanced: every 16 samples are the 16 colourings, in a random
+    order, so a policy that ignores the lamps scores the same however it sets them.
+    """
+    rng = random.Random(split_seed(split, seed))
+    colourings = [
+        [("red", "green")[(pattern >> bit) & 1] for bit in range(4)] for pattern in range(16)
+    ]
+    index = 0
+    while index < count:
+        batch = rng.sample(colourings, 16) if split == "test" else [rng.choice(colourings)]
+        for lamps in batch[: count - index]:
+            yield {"id": f"{split}-{index}", "lamps": list(lamps)}
+            index += 1
+
+
 def _side_and_colour(
     rng: random.Random, sides: list[str], colours: list[str], split: str
 ) -> Iterator[tuple[str, str]]:
