@@ -64,7 +64,7 @@ def run_settings(
     pretrained model, its defaults for what nobody set. Raises ConfigError, located."""
     origins = setting_origins(spec_path, overrides)
     cfg = resolve_config(TrainingSpec.model_validate(dict(training)), dict(overrides))
-    _check_spec_provides(spec_path, cfg.algorithm, origins)
+    check_spec_provides(spec_path, cfg.algorithm, origins)
     model = _model(cfg.model, "model", origins)
     if cfg.teacher is not None:
         _model(cfg.teacher, "teacher", origins, loadable=True)
@@ -110,7 +110,7 @@ def setting_origins(spec_path: str | Path, overrides: Mapping[str, Any]) -> dict
     return origins
 
 
-def _check_spec_provides(spec_path: str | Path, algorithm: str, origins: Mapping[str, str]) -> None:
+def check_spec_provides(spec_path: str | Path, algorithm: str, origins: Mapping[str, str]) -> None:
     """A ConfigError, located where the algorithm was chosen, when its estimator needs
     a part of the spec that the spec does not declare (GiGPO's `episode.anchor`)."""
     from agentspec.presets import ALGORITHMS, SPEC_NEEDS  # names only: no torch here

@@ -30,7 +30,6 @@ from agentspec.compiler.build import compile_spec, import_file, write_compiled
 from agentspec.compiler.frontend import load_checked
 from agentspec.presets import (
     ALGORITHMS,
-    SPEC_NEEDS,
     Algorithm,
     clip_range,
     critic_warmup,
@@ -237,7 +236,7 @@ def build_verl_target(
     algorithm = ALGORITHMS.get(str(settings["algorithm"]))  # unknown: lists the valid ones
     name = compiled.name
     spec = checked.spec
-    _check_spec_provides(spec, algorithm, spec_path, training or {})  # as `train` does
+    _check_spec_provides(algorithm, spec_path, training or {})  # as `train` does
     # verl hands the loss rows, not steps: a per-step loss needs one row per step
     layout = row_layout(spec.context.policy, step_rows=algorithm.needs_step_rows)
     loop_path, yaml_path = _write_agent_loop(out, spec_path, compiled.module_name, name, layout)
@@ -271,23 +270,17 @@ def build_verl_target(
 
 
 def _check_spec_provides(
-    spec: Any, algorithm: Algorithm, spec_path: str | Path, training: Mapping[str, Any]
+    algorithm: Algorithm, spec_path: str | Path, training: Mapping[str, Any]
 ) -> None:
-    """A ValueError, located where the algorithm was chosen, when its estimator reads a
-    part of the spec that the spec does not declare (GiGPO's `episode.anchor`), as
-    `agentspec train` refuses it: the same spec compiles for verl where it trains."""
-    from agentspec.runtime.backends.local.model_defaults import setting_origins
+    """`agentspec train`'s own check (a ConfigError, which is a ValueError, located
+    where the algorithm was chosen) when the algorithm's estimator reads a part of the
+    spec that the spec does not declare: the same spec compiles for verl where it trains."""
+    from agentspec.runtime.backends.local.model_defaults import (
+        check_spec_provides,
+        setting_origins,
+    )
 
-    for path in algorithm.spec_needs:
-        node: Any = spec
-        for key in path.split("."):
-            node = getattr(node, key, None)
-        if node is None:
-            where = setting_origins(spec_path, training).get("algorithm", str(spec_path))
-            raise ValueError(
-                f"{where}: training.algorithm {algorithm.name!r} needs `{path}` in the spec: "
-                f"{SPEC_NEEDS[path]}"
-            )
+    check_spec_provides(spec_path, algorithm.name, setting_origins(spec_path, training))
 
 
 def gpu_overrides(target: VerlTarget, model_path: str | None = None) -> dict[str, str]:
