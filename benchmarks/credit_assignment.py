@@ -150,12 +150,20 @@ def write_result(job: Job, records: Records) -> None:
 
 
 def train_one(job: Job, out: Path) -> Records:
-    """Train the job (continuing from a checkpoint under ``out``); returns its metrics."""
+    """Train the job (continuing from a checkpoint under ``out`` of this very job);
+    returns its metrics."""
     from agentspec.runtime.backends.local import train
 
-    resume = (out / "checkpoints").is_dir() and any((out / "checkpoints").iterdir())
+    stamp = out / "benchmark_job.json"
+    identity = json.dumps({"task": job.task, "variant": job.variant, **job.identity()})
+    mine = stamp.is_file() and stamp.read_text(encoding="utf-8") == identity
+    resume = mine and (out / "checkpoints").is_dir() and any((out / "checkpoints").iterdir())
     if not resume and out.exists():
-        shutil.rmtree(out)  # killed before its first checkpoint: start it again
+        # killed before its first checkpoint, or another version's or setting's run
+        # (an older benchmark's checkpoint must not finish this job): start again
+        shutil.rmtree(out)
+    out.mkdir(parents=True, exist_ok=True)
+    stamp.write_text(identity, encoding="utf-8")
     train(job.spec, out, job.settings, resume=resume)
     return read_records(out)
 

@@ -126,3 +126,41 @@ def test_report_comes_from_results_alone_and_rewrites_the_readme_block(
     assert (
         readme.read_text() == f"intro\n{credit.README_BEGIN}\n{text}\n{credit.README_END}\nafter\n"
     )
+
+
+TINY_RUN = {
+    "iterations": 1,
+    "warm_start": 5,
+    "prompts_per_iteration": 2,
+    "group_size": 2,
+    "eval_samples": 2,
+    "torch_threads": 1,
+}
+
+
+def test_a_run_resumes_only_its_own_checkpoint(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An unfinished run continues from its checkpoint; a checkpoint another job left
+    under the same directory (an older benchmark version, other settings) is not
+    resumed, since finishing it would file that job's curve as this one's result."""
+    out = tmp_path / "run"
+    older = credit.Job("switches", "grpo", 0, {**TINY_RUN, "algorithm": "grpo", "seed": 0})
+    first = credit.train_one(older, out)
+    assert [r["iteration"] for r in first] == [0, 1]
+    kept = out / "kept_by_a_resumed_run"
+    kept.touch()
+    assert credit.train_one(older, out) == first  # its own, finished: resumed, nothing trained
+    assert kept.exists()
+
+    # the same settings under the next benchmark version: the old checkpoint is not it
+    monkeypatch.setattr(credit, "BENCHMARK_VERSION", credit.BENCHMARK_VERSION + 1)
+    again = credit.train_one(older, out)
+    assert [r["iteration"] for r in again] == [0, 1] and not kept.exists()  # trained afresh
+
+    job = credit.Job(
+        "switches", "grpo", 0, {**TINY_RUN, "algorithm": "grpo", "seed": 0, "learning_rate": 0.01}
+    )
+    records = credit.train_one(job, out)
+    assert [r["iteration"] for r in records] == [0, 1]
+    assert "learning_rate: 0.01" in (out / "config.yaml").read_text()  # trained afresh
