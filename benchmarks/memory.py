@@ -1,4 +1,4 @@
-"""Peak memory (resident set size) of `agentspec train` on the demo config and of a rollout.
+"""Peak memory (resident set size) of `agentspec train` on the calculator and of a rollout.
 
 Each command runs in a fresh child process; the peak is that child's (and its own
 children's) largest resident set, read with `resource.getrusage(RUSAGE_CHILDREN)`
@@ -6,10 +6,10 @@ after it exits. Each command is measured from its own intermediate process, so
 one measurement's peak never carries into the next (RUSAGE_CHILDREN keeps the
 maximum over every child a process has waited for).
 
-    train     `agentspec train specs/calculator.yaml` (the demo's training run,
-              `make demo`), by default shortened with `--set iterations=2` (the
-              warm start and the per-iteration work are the demo's; `--iterations
-              30` runs the whole demo)
+    train     `agentspec train specs/calculator.yaml` (the calculator's training
+              run, the previous `make demo`'s), by default shortened with `--set
+              iterations=2` (the warm start and the per-iteration work are the
+              whole run's; `--iterations 30` runs all of it)
     rollout   `agentspec run specs/calculator.yaml --policy oracle -n 256`
               (256 episodes, all started at once, trajectories written)
     held      the memory that 256 played oracle episodes of
