@@ -236,7 +236,14 @@ def build_verl_target(
     algorithm = ALGORITHMS.get(str(settings["algorithm"]))  # unknown: lists the valid ones
     name = compiled.name
     spec = checked.spec
-    _check_spec_provides(algorithm, spec_path, training or {})  # as `train` does
+    # what the algorithm reads from the spec (GiGPO's anchor) is there: `train`'s own
+    # check, so the same spec compiles for verl where it trains (a ConfigError: located)
+    from agentspec.runtime.backends.local.model_defaults import (
+        check_spec_provides,
+        setting_origins,
+    )
+
+    check_spec_provides(spec_path, algorithm.name, setting_origins(spec_path, training or {}))
     # verl hands the loss rows, not steps: a per-step loss needs one row per step
     layout = row_layout(spec.context.policy, step_rows=algorithm.needs_step_rows)
     loop_path, yaml_path = _write_agent_loop(out, spec_path, compiled.module_name, name, layout)
@@ -267,20 +274,6 @@ def build_verl_target(
     gpu = _write(out / "overrides.txt", format_overrides(gpu_file))
     cpu = _write(out / "overrides.cpu.txt", format_overrides({**cpu_overrides(), **cpu_attention}))
     return target, [module_path, manifest, loop_path, yaml_path, train, val, gpu, cpu]
-
-
-def _check_spec_provides(
-    algorithm: Algorithm, spec_path: str | Path, training: Mapping[str, Any]
-) -> None:
-    """`agentspec train`'s own check (a ConfigError, which is a ValueError, located
-    where the algorithm was chosen) when the algorithm's estimator reads a part of the
-    spec that the spec does not declare: the same spec compiles for verl where it trains."""
-    from agentspec.runtime.backends.local.model_defaults import (
-        check_spec_provides,
-        setting_origins,
-    )
-
-    check_spec_provides(spec_path, algorithm.name, setting_origins(spec_path, training))
 
 
 def gpu_overrides(target: VerlTarget, model_path: str | None = None) -> dict[str, str]:
