@@ -168,10 +168,10 @@ def _task_tokenizer(
         "chat",
     ):
         from agentspec.compiler.build import cache_dir, cache_key
-        from agentspec.runtime.text.task_text import task_bpe_tokenizer
+        from agentspec.runtime.text.task_text import CORPUS_SAMPLES, task_bpe_tokenizer
 
         directory = cache_dir() / cache_key(spec)[:16] / "tokenizer"
-        return task_bpe_tokenizer(module, samples[:2000], directory), directory
+        return task_bpe_tokenizer(module, samples[:CORPUS_SAMPLES], directory), directory
     from agentspec.runtime.spec.run import policy_model
 
     model = policy_model(policy)

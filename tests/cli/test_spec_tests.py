@@ -260,3 +260,23 @@ def test_overrides_are_checked_by_validate(tmp_path: Path, change: tuple[str, st
     assert re.search(rf"shop\.yaml:{line}:\d+: error\[(E414|E508|E204|E203)\]", result.output), (
         result.output
     )
+
+
+def test_a_sample_index_past_the_data_fails_at_its_line(tmp_path: Path) -> None:
+    """`agentspec test` loads only the samples a test needs; an index past the data still
+    says how many there are."""
+    (tmp_path / "rooms.jsonl").write_text(
+        "".join(f'{{"id": "{i}", "key_room": "west"}}\n' for i in range(3)), encoding="utf-8"
+    )
+    played = SPEC.replace("source: generator:keys_and_doors", "source: jsonl:rooms.jsonl")
+    text = played.replace("      sample: {id: a, key_room: west}\n", "      sample_index: 2\n")
+    assert (
+        write(tmp_path, text)
+        and runner.invoke(app, ["test", str(tmp_path / "doors.yaml")]).exit_code == 0
+    )
+    text = played.replace("      sample: {id: a, key_room: west}\n", "      sample_index: 5\n")
+    result = runner.invoke(app, ["test", str(write(tmp_path, text))])
+    assert result.exit_code == 1
+    line = line_of(text, "sample_index: 5")
+    assert f"doors.yaml:{line}:" in result.output
+    assert "sample_index 5 is past the data's 3 samples" in result.output

@@ -4,6 +4,7 @@ its trajectories."""
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -67,8 +68,10 @@ def load(spec: str) -> ModuleType:
     return import_spec(SPECS / f"{spec}.yaml")
 
 
+@functools.cache
 def tokenizer_of(module: ModuleType) -> Any:
-    """The task tokenizer `agentspec run` gives oracle and scripted policies."""
+    """The task tokenizer `agentspec run` gives oracle and scripted policies (built once
+    per spec module: its corpus is 2,000 generated samples)."""
     from agentspec.compiler.build import cache_dir
     from agentspec.runtime.text.task_text import task_tokenizer
 

@@ -89,12 +89,16 @@ def ray_head(
         _wait_for(port, head)
         yield f"127.0.0.1:{port}", temp_dir
     finally:
+        # `ray start --block` stops its processes one by one on SIGTERM (some 30 s);
+        # the cluster is this test's alone, so after a short grace its whole process
+        # group is killed
         with contextlib.suppress(ProcessLookupError):
             os.killpg(head.pid, signal.SIGTERM)
         try:
-            head.wait(timeout=60)
+            head.wait(timeout=5)
         except subprocess.TimeoutExpired:
-            os.killpg(head.pid, signal.SIGKILL)
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(head.pid, signal.SIGKILL)
             head.wait(timeout=30)
 
 

@@ -180,19 +180,23 @@ def chat_policy(
 
 
 def held_out_split(
-    module: ModuleType, eval_samples: int
+    module: ModuleType, eval_samples: int, train_limit: int | None = None
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Training samples and held-out evaluation samples (what `train` and `eval` use).
 
     The held-out set is the spec's `eval_split`, a generator's `test` split, or
     else the last `eval_samples` samples of the data (removed from training).
+    `train_limit`: the caller needs no more training samples than that (evaluation
+    only builds the task tokenizer from them), so a held-out split of its own spares
+    loading all of them.
     """
-    train_samples = module.load_samples()
     eval_split = module.EVAL_SPLIT or (
         "test" if module.DATA_SOURCE.startswith("generator:") else None
     )
     if eval_split is not None:
+        train_samples = module.load_samples(limit=train_limit)
         return train_samples, module.load_samples(split=eval_split, limit=eval_samples)
+    train_samples = module.load_samples()
     cut = max(1, len(train_samples) - eval_samples)
     return train_samples[:cut], train_samples[cut:]
 
@@ -212,12 +216,12 @@ def evaluate_policy(
     from agentspec.compiler.build import cache_dir, cache_key, import_spec
     from agentspec.runtime.episode.loop import run_episodes
     from agentspec.runtime.episode.summary import summarize
-    from agentspec.runtime.text.task_text import task_bpe_tokenizer
+    from agentspec.runtime.text.task_text import CORPUS_SAMPLES, task_bpe_tokenizer
 
     module = import_spec(spec)
-    train_samples, samples = held_out_split(module, episodes)
+    train_samples, samples = held_out_split(module, episodes, train_limit=CORPUS_SAMPLES)
     directory = cache_dir() / cache_key(spec)[:16] / "tokenizer"
-    task_tokenizer = task_bpe_tokenizer(module, train_samples[:2000], directory)
+    task_tokenizer = task_bpe_tokenizer(module, train_samples[:CORPUS_SAMPLES], directory)
     names = [c.name for c in module.ENV_CLASS.reward_components]
     if policy == "random":  # random actions: per episode, no model
         played = asyncio.run(rollout(module, samples, policy, task_tokenizer=task_tokenizer))

@@ -81,7 +81,7 @@ class SpecTestRunner:
         self.gate = self.spec.tests.oracle
         self.oracle_samples = oracle_samples or self.gate.samples
         self.seed = seed
-        self._samples: dict[str, list[dict[str, Any]]] = {}
+        self._samples: dict[str, tuple[int | None, list[dict[str, Any]]]] = {}
         self._tokenizer: Any = None
 
     # -------------------------------------------------------------- helpers
@@ -89,20 +89,24 @@ class SpecTestRunner:
     def span(self, path: YamlPath) -> Span:
         return self.map.value_span(path)
 
-    def samples(self, split: str | None = None) -> list[dict[str, Any]]:
+    def samples(self, split: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:
+        """The split's first `limit` samples (all without one), loaded once and again only
+        for more: a generator's split can hold 100,000 and a test needs a few."""
         key = split or ""
-        if key not in self._samples:
-            self._samples[key] = self.module.load_samples(split=split)
-        return self._samples[key]
+        loaded = self._samples.get(key)
+        if loaded is None or (loaded[0] is not None and (limit is None or limit > loaded[0])):
+            loaded = (limit, self.module.load_samples(split=split, limit=limit))
+            self._samples[key] = loaded
+        return loaded[1][:limit]
 
     def tokenizer(self) -> Any:
         """The task tokenizer `agentspec run` uses for model-free policies (cached)."""
         if self._tokenizer is None:
             from agentspec.compiler.build import cache_dir, cache_key
-            from agentspec.runtime.text.task_text import task_bpe_tokenizer
+            from agentspec.runtime.text.task_text import CORPUS_SAMPLES, task_bpe_tokenizer
 
             directory = cache_dir() / cache_key(self.path)[:16] / "tokenizer"
-            samples = self.samples()[:2000] if self.spec.data is not None else []
+            samples = self.samples(limit=CORPUS_SAMPLES) if self.spec.data is not None else []
             self._tokenizer = task_bpe_tokenizer(self.module, samples, directory)
         return self._tokenizer
 
@@ -148,7 +152,7 @@ class SpecTestRunner:
         if test.sample is not None:
             sample = dict(test.sample)
         else:
-            pool = self.samples(test.split)
+            pool = self.samples(test.split, limit=test.sample_index + 1)
             if test.sample_index >= len(pool):
                 result.failures.append(
                     Failure(
@@ -237,7 +241,7 @@ class SpecTestRunner:
         if self.spec.data is None:
             result.skipped = "the spec has no data to play the oracle on"
             return result
-        samples = self.samples()[: self.oracle_samples]
+        samples = self.samples(limit=self.oracle_samples)
         tokenizer = self.tokenizer()
         oracle = asyncio.run(rollout(self.module, samples, "oracle", task_tokenizer=tokenizer))
         for traj, sample in zip(oracle, samples, strict=True):

@@ -18,6 +18,11 @@ from typing import Any
 
 from agentspec.runtime.text.tokenizer import BPETokenizer, ChatTemplate, load_tokenizer
 
+CORPUS_SAMPLES = 2000
+"""A task tokenizer is trained on the first this-many training samples: every command
+that builds one (train, run, test, explore, serve) reads the same ones and gets the
+same ids, and none has to load a generator's whole split (100,000 samples) for it."""
+
 
 def task_corpus(
     module: ModuleType, samples: Sequence[Mapping[str, Any]], chat: ChatTemplate | None = None

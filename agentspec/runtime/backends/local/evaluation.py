@@ -24,7 +24,7 @@ def evaluate_checkpoint(
 
     module = import_spec(spec)
     cfg = TrainingSpec.model_validate({**module.TRAINING, "eval_samples": episodes})
-    _, samples = split_samples(module, cfg)
+    _, samples = split_samples(module, cfg, train_limit=0)  # evaluation trains nothing
     model, tokenizer = load_checkpoint(str(checkpoint))
     model.eval()
     flow = module.FLOW_CLASS(HFPolicy(model, tokenizer), tokenizer, temperature=temperature)

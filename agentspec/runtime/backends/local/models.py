@@ -25,7 +25,7 @@ from agentspec.presets import ALGORITHMS, kl_coef
 from agentspec.runtime.backends.local.convert import checkpoint_dir
 from agentspec.runtime.backends.local.device import resolve_device
 from agentspec.runtime.text.model_names import BUILTIN_MODELS, resolve_model
-from agentspec.runtime.text.task_text import task_tokenizer
+from agentspec.runtime.text.task_text import CORPUS_SAMPLES, task_tokenizer
 from agentspec.runtime.text.tiny_model import TinyModelConfig, build_tiny_model
 from agentspec.spec.model import TrainingSpec
 
@@ -141,7 +141,7 @@ def build_models(
     `note` hears of what takes time (a GGUF conversion)."""
     algorithm = ALGORITHMS.get(cfg.algorithm)
     policy, tokenizer = load_policy(
-        cfg.model, module, samples[:2000], run_dir / "tokenizer", cfg.seed, note
+        cfg.model, module, samples[:CORPUS_SAMPLES], run_dir / "tokenizer", cfg.seed, note
     )
     critic = build_critic(policy) if algorithm.trains_critic else None
     reference = None  # the policy RL starts from: set by `anchor_reference` after the warm start

@@ -370,16 +370,16 @@ def throughput_metrics(
 
 
 def split_samples(
-    module: ModuleType, cfg: TrainingSpec
+    module: ModuleType, cfg: TrainingSpec, train_limit: int | None = None
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """Training samples and held-out evaluation samples.
+    """Training samples (at most `train_limit`) and held-out evaluation samples.
 
     The held-out set is the spec's `eval_split`, a generator's `test` split, or
     else the last `eval_samples` samples of the data (removed from training).
     """
     from agentspec.runtime.spec.run import held_out_split
 
-    return held_out_split(module, cfg.eval_samples)
+    return held_out_split(module, cfg.eval_samples, train_limit)
 
 
 def rollout(

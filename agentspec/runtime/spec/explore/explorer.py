@@ -27,6 +27,7 @@ from agentspec.runtime.spec.explore.driver import Driver, Episode
 from agentspec.runtime.spec.explore.policy import OracleFacts, oracle_turns
 from agentspec.runtime.spec.explore.search import Search
 from agentspec.runtime.spec.explore.space import ActionSpace
+from agentspec.runtime.text.task_text import CORPUS_SAMPLES
 
 __all__ = ["ExploreError", "ExploreSettings", "Report", "explore"]
 
@@ -73,7 +74,7 @@ def explore(path: Path, settings: ExploreSettings = ExploreSettings()) -> Report
     module = import_spec(path)
     if checked.spec.data is None:
         raise ExploreError("the spec has no `data`: explore plays its samples")
-    every = module.load_samples()
+    every = module.load_samples(limit=max(settings.samples, CORPUS_SAMPLES))
     samples = every[: settings.samples]
     if not samples:
         raise ExploreError("the spec's data source yielded no samples")
@@ -133,7 +134,7 @@ def _task_tokenizer(path: Path, module: Any, samples: list[Any]) -> Any:
     from agentspec.runtime.text.task_text import task_bpe_tokenizer
 
     directory = cache_dir() / cache_key(path)[:16] / "tokenizer"
-    return task_bpe_tokenizer(module, samples[:2000], directory)
+    return task_bpe_tokenizer(module, samples[:CORPUS_SAMPLES], directory)
 
 
 def _read_elsewhere(name: str, text: str) -> bool:
