@@ -83,15 +83,20 @@ def held_by_trajectories(spec: Path, episodes: int) -> dict[str, float]:
     samples = list(itertools.islice(itertools.cycle(data), episodes))
     tokenizer = task_bpe_tokenizer(module, data[:50])
     asyncio.run(rollout(module, samples[:2], "oracle", task_tokenizer=tokenizer))  # warm caches
+    # tracing makes every allocation of the process several times slower: stopped however
+    # this ends (left on, it slowed whatever ran after it in the same process)
     tracemalloc.start()
-    trajectories = asyncio.run(rollout(module, samples, "oracle", task_tokenizer=tokenizer))
-    gc.collect()
-    kept = tracemalloc.get_traced_memory()[0]
-    steps = sum(len(t.steps) for t in trajectories)
-    tokens = sum(len(s.prompt_ids) + len(s.response_ids) for t in trajectories for s in t.steps)
-    del trajectories
-    gc.collect()
-    freed = kept - tracemalloc.get_traced_memory()[0]
+    try:
+        trajectories = asyncio.run(rollout(module, samples, "oracle", task_tokenizer=tokenizer))
+        gc.collect()
+        kept = tracemalloc.get_traced_memory()[0]
+        steps = sum(len(t.steps) for t in trajectories)
+        tokens = sum(len(s.prompt_ids) + len(s.response_ids) for t in trajectories for s in t.steps)
+        del trajectories
+        gc.collect()
+        freed = kept - tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
     return {"held_mib": freed / 2**20, "steps": steps, "step_tokens": tokens}
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import sys
+import tracemalloc
 from pathlib import Path
 
 SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "memory.py"
@@ -41,3 +42,4 @@ def test_trajectories_held_are_measured_and_freed() -> None:
     assert held["steps"] >= 4 * 2
     assert held["step_tokens"] > 0
     assert 0 < held["held_mib"] < 50
+    assert not tracemalloc.is_tracing()  # left on, it slows the rest of the process
