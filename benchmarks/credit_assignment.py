@@ -594,6 +594,12 @@ def main() -> None:
         f"credit_sweep_{args.sweep}.png" if args.sweep else "credit_assignment.png"
     )
     text = report(jobs, bool(args.sweep), figure)
+    if not text:
+        # an empty report must not replace the README's tables (nor claim a plot)
+        raise SystemExit(
+            f"no results yet for these {len(jobs)} runs (benchmark version "
+            f"{BENCHMARK_VERSION}, the current specs): nothing to report"
+        )
     print(text)
     print(f"\nplot: {figure}")
     if args.write_readme:

@@ -164,3 +164,17 @@ def test_a_run_resumes_only_its_own_checkpoint(
     records = credit.train_one(job, out)
     assert [r["iteration"] for r in records] == [0, 1]
     assert "learning_rate: 0.01" in (out / "config.yaml").read_text()  # trained afresh
+
+
+def test_a_report_with_no_results_says_so_and_leaves_the_readme(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(credit, "RESULTS", tmp_path / "results")
+    written: list[str] = []
+    monkeypatch.setattr(credit, "write_readme", written.append)
+    figure = tmp_path / "plot.png"
+    argv = ["--report", "--write-readme", "--tasks", "switches", "--figure", str(figure)]
+    monkeypatch.setattr(sys, "argv", ["credit_assignment.py", *argv])
+    with pytest.raises(SystemExit, match="no results yet for these 40 runs"):
+        credit.main()
+    assert written == [] and not figure.exists()
