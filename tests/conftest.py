@@ -52,7 +52,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 @pytest.fixture(scope="module", autouse=True)
-def _frozen_heap() -> Iterator[None]:
+def _frozen_heap() -> None:
     """Each module starts with the objects of the modules before it frozen out of the
     garbage collector's sight. A worker that has run the verl and torch tests holds
     millions of long-lived objects, and every full collection walks them all: the
@@ -61,8 +61,12 @@ def _frozen_heap() -> Iterator[None]:
     alive is frozen (a later module's collection frees what this one left)."""
     gc.collect()
     gc.freeze()
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _no_tracing_left_on() -> Iterator[None]:
+    """A module that leaves allocation tracing on slows every later module of its worker
+    several times over (benchmarks/memory.py once did: the fuzz tests took 48 s, not 5)."""
     tracing = tracemalloc.is_tracing()
     yield
-    # A module that leaves allocation tracing on slows every later module of its worker
-    # several times over (benchmarks/memory.py once did: the fuzz tests took 48 s, not 5).
     assert tracemalloc.is_tracing() == tracing, "this module left tracemalloc tracing"
