@@ -325,6 +325,10 @@ def _data_overrides(target: VerlTarget, t: Mapping[str, Any]) -> dict[str, str]:
         "algorithm.lam": str(float(t["lam"])),
         "algorithm.norm_adv_by_std_in_grpo": "True",
         "algorithm.use_kl_in_reward": "False",
+        # Every episode's output carries its reward (`reward_score`, from the generated
+        # flow): verl's reward-loop workers, which score outputs that come without one,
+        # would never be called, yet each is a process that imports torch and verl.
+        "reward.num_workers": "0",
     }
 
 
@@ -464,7 +468,6 @@ def cpu_overrides() -> dict[str, str]:
         "trainer.n_gpus_per_node": "1",
         "transfer_queue.backend.SimpleStorage.num_data_storage_units": "1",
         "actor_rollout_ref.rollout.agent.num_workers": "1",
-        "reward.num_workers": "1",
         "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu": "4",
         "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu": "4",
         "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu": "4",
