@@ -8,6 +8,7 @@ a package's lazy ``_LAZY`` table counts as an import of the module it names.
 from __future__ import annotations
 
 import ast
+import functools
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -49,6 +50,7 @@ def _runs(tree: ast.AST) -> Iterator[ast.AST]:
         yield from _runs(node)
 
 
+@functools.cache
 def _lazy_table(module: str) -> dict[str, str]:
     """A package's PEP 562 table of name → module: a literal ``_LAZY`` (name → module)
     or ``_MODULES`` (module → names)."""
@@ -99,7 +101,11 @@ def imports_of(module: str) -> set[str]:
     return found
 
 
-GRAPH = {module: imports_of(module) for module in MODULES}
+@functools.cache
+def import_graph() -> dict[str, set[str]]:
+    """module -> the package's modules it imports; built when a test first asks (not at
+    collection, where every pytest worker would parse the whole package)."""
+    return {module: imports_of(module) for module in MODULES}
 
 
 def strongly_connected(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -151,12 +157,12 @@ def top(module: str) -> str:
 
 
 def test_no_module_imports_itself_back() -> None:
-    assert strongly_connected(GRAPH) == []
+    assert strongly_connected(import_graph()) == []
 
 
 def test_no_cycle_between_top_level_packages() -> None:
     packages: dict[str, set[str]] = {}
-    for module, targets in GRAPH.items():
+    for module, targets in import_graph().items():
         for target in targets:
             if top(module) != top(target) and top(target):
                 packages.setdefault(top(module), set()).add(top(target))
@@ -170,7 +176,7 @@ def test_every_import_goes_down_the_layers() -> None:
     assert not unplaced, f"place these in LAYERS: {sorted(unplaced)}"
     upward = [
         f"{module} -> {target}"
-        for module, targets in sorted(GRAPH.items())
+        for module, targets in sorted(import_graph().items())
         for target in sorted(targets)
         if top(module) and top(target) and layer_of[top(target)] > layer_of[top(module)]
     ]
