@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -67,6 +69,70 @@ def serving(
         process.terminate()
         process.wait(timeout=30)
         log.close()
+
+
+class InProcessServer:
+    """`build_app` served by uvicorn in a thread of this process: `agentspec serve`'s
+    app without a process of its own (each of those imports OpenEnv and gradio: ~8 s of
+    CPU), and a test can count the asyncio tasks of the server's own event loop."""
+
+    def __init__(self, app: Any) -> None:
+        import uvicorn
+
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.loop: asyncio.AbstractEventLoop | None = None
+        app.router.on_startup.append(self._started)
+        config = uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning")
+        self.server = uvicorn.Server(config)
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+
+    async def _started(self) -> None:
+        self.loop = asyncio.get_running_loop()
+
+    def __enter__(self) -> InProcessServer:
+        self.thread.start()
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                if httpx.get(f"{self.url}/health").status_code == 200:
+                    return self
+            except httpx.HTTPError:
+                time.sleep(0.1)
+        raise RuntimeError("the server did not start")
+
+    def __exit__(self, *exc: Any) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout=10)
+
+    def tasks(self) -> int:
+        """The server loop's pending tasks (this count's own task not included)."""
+        assert self.loop is not None
+
+        async def count() -> int:
+            return len(asyncio.all_tasks()) - 1
+
+        return asyncio.run_coroutine_threadsafe(count(), self.loop).result(timeout=10)
+
+    def quiet_tasks(self, seconds: float = 5.0) -> int:
+        """The task count once it has not changed for 0.3 s: what the server runs at
+        rest, without the tail of an earlier test's closing connection."""
+        deadline = time.monotonic() + seconds
+        last, since = self.tasks(), time.monotonic()
+        while time.monotonic() < deadline and time.monotonic() - since < 0.3:
+            time.sleep(0.05)
+            if (n := self.tasks()) != last:
+                last, since = n, time.monotonic()
+        return last
+
+    def settled_tasks(self, baseline: int, seconds: float = 10.0) -> int:
+        """The task count once it is back at ``baseline`` or below (a connection of an
+        earlier test may still have been closing when the baseline was taken), or
+        whatever it is after ``seconds``: above the baseline, a task was left behind."""
+        deadline = time.monotonic() + seconds
+        while (n := self.tasks()) > baseline and time.monotonic() < deadline:
+            time.sleep(0.05)
+        return n
 
 
 def agentspec_serve(spec: Path, port: int, max_sessions: int = 8) -> list[str]:

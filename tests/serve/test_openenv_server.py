@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -14,78 +12,16 @@ from typing import Any
 import httpx
 import openenv  # noqa: F401 (the openenv extra installs it: a missing install fails)
 import pytest
-import uvicorn
 import websockets
 from openenv.core.generic_client import GenericEnvClient
 
 from agentspec.runtime.serve.openenv_server import build_app
 from agentspec.runtime.serve.spec import ServedSpec
 
-from .helpers import free_port
+from .helpers import InProcessServer
 
 ROOT = Path(__file__).resolve().parents[2]
 SESSIONS = 16
-
-
-class Server:
-    """`build_app` served by uvicorn in a thread of this process, so that a test can
-    count the asyncio tasks of the server's own event loop."""
-
-    def __init__(self, app: Any) -> None:
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.loop: asyncio.AbstractEventLoop | None = None
-        app.router.on_startup.append(self._started)
-        config = uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning")
-        self.server = uvicorn.Server(config)
-        self.thread = threading.Thread(target=self.server.run, daemon=True)
-
-    async def _started(self) -> None:
-        self.loop = asyncio.get_running_loop()
-
-    def __enter__(self) -> Server:
-        self.thread.start()
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            try:
-                if httpx.get(f"{self.url}/health").status_code == 200:
-                    return self
-            except httpx.HTTPError:
-                time.sleep(0.1)
-        raise RuntimeError("the server did not start")
-
-    def __exit__(self, *exc: Any) -> None:
-        self.server.should_exit = True
-        self.thread.join(timeout=10)
-
-    def tasks(self) -> int:
-        """The server loop's pending tasks (this count's own task not included)."""
-        assert self.loop is not None
-
-        async def count() -> int:
-            return len(asyncio.all_tasks()) - 1
-
-        return asyncio.run_coroutine_threadsafe(count(), self.loop).result(timeout=10)
-
-    def quiet_tasks(self, seconds: float = 5.0) -> int:
-        """The task count once it has not changed for 0.3 s: what the server runs at
-        rest, without the tail of an earlier test's closing connection."""
-        deadline = time.monotonic() + seconds
-        last, since = self.tasks(), time.monotonic()
-        while time.monotonic() < deadline and time.monotonic() - since < 0.3:
-            time.sleep(0.05)
-            if (n := self.tasks()) != last:
-                last, since = n, time.monotonic()
-        return last
-
-    def settled_tasks(self, baseline: int, seconds: float = 10.0) -> int:
-        """The task count once it is back at ``baseline`` or below (a connection of an
-        earlier test may still have been closing when the baseline was taken), or
-        whatever it is after ``seconds``: above the baseline, a task was left behind."""
-        deadline = time.monotonic() + seconds
-        while (n := self.tasks()) > baseline and time.monotonic() < deadline:
-            time.sleep(0.05)
-        return n
 
 
 @pytest.fixture(scope="module")
@@ -96,17 +32,17 @@ def calculator() -> ServedSpec:
 
 
 @pytest.fixture(scope="module")
-def server(calculator: ServedSpec) -> Iterator[Server]:
-    with Server(build_app(calculator, max_sessions=SESSIONS)) as running:
+def server(calculator: ServedSpec) -> Iterator[InProcessServer]:
+    with InProcessServer(build_app(calculator, max_sessions=SESSIONS)) as running:
         yield running
 
 
-def ws_url(server: Server) -> str:
+def ws_url(server: InProcessServer) -> str:
     return server.url.replace("http://", "ws://") + "/ws"
 
 
 def test_16_concurrent_sessions_each_see_only_their_own_sample(
-    server: Server, calculator: ServedSpec
+    server: InProcessServer, calculator: ServedSpec
 ) -> None:
     baseline = server.quiet_tasks()
     samples = calculator.samples("test")
@@ -142,7 +78,7 @@ async def _gather(coroutines: list[Any]) -> list[Any]:
     return list(await asyncio.gather(*coroutines))
 
 
-def test_a_session_past_the_limit_is_refused_and_the_others_go_on(server: Server) -> None:
+def test_a_session_past_the_limit_is_refused_and_the_others_go_on(server: InProcessServer) -> None:
     async def crowd() -> tuple[list[Any], dict[str, Any]]:
         clients = [GenericEnvClient(base_url=server.url) for _ in range(SESSIONS)]
         for client in clients:
@@ -163,7 +99,9 @@ def test_a_session_past_the_limit_is_refused_and_the_others_go_on(server: Server
     assert server.settled_tasks(baseline) <= baseline
 
 
-def test_hostile_clients_get_error_messages_and_the_server_keeps_serving(server: Server) -> None:
+def test_hostile_clients_get_error_messages_and_the_server_keeps_serving(
+    server: InProcessServer,
+) -> None:
     async def hostile() -> list[dict[str, Any]]:
         replies = []
         async with websockets.connect(ws_url(server)) as ws:
@@ -221,7 +159,9 @@ def test_hostile_clients_get_error_messages_and_the_server_keeps_serving(server:
     assert server.settled_tasks(baseline) <= baseline
 
 
-def test_a_client_that_disconnects_mid_episode_leaves_nothing_behind(server: Server) -> None:
+def test_a_client_that_disconnects_mid_episode_leaves_nothing_behind(
+    server: InProcessServer,
+) -> None:
     async def vanish() -> None:
         ws = await websockets.connect(ws_url(server))
         await ws.send(json.dumps({"type": "reset", "data": {"index": 3}}))
@@ -242,7 +182,7 @@ def test_a_client_that_disconnects_mid_episode_leaves_nothing_behind(server: Ser
     assert asyncio.run(still_serving()).observation["sample_id"] == "train-4"
 
 
-def test_the_stateless_http_routes_answer_without_a_500(server: Server) -> None:
+def test_the_stateless_http_routes_answer_without_a_500(server: InProcessServer) -> None:
     baseline = server.quiet_tasks()
     with httpx.Client(base_url=server.url) as http:
         answers = {

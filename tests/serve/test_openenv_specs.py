@@ -1,6 +1,10 @@
-"""Every shipped spec served by `agentspec serve --openenv`, played through OpenEnv's own
-client: the oracle gives what `agentspec run --policy oracle` gives, and every `tests:`
-episode meets its `expect` as `agentspec test` judges it."""
+"""Every shipped spec served as `agentspec serve --openenv` serves it, played through
+OpenEnv's own client: the oracle gives what `agentspec run --policy oracle` gives, and
+every `tests:` episode meets its `expect` as `agentspec test` judges it.
+
+The command's app (`build_app`) runs in a thread of this process: what differs between
+specs is the environment behind the wire, not the command, which test_openenv_adapter
+and tests/docs_site/test_openenv_docs.py start as users do."""
 
 from __future__ import annotations
 
@@ -20,11 +24,12 @@ from agentspec.runtime.episode.trajectory import (
     TerminationReason,
     Trajectory,
 )
+from agentspec.runtime.serve.openenv_server import build_app
 from agentspec.runtime.serve.spec import ServedSpec
 from agentspec.runtime.spec.run import episode_script, rollout
 from agentspec.runtime.spec.tests import Played, SpecTestRunner
 
-from .helpers import agentspec_serve, free_port, serving
+from .helpers import InProcessServer
 
 ROOT = Path(__file__).resolve().parents[2]
 ORACLE_SAMPLES = 5
@@ -35,10 +40,9 @@ SPECS = [
 
 @pytest.fixture
 def served_url(request: pytest.FixtureRequest) -> Iterator[str]:
-    """`agentspec serve SPEC --openenv` on a free port, as a user starts it."""
-    port = free_port()
-    with serving(agentspec_serve(request.param, port, max_sessions=4), port) as url:
-        yield url
+    """The app of `agentspec serve SPEC --openenv`, on a free port."""
+    with InProcessServer(build_app(ServedSpec.load(request.param), max_sessions=4)) as server:
+        yield server.url
 
 
 async def play_over_the_wire(
@@ -90,7 +94,7 @@ def oracle_turns(module: Any, sample: dict[str, Any]) -> Any:
 @pytest.mark.parametrize("served_url", SPECS, ids=[p.stem for p in SPECS], indirect=True)
 def test_the_oracle_and_the_spec_tests_over_the_wire(served_url: str, request: Any) -> None:
     spec_path = SPECS[[p.stem for p in SPECS].index(request.node.callspec.id)]
-    served = ServedSpec.load(spec_path)  # the same compile cache and task tokenizer as the server
+    served = ServedSpec.load(spec_path)  # loaded apart from the server's: nothing shared
     samples = served.samples()[:ORACLE_SAMPLES]
     expected = asyncio.run(
         rollout(served.module, samples, "oracle", task_tokenizer=served.tokenizer)
