@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -27,9 +28,9 @@ TINY = {
     "iterations": 1,
     "warm_start": 2,
     "warm_start_samples": 4,
-    "prompts_per_iteration": 2,
+    "prompts_per_iteration": 1,  # one group of two episodes: a 135M model samples slowly
     "group_size": 2,
-    "eval_samples": 2,
+    "eval_samples": 1,
     "trace_samples": 1,
 }
 
@@ -61,16 +62,16 @@ def test_smollm2_trains_from_the_command_line(tmp_path: Path) -> None:
         "loading smollm2",
         "converting SmolLM2-135M-Instruct.Q4_1.gguf into a checkpoint in",
         "behaviour cloning: 2 steps of 4 oracle episodes, lr 5e-05",
-        "evaluating on 2 held-out samples",
     ):
         assert line in done.stderr, done.stderr[-3000:]
+    assert re.search(r"evaluating on 1 held-out sample\b", done.stderr), done.stderr[-3000:]
     config = yaml.safe_load((tmp_path / "run" / "config.yaml").read_text())
     assert config["model"] == "smollm2" and config["warm_start_lr"] == 5e-5
     assert config["learning_rate"] == 1e-4  # the spec's own
     metrics = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").open()]
     assert [m["iteration"] for m in metrics] == [0, 1]
     last = metrics[-1]
-    assert last["rollout/env_steps"] >= 4 and "loss/policy" in last and "eval/success" in last
+    assert last["rollout/env_steps"] >= 2 and "loss/policy" in last and "eval/success" in last
     numbers = {k: v for k, v in last.items() if isinstance(v, int | float)}
     assert all(math.isfinite(v) for v in numbers.values()), numbers
     _check_converted_and_saved(tmp_path / "cache", tmp_path / "run")

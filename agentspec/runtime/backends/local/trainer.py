@@ -418,7 +418,8 @@ def evaluate(
     if not samples:
         return {}
     reporter = reporter or Reporter()
-    reporter.phase(f"evaluating on {len(samples)} held-out samples", len(samples))
+    noun = "sample" if len(samples) == 1 else "samples"
+    reporter.phase(f"evaluating on {len(samples)} held-out {noun}", len(samples))
     played = iter(range(1, len(samples) + 1))
     trajectories = rollout(
         module, models, samples, 1, 0.0, on_episode=lambda _: reporter.advance(next(played))
