@@ -51,6 +51,33 @@ def evaluate(expression: str) -> Number:
     return _value(tree.body)
 
 
+def evaluate_terms(terms: list[str]) -> int:
+    """`evaluate(" ".join(terms))` for `terms` = integer, operator, integer, ... with
+    operators + - * only, without parsing: what a data generator calls 100,000 times.
+    Each product and running sum is the value an AST node of that expression takes, so
+    the same sizes are checked and the same errors raised."""
+    if len(" ".join(terms)) > MAX_LENGTH:
+        raise CalcError(f"expression longer than {MAX_LENGTH} characters")
+    total: int | None = None
+    sign, product = 1, int(terms[0])
+    for op, number in zip(terms[1::2], terms[2::2], strict=True):
+        if op == "*":
+            product *= int(number)
+            _check_size(product)
+            continue
+        if total is None:  # the first term: a number, or a product checked above
+            total = product
+        else:
+            total += sign * product
+            _check_size(total)
+        sign, product = (1 if op == "+" else -1), int(number)
+    if total is None:
+        return product
+    total += sign * product
+    _check_size(total)
+    return total
+
+
 def _value(node: ast.expr) -> Number:
     if isinstance(node, ast.Constant) and type(node.value) is int:
         return node.value

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from agentspec.stdlib.calculator import evaluate
+from agentspec.stdlib.calculator import evaluate_terms
 from agentspec.stdlib.user import import_target, resolve_config_paths
 
 DATA_ENV = "AGENTSPEC_DATA"
@@ -300,7 +300,7 @@ def arithmetic(
         for _ in range(ops):
             terms += [rng.choice("+-*"), str(rng.randint(1, max_value))]
         expression = " ".join(terms)
-        answer = evaluate(expression)
+        answer = evaluate_terms(terms)
         yield {
             "id": f"{split}-{index}",
             "question": rng.choice(phrasings).format(e=expression),

@@ -1,8 +1,12 @@
 from __future__ import annotations
 
-import pytest
+from typing import Any
 
-from agentspec.stdlib.calculator import calc
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from agentspec.stdlib.calculator import CalcError, calc, evaluate, evaluate_terms
 
 
 @pytest.mark.parametrize(
@@ -44,3 +48,24 @@ def test_values(expression: str, expected: str) -> None:
 def test_refusals_are_messages(expression: str, message: str) -> None:
     out = calc(expression)
     assert out.startswith("error: ") and message in out
+
+
+def _outcome(compute: Any) -> tuple[str, Any]:
+    try:
+        return "value", compute()
+    except CalcError as exc:
+        return "error", str(exc)
+
+
+@settings(max_examples=400)
+@given(
+    st.lists(st.integers(1, 10**61), min_size=1, max_size=120),
+    st.lists(st.sampled_from("+-*"), min_size=119, max_size=119),
+)
+def test_evaluate_terms_is_evaluate_without_the_parse(numbers: list[int], ops: list[str]) -> None:
+    """The arithmetic generator's fast path: the same value, or the same refusal (too
+    long, a product or sum too large), as parsing the joined expression."""
+    terms = [str(numbers[0])]
+    for op, number in zip(ops, numbers[1:], strict=False):
+        terms += [op, str(number)]
+    assert _outcome(lambda: evaluate_terms(terms)) == _outcome(lambda: evaluate(" ".join(terms)))
