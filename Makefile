@@ -45,7 +45,7 @@ demo: venv
 # and `--no-loadscope-reorder` keeps that order (xdist's default runs the modules with the
 # most tests first, which left the two-minute end-to-end runs for the end).
 test: venv chromium
-	$(PY) -m pytest -n 2 --dist loadscope --no-loadscope-reorder --durations=25
+	$(PY) -m pytest -n 3 --dist loadscope --no-loadscope-reorder --durations=25
 
 # Headless Chromium for the report tests: Debian's package, never a downloaded browser.
 chromium:
