@@ -21,8 +21,8 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "seeded"))
 ROOT = Path(__file__).resolve().parent.parent
 
 # One OpenMP thread per test process, inherited by every subprocess a test starts (CLI
-# runs, Ray workers). `make test` runs two workers on two cores; torch's default of one
-# thread per core makes each worker's threads spin against the other's: behaviour
+# runs, Ray workers). `make test` runs three workers on two cores; torch's default of one
+# thread per core makes each worker's threads spin against the others': behaviour
 # cloning of a tiny model took 2 s a step beside a busy core with 2 threads, 0.08 s with 1.
 # Tests that are about threads set their own (a spec's `training.torch_threads`).
 os.environ["OMP_NUM_THREADS"] = "1"
@@ -45,9 +45,9 @@ def update_golden(request: pytest.FixtureRequest) -> bool:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Slow tests first (stable otherwise): the two workers of `make test` start the long
+    """Slow tests first (stable otherwise): the workers of `make test` start the long
     end-to-end runs early and fill the end with short tests, instead of one worker
-    finishing a long run alone while the other waits."""
+    finishing a long run alone while the others wait."""
     items.sort(key=lambda item: item.get_closest_marker("slow") is None)
 
 
