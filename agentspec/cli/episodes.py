@@ -167,11 +167,9 @@ def _task_tokenizer(
         "scripted",
         "chat",
     ):
-        from agentspec.compiler.build import cache_dir, cache_key
-        from agentspec.runtime.text.task_text import CORPUS_SAMPLES, task_bpe_tokenizer
+        from agentspec.runtime.text.task_text import cached_task_tokenizer
 
-        directory = cache_dir() / cache_key(spec)[:16] / "tokenizer"
-        return task_bpe_tokenizer(module, samples[:CORPUS_SAMPLES], directory), directory
+        return cached_task_tokenizer(spec, module, samples)
     from agentspec.runtime.spec.run import policy_model
 
     model = policy_model(policy)

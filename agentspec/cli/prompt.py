@@ -157,8 +157,6 @@ def _render(
 
 def _task_tokenizer(spec: Path, module: Any) -> Any:
     """The built-in model's tokenizer (trained on the task's text; cached like `agentspec eval`'s)."""
-    from agentspec.compiler.build import cache_dir, cache_key
-    from agentspec.runtime.text.task_text import CORPUS_SAMPLES, task_bpe_tokenizer
+    from agentspec.runtime.text.task_text import CORPUS_SAMPLES, cached_task_tokenizer
 
-    directory = cache_dir() / cache_key(spec)[:16] / "tokenizer"
-    return task_bpe_tokenizer(module, module.load_samples(limit=CORPUS_SAMPLES), directory)
+    return cached_task_tokenizer(spec, module, module.load_samples(limit=CORPUS_SAMPLES))[0]

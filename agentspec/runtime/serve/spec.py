@@ -57,14 +57,13 @@ class ServedSpec:
         """Compile (cached) and import the spec at ``path``; its task tokenizer is
         built from its data once and kept in the compile cache (as `run` does). A
         spec with errors raises :class:`~agentspec.diagnostics.SpecError`."""
-        from agentspec.compiler.build import cache_dir, cache_key, import_spec
-        from agentspec.runtime.text.task_text import CORPUS_SAMPLES, task_bpe_tokenizer
+        from agentspec.compiler.build import import_spec
+        from agentspec.runtime.text.task_text import cached_task_tokenizer
 
         module = import_spec(path)
         served = cls(module, None)
         samples = served.samples() if module.DATA_SOURCE else []
-        directory = cache_dir() / cache_key(path)[:16] / "tokenizer"
-        served.tokenizer = task_bpe_tokenizer(module, samples[:CORPUS_SAMPLES], directory)
+        served.tokenizer, _ = cached_task_tokenizer(path, module, samples)
         return served
 
     # ------------------------------------------------------------ the spec

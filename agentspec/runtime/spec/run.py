@@ -213,15 +213,14 @@ def evaluate_policy(
 ) -> Any:
     """`agentspec eval --policy`: a named policy (`chat:URL`, `openai:URL`, `hf:MODEL`,
     `random`, `random_tokens`) on the held-out samples a checkpoint is evaluated on; no torch for chat."""
-    from agentspec.compiler.build import cache_dir, cache_key, import_spec
+    from agentspec.compiler.build import import_spec
     from agentspec.runtime.episode.loop import run_episodes
     from agentspec.runtime.episode.summary import summarize
-    from agentspec.runtime.text.task_text import CORPUS_SAMPLES, task_bpe_tokenizer
+    from agentspec.runtime.text.task_text import CORPUS_SAMPLES, cached_task_tokenizer
 
     module = import_spec(spec)
     train_samples, samples = held_out_split(module, episodes, train_limit=CORPUS_SAMPLES)
-    directory = cache_dir() / cache_key(spec)[:16] / "tokenizer"
-    task_tokenizer = task_bpe_tokenizer(module, train_samples[:CORPUS_SAMPLES], directory)
+    task_tokenizer, _ = cached_task_tokenizer(spec, module, train_samples)
     names = [c.name for c in module.ENV_CLASS.reward_components]
     if policy == "random":  # random actions: per episode, no model
         played = asyncio.run(rollout(module, samples, policy, task_tokenizer=task_tokenizer))

@@ -102,12 +102,10 @@ class SpecTestRunner:
     def tokenizer(self) -> Any:
         """The task tokenizer `agentspec run` uses for model-free policies (cached)."""
         if self._tokenizer is None:
-            from agentspec.compiler.build import cache_dir, cache_key
-            from agentspec.runtime.text.task_text import CORPUS_SAMPLES, task_bpe_tokenizer
+            from agentspec.runtime.text.task_text import CORPUS_SAMPLES, cached_task_tokenizer
 
-            directory = cache_dir() / cache_key(self.path)[:16] / "tokenizer"
             samples = self.samples(limit=CORPUS_SAMPLES) if self.spec.data is not None else []
-            self._tokenizer = task_bpe_tokenizer(self.module, samples, directory)
+            self._tokenizer, _ = cached_task_tokenizer(self.path, self.module, samples)
         return self._tokenizer
 
     def play(

@@ -105,6 +105,18 @@ def task_bpe_tokenizer(
     return tokenizer
 
 
+def cached_task_tokenizer(
+    spec: str | Path, module: ModuleType, samples: Sequence[Mapping[str, Any]]
+) -> tuple[BPETokenizer, Path]:
+    """The task tokenizer of the spec at ``spec`` for policies without a model of their
+    own (`run`, `test`, `serve`, `explore`, `prompt`): trained on its first
+    ``CORPUS_SAMPLES`` samples once, kept beside the spec's compiled module; and that folder."""
+    from agentspec.compiler.build import cache_dir, cache_key
+
+    directory = cache_dir() / cache_key(Path(spec))[:16] / "tokenizer"
+    return task_bpe_tokenizer(module, list(samples)[:CORPUS_SAMPLES], directory), directory
+
+
 def _saved_or_built(
     directory: Path | None, load: Callable[[Path], Any], build: Callable[[], Any]
 ) -> Any:

@@ -130,11 +130,9 @@ def _success_rate(episodes: list[Episode]) -> float | None:
 
 def _task_tokenizer(path: Path, module: Any, samples: list[Any]) -> Any:
     """The tokenizer `run` and `test` give model-free policies: token limits apply as in training."""
-    from agentspec.compiler.build import cache_dir, cache_key
-    from agentspec.runtime.text.task_text import task_bpe_tokenizer
+    from agentspec.runtime.text.task_text import cached_task_tokenizer
 
-    directory = cache_dir() / cache_key(path)[:16] / "tokenizer"
-    return task_bpe_tokenizer(module, samples[:CORPUS_SAMPLES], directory)
+    return cached_task_tokenizer(path, module, samples)[0]
 
 
 def _read_elsewhere(name: str, text: str) -> bool:
