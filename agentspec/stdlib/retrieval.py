@@ -150,14 +150,28 @@ class BM25Index:
         if not known[0] or k < 1:
             return []
         k = min(k, len(self.docs))
-        # n_threads=0: bm25s's plain map. Any other value starts a thread pool per call,
-        # in a tool worker that a timeout may interrupt while it starts that pool's thread
-        positions, scores = self.retriever.retrieve(known, k=k, show_progress=False, n_threads=0)
-        return [
-            Hit(self.docs[int(i)], float(s))
-            for i, s in zip(positions[0], scores[0], strict=True)
-            if float(s) > 0
-        ]
+        scores = self.retriever.get_scores(known[0])
+        return [Hit(self.docs[i], float(scores[i])) for i in top_k(scores, k) if scores[i] > 0]
+
+
+def top_k(scores: Any, k: int) -> list[int]:
+    """The indices of the `k` highest scores, best first; equal scores in corpus order.
+
+    bm25s's own top-k (`argpartition`, then an unstable `argsort`) orders ties as the
+    installed numpy happens to: numpy 2.4 returned another webshop product than 2.3 for
+    the same search. Search results are observations the model is trained on, so they
+    must not depend on a library's sort. Every document tied with the k-th score is a
+    candidate; the candidates are sorted by score, then position.
+    """
+    import numpy as np
+
+    if k >= len(scores):
+        candidates = np.arange(len(scores))
+    else:
+        kth = np.partition(scores, len(scores) - k)[len(scores) - k]
+        candidates = np.flatnonzero(scores >= kth)
+    order = np.lexsort((candidates, -scores[candidates]))
+    return [int(i) for i in candidates[order][:k]]
 
 
 def open_index(corpus: str, text_fields: Sequence[str] = ("title", "text")) -> BM25Index:

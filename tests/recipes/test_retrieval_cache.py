@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from agentspec.stdlib.retrieval import BM25Index, bm25
+from agentspec.stdlib.retrieval import BM25Index, bm25, top_k
 
 
 def test_second_open_loads_the_cached_index(recipe_environment: Path, tmp_path: Path) -> None:
@@ -65,3 +69,24 @@ def test_a_search_starts_no_thread_pool(
     monkeypatch.setattr(bm25s, "ThreadPoolExecutor", refuse)
     search = bm25(corpus="${AGENTSPEC_DATA}/hotpotqa/corpus.jsonl", k=2, render="{title}")
     assert search("Kiss and Tell 1945 film Corliss Archer").startswith("(1) Kiss and Tell")
+
+
+@given(
+    st.lists(st.sampled_from([0.0, 0.5, 1.0, 1.5, 2.0, 3.25]), min_size=1, max_size=60),
+    st.integers(min_value=1, max_value=70),
+)
+def test_top_k_orders_by_score_then_corpus_position(scores: list[float], k: int) -> None:
+    """Ties (common: BM25 gives equal scores to documents with the same term counts
+    and lengths) come in corpus order, whatever numpy's sort does with them."""
+    expected = sorted(range(len(scores)), key=lambda i: (-scores[i], i))[:k]
+    assert top_k(np.asarray(scores, dtype=np.float32), k) == expected
+
+
+def test_tied_search_results_come_in_corpus_order(tmp_path: Path) -> None:
+    corpus = tmp_path / "corpus.jsonl"
+    rows = [{"id": f"d{i}", "title": "red shoe", "text": ""} for i in range(12)]
+    rows.insert(5, {"id": "best", "title": "red red shoe", "text": ""})
+    corpus.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    index = BM25Index.open(corpus, cache=tmp_path / "cache")
+    hits = [h.doc["id"] for h in index.search("red", 4)]
+    assert hits == ["best", "d0", "d1", "d2"]
