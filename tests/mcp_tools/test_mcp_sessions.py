@@ -244,3 +244,46 @@ def test_sessions_must_be_a_mode_or_a_pool_size(tmp_path: Path) -> None:
         assert result.exit_code == 1
         assert "error[E204]: mcp.flaky.sessions:" in result.output
         assert "use `shared`, `episode`, or a pool size from 1 to 256" in result.output
+
+
+def test_a_shutdown_cut_short_leaves_no_server_behind_the_loop(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Cancelled again while its servers stop (a second Ctrl-C, or `asyncio.run` cancelling
+    what is left), the run still ends every server before the event loop closes: a server
+    that exits after it leaves its transport to the garbage collector, which closes it on
+    the closed loop ("Event loop is closed" tracebacks at Ctrl-C, seen on a loaded machine)."""
+    import asyncio
+    import gc
+
+    from agentspec.compiler.build import import_spec
+    from agentspec.runtime.spec.run import rollout
+    from agentspec.runtime.text.task_text import task_bpe_tokenizer
+
+    pids = tmp_path / "pids"
+    monkeypatch.setenv("FLAKY_PIDS", str(pids))
+    spec = flaky(tmp_path, ("timeout: 5", "timeout: 60"))
+    module = import_spec(spec)
+    samples = module.load_samples()
+    tok = task_bpe_tokenizer(module, samples, tmp_path / "tokenizer")
+
+    async def cancel_twice() -> None:
+        episodes = asyncio.ensure_future(rollout(module, samples, "oracle", task_tokenizer=tok))
+        deadline = time.monotonic() + 120  # only stops a broken test
+        while len(started(pids)) < 8 and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+        episodes.cancel()
+        for _ in range(3):  # into the servers' shutdown, then cut it short
+            await asyncio.sleep(0)
+        for task in asyncio.all_tasks():
+            if task is not asyncio.current_task():
+                task.cancel()
+        await asyncio.wait([episodes])
+
+    unraisable: list[str] = []
+    monkeypatch.setattr(sys, "unraisablehook", lambda u: unraisable.append(repr(u.exc_value)))
+    asyncio.run(cancel_twice())
+    assert len(started(pids)) == 8
+    assert not any(running(pid) for pid in started(pids))
+    gc.collect()
+    assert unraisable == []

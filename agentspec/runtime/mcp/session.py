@@ -43,6 +43,8 @@ BACKOFF_MAX = 8.0
 KILL_GRACE = 6.0
 """Seconds a stopping connection may take before its server's process group is killed
 (longer than the SDK's own escalation: stdin closed, 2 s, SIGTERM, 2 s, SIGKILL)."""
+REAP_LIMIT = 5.0
+"""Seconds a connection's end waits for its killed server process to be gone."""
 
 
 class McpError(RuntimeError):
@@ -190,8 +192,11 @@ class _Connection:
             self._watchdog.cancel()
             if not self.ready.done():
                 self.ready.set_exception(McpError(f"MCP server {server.describe()} was stopped"))
+            pid = self.capture.pid() if self.capture is not None else None
             if self.capture is not None:
                 self.capture.close()
+            if pid is not None:
+                await _reaped(pid)
 
     def _watch(self) -> None:
         """Once a second while the task lives: kill the server if stopping takes too long."""
@@ -207,11 +212,8 @@ class _Connection:
         self._watchdog = loop.call_later(1.0, self._watch)
 
     def _kill(self) -> None:
-        pid = self.capture.pid() if self.capture is not None else None
-        killpg = getattr(os, "killpg", None)  # POSIX: the server leads its process group
-        if pid is not None and killpg is not None:
-            with contextlib.suppress(OSError):  # gone already, or not ours to signal
-                killpg(pid, signal.SIGKILL)
+        if self.capture is not None:
+            _kill_group(self.capture.pid())
 
     def _on_end(self) -> None:
         """The server's messages ended: called before the calls in flight hear of it."""
@@ -244,6 +246,52 @@ class _Connection:
             f"MCP server {name} stopped during the call ({reason(exc)}); it is started again"
             f" for the next call{self.stderr_tail()}"
         )
+
+
+def _kill_group(pid: int | None) -> None:
+    killpg = getattr(os, "killpg", None)  # POSIX: the server leads its process group
+    if pid is not None and killpg is not None:
+        with contextlib.suppress(OSError):  # gone already, or not ours to signal
+            killpg(pid, signal.SIGKILL)
+
+
+async def _reaped(pid: int) -> None:
+    """Kill the server if it outlived its connection, and wait until it is gone.
+
+    When the SDK's shutdown runs to its end the process is already gone. When a
+    cancellation cut that shutdown short (Ctrl-C, an error in the run), the process is
+    still running; if it exited only after the event loop had closed, the garbage
+    collector would close its transport on the closed loop and print "Event loop is
+    closed" tracebacks on the way out. So the server is killed now and waited for while
+    the loop still runs, which reaps it and closes its pipes. A cancellation during
+    this wait is held back until the end (the wait is short and bounded).
+    """
+    if not hasattr(os, "killpg"):  # not POSIX: no process groups, and no kill(pid, 0) probe
+        return
+    deadline = asyncio.get_running_loop().time() + REAP_LIMIT
+    cancelled = False
+    killed = False
+    while _running(pid) and asyncio.get_running_loop().time() < deadline:
+        if not killed:
+            _kill_group(pid)
+            killed = True
+        try:
+            await asyncio.sleep(0.02)
+        except asyncio.CancelledError:
+            cancelled = True
+    if cancelled:
+        raise asyncio.CancelledError
+
+
+def _running(pid: int) -> bool:
+    """Whether the process exists (a zombie not reaped yet counts: its pipes may be open)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # exists, not ours to signal
+        return True
+    return True
 
 
 def _retrieve(future: asyncio.Future[Any]) -> None:
