@@ -39,7 +39,8 @@ demo: venv
 	@echo "warm-start and final greedy success: runs/demo/metrics.jsonl (eval/success)"
 	@echo "plots: runs/demo/plots   run directory: runs/demo"
 
-# Two workers: the suite is CPU-bound and the CI machine has two cores. Each module runs
+# Three workers on two cores: the suite is CPU-bound, and a third fills the time the others
+# wait on PyPI and on their subprocesses. Each module runs
 # on one worker (`loadscope`), so a module's fixtures (composed configs, built models,
 # servers) are built once, not once per worker; tests/conftest.py puts the slow ones first,
 # and `--no-loadscope-reorder` keeps that order (xdist's default runs the modules with the
