@@ -158,8 +158,8 @@ def top_k(scores: Any, k: int) -> list[int]:
     """The indices of the `k` highest scores, best first; equal scores in corpus order.
 
     bm25s's own top-k (`argpartition`, then an unstable `argsort`) orders ties as the
-    installed numpy happens to: numpy 2.4 returned another webshop product than 2.3 for
-    the same search. Search results are observations the model is trained on, so they
+    installed numpy happens to: after a numpy upgrade the same search returned another
+    webshop product. Search results are observations the model is trained on, so they
     must not depend on a library's sort. Every document tied with the k-th score is a
     candidate; the candidates are sorted by score, then position.
     """

@@ -13,6 +13,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
@@ -173,28 +174,39 @@ def test_ctrl_c_stops_the_servers(tmp_path: Path) -> None:
     assert not any(running(pid) for pid in started(pids))
 
 
-def test_an_error_in_the_run_stops_the_servers(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    import asyncio
-
+def stuck_rollout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Any, Path]:
+    """The oracle rollout of the flaky spec (8 episodes, a server each, one call stuck in
+    every server), not started yet, and the file where its servers write their pids."""
     from agentspec.compiler.build import import_spec
     from agentspec.runtime.spec.run import rollout
     from agentspec.runtime.text.task_text import task_bpe_tokenizer
 
     pids = tmp_path / "pids"
     monkeypatch.setenv("FLAKY_PIDS", str(pids))
-    spec = flaky(tmp_path, ("timeout: 5", "timeout: 60"))
-    module = import_spec(spec)
+    module = import_spec(flaky(tmp_path, ("timeout: 5", "timeout: 60")))
     samples = module.load_samples()
     tok = task_bpe_tokenizer(module, samples, tmp_path / "tokenizer")
+    return rollout(module, samples, "oracle", task_tokenizer=tok), pids
+
+
+async def every_server_started(pids: Path) -> None:
+    import asyncio
+
+    deadline = time.monotonic() + 120  # only stops a broken test
+    while len(started(pids)) < 8 and time.monotonic() < deadline:
+        await asyncio.sleep(0.05)
+
+
+def test_an_error_in_the_run_stops_the_servers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import asyncio
+
+    episodes, pids = stuck_rollout(tmp_path, monkeypatch)
 
     async def run_then_fail() -> None:
-        episodes = rollout(module, samples, "oracle", task_tokenizer=tok)
         running_episodes = asyncio.ensure_future(episodes)
-        deadline = time.monotonic() + 120  # only stops a broken test
-        while len(started(pids)) < 8 and time.monotonic() < deadline:
-            await asyncio.sleep(0.05)  # until every episode has its server, one call is stuck
+        await every_server_started(pids)
         assert not running_episodes.done()
         raise RuntimeError("the program around the rollout failed")
 
@@ -256,29 +268,18 @@ def test_a_shutdown_cut_short_leaves_no_server_behind_the_loop(
     import asyncio
     import gc
 
-    from agentspec.compiler.build import import_spec
-    from agentspec.runtime.spec.run import rollout
-    from agentspec.runtime.text.task_text import task_bpe_tokenizer
-
-    pids = tmp_path / "pids"
-    monkeypatch.setenv("FLAKY_PIDS", str(pids))
-    spec = flaky(tmp_path, ("timeout: 5", "timeout: 60"))
-    module = import_spec(spec)
-    samples = module.load_samples()
-    tok = task_bpe_tokenizer(module, samples, tmp_path / "tokenizer")
+    episodes, pids = stuck_rollout(tmp_path, monkeypatch)
 
     async def cancel_twice() -> None:
-        episodes = asyncio.ensure_future(rollout(module, samples, "oracle", task_tokenizer=tok))
-        deadline = time.monotonic() + 120  # only stops a broken test
-        while len(started(pids)) < 8 and time.monotonic() < deadline:
-            await asyncio.sleep(0.05)
-        episodes.cancel()
+        running_episodes = asyncio.ensure_future(episodes)
+        await every_server_started(pids)
+        running_episodes.cancel()
         for _ in range(3):  # into the servers' shutdown, then cut it short
             await asyncio.sleep(0)
         for task in asyncio.all_tasks():
             if task is not asyncio.current_task():
                 task.cancel()
-        await asyncio.wait([episodes])
+        await asyncio.wait([running_episodes])
 
     unraisable: list[str] = []
     monkeypatch.setattr(sys, "unraisablehook", lambda u: unraisable.append(repr(u.exc_value)))

@@ -268,13 +268,12 @@ async def _reaped(pid: int) -> None:
     """
     if not hasattr(os, "killpg"):  # not POSIX: no process groups, and no kill(pid, 0) probe
         return
+    if not _running(pid):
+        return
+    _kill_group(pid)
     deadline = asyncio.get_running_loop().time() + REAP_LIMIT
     cancelled = False
-    killed = False
     while _running(pid) and asyncio.get_running_loop().time() < deadline:
-        if not killed:
-            _kill_group(pid)
-            killed = True
         try:
             await asyncio.sleep(0.02)
         except asyncio.CancelledError:
