@@ -45,8 +45,11 @@ demo: venv
 # servers) are built once, not once per worker; tests/conftest.py puts the slow ones first,
 # and `--no-loadscope-reorder` keeps that order (xdist's default runs the modules with the
 # most tests first, which left the two-minute end-to-end runs for the end).
+# The suite starts hundreds of Pythons (CLI runs, Ray actors, side venvs): with
+# PYTHONDONTWRITEBYTECODE set, as on some CI images, each compiled the package and every
+# test module from source again (a third of collection's CPU), so the run writes caches.
 test: venv chromium
-	$(PY) -m pytest -n 3 --dist loadscope --no-loadscope-reorder --durations=25
+	env -u PYTHONDONTWRITEBYTECODE $(PY) -m pytest -n 3 --dist loadscope --no-loadscope-reorder --durations=25
 
 # Headless Chromium for the report tests: Debian's package, never a downloaded browser.
 chromium:
