@@ -122,12 +122,7 @@ def import_file(module_path: Path, name: str) -> ModuleType:
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
-    # Generated files sit in the user's output directory (or the compile cache):
-    # importing one must not leave a __pycache__ beside the files a compile wrote.
-    writes_bytecode = sys.dont_write_bytecode
-    sys.dont_write_bytecode = True
-    try:
-        spec.loader.exec_module(module)
-    finally:
-        sys.dont_write_bytecode = writes_bytecode
+    # Run from source rather than through the loader, which would cache bytecode in a
+    # __pycache__ beside the file: in the user's output directory, next to what a compile wrote.
+    exec(compile(module_path.read_bytes(), str(module_path), "exec"), module.__dict__)
     return module

@@ -24,7 +24,13 @@ from agentspec.runtime.backends.verl.compile_target import (
 @pytest.fixture(scope="module")
 def target_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("verl_target")
-    write_verl_target(SPEC, out, train_rows=16)
+    # with bytecode writes on, as in a user's Python: the generated module the
+    # compile imports must still leave no __pycache__ in the output directory
+    writes_bytecode, sys.dont_write_bytecode = sys.dont_write_bytecode, False
+    try:
+        write_verl_target(SPEC, out, train_rows=16)
+    finally:
+        sys.dont_write_bytecode = writes_bytecode
     return out
 
 
