@@ -38,7 +38,9 @@ the warm start and the policy entropy) to
 ``benchmarks/results/credit/<task>/<variant>/seed<N>.json``, committed with the
 code. A run whose result is there (for the same spec, settings and
 ``BENCHMARK_VERSION``) is not trained again, on any machine; an unfinished one
-continues from its checkpoint under ``--out``. The measures are environment
+continues from its checkpoint under ``--out``. A run at a rate the sweep chose is
+the sweep's run of that rate and seed (the same settings), so it is read from the
+sweep's result instead of being trained twice. The measures are environment
 steps, not seconds, so the benchmark can run on one core beside other work
 (``--jobs 1``; every run uses one torch thread) and accumulate across sessions.
 Bump ``BENCHMARK_VERSION`` when the trainer's behaviour changes: results of
@@ -110,6 +112,16 @@ class Job:
     def result(self) -> Path:
         return RESULTS / self.task / self.variant / f"seed{self.seed}.json"
 
+    @property
+    def sweep_twin(self) -> Path | None:
+        """Where ``--sweep lr`` keeps the run of this job's algorithm, learning rate and
+        seed. A run at a swept rate is that very run when their settings agree, so it
+        is read from there rather than trained twice."""
+        algorithm, lr = self.settings.get("algorithm"), self.settings.get("learning_rate")
+        if not isinstance(algorithm, str) or not isinstance(lr, (int, float)):
+            return None
+        return RESULTS / self.task / f"{algorithm}-lr{lr:g}" / f"seed{self.seed}.json"
+
     def identity(self) -> dict[str, Any]:
         """What a committed result must match to count for this job."""
         return {
@@ -125,13 +137,15 @@ class Job:
 
 
 def read_result(job: Job) -> Records | None:
-    """The job's committed curve, if its result matches the job (spec, settings, version)."""
-    if not job.result.is_file():
-        return None
-    data = json.loads(job.result.read_text(encoding="utf-8"))
-    if {k: data.get(k) for k in job.identity()} != job.identity():
-        return None
-    return list(data["curve"])
+    """The job's committed curve: its own result, else its sweep twin's; either counts
+    only if it matches the job (spec, settings, version)."""
+    identity = job.identity()
+    for path in (job.result, job.sweep_twin):
+        if path is not None and path.is_file():
+            data = json.loads(path.read_text(encoding="utf-8"))
+            if {k: data.get(k) for k in identity} == identity:
+                return list(data["curve"])
+    return None
 
 
 def write_result(job: Job, records: Records) -> None:

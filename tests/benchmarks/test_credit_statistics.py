@@ -107,6 +107,23 @@ def test_results_are_data_written_once_and_read_back_by_identity(
     assert credit.read_result(job) is None  # another trainer version: neither
 
 
+def test_a_run_at_a_swept_rate_is_the_sweeps_run_of_that_seed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(credit, "RESULTS", tmp_path)
+    settings = {"learning_rate": 3e-4, "algorithm": "grpo", "seed": 1, "iterations": 60}
+    swept = credit.Job("keys_and_doors", "grpo-lr0.0003", 1, settings)
+    credit.write_result(swept, curve((0, 0.5), (400, 1.0)))
+    benchmark_run = credit.Job("keys_and_doors", "grpo", 1, dict(settings))
+    assert credit.read_result(benchmark_run) == credit.read_result(swept) is not None
+    assert not benchmark_run.result.exists()  # read from the sweep's file, not copied
+    other_seed = credit.Job("keys_and_doors", "grpo", 2, {**settings, "seed": 2})
+    other_rate = credit.Job("keys_and_doors", "grpo", 1, {**settings, "learning_rate": 1e-3})
+    other_setting = credit.Job("keys_and_doors", "grpo", 1, {**settings, "kl_coef": 0.0})
+    for job in (other_seed, other_rate, other_setting):
+        assert credit.read_result(job) is None
+
+
 def test_report_comes_from_results_alone_and_rewrites_the_readme_block(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
