@@ -12,7 +12,7 @@ in a ``|`` block) back to the file's own line and column.
 from __future__ import annotations
 
 import re
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -64,6 +64,8 @@ class _BudgetedComposer(yaml.composer.Composer):
     """
 
     budget: _Budget
+    # The parser's, which every concrete loader mixes in beside the composer.
+    peek_event: Callable[[], yaml.Event]
 
     def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node | None:
         event = self.peek_event()
@@ -91,7 +93,7 @@ class _Loader(_BudgetedComposer, yaml.SafeLoader):
         self.budget = _Budget()
 
 
-class _FastLoader(_BudgetedComposer, CParser, SafeConstructor, yaml.resolver.Resolver):  # type: ignore[misc]
+class _FastLoader(_BudgetedComposer, CParser, SafeConstructor, yaml.resolver.Resolver):
     """The same composition over libyaml's C scanner and parser.
 
     Scanning is most of the cost of loading a spec; libyaml does it about ten
@@ -107,8 +109,9 @@ class _FastLoader(_BudgetedComposer, CParser, SafeConstructor, yaml.resolver.Res
         yaml.resolver.Resolver.__init__(self)
         self.budget = _Budget()
 
-    def compose_scalar_node(self, anchor: str | None) -> yaml.ScalarNode:
-        node = super().compose_scalar_node(anchor)
+    # types-PyYAML types the argument as the anchors dict; PyYAML passes the anchor.
+    def compose_scalar_node(self, anchor: str | None) -> yaml.ScalarNode:  # type: ignore[override]
+        node = super().compose_scalar_node(anchor)  # type: ignore[arg-type]
         if node.style == "":  # libyaml's name for the plain style, PyYAML's is None
             node.style = None
         return node

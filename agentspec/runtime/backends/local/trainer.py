@@ -15,6 +15,7 @@ the models are built in `models.py`, scored in `scoring.py`, updated in
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import random
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -275,18 +276,17 @@ def advantage_config(cfg: TrainingSpec, algorithm: Algorithm) -> AdvantageConfig
     """The estimators' settings from the training configuration and the preset (which
     estimator gives a teacher algorithm's task advantage). With `opd_topk` the teacher
     enters as a loss (update.distillation_loss), not as an advantage."""
-    task_estimator = (
-        {"opd_task_estimator": algorithm.task_estimator} if algorithm.task_estimator else {}
-    )
-    return AdvantageConfig(
+    config = AdvantageConfig(
         gamma=cfg.gamma,
         lam=cfg.lam,
         omega=cfg.omega,
         opd_beta=cfg.opd_beta,
         opd_task_weight=cfg.opd_task_weight,
         opd_topk=cfg.opd_topk,
-        **task_estimator,
     )
+    if algorithm.task_estimator:
+        config = dataclasses.replace(config, opd_task_estimator=algorithm.task_estimator)
+    return config
 
 
 def update_scores_policy(algorithm: Algorithm, cfg: TrainingSpec, episodes: int) -> bool:
