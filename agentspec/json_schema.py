@@ -149,7 +149,8 @@ def _json_equal(a: Any, b: Any) -> bool:
 
 
 def value_problems(schema: Any, value: Any) -> list[str]:
-    """Messages for ``value`` against ``schema`` (empty when it is valid)."""
+    """Messages for ``value`` against ``schema`` (empty when it is valid); ``schema`` must be
+    valid JSON Schema (:func:`schema_problems` finds nothing)."""
     if _certainly_valid(schema, value):
         return []
     from jsonschema import Draft202012Validator

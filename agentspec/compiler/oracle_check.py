@@ -34,7 +34,7 @@ from agentspec.compiler.types import (
     strip_optional,
 )
 from agentspec.diagnostics import Diagnostic
-from agentspec.json_schema import value_problems
+from agentspec.json_schema import schema_problems, value_problems
 from agentspec.source import Span
 from agentspec.spec.model import OracleEach, TaskSpec, ToolSpec
 
@@ -93,13 +93,17 @@ def _tool_schemas(spec: TaskSpec) -> dict[str, dict[str, Any]]:
 
 
 def _argument_schema(schema: dict[str, Any], argument: str) -> dict[str, Any] | None:
-    """The schema of one argument, with the definitions its `$ref`s may point to."""
+    """The schema of one argument, with the definitions its `$ref`s may point to; None when
+    the argument is not declared or its schema is not valid JSON Schema."""
     properties = schema.get("properties")
     sub = properties.get(argument) if isinstance(properties, dict) else None
     if not isinstance(sub, dict):
         return None
     definitions = {k: schema[k] for k in ("$defs", "definitions") if k in schema}
-    return {**definitions, **sub}
+    argument_schema = {**definitions, **sub}
+    if next(schema_problems(argument_schema), None) is not None:
+        return None  # reported where it is declared (E701); no value can be checked against it
+    return argument_schema
 
 
 class _OracleChecker:
