@@ -84,11 +84,17 @@ def _object_schema(tool: ToolSpec) -> dict[str, Any]:
     return {"type": "object", "properties": dict(tool.parameters), "required": required}
 
 
-def _tool_schemas(spec: TaskSpec) -> dict[str, dict[str, Any]]:
-    """Every tool the model may call, spec tools and pinned MCP tools: its object schema."""
-    schemas = {name: _object_schema(tool) for name, tool in spec.tools.items()}
+def _tool_schemas(spec: TaskSpec) -> dict[str, dict[str, Any] | None]:
+    """Every tool the model may call, spec tools and pinned MCP tools: its object schema;
+    None for a pinned tool whose parameters are not a JSON Schema object (E704): the
+    oracle may call it, but its arguments cannot be checked."""
+    schemas: dict[str, dict[str, Any] | None] = {
+        name: _object_schema(tool) for name, tool in spec.tools.items()
+    }
     for served in mcp_tools(spec):
-        schemas.setdefault(served.name, served.pin.parameters)  # a clash is E703's
+        pinned = served.pin.parameters
+        valid = pinned.get("type") == "object" and next(schema_problems(pinned), None) is None
+        schemas.setdefault(served.name, pinned if valid else None)  # a clash is E703's
     return schemas
 
 
@@ -141,7 +147,7 @@ class _OracleChecker:
         sample, real = self._sample()
         env = _sandbox()
         fmt = get_format(self.spec.episode.tool_format)
-        tools = {name: _ToolView(schema) for name, schema in self.tools.items()}
+        tools = {name: _ToolView(schema or {}) for name, schema in self.tools.items()}
         for i, step in enumerate(steps):
             template, variables, real_turn = self._variables(i, step, sample, real)
             try:
@@ -198,8 +204,7 @@ class _OracleChecker:
     def _call(self, turn: int, name: str, arguments: Any, real: bool) -> None:
         import difflib
 
-        schema = self.tools.get(name)
-        if schema is None:
+        if name not in self.tools:
             close = difflib.get_close_matches(name, list(self.tools), n=1, cutoff=0.6)
             self._report(
                 "E909",
@@ -209,7 +214,8 @@ class _OracleChecker:
                 word=name,
             )
             return
-        if not isinstance(arguments, dict):
+        schema = self.tools[name]
+        if schema is None or not isinstance(arguments, dict):
             return
         parameters = list(schema.get("properties") or {})
         for arg in arguments:
