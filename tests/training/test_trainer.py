@@ -234,6 +234,18 @@ def test_reward_expression_errors_are_counted_in_training_metrics(tmp_path: Path
     assert records(healthy)[-1]["rollout/expression_errors"] == 0
 
 
+def test_gigpo_trains_when_the_anchor_fails_on_some_states(tmp_path: Path) -> None:
+    # `sample.word[4]` raises on the four-letter words: those steps group by their exact
+    # prompt instead (as on verl), and the run goes on
+    spec = tmp_path / "echo_word.yaml"
+    spec.write_text(ECHO.read_text().replace("anchor: \"'start'\"", 'anchor: "sample.word[4]"'))
+    assert 'anchor: "sample.word[4]"' in spec.read_text()
+    shutil.copytree(ECHO.parent / "data", tmp_path / "data")
+    run = train(spec, tmp_path / "run", {**FAST, "algorithm": "gigpo", "iterations": 1})
+    last = records(run)[-1]
+    assert last["iteration"] == 1 and math.isfinite(last["loss/policy"])
+
+
 def test_old_log_probs_from_the_update_equal_a_scoring_pass(tmp_path: Path) -> None:
     """With the batch in one minibatch the trainer skips the policy's scoring pass and
     takes the old log-probs from the update's first forward pass: they are the same."""

@@ -10,7 +10,7 @@ import verl.experimental.agent_loop.agent_loop  # noqa: F401
 from omegaconf import OmegaConf
 
 from agentspec.runtime.backends.verl.agent_loop import check_distillation, episode_outputs
-from agentspec.runtime.backends.verl.layout import EXTRA_KEY, RowSteps, anchor_key
+from agentspec.runtime.backends.verl.layout import EXTRA_KEY, RowSteps
 from agentspec.runtime.episode.trajectory import Step, Trajectory
 
 
@@ -33,8 +33,10 @@ def test_per_step_outputs_hold_exact_tokens_and_step_records() -> None:
     recs = [RowSteps.from_dict(o.extra_fields[EXTRA_KEY]) for o in outs]
     assert [r.step_rewards for r in recs] == [[-0.2], [1.0]]
     assert [r.token_steps for r in recs] == [[0, 0], [1, 1, 1]]
-    assert recs[1].anchors == [anchor_key("s", [])]
-    assert recs[0].anchors == [anchor_key(None, [1, 2, 3])]  # no spec anchor: the exact prompt
+    assert recs[1].anchors == ["a:s"] == [traj.steps[1].anchor_key]
+    # no spec anchor: the exact prompt, as the local backend groups it too
+    assert recs[0].anchors == [traj.steps[0].anchor_key] != [Step(0, [1, 2, 4], [], []).anchor_key]
+    assert recs[0].anchors == [Step(5, [1, 2, 3], [9], [-1.0]).anchor_key]
 
 
 def test_packed_output_masks_observations() -> None:

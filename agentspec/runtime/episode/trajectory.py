@@ -25,6 +25,7 @@ compares, adds and serialises like the list it stands for.
 from __future__ import annotations
 
 import copy
+import hashlib
 import itertools
 import json
 import math
@@ -258,6 +259,20 @@ class Step:
     def reward(self) -> float:
         """The sum of the reward components."""
         return float(sum(self.rewards.values()))
+
+    @property
+    def anchor_key(self) -> str:
+        """GiGPO's anchor of the step: the spec's ``episode.anchor`` where it evaluated, else
+        the exact prompt the step acted from (steps that saw identical token ids share a
+        group). A state the anchor expression cannot describe (it raised, or gave None) so
+        still groups by what the model saw, and never ends a run. Both backends group by it."""
+        if self.anchor is not None:
+            return f"a:{self.anchor}"
+        digest = hashlib.sha1(
+            b"".join(int(t).to_bytes(4, "little") for t in self.prompt_ids),
+            usedforsecurity=False,
+        )
+        return f"p:{digest.hexdigest()}"
 
     @property
     def response_truncated(self) -> bool:

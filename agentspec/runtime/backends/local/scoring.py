@@ -119,7 +119,7 @@ def step_batch(rollout: Rollout, scored: Scored) -> StepBatch:
                 group_id=traj.group_id,
                 reward=ref.step.reward,
                 response_length=k,
-                anchor=ref.step.anchor,
+                anchor=ref.step.anchor_key,
                 value=float(scored.values[i]) if scored.values is not None else None,
                 token_values=first(scored.token_values, i, k),
                 old_log_probs=first(scored.old_log_probs, i, k),

@@ -14,7 +14,6 @@ step) and back (:meth:`StepView.to_rows`). This module imports torch, never verl
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -26,21 +25,10 @@ from agentspec.runtime.algorithms import StepBatch, StepRow, collate_steps
 from agentspec.runtime.episode.rows import TrainingRow
 from agentspec.runtime.episode.trajectory import Trajectory
 
-__all__ = ["EXTRA_KEY", "RowSteps", "StepView", "anchor_key", "row_steps", "step_view"]
+__all__ = ["EXTRA_KEY", "RowSteps", "StepView", "row_steps", "step_view"]
 
 EXTRA_KEY = "agentspec"
 """Key of :class:`RowSteps` (as a plain dict) in ``AgentLoopOutput.extra_fields``."""
-
-
-def anchor_key(anchor: str | None, prompt_ids: Sequence[int]) -> str:
-    """GiGPO's anchor of a step: the spec's ``episode.anchor`` if it has one, else the
-    exact prompt the step acted from (steps that saw identical token ids share a group)."""
-    if anchor is not None:
-        return f"a:{anchor}"
-    digest = hashlib.sha1(
-        b"".join(int(t).to_bytes(4, "little") for t in prompt_ids), usedforsecurity=False
-    )
-    return f"p:{digest.hexdigest()}"
 
 
 @dataclass(frozen=True)
@@ -54,7 +42,7 @@ class RowSteps:
         step_indices: the steps of the row, in order.
         step_rewards: each step's reward (sum of its components), aligned with
             ``step_indices``.
-        anchors: each step's GiGPO anchor (:func:`anchor_key`).
+        anchors: each step's GiGPO anchor (:attr:`Step.anchor_key`).
         episode_reward: the episode's total reward (what verl's ``reward_score`` holds).
     """
 
@@ -89,7 +77,7 @@ def row_steps(traj: Trajectory, row: TrainingRow) -> RowSteps:
         token_steps=list(row.token_steps[row.prompt_length :]),
         step_indices=list(row.step_indices),
         step_rewards=[s.reward for s in steps],
-        anchors=[anchor_key(s.anchor, s.prompt_ids) for s in steps],
+        anchors=[s.anchor_key for s in steps],
         episode_reward=traj.total_reward,
     )
 
