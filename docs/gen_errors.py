@@ -41,13 +41,25 @@ GENERATED = {
 }
 
 
-def examples() -> dict[str, str]:
-    found: dict[str, str] = {}
+# Specs whose diagnostics are shown too, after the first example of their code:
+# one code, several problems worth seeing (E904: a module that is missing, that
+# does not parse, that lacks the attribute).
+MORE = (
+    "deep_user_module_no_attribute.yaml",
+    "deep_user_module_syntax_error.yaml",
+    "deep_field_wrong_type.yaml",
+)
+
+
+def examples() -> dict[str, list[str]]:
+    found: dict[str, list[str]] = {}
     os.chdir(ROOT)
     for path in sorted(Path("tests/specs/invalid").glob("*.yaml")):
         result = check_file(path)
         for d in result.diagnostics:
-            found.setdefault(d.code, render_text(d, result.sources))
+            shown = found.setdefault(d.code, [])
+            if not shown or path.name in MORE:
+                shown.append(render_text(d, result.sources))
     with tempfile.TemporaryDirectory() as folder:
         os.chdir(folder)
         try:
@@ -55,7 +67,7 @@ def examples() -> dict[str, str]:
                 Path(name).write_text(text, encoding="utf-8")
                 result = check_file(name)
                 for d in result.diagnostics:
-                    found.setdefault(d.code, render_text(d, result.sources))
+                    found.setdefault(d.code, [render_text(d, result.sources)])
         finally:
             os.chdir(ROOT)
     return found
@@ -79,8 +91,8 @@ def render() -> str:
             stage = code[1]
             lines += [f"## {code[0]}{stage}xx — {STAGES[stage]}", ""]
         lines += [f"### {code}: {title}", ""]
-        if code in shown:
-            lines += ["```text", shown[code], "```", ""]
+        for example in shown.get(code, []):
+            lines += ["```text", example, "```", ""]
     return "\n".join(lines)
 
 

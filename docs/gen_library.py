@@ -174,12 +174,21 @@ def render() -> str:
         "`${AGENTSPEC_DATA}` (default: `../shared/data` beside the checkout) and other "
         "environment variables; a relative path is read from the spec's folder. "
         "`agentspec validate` warns when a file is not on this machine (W901) and checks the "
-        "declared `fields` against the first row (E907).",
+        "declared `fields` against the first row: each is there and, in a JSONL file, its "
+        "value has the declared type (E907; an int is a float, a boolean is not an int). "
+        "It reads no further, whatever the file's size; loading the samples checks every "
+        "row it reads the same way, naming the file, the row and the field.",
         "- **Your Python modules** (`impl: module:function`, `generator:module:function`, "
         "`oracle: {hook: module:function}`, `environment.adapter: module:Class`, "
         "`context.custom`) are imported from the spec's folder first, then from `sys.path`. "
         "`agentspec validate` checks that each module can be found without importing it "
-        "(E904); `agentspec validate --import` imports them and checks their signatures.",
+        "(E904). A module beside the spec (`name.py` or a package folder `name/`) is read, "
+        "never run: a syntax error in it, a missing submodule, or an attribute its top "
+        "level does not define (`def`, `class`, an assignment or an import) is an error at "
+        "the `module:attr` value (E904), unless the module may define names its source does "
+        "not spell (`from x import *`, `globals()`, a module `__getattr__`). Installed "
+        "modules are left to `agentspec validate --import`, which imports them and checks "
+        "their signatures.",
         "- **Compiled code** does not depend on where you run from: `agentspec compile` "
         "gives the same bytes from any directory and for any spelling of the spec's path, "
         "and the generated module's `SPEC_DIR` (set by `run`, `train` and `test`) is where "

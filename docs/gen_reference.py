@@ -73,8 +73,13 @@ KINDS: list[tuple[Any, str, str]] = [
         "(see Guards below)",
     ),
     (model.TypeName, "type", "a type name (see Types below)"),
-    (model.Identifier, "identifier", "letters, digits and `_`, not starting with a digit"),
-    (model.ImportPath, "import path", "`module.path:attribute` of your own Python code"),
+    (model.Identifier, "identifier", "ASCII letters, digits and `_`, not starting with a digit"),
+    (
+        model.ImportPath,
+        "import path",
+        "`module.path:attribute` of your own Python code; `validate` reads (never runs) a "
+        "module beside the spec: it must parse and define the attribute (E904)",
+    ),
     (
         model.RewardEvent,
         "reward event",
@@ -170,6 +175,13 @@ def cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
+def yaml_key(name: str, field: FieldInfo) -> str:
+    """The key a spec writes for a field: its alias where it has one (a guard's `if`,
+    whose Python name `condition` a spec cannot use), else its name."""
+    alias = field.validation_alias if isinstance(field.validation_alias, str) else field.alias
+    return alias or name
+
+
 def section(cls: type[BaseModel], where: str) -> list[str]:
     doc = (cls.__doc__ or "").strip().splitlines()[0]
     lines = [
@@ -183,7 +195,8 @@ def section(cls: type[BaseModel], where: str) -> list[str]:
     for name, field in cls.model_fields.items():
         description = cell((field.description or "") + constraints_text(field))
         lines.append(
-            f"| `{name}` | {field_type_text(field)} | {default_text(field)} | {description} |"
+            f"| `{yaml_key(name, field)}` | {field_type_text(field)} | {default_text(field)} "
+            f"| {description} |"
         )
     lines.append("")
     return lines
@@ -225,11 +238,13 @@ def render() -> str:
         "",
         "## Types",
         "",
-        "`str`, `int`, `float`, `bool`, `dict`, `any`, `list[T]`, and `T?` for an optional "
-        "value (`null` allowed). An `int` is accepted where a `float` is expected. Tool "
-        "parameters are JSON Schemas; their types map to these (`string` → `str`, "
-        "`integer` → `int`, `number` → `float`, `boolean` → `bool`, `array` → `list[…]`, "
-        "`object` → `dict`).",
+        "`str`, `int`, `float`, `bool`, `dict`, `any`, `list[T]` (`list` alone is "
+        "`list[any]`), and `T?` for an optional value (`null` allowed). An `int` is accepted "
+        "where a `float` is expected. These are the types of `state`, `data.fields` and "
+        "`functions`. Tool parameters are JSON Schemas; their types map to these (`string` → "
+        "`str`, `integer` → `int`, `number` → `float`, `boolean` → `bool`, `array` → "
+        "`list[…]`, `object` → `dict`), but JSON Schema's names are not types elsewhere: "
+        "`type: integer` in `state` is an error (E507) whose hint gives `int`.",
         "",
         "## Values and names",
         "",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import glob
+import os
 from enum import Enum
 from pathlib import Path
 from typing import Any
@@ -27,7 +28,8 @@ class OutputFormat(str, Enum):
 
 
 def expand_paths(paths: list[str]) -> list[Path]:
-    """Files, directories (searched recursively for *.yaml / *.yml) and globs."""
+    """Files, directories (searched recursively for *.yaml / *.yml, but not in hidden
+    folders nor in what agentspec wrote: see `_agentspec_output`) and globs."""
     found: list[Path] = []
     for raw in paths:
         matches = sorted(glob.glob(raw, recursive=True)) if glob.has_magic(raw) else [raw]
@@ -36,14 +38,43 @@ def expand_paths(paths: list[str]) -> list[Path]:
         for match in matches:
             path = Path(match)
             if path.is_dir():
-                found += sorted(
-                    p for p in path.rglob("*") if p.suffix in SPEC_SUFFIXES and p.is_file()
-                )
-            elif path.is_file():
+                found += _spec_files(path)
+            elif path.exists():  # a file; a device or a FIFO is refused by the reader (E103)
                 found.append(path)
             else:
                 raise typer.BadParameter(f"{raw!r} does not exist", param_hint="PATH")
     return list(dict.fromkeys(found))
+
+
+def _spec_files(folder: Path) -> list[Path]:
+    found: list[Path] = []
+    for root, dirs, files in os.walk(folder):
+        here = Path(root)
+        dirs[:] = sorted(
+            d for d in dirs if not d.startswith(".") and not _agentspec_output(here / d)
+        )
+        found += sorted(here / f for f in files if Path(f).suffix in SPEC_SUFFIXES)
+    return found
+
+
+def _agentspec_output(folder: Path) -> bool:
+    """A folder agentspec wrote, whose YAML files are not specs: a training run
+    (`config.yaml` beside `checkpoints/` or `metrics.jsonl`), a compiled spec (its
+    `manifest.json`) or an OpenEnv package (`openenv.yaml`)."""
+    run = (folder / "config.yaml").is_file() and (
+        (folder / "checkpoints").is_dir() or (folder / "metrics.jsonl").is_file()
+    )
+    return run or (folder / "manifest.json").is_file() or (folder / "openenv.yaml").is_file()
+
+
+def output_path(path: Path, option: str, *, folder: bool) -> Path:
+    """`path` if a command can write there: an error naming `option` when it is a file
+    where a folder is written, or a folder where a file is."""
+    if folder and path.exists() and not path.is_dir():
+        raise fail(f"{option} {path} is a file; give a folder to write into", code=2)
+    if not folder and path.is_dir():
+        raise fail(f"{option} {path} is a folder; give the file to write", code=2)
+    return path
 
 
 def fail(message: str, code: int = 1) -> typer.Exit:

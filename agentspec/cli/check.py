@@ -7,7 +7,14 @@ from typing import Annotated, Any
 
 import typer
 
-from agentspec.cli.app import OutputFormat, app, expand_paths, fail, report_spec_error
+from agentspec.cli.app import (
+    OutputFormat,
+    app,
+    expand_paths,
+    fail,
+    output_path,
+    report_spec_error,
+)
 
 FormatOption = Annotated[
     OutputFormat,
@@ -153,6 +160,7 @@ def schema(
     if output is None:
         typer.echo(text, nl=False)
     else:
+        output_path(output, "--output", folder=False)
         output.parent.mkdir(parents=True, exist_ok=True)
         output.write_text(text, encoding="utf-8")
         typer.echo(f"wrote {output}", err=True)
@@ -182,6 +190,7 @@ def compile_command(
 
     if target not in TARGETS:
         raise fail(f"unknown target {target!r}: use {', '.join(TARGETS)}", code=2)
+    output_path(output, "--output", folder=True)
     try:
         compiled = compile_spec(spec)
     except SpecError as exc:

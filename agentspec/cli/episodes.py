@@ -8,10 +8,14 @@ from typing import Annotated, Any
 
 import typer
 
-from agentspec.cli.app import app, fail, print_summary, report_spec_error
+from agentspec.cli.app import app, fail, output_path, print_summary, report_spec_error
 from agentspec.cli.extras import require
 
-# Options of the chat-completions policy, the same for `run` and `eval`.
+# Options of the served policies (openai:URL, chat:URL), the same for `run` and `eval`.
+TokenizerOption = Annotated[
+    str | None, typer.Option(help="Tokenizer directory (for openai:URL policies).")
+]
+ServedModelOption = Annotated[str, typer.Option(help="Model name for openai:URL and chat:URL.")]
 ApiKeyEnvOption = Annotated[
     str, typer.Option(help="chat:URL: the environment variable holding the API key.")
 ]
@@ -50,12 +54,8 @@ def run(
     split: Annotated[str | None, typer.Option(help="Data split (default: the spec's).")] = None,
     temperature: Annotated[float, typer.Option(min=0.0, help="Sampling temperature.")] = 1.0,
     out: Annotated[Path | None, typer.Option(help="Directory for trajectories.jsonl.")] = None,
-    tokenizer: Annotated[
-        str | None, typer.Option(help="Tokenizer directory (for openai:URL policies).")
-    ] = None,
-    served_model: Annotated[
-        str, typer.Option(help="Model name for openai:URL and chat:URL.")
-    ] = "default",
+    tokenizer: TokenizerOption = None,
+    served_model: ServedModelOption = "default",
     api_key_env: ApiKeyEnvOption = "OPENAI_API_KEY",
     concurrency: ConcurrencyOption = 8,
 ) -> None:
@@ -84,7 +84,7 @@ def run(
         "max_concurrency": concurrency,
     }
     kind = "hf" if model is not None else policy.split(":")[0]
-    out_dir = out or Path("runs") / f"{module.SPEC_NAME}-{kind}"
+    out_dir = output_path(out or Path("runs") / f"{module.SPEC_NAME}-{kind}", "--out", folder=True)
     with server_logs(out_dir):  # MCP servers' stderr: out_dir/mcp/NAME.log
         trajectories = _roll_out(module, chosen, policy, settings)
     names = [c.name for c in module.ENV_CLASS.reward_components]
@@ -101,10 +101,13 @@ def _spec_and_samples(spec: Path, split: str | None) -> tuple[Any, list[Any]]:
     """The compiled spec and its samples; a located error if either fails."""
     from agentspec.compiler.build import import_spec
     from agentspec.diagnostics import SpecError
+    from agentspec.runtime.spec.run import no_data
     from agentspec.stdlib.data import DataError
 
     try:
         module = import_spec(spec)
+        if module.DATA_SOURCE is None:
+            raise no_data(module)
         samples = module.load_samples(split=split)
     except SpecError as exc:
         raise report_spec_error(exc) from None
@@ -211,19 +214,25 @@ def eval_command(
     ] = None,
     policy: Annotated[
         str | None,
-        typer.Option(help="Instead of a checkpoint, a baseline policy: chat:URL, openai:URL, ..."),
+        typer.Option(
+            help="Instead of a checkpoint, any policy of `run`: oracle, random, random_tokens, "
+            "scripted:FILE, chat:URL, openai:URL, or a model loaded here."
+        ),
     ] = None,
     episodes: Annotated[
         int, typer.Option("-n", "--episodes", min=1, help="Held-out episodes.")
     ] = 200,
     temperature: Annotated[float, typer.Option(min=0.0, help="0 for greedy decoding.")] = 0.0,
-    served_model: Annotated[str, typer.Option(help="Model name for chat:URL.")] = "default",
+    tokenizer: TokenizerOption = None,
+    served_model: ServedModelOption = "default",
     api_key_env: ApiKeyEnvOption = "OPENAI_API_KEY",
     concurrency: ConcurrencyOption = 8,
 ) -> None:
     """Evaluate a checkpoint (or a baseline policy) on held-out samples; print the table of `run`."""
+    from agentspec.diagnostics import SpecError
     from agentspec.runtime.spec.run import PolicyError, evaluate_policy, policy_model
     from agentspec.runtime.text.model_names import ModelNameError
+    from agentspec.stdlib.data import DataError
 
     if (checkpoint is None) == (policy is None):
         raise fail("give exactly one of --checkpoint or --policy", code=2)
@@ -231,6 +240,10 @@ def eval_command(
         require("agentspec eval --checkpoint", "train")
     elif policy is not None and (policy_model(policy) or policy.startswith("openai:")):
         require(f"agentspec eval --policy {policy}", "train")
+
+    def note(line: str) -> None:
+        typer.echo(f"note: {line}", err=True)
+
     try:
         if policy is not None:
             summary = evaluate_policy(
@@ -238,16 +251,20 @@ def eval_command(
                 policy,
                 episodes,
                 temperature,
+                tokenizer_dir=tokenizer,
                 served_model=served_model,
                 api_key_env=api_key_env,
                 max_concurrency=concurrency,
+                note=note,
             )
         else:
             from agentspec.runtime.backends.local.evaluation import evaluate_checkpoint
 
             assert checkpoint is not None
-            summary = evaluate_checkpoint(spec, checkpoint, episodes, temperature)
-    except (ModelNameError, FileNotFoundError) as exc:
+            summary = evaluate_checkpoint(spec, checkpoint, episodes, temperature, note=note)
+    except SpecError as exc:
+        raise report_spec_error(exc) from None
+    except (ModelNameError, FileNotFoundError, DataError) as exc:
         raise fail(str(exc)) from None
     except PolicyError as exc:
         raise fail(str(exc), code=2) from None
@@ -281,6 +298,8 @@ def view(
     """Write one self-contained HTML report: config, learning curves, trajectory browser."""
     from agentspec.viewer import ViewerError, write_report
 
+    if output is not None:
+        output_path(output, "--output", folder=False)
     try:
         path = write_report(source, output, tokenizer=tokenizer, max_trajectories=max_trajectories)
     except ViewerError as exc:

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from agentspec.cli.app import app, fail
+from agentspec.cli.app import app, fail, output_path, report_spec_error
 
 mcp_app = typer.Typer(help="MCP servers a spec takes tools from.", no_args_is_help=True)
 app.add_typer(mcp_app, name="mcp")
@@ -23,6 +23,7 @@ def mcp_pin(
     """Read the tools of the spec's MCP servers into its `mcp.NAME.tools` pins."""
     from agentspec.runtime.mcp.pin import PinError, pin_spec
 
+    _require_readable_spec(spec)
     try:
         report = pin_spec(spec, check=check)
     except PinError as exc:
@@ -39,6 +40,23 @@ def mcp_pin(
         typer.echo(f"pinned into {spec}")
 
 
+def _require_readable_spec(spec: Path) -> None:
+    """The spec's own errors first, as every command reports them: a file that cannot
+    be read, is empty or is not valid YAML, or breaks the schema. What pinning
+    fixes (E702, tools not pinned) and the checker's other findings do not stop it."""
+    from agentspec.diagnostics import SpecError
+    from agentspec.spec.load import load_spec, read_source
+
+    source, problem = read_source(spec)
+    diagnostics = [problem] if problem is not None else []
+    if source is not None and problem is None:
+        diagnostics = load_spec(source)[1]
+    errors = [d for d in diagnostics if d.is_error]
+    if errors:
+        sources = {source.path: source} if source is not None else {}
+        raise report_spec_error(SpecError(errors, sources))
+
+
 @app.command()
 def init(
     name: Annotated[str, typer.Argument(help="Task name; the spec is written to NAME.yaml.")],
@@ -49,6 +67,7 @@ def init(
     """Write a commented starter spec that validates and runs with the oracle out of the box."""
     from agentspec.init_templates import InitError, write_starter
 
+    output_path(directory, "--dir", folder=True)
     try:
         path = write_starter(name, template, directory, force=force)
     except InitError as exc:

@@ -1,12 +1,18 @@
 """`agentspec prompt SPEC --model M`: the first prompt of a spec as a model will see it.
 
+The prompt is the one an episode starts with: the spec's flow resets its
+environment on the sample and the spec's context policy builds the prompt
+(the first messages, a ``state_summary``'s summary, a ``custom`` context's
+own), in the model's framing, by the runtime's code (:func:`_first_prompt`).
+
 Shows which framing the model gets (its own chat template, or agentspec's
-ChatML where it has none), whether that template is prefix-stable (an
-append-only context packs an episode into one training row) or rewrites
-earlier turns (each step's prompt is re-rendered: per-step rows), where the
-tools are described (passed to the template as ``tools=``, or in the system
-prompt in agentspec's words), the prompt's length in tokens where the
-tokenizer loads without torch, and the rendered prompt itself.
+ChatML where it has none), whether an episode packs into one training row
+(``prefix-stable``: the layout the compiler chose for the context policy,
+narrowed for a template that rewrites earlier turns, as training decides it),
+where the tools are described (passed to the template as ``tools=``, or in the
+system prompt in agentspec's words), the prompt's length in tokens where the
+tokenizer loads without torch (and whether it exceeds ``max_prompt_tokens``),
+and the rendered prompt itself.
 
 Imports no torch: the template comes from ``tokenizer_config.json``,
 ``chat_template.jinja`` or a GGUF file's metadata.
@@ -14,6 +20,8 @@ Imports no torch: the template comes from ``tokenizer_config.json``,
 
 from __future__ import annotations
 
+import asyncio
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -43,38 +51,145 @@ def prompt(
     from agentspec.runtime.text.chat_templates import ChatTemplateError
 
     module, framing, name, row = _spec_and_model(spec, model, sample)
-    from agentspec.runtime.spec.env import PromptError
-
-    env = module.ENV_CLASS()
-    try:
-        messages = env.initial_messages(dict(row))
-    except PromptError as exc:
-        raise fail(f"the first prompt of sample {sample} does not render: {exc}") from None
     tokenizer = framing.tokenizer
     if tokenizer is None and name.startswith("builtin:"):
         tokenizer = _task_tokenizer(spec, module)
     try:
-        text, ids, report = _render(framing.chat, env, messages, tokenizer)
+        chat = _spec_framing(module, framing, tokenizer)
+        first = asyncio.run(_first_prompt(module, chat, row, tokenizer))
     except ChatTemplateError as exc:
         raise fail(str(exc), code=2) from None
+    except _NotRendered as exc:
+        raise fail(f"the first prompt of sample {sample} does not render: {exc}") from None
     if raw:
-        typer.echo(text, nl=not text.endswith("\n"))
+        typer.echo(first.text, nl=not first.text.endswith("\n"))
         return
+    tokens = (
+        str(len(first.ids)) if first.ids is not None else "not counted (no tokenizer without torch)"
+    )
     lines = [
         ("model", name),
         ("chat template", framing.source),
-        *report,
-        (
-            "tokens",
-            str(len(ids)) if ids is not None else "not counted (no tokenizer without torch)",
-        ),
+        *_report(module, first, chat),
+        ("tokens", tokens),
+        *([("overflow", first.overflow)] if first.overflow else []),
         ("sample", f"{sample} of {module.SPEC_NAME}"),
     ]
     for key, value in lines:
         typer.echo(f"{key + ':':<15}{value}")
     typer.echo(RULE)
-    typer.echo(text, nl=not text.endswith("\n"))
+    typer.echo(first.text, nl=not first.text.endswith("\n"))
     typer.echo(RULE)
+
+
+class _NotRendered(Exception):
+    """The first prompt fails for this sample (the episode would end with `env_error`)."""
+
+
+@dataclass
+class _FirstPrompt:
+    """The first prompt as the episode loop builds it.
+
+    Attributes:
+        text: the prompt's text (its ids under a byte tokenizer, read back: exact).
+        ids: its ids under the model's tokenizer, or None where none loads without torch.
+        overflow: why the runtime would not show it (over `max_prompt_tokens`), or "".
+        env: the episode's environment, after its reset.
+        context: the flow's context policy.
+    """
+
+    text: str
+    ids: list[int] | None
+    overflow: str
+    env: Any
+    context: Any
+
+
+async def _first_prompt(module: Any, chat: Any, sample: Any, tokenizer: Any) -> _FirstPrompt:
+    """The first prompt of an episode of ``module`` on ``sample``, built by the runtime.
+
+    As :meth:`AgentEnvLoop.start_episode
+    <agentspec.runtime.episode.loop.AgentEnvLoop.start_episode>` builds it: the
+    spec's flow resets a fresh environment on the sample and its context policy
+    (any of them: the first messages for ``full_history`` and the step windows, the
+    summary for ``state_summary``, the user's function for ``custom``) builds the
+    prompt's ids in the framing ``chat``. Built once with a byte tokenizer, whose ids
+    read back to the exact text, and once with ``tokenizer`` (if any) for the count
+    and the ``max_prompt_tokens`` check. At the first step no context is dropped, so
+    the text is the same under either tokenizer.
+    """
+    from agentspec.formats.caps import cap_error
+    from agentspec.runtime.episode.context import ContextOverflowError, ContextView
+    from agentspec.runtime.spec.env import PromptError
+    from agentspec.runtime.text.byte_tokenizer import ByteTokenizer
+    from agentspec.runtime.text.chat_templates import ChatTemplateError
+
+    text_tokenizer = ByteTokenizer()
+    flow = module.FLOW_CLASS(None, text_tokenizer, chat=chat)
+    env = flow.env_factory()
+    env.tool_semaphore = flow.tool_semaphore
+    try:
+        try:
+            first = await env.reset(sample)
+
+            def first_view(tokenizer: Any) -> ContextView:
+                return ContextView(
+                    tokenizer=tokenizer,
+                    chat=flow.chat,
+                    initial_messages=first.as_messages(),
+                    env=env,
+                    sample=sample,
+                )
+
+            built_text = flow.context.build(first_view(text_tokenizer))
+            text = text_tokenizer.decode(built_text, skip_special_tokens=False)
+            ids, overflow = None, ""
+            if tokenizer is not None:
+                view = first_view(tokenizer)
+                try:
+                    built = flow.context.prompt(view)
+                    ids = built.ids
+                    if built.overflow:
+                        overflow = (
+                            f"{len(ids)} tokens exceed max_prompt_tokens="
+                            f"{flow.context.max_prompt_tokens}: the episode ends before its "
+                            "first step (context_overflow)"
+                        )
+                except ContextOverflowError as exc:
+                    ids = flow.context.build(view)
+                    overflow = f"{exc}: the run stops (overflow: error)"
+        except (ChatTemplateError, _NotRendered):
+            raise
+        except PromptError as exc:
+            raise _NotRendered(str(exc)) from None
+        except Exception as exc:  # a summary or a custom context failing on this sample
+            raise _NotRendered(cap_error(f"{type(exc).__name__}: {exc}")) from None
+    finally:
+        await env.close()
+    return _FirstPrompt(text, ids, overflow, env, flow.context)
+
+
+def _spec_framing(module: Any, framing: Any, tokenizer: Any) -> Any:
+    """The framing the spec's episodes use with this model: the model's template with
+    the spec's `episode.reasoning.keep_in_history` applied, as
+    :func:`~agentspec.runtime.text.chat_templates.chat_for_spec` applies it at run time."""
+    from agentspec.runtime.text.chat_templates import ModelTemplate, chat_for
+    from agentspec.runtime.text.tokenizer import ChatTemplate
+
+    keep = getattr(module.ENV_CLASS, "keep_reasoning", None)
+    chat = framing.chat
+    if keep is None:
+        return chat
+    if isinstance(chat, ChatTemplate):
+        return chat_for(tokenizer, source=chat.jinja(), keep_reasoning=keep)
+    return ModelTemplate(
+        chat.source,
+        bos_token=chat.bos_token,
+        eos_token=chat.eos_token,
+        tokenizer=framing.tokenizer,
+        name=chat.name,
+        keep_reasoning=keep,
+    )
 
 
 def _spec_and_model(spec: Path, model: str | None, sample: int) -> tuple[Any, Any, str, Any]:
@@ -111,30 +226,17 @@ def _located(spec: Path, model: str | None, exc: Exception) -> str:
     return f"{where}: training.model: {exc}" if where else str(exc)
 
 
-def _render(
-    chat: Any, env: Any, messages: list[dict[str, Any]], tokenizer: Any
-) -> tuple[str, list[int] | None, list[tuple[str, str]]]:
-    """(prompt text, its ids or None, report lines) for either kind of framing."""
-    from agentspec.runtime.text.tokenizer import ChatTemplate, encode_chat
+def _report(module: Any, first: _FirstPrompt, chat: Any) -> list[tuple[str, str]]:
+    """The report's lines on the rows, the system prompt and the tools."""
+    from agentspec.runtime.text.tokenizer import ChatTemplate
 
+    report = [("prefix-stable", _layout(module, first.context, chat))]
+    env = first.env
     tools = list(getattr(env, "tools", {}).values())
     if isinstance(chat, ChatTemplate):
-        text = chat.render(messages)
-        ids = encode_chat(tokenizer, chat, messages) if tokenizer is not None else None
-        report = [("prefix-stable", "yes: an append-only context packs an episode into one row")]
         if tools:
             report.append(("tools", "in the system prompt, in agentspec's words"))
-        return text, ids, report
-    start, schemas = chat.conversation_start(env, messages)
-    text = chat.render(start, schemas, True)
-    ids = chat.encode_conversation(tokenizer, start, schemas) if tokenizer is not None else None
-    if chat.prefix_stable:
-        stable = "yes: an append-only context packs an episode into one row"
-    else:
-        stable = (
-            f"no ({chat.stability.reason}): each step's prompt is re-rendered, one row per step"
-        )
-    report = [("prefix-stable", stable)]
+        return report
     if chat.merges_system:
         report.append(
             ("system prompt", "opens the first user turn (the template refuses a system turn)")
@@ -143,7 +245,7 @@ def _render(
         fmt = getattr(getattr(env, "format", None), "name", "?")
         where = (
             f"passed to the template as tools= (it writes calls in the spec's {fmt} format)"
-            if schemas is not None
+            if chat.tools_for(env) is not None
             else "in the system prompt, in agentspec's words "
             + (
                 f"(the template writes calls in another syntax than {fmt})"
@@ -152,7 +254,23 @@ def _render(
             )
         )
         report.append(("tools", where))
-    return text, ids, report
+    return report
+
+
+def _layout(module: Any, context: Any, chat: Any) -> str:
+    """Whether an episode packs into one training row: the layout the compiler chose
+    for the spec's context policy (``LAYOUT``, from :func:`agentspec.row_layout.row_layout`),
+    narrowed for the model's template as training narrows it."""
+    from agentspec.row_layout import layout_for_template
+
+    if layout_for_template(module.LAYOUT, chat) == "packed":
+        return "yes: an append-only context packs an episode into one row"
+    reasons = []
+    if module.LAYOUT != "packed":
+        reasons.append(f"the {context.name or 'custom'} context is not append-only")
+    if not getattr(chat, "prefix_stable", True):
+        reasons.append(chat.stability.reason)
+    return f"no ({'; '.join(reasons)}): each step's prompt is built anew, one row per step"
 
 
 def _task_tokenizer(spec: Path, module: Any) -> Any:

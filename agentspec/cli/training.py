@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 import typer
 
-from agentspec.cli.app import app, fail, report_spec_error
+from agentspec.cli.app import app, fail, output_path, report_spec_error
 from agentspec.cli.extras import require
 from agentspec.presets import ALGORITHMS  # torch-free
 
@@ -55,7 +55,7 @@ def train(
         raise report_spec_error(exc) from None
     _refuse_chat_models(spec, module.TRAINING, overrides)
     name = f"{module.SPEC_NAME}-{overrides.get('algorithm', module.TRAINING['algorithm'])}"
-    run_dir = out or Path("runs") / name
+    run_dir = output_path(out or Path("runs") / name, "--out", folder=True)
     if overrides.get("backend", module.TRAINING["backend"]) == "verl":
         require("agentspec train --backend verl", "verl")
         _train_verl(spec, module.TRAINING, run_dir, overrides, ray_address, dry_run=dry_run)

@@ -18,6 +18,7 @@ from agentspec.compiler.types import (
     Type,
     TypeSyntaxError,
     assignable,
+    json_schema_spelling_fixed,
     json_schema_type,
     parse_type,
     python_value_type,
@@ -35,16 +36,23 @@ def type_at(checker: CheckState, path: Path, spelled: str) -> Type:
     try:
         return parse_type(spelled)
     except TypeSyntaxError as exc:
-        close = difflib.get_close_matches(
-            spelled, ["str", "int", "float", "bool", "dict", "any"], n=1
-        )
-        checker.error(
-            "E507",
-            str(exc),
-            checker.map.value_span(path),
-            f"did you mean '{close[0]}'?" if close else None,
-        )
+        checker.error("E507", str(exc), checker.map.value_span(path), _type_hint(spelled))
         return ANY
+
+
+def _type_hint(spelled: str) -> str | None:
+    """The type meant by an unknown spelling: JSON Schema's names (`integer`) in the
+    spec's spelling (`int`), or a close name (`strng`: `str`)."""
+    fixed = json_schema_spelling_fixed(spelled)
+    if fixed is not None:
+        return (
+            f"did you mean '{fixed}'? JSON Schema's type names (string, integer, number, "
+            "boolean, array, object) are for a tool's parameters only"
+        )
+    close = difflib.get_close_matches(
+        spelled, ["str", "int", "float", "bool", "dict", "any", "list"], n=1
+    )
+    return f"did you mean '{close[0]}'?" if close else None
 
 
 def reserved_names(checker: CheckState) -> None:

@@ -1,8 +1,10 @@
 """Deep checks of a spec's data: generator names, params and fields, data
 files after `${AGENTSPEC_DATA}` (a warning when they are not on this
-machine), and the declared `fields` against the first row of a file. Reading
-stops at the first row (at most `FIRST_ROW_BYTES`), so validate stays fast
-whatever the data's size. Used by `compiler.deep.DeepChecker`."""
+machine), and the declared `fields` against the first row of a file: each is
+there and (JSONL) its value has the declared type. Reading stops at the first
+row (at most `FIRST_ROW_BYTES`), so validate stays fast whatever the data's
+size; the loader (`stdlib.data.load_samples`) checks every row it reads.
+Used by `compiler.deep.DeepChecker`."""
 
 from __future__ import annotations
 
@@ -61,13 +63,37 @@ class DataChecks:
         if not self._reachable(location, ("data", "source")):
             return
         if _is_dir(path):
-            files = sorted(path.glob(f"{data.split}*.jsonl")) or sorted(path.glob("*.jsonl"))
+            # The split is the user's text, not a pattern: match names, never glob with it.
+            every = sorted(path.glob("*.jsonl"))
+            files = [f for f in every if f.name.startswith(data.split)] or every
             if not files:
                 return
             path = files[0]
+        if path.suffix == ".jsonl":
+            row = first_jsonl_row(path)
+            if row is not None:
+                self._fields_present(list(row), f"the first row of {path.name}")
+                self._field_types(row, f"row 1 of {path.name}")
+            return
         columns = _first_row_fields(path)
         if columns is not None:
             self._fields_present(columns, f"the first row of {path.name}")
+
+    def _field_types(self, row: dict[str, Any], where: str) -> None:
+        """The declared fields' values in a row validate read, against their types
+        (the loader checks every row it reads the same way)."""
+        from agentspec.stdlib.data import value_problem
+
+        assert self.spec.data is not None
+        for field, declared in self.spec.data.fields.items():
+            if field not in row:
+                continue  # reported by _fields_present
+            problem = value_problem(row[field], declared)
+            if problem is not None:
+                what, fix = problem
+                self.error(
+                    "E907", f"{where}: field '{field}' {what}", ("data", "fields", field), fix
+                )
 
     def _generator(self, name: str) -> None:
         from agentspec.stdlib.data import _GENERATORS, GENERATOR_FIELDS, available_generators

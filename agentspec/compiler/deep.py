@@ -3,16 +3,19 @@
 The checker proves a spec consistent with itself; these checks look at what
 it names: stdlib functions (names, `config` keys and their types, the
 declared `params`/`returns` against the function's signature), user modules
-(found in the spec's folder or on `sys.path`; imported, and their signatures
-checked, only with `validate --import`), data sources (generator names and
-params, files after `${AGENTSPEC_DATA}`, declared fields in the first row),
-and regular expressions written as literals. The oracle's turns are checked
-by `oracle_check`. Nothing here imports torch or runs user code unless
-asked; reading data stops at the first row of a file.
+(found in the spec's folder or on `sys.path`; one beside the spec is read with
+`ast`, never run: it must parse and define the attribute at its top level;
+imported, and their signatures checked, only with `validate --import`), data
+sources (generator names and params, files after `${AGENTSPEC_DATA}`,
+declared fields and their types in the first row), and regular expressions
+written as literals. The oracle's turns are checked by `oracle_check`.
+Nothing here imports torch or runs user code unless asked; reading data
+stops at the first row of a file.
 """
 
 from __future__ import annotations
 
+import ast as ast_module
 import dataclasses
 import difflib
 import importlib
@@ -32,7 +35,14 @@ from agentspec.compiler.data_check import (
     looks_like_data_path,
 )
 from agentspec.compiler.ir import CheckResult
-from agentspec.compiler.static_signature import module_file, static_signature
+from agentspec.compiler.static_signature import (
+    has_submodule,
+    module_file,
+    parse_source,
+    spec_local_module,
+    static_signature,
+    top_level_names,
+)
 from agentspec.compiler.types import TypeSyntaxError, assignable, parse_type, python_value_type
 from agentspec.diagnostics import Diagnostic
 from agentspec.spec.yaml_loader import Path
@@ -51,6 +61,7 @@ class DeepChecker(DataChecks):
         self.spec_dir = spec_dir
         self.import_user_code = import_user_code
         self.diagnostics: list[Diagnostic] = []
+        self._parsed: dict[FsPath, ast_module.Module | SyntaxError | None] = {}
 
     def error(self, code: str, message: str, path: Path, hint: str | None = None) -> None:
         self.diagnostics.append(Diagnostic(code, message, self.map.value_span(path), hint))
@@ -91,7 +102,8 @@ class DeepChecker(DataChecks):
         if self.import_user_code:
             return None  # it could not be imported: reported already
         module_name, _, attribute = impl.partition(":")
-        path = module_file(self.spec_dir, module_name)
+        local = spec_local_module(self.spec_dir, module_name)
+        path = local.source if local is not None else module_file(self.spec_dir, module_name)
         return static_signature(path, attribute) if path is not None else None
 
     def _stdlib_function(self, name: str, stdlib_name: str, path: Path) -> None:
@@ -240,6 +252,7 @@ class DeepChecker(DataChecks):
             )
             return None
         if not self.import_user_code:
+            self._read_user_module(impl, path)
             return None
         from agentspec.stdlib.user import add_import_root
 
@@ -267,6 +280,76 @@ class DeepChecker(DataChecks):
             self.error("E904", f"'{impl}' is not callable", path)
             return None
         return target
+
+    def _read_user_module(self, impl: str, path: Path) -> None:
+        """What the source of a module beside the spec shows without running it:
+        a syntax error (importing it would fail), a submodule that is not there,
+        or an attribute its top level does not define. Installed modules, and
+        modules that may define names at run time, are left to `--import`."""
+        module_name, _, attribute = impl.partition(":")
+        local = spec_local_module(self.spec_dir, module_name)
+        if local is None:
+            return
+        for file in local.files:
+            tree = self._parse(file)
+            if isinstance(tree, SyntaxError):
+                where = f"{self._shown(file)}:{tree.lineno or 1}"
+                if tree.offset:
+                    where += f":{tree.offset}"
+                self.error(
+                    "E904",
+                    f"module '{module_name}' of '{impl}' does not parse, so it cannot be"
+                    f" imported: {where}: {tree.msg}",
+                    path,
+                    f"fix line {tree.lineno or 1} of {self._shown(file)}",
+                )
+                return
+        if local.missing is not None:
+            folder = local.missing.replace(".", "/")
+            self.error(
+                "E904",
+                f"cannot find the module '{local.missing}' of '{impl}'",
+                path,
+                f"there is no {folder}.py (nor a package {folder}/) beside the spec",
+            )
+            return
+        if local.source is None:
+            return
+        tree = self._parse(local.source)
+        if not isinstance(tree, ast_module.Module):
+            return
+        names = top_level_names(tree, module_name)
+        first = attribute.split(".")[0]
+        if names is None or first in names or has_submodule(local.package_dir, first):
+            return
+        public = sorted(n for n in names if not n.startswith("_"))
+        close = difflib.get_close_matches(first, public, n=1, cutoff=0.6)
+        if close:
+            hint = f"did you mean '{module_name}:{close[0]}'?"
+        elif public:
+            shown = ", ".join(public[:12]) + (", …" if len(public) > 12 else "")
+            hint = f"{self._shown(local.source)} defines {shown}"
+        else:
+            hint = f"define `{first}` at the top level of {self._shown(local.source)}"
+        self.error(
+            "E904",
+            f"module '{module_name}' ({self._shown(local.source)}) does not define '{first}'",
+            path,
+            hint,
+        )
+
+    def _parse(self, file: FsPath) -> ast_module.Module | SyntaxError | None:
+        """A user module's parsed source, read once however many fields name it."""
+        if file not in self._parsed:
+            self._parsed[file] = parse_source(file)
+        return self._parsed[file]
+
+    def _shown(self, file: FsPath) -> str:
+        """A user module's file as the user knows it: relative to the spec's folder."""
+        try:
+            return str(file.relative_to(self.spec_dir))
+        except ValueError:
+            return str(file)
 
     def _find_module(self, module_name: str) -> str | None:
         """Where a module would be imported from: the spec's folder first, then
@@ -390,7 +473,7 @@ def _described(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> str:
 
 
 def _is_import_path(text: str) -> bool:
-    return ":" in text and not text.startswith(("gymnasium:", "http:"))
+    return ":" in text
 
 
 def deep_check(

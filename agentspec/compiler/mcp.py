@@ -22,7 +22,7 @@ from agentspec.spec.model import McpServerSpec, McpToolSpec, TaskSpec
 if TYPE_CHECKING:
     from agentspec.compiler.check_state import CheckState
 
-__all__ = ["McpTool", "check_mcp", "mcp_tools", "optional_arguments"]
+__all__ = ["McpTool", "check_mcp", "mcp_tools", "optional_arguments", "pinned_parameter_problems"]
 
 # What every tool-call format accepts as a tool name (react's is the narrowest).
 TOOL_NAME = re.compile(r"^[A-Za-z_][\w.-]*$")
@@ -50,6 +50,15 @@ def optional_arguments(pin: McpToolSpec) -> frozenset[str]:
     properties = pin.parameters.get("properties") or {}
     required = pin.parameters.get("required") or []
     return frozenset(set(properties) - set(required))
+
+
+def pinned_parameter_problems(schema: dict[str, Any]) -> list[str]:
+    """Why a pinned tool's `parameters` are not a JSON Schema object (E704); empty if
+    they are."""
+    problems = [p.message for p in schema_problems(schema)]
+    if schema.get("type") != "object":
+        problems.append(f"its type is {schema.get('type')!r}, not 'object'")
+    return problems
 
 
 def check_mcp(checker: CheckState) -> None:
@@ -94,10 +103,7 @@ def check_mcp(checker: CheckState) -> None:
             )
         seen.setdefault(tool.name, f"the tool of MCP server '{tool.server_name}'")
         schema = tool.pin.parameters
-        problems = [p.message for p in schema_problems(schema)]
-        if schema.get("type") != "object":
-            problems.append(f"its type is {schema.get('type')!r}, not 'object'")
-        for message in problems[:1]:
+        for message in pinned_parameter_problems(schema)[:1]:
             checker.error(
                 "E704",
                 f"parameters of MCP tool '{tool.name}' are not a JSON Schema object: {message}",

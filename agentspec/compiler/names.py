@@ -42,6 +42,7 @@ IMPORTS: dict[str, str] = {
     "McpTool": "from agentspec.runtime.mcp.tools import McpTool",
     "make_adapter": "from agentspec.stdlib.adapters import make_adapter",
     "load_source": "from agentspec.stdlib.data import load_samples as load_source",
+    "check_sample": "from agentspec.stdlib.data import check_sample",
     "fn": "from agentspec.stdlib.functions import fn",
     "UserFunctions": "from agentspec.stdlib.user import UserFunctions",
 }
@@ -59,7 +60,10 @@ TEMPLATE_NAMES = frozenset(
         "user",
         "CONSTANTS",
         "State",
+        "DATA_FIELDS",
         "load_samples",
+        "prepare_sample",
+        "derive_fields",
         "DATA_SOURCE",
         "EVAL_SPLIT",
         "ORACLE",

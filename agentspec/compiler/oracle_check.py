@@ -22,7 +22,7 @@ from pathlib import Path as FsPath
 from typing import Any, cast
 
 from agentspec.compiler.ir import CheckResult
-from agentspec.compiler.mcp import mcp_tools
+from agentspec.compiler.mcp import mcp_tools, pinned_parameter_problems
 from agentspec.compiler.types import (
     BOOL,
     DICT,
@@ -93,7 +93,7 @@ def _tool_schemas(spec: TaskSpec) -> dict[str, dict[str, Any] | None]:
     }
     for served in mcp_tools(spec):
         pinned = served.pin.parameters
-        valid = pinned.get("type") == "object" and next(schema_problems(pinned), None) is None
+        valid = not pinned_parameter_problems(pinned)
         schemas.setdefault(served.name, pinned if valid else None)  # a clash is E703's
     return schemas
 

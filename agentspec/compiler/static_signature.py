@@ -10,13 +10,20 @@ file is found as Python would find it (the spec's folder first, then
 top level gives an `inspect.Signature`. Anything else — a decorated function,
 an assignment, an attribute of an attribute, a compiled module — gives None,
 and is checked only by `validate --import`.
+
+`spec_local_module`, `parse_source` and `top_level_names` tell, the same way,
+whether a module beside the spec parses and which names its top level binds,
+so that validate reports a syntax error or a missing attribute there.
 """
 
 from __future__ import annotations
 
 import ast
+import importlib.machinery
 import importlib.util
 import inspect
+import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 MAX_SOURCE_BYTES = 1_000_000  # a user module larger than this is not read
@@ -88,3 +95,181 @@ def _signature(args: ast.arguments, skip_self: bool) -> inspect.Signature:
     if args.kwarg is not None:
         parameters.append(kind(args.kwarg.arg, kind.VAR_KEYWORD))
     return inspect.Signature(parameters)
+
+
+# ------------------------------------------------------- spec-local modules
+
+# Names whose use lets a module bind names its source does not spell:
+# `globals()[name] = …`, `exec(…)`, `vars()`, `sys.modules[__name__]`, ….
+_DYNAMIC_NAMES = frozenset({"globals", "vars", "locals", "exec", "eval", "__import__"})
+_DYNAMIC_ATTRIBUTES = frozenset({"modules", "__dict__", "import_module"})
+
+
+@dataclass(frozen=True)
+class LocalModule:
+    """A module that an import would load from the spec's folder, as its source shows it.
+
+    `files` are the sources the import runs, outermost first (each enclosing
+    package's `__init__.py`, then the module's own file); `source` is the
+    module's own file (None for a namespace package), `package_dir` its folder
+    when it is a package; `missing` names a submodule that is not there.
+    """
+
+    name: str
+    files: tuple[Path, ...]
+    source: Path | None
+    package_dir: Path | None = None
+    missing: str | None = None
+
+
+def spec_local_module(spec_dir: Path, module_name: str) -> LocalModule | None:
+    """The module `module_name` as an import from the spec's folder would find
+    it, without running anything; None when it is not beside the spec or when
+    its source cannot tell (a compiled module, a name Python has already
+    imported, a package that changes its `__path__`)."""
+    parts = module_name.split(".")
+    top = parts[0]
+    if top in sys.stdlib_module_names or top in sys.builtin_module_names or top in sys.modules:
+        return None  # an import finds the standard library's (or the loaded) module first
+    files: list[Path] = []
+    folder, parent = spec_dir, ""
+    for depth, part in enumerate(parts):
+        found = _locate(folder, part)
+        if found is None:
+            if depth == 0 or parent == "namespace":
+                return None  # installed (left to --import), or in another portion of a namespace
+            return LocalModule(
+                module_name, tuple(files), None, missing=".".join(parts[: depth + 1])
+            )
+        kind, where = found
+        if kind == "other" or (depth == 0 and kind == "namespace" and _installed(top)):
+            return None  # compiled code; or a regular package elsewhere, which an import prefers
+        source = where / "__init__.py" if kind == "package" else where
+        if kind != "namespace":
+            files.append(source)
+        if depth == len(parts) - 1:
+            return LocalModule(
+                module_name,
+                tuple(files),
+                None if kind == "namespace" else source,
+                None if kind == "module" else where,
+            )
+        if kind == "module":  # a plain module has no submodules
+            return LocalModule(
+                module_name, tuple(files), None, missing=".".join(parts[: depth + 2])
+            )
+        if kind == "package" and _mentions(source, "__path__"):
+            return None  # the package changes where its submodules are found
+        folder, parent = where, kind
+    return None  # pragma: no cover - the loop returns
+
+
+def _installed(top: str) -> bool:
+    """Whether `sys.path` has a module or regular package `top` (finding a
+    top-level name runs no code)."""
+    try:
+        found = importlib.util.find_spec(top)
+    except (ImportError, ValueError):
+        return True
+    return found is not None and found.origin is not None
+
+
+def _locate(folder: Path, name: str) -> tuple[str, Path] | None:
+    """What `import name` finds in `folder`, in the order of Python's path finder:
+    a package (`name/__init__.*`), a module (`name.so`, `name.py`, `name.pyc`),
+    then a namespace package (a folder without `__init__`). The kind is
+    "package", "module", "namespace" or "other" (compiled code: not readable)."""
+    suffixes = [
+        *importlib.machinery.EXTENSION_SUFFIXES,
+        *importlib.machinery.SOURCE_SUFFIXES,
+        *importlib.machinery.BYTECODE_SUFFIXES,
+    ]
+    try:
+        base = folder / name
+        namespace = base.is_dir()
+        if namespace:
+            for suffix in suffixes:
+                if (base / f"__init__{suffix}").is_file():
+                    return ("package" if suffix == ".py" else "other", base)
+        for suffix in suffixes:
+            candidate = folder / f"{name}{suffix}"
+            if candidate.is_file():
+                return ("module" if suffix == ".py" else "other", candidate)
+    except (OSError, ValueError):
+        return "other", folder
+    return ("namespace", base) if namespace else None
+
+
+def has_submodule(package_dir: Path | None, name: str) -> bool:
+    """Whether a package folder holds a submodule `name` (its attribute once imported)."""
+    return package_dir is not None and _locate(package_dir, name) is not None
+
+
+def _mentions(path: Path, word: str) -> bool:
+    try:
+        return word in path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return True
+
+
+def parse_source(path: Path) -> ast.Module | SyntaxError | None:
+    """The parsed module at `path`, the `SyntaxError` an import would raise, or
+    None when it is not read (too large, unreadable)."""
+    try:
+        if path.stat().st_size > MAX_SOURCE_BYTES:
+            return None
+        source = path.read_bytes()  # bytes: a `# coding:` line is honoured as at import
+    except OSError:
+        return None
+    try:
+        return ast.parse(source, filename=str(path))
+    except SyntaxError as exc:
+        return exc
+    except (ValueError, RecursionError, MemoryError):
+        return None
+
+
+def top_level_names(tree: ast.Module, module_name: str) -> set[str] | None:
+    """The names the module's source binds at its top level (definitions,
+    assignments, imports, loop and `with` targets, … in any branch), or None
+    when the module may bind others its source does not spell: `from x
+    import *`, a module `__getattr__`, `globals()`, `exec`, `sys.modules`, …"""
+    names: set[str] = set()
+    pending: list[ast.AST] = list(tree.body)
+    while pending:
+        node = pending.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)  # its body binds its own names, not the module's
+            continue
+        if isinstance(node, ast.Lambda):
+            continue
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            names.add(node.id)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            for alias in node.names:
+                if alias.name == "*":
+                    return None
+                names.add(alias.asname or alias.name.split(".")[0])
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            names.add(node.name)
+        elif isinstance(node, (ast.MatchAs, ast.MatchStar)) and node.name:
+            names.add(node.name)
+        elif isinstance(node, ast.MatchMapping) and node.rest:
+            names.add(node.rest)
+        pending.extend(ast.iter_child_nodes(node))
+    for node in ast.walk(tree):  # anywhere, nested functions included
+        if isinstance(node, ast.Global):
+            names.update(node.names)  # `global X` in a function binds X when it runs
+        elif isinstance(node, ast.NamedExpr) and isinstance(node.target, ast.Name):
+            names.add(node.target.id)
+        elif isinstance(node, ast.Name) and node.id in _DYNAMIC_NAMES:
+            return None
+        elif isinstance(node, ast.Attribute) and node.attr in _DYNAMIC_ATTRIBUTES:
+            return None
+        elif isinstance(node, ast.Import) and any(
+            a.name == module_name or a.name.startswith(module_name + ".") for a in node.names
+        ):
+            return None  # the module imports itself, and may set attributes on itself
+    if "__getattr__" in names:
+        return None  # PEP 562: any attribute may exist
+    return names

@@ -1,8 +1,11 @@
 """The language's types: str, int, float, bool, list[T], dict, any, optional T?.
 
 Types are small frozen values. `parse_type` reads the spelling users write in
-YAML (`"list[str]"`, `"int?"`); `assignable` and `join` are the two relations
-the checker needs.
+YAML (`"list[str]"`, `"int?"`, `list` for `list[any]`); `assignable` and `join`
+are the two relations the checker needs. JSON Schema's names (`integer`,
+`string`, ...) are a tool's `parameters`' (`json_schema_type`), not types of
+the language: written as one, they are an error whose hint gives the spelling
+(`json_schema_spelling_fixed`).
 """
 
 from __future__ import annotations
@@ -51,15 +54,31 @@ NONE = Prim("none")
 ANY = Prim("any")
 DICT = Prim("dict")
 
-_NAMED = {"str": STR, "int": INT, "float": FLOAT, "bool": BOOL, "any": ANY, "dict": DICT}
-_ALIASES = {
+_NAMED = {
+    "str": STR,
+    "int": INT,
+    "float": FLOAT,
+    "bool": BOOL,
+    "any": ANY,
+    "dict": DICT,
+    "list": ListOf(ANY),
+}
+_LIST = re.compile(r"^list\[(.*)\]$")
+TYPE_NAMES = "str, int, float, bool, dict, any, list[T] (list alone: list[any]) and T?"
+"""The types, as the checker's messages and the reference list them."""
+
+JSON_SCHEMA_NAMES = {
     "string": "str",
     "integer": "int",
     "number": "float",
     "boolean": "bool",
-    "list": "list[any]",
+    "object": "dict",
+    "array": "list[any]",
 }
-_LIST = re.compile(r"^list\[(.*)\]$")
+"""JSON Schema's type names (a tool's `parameters`) and the spec's own for them. A
+type elsewhere (`state`, `data.fields`, `functions`) is spelled the spec's way; one
+spelled the JSON Schema way is an error whose hint gives this spelling."""
+_JSON_SCHEMA_NAME = re.compile(r"\b(" + "|".join(JSON_SCHEMA_NAMES) + r")\b")
 
 
 class TypeSyntaxError(ValueError):
@@ -67,20 +86,30 @@ class TypeSyntaxError(ValueError):
 
 
 def parse_type(text: str) -> Type:
-    """Parse `str`, `int`, `float`, `bool`, `dict`, `any`, `list[T]`, `T?`."""
+    """Parse `str`, `int`, `float`, `bool`, `dict`, `any`, `list[T]` (`list`: `list[any]`), `T?`."""
     spelled = text.strip()
     if spelled.endswith("?"):
         inner = parse_type(spelled[:-1])
         return inner if isinstance(inner, Optional) or inner == ANY else Optional(inner)
-    spelled = _ALIASES.get(spelled, spelled)
     if spelled in _NAMED:
         return _NAMED[spelled]
     match = _LIST.match(spelled)
     if match:
         return ListOf(parse_type(match.group(1)))
-    raise TypeSyntaxError(
-        f"unknown type {text!r}; the types are str, int, float, bool, dict, any, list[T] and T?"
-    )
+    raise TypeSyntaxError(f"unknown type {text!r}; the types are {TYPE_NAMES}")
+
+
+def json_schema_spelling_fixed(text: str) -> str | None:
+    """``text`` with JSON Schema's type names (``integer``, ``list[string]``) in the
+    spec's spelling (``int``, ``list[str]``), if it has any and that is a type."""
+    fixed = _JSON_SCHEMA_NAME.sub(lambda m: JSON_SCHEMA_NAMES[m.group(1)], text.strip())
+    if fixed == text.strip():
+        return None
+    try:
+        parse_type(fixed)
+    except TypeSyntaxError:
+        return None
+    return fixed
 
 
 def strip_optional(t: Type) -> Type:

@@ -48,7 +48,7 @@ def python_imports(loaded: LoadedSpec) -> list[PythonImport]:
             found.append((("functions", name, "impl"), function.impl))
     if spec.environment is not None:
         adapter = spec.environment.adapter
-        if ":" in adapter and not adapter.startswith(("gymnasium:", "http:")):
+        if ":" in adapter:
             found.append((("environment", "adapter"), adapter))
     hook = getattr(spec.oracle, "hook", None)
     if isinstance(hook, str):

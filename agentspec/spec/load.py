@@ -9,7 +9,9 @@ the error into a `Diagnostic` with a stable code and a hint.
 from __future__ import annotations
 
 import difflib
+import os
 import re
+import stat
 import types
 import typing
 from dataclasses import dataclass
@@ -47,6 +49,10 @@ _FINITE_HINTS = {
 
 MAX_SCHEMA_DIAGNOSTICS = 200
 
+NAME_HINT = (
+    "names must be identifiers: ASCII letters (a-z, A-Z), digits and '_', not starting with a digit"
+)
+
 
 @dataclass
 class LoadedSpec:
@@ -68,10 +74,22 @@ def read_source(path: str | FsPath) -> tuple[SourceFile | None, Diagnostic | Non
     """
     name = str(path)
     try:
-        with open(path, "rb") as file:  # never more than the limit, whatever the file's size
+        # Non-blocking: opening a FIFO with no writer would otherwise wait forever.
+        descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        with open(descriptor, "rb") as file:  # never more than the limit, whatever the file's size
+            kind = _not_a_file(os.fstat(descriptor).st_mode)
+            if kind is not None:
+                return None, Diagnostic(
+                    "E103",
+                    f"cannot read {name}: it is {kind}, not a regular file",
+                    None,
+                    hint="give the path of a spec file (.yaml)",
+                )
             raw = file.read(MAX_FILE_CHARS + 1)
     except OSError as exc:
         return None, Diagnostic("E103", f"cannot read {name}: {exc.strerror or exc}", None)
+    except ValueError as exc:  # a NUL byte in the path
+        return None, Diagnostic("E103", f"cannot read {name!r}: {exc}", None)
     if len(raw) > MAX_FILE_CHARS:
         source = SourceFile(name, raw[:MAX_FILE_CHARS].decode("utf-8", errors="replace"))
         end = len(source.text)
@@ -92,6 +110,24 @@ def read_source(path: str | FsPath) -> tuple[SourceFile | None, Diagnostic | Non
             source.span(offset, offset + 1),
             hint="save the file as UTF-8",
         )
+
+
+def _not_a_file(mode: int) -> str | None:
+    """What a path that is not a regular file is (`a FIFO`), or None for a file.
+    A spec is read from a file: a device or a pipe is refused, never read."""
+    if stat.S_ISREG(mode):
+        return None
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO (named pipe)"
+    if stat.S_ISCHR(mode):
+        return "a character device"
+    if stat.S_ISBLK(mode):
+        return "a block device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "not a regular file"
 
 
 def load_spec(source: SourceFile) -> tuple[LoadedSpec | None, list[Diagnostic]]:
@@ -144,6 +180,12 @@ def _schema_diagnostics(
     ancestors = {path[:cut] for path, _ in located for cut in range(len(path))}
     result = [_colon_mapping(path, data, source_map) for path in _colon_mappings(located, data)]
     misread = {d.span for d in result}
+    # The branches of a union each reject a value of the wrong type: one message
+    # names every type the value could have had (`a number or an expression string`).
+    type_kinds: dict[Path, list[str]] = {}
+    for path, error in located:
+        if _is_type_error(error["type"]):
+            type_kinds.setdefault(path, []).append(error["type"])
     seen: set[tuple[Path, str]] = set()
     for path, error in located:
         kind = error["type"]
@@ -152,7 +194,7 @@ def _schema_diagnostics(
         deeper = path in ancestors
         if deeper and kind not in ("missing", "extra_forbidden", "value_error"):
             continue
-        diagnostic = _one_diagnostic(path, error, data, source_map)
+        diagnostic = _one_diagnostic(path, error, data, source_map, type_kinds.get(path))
         key = (path, diagnostic.code)
         if key in seen:
             continue
@@ -197,14 +239,20 @@ def _colon_mapping(path: Path, data: dict[str, Any], source_map: SourceMap) -> D
 
 
 def _one_diagnostic(
-    path: Path, error: Any, data: dict[str, Any], source_map: SourceMap
+    path: Path,
+    error: Any,
+    data: dict[str, Any],
+    source_map: SourceMap,
+    type_kinds: list[str] | None = None,
 ) -> Diagnostic:
-    """The located diagnostic of one pydantic error: about a key, else about a value."""
+    """The located diagnostic of one pydantic error: about a key, else about a value.
+    `type_kinds`: every wrong-type error at this path (one per union branch)."""
     kind: str = error["type"]
     keyed = _key_diagnostic(path, kind, error, source_map)
     if keyed is not None:
         return keyed
-    return _value_diagnostic(path, kind, error, _get(data, path), source_map.value_span(path))
+    value, span = _get(data, path), source_map.value_span(path)
+    return _value_diagnostic(path, kind, error, value, span, type_kinds or [kind])
 
 
 def _key_diagnostic(path: Path, kind: str, error: Any, source_map: SourceMap) -> Diagnostic | None:
@@ -243,16 +291,28 @@ def _key_diagnostic(path: Path, kind: str, error: Any, source_map: SourceMap) ->
             "E204",
             f"{path[-1]!r} is not a valid name in {section}",
             source_map.key_span(path),
-            hint="names must be identifiers: letters, digits and '_', not starting with a digit",
+            hint=_name_hint(path[-1]),
         )
     return None
 
 
-def _type_diagnostic(where: str, kind: str, value: Any, span: Span) -> Diagnostic:
-    """A value of the wrong type (E203), with the YAML slip that usually causes it."""
-    expected = _expected(kind)
+def _name_hint(name: object) -> str:
+    """How names are spelled, and which character of `name` is not ASCII, if one is."""
+    other = next((c for c in str(name) if not c.isascii()), None)
+    return NAME_HINT if other is None else f"{NAME_HINT}; {other!r} is not ASCII"
+
+
+def _is_type_error(kind: str) -> bool:
+    return kind.endswith("_type") or kind.endswith("_parsing")
+
+
+def _type_diagnostic(path: Path, kinds: list[str], value: Any, span: Span) -> Diagnostic:
+    """A value of the wrong type (E203): every type it could have had (the
+    branches of a union), with the YAML slip that usually causes it."""
+    where = dotted(path)
+    expected = _expected_types(path, kinds)
     hint = None
-    if kind == "string_type" and isinstance(value, dict) and len(value) == 1:
+    if "string_type" in kinds and isinstance(value, dict) and len(value) == 1:
         hint = "YAML read this as a mapping because it contains ': '; quote the whole value"
     elif expected == "a mapping" and isinstance(value, str):
         glued = re.match(r"([A-Za-z_][\w-]*):(\S.*)", value)
@@ -263,7 +323,9 @@ def _type_diagnostic(where: str, kind: str, value: Any, span: Span) -> Diagnosti
     )
 
 
-def _value_diagnostic(path: Path, kind: str, error: Any, value: Any, span: Span) -> Diagnostic:
+def _value_diagnostic(
+    path: Path, kind: str, error: Any, value: Any, span: Span, type_kinds: list[str]
+) -> Diagnostic:
     """A value of the wrong type, outside its allowed set, or out of range (E203–E206)."""
     where = dotted(path)
     if kind == "finite_number":
@@ -280,8 +342,8 @@ def _value_diagnostic(path: Path, kind: str, error: Any, value: Any, span: Span)
             span,
             hint=f"this agentspec reads version {LANGUAGE_VERSION}: write `agentspec: {LANGUAGE_VERSION}`",
         )
-    if kind.endswith("_type") or kind.endswith("_parsing") or kind == "model_attributes_type":
-        return _type_diagnostic(where, kind, value, span)
+    if _is_type_error(kind):
+        return _type_diagnostic(path, type_kinds, value, span)
     if kind == "literal_error":
         expected = str(error.get("ctx", {}).get("expected", ""))
         suggestion: str | None = None
@@ -327,6 +389,70 @@ def _other_section(path: Path) -> str | None:
         if section != path[0] and path[1] in _allowed_keys((section,))
     ]
     return f"{homes[0]}.{path[1]}" if len(homes) == 1 else None
+
+
+def _expected_types(path: Path, kinds: list[str]) -> str:
+    """`a number or an expression string`: what the schema accepts at `path`, from
+    the wrong-type errors of its union's branches."""
+    named: list[str] = []
+    for kind in kinds:
+        if kind == "string_type":
+            text = _string_kind(path)
+        elif kind in ("bool_type", "bool_parsing") and len(kinds) > 1:
+            text = "a boolean"
+        else:
+            text = _expected(kind)
+        if text not in named:
+            named.append(text)
+    # strings last: "a number or an expression string"
+    named.sort(key=lambda text: text.endswith("string"))
+    return named[0] if len(named) == 1 else ", ".join(named[:-1]) + " or " + named[-1]
+
+
+# What a string of each of the language's kinds is called in a message.
+_STRING_KINDS = {
+    "expression": "an expression string",
+    "statement": "a statement string",
+    "template": "a template string",
+}
+
+
+def _string_kind(path: Path) -> str:
+    """`an expression string` where the schema wants an expression, else `a string`."""
+    for candidate in _types_at(path[:-1]) if path else []:
+        tag: str | None = None
+        if isinstance(candidate, type) and issubclass(candidate, BaseModel):
+            field = _field(candidate, str(path[-1]))
+            if field is not None:
+                tag = _tag(field.json_schema_extra) or _annotation_tag(field.annotation)
+        elif typing.get_origin(candidate) in (dict, list):
+            tag = _annotation_tag(typing.get_args(candidate)[-1])
+        if tag in _STRING_KINDS:
+            return _STRING_KINDS[tag]
+    return "a string"
+
+
+def _annotation_tag(annotation: Any) -> str | None:
+    """The language kind (`x-agentspec`) of the string branch of an annotation."""
+    origin = typing.get_origin(annotation)
+    if origin is typing.Annotated:
+        for meta in typing.get_args(annotation)[1:]:
+            tag = _tag(getattr(meta, "json_schema_extra", None))
+            if tag is not None:
+                return tag
+        return _annotation_tag(typing.get_args(annotation)[0])
+    if origin in (typing.Union, types.UnionType):
+        for arg in typing.get_args(annotation):
+            tag = _annotation_tag(arg)
+            if tag is not None:
+                return tag
+    return None
+
+
+def _tag(extra: Any) -> str | None:
+    if isinstance(extra, dict) and isinstance(extra.get("x-agentspec"), str):
+        return str(extra["x-agentspec"])
+    return None
 
 
 def _expected(kind: str) -> str:
@@ -439,5 +565,5 @@ def _field_description(path: Path) -> str | None:
             if field is not None and field.description:
                 return f"expected {field.description[0].lower()}{field.description[1:]}"
         if typing.get_origin(candidate) is dict:
-            return "names must be identifiers: letters, digits and '_', not starting with a digit"
+            return NAME_HINT
     return None

@@ -85,6 +85,10 @@ __all__ = [
     "TypeName",
 ]
 
+MAX_NAME_LENGTH = 100
+"""Longest task name: it names files (the generated module, run folders, packages),
+and a file name has at most 255 bytes."""
+
 
 class DataSpec(Section):
     """Where samples come from and what fields each sample has."""
@@ -100,7 +104,7 @@ class DataSpec(Section):
     )
     fields: dict[Identifier, TypeName] = Field(
         default_factory=dict,
-        description="The typed fields of one sample, readable as `sample.NAME`.",
+        description="The typed fields of one sample, readable as `sample.NAME`. Every row must have them, with values of these types (an int is a float; a boolean is not an int): `validate` checks the first row of a data file (E907; the types in JSONL), loading the samples checks every row it reads.",
     )
     derived: dict[Identifier, Expression] = Field(
         default_factory=dict,
@@ -298,8 +302,8 @@ class EnvironmentSpec(Section):
     """An external environment adapter, instead of or beside tools."""
 
     adapter: str = Field(
-        description="`textworld`, `alfworld`, `openenv` (a running OpenEnv server: docs/openenv.md), `gymnasium:ENV_ID`, `http:URL`, or `module.path:attribute`.",
-        pattern=r"^(textworld|alfworld|openenv|gymnasium:\S+|http:\S+|[A-Za-z_][\w.]*:[A-Za-z_][\w.]*)$",
+        description="`textworld`, `alfworld`, `openenv` (a running OpenEnv server: docs/openenv.md), or `module.path:attribute` (your own `EnvironmentAdapter` class).",
+        pattern=r"^(textworld|alfworld|openenv|[A-Za-z_][\w.]*:[A-Za-z_][\w.]*)$",
     )
     config: dict[str, Any] = Field(default_factory=dict, description="Adapter configuration.")
     admissible_commands: bool = Field(
@@ -437,7 +441,11 @@ class TaskSpec(Section):
     """An agent task: tools, state, context policy, rewards and training."""
 
     agentspec: Literal[1] = Field(description="Version of the spec language.")
-    name: str = Field(description="Identifier of the task.", pattern=r"^[A-Za-z][A-Za-z0-9_-]*$")
+    name: str = Field(
+        description="Identifier of the task, at most 100 characters (it names the generated module and run folders).",
+        pattern=r"^[A-Za-z][A-Za-z0-9_-]*$",
+        max_length=MAX_NAME_LENGTH,
+    )
     description: str = Field("", description="What the task is.")
     data: DataSpec | None = Field(None, description="Where samples come from.")
     prompt: PromptSpec = Field(description="The first prompt.")

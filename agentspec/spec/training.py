@@ -45,7 +45,12 @@ class TrainingSpec(Section):
         ge=0,
         description="Iterations over which the policy's learning rate rises linearly to `learning_rate` (a fresh Adam's first steps are its largest).",
     )
-    gamma: float = Field(1.0, ge=0, le=1, description="Discount between steps.")
+    gamma: float = Field(
+        1.0,
+        ge=0,
+        le=1,
+        description="Discount between steps (between response tokens for `token_gae`).",
+    )
     lam: float = Field(0.95, ge=0, le=1, description="GAE λ.")
     clip_ratio: float = Field(
         DEFAULT_CLIP_RATIO,
@@ -99,7 +104,7 @@ class TrainingSpec(Section):
     opd_beta: float = Field(
         1.0,
         gt=0,
-        description="OPD: β of the per-token advantage −β (log π_student − log π_teacher).",
+        description="OPD: the distillation's weight — β of the per-token advantage −β (log π_student − log π_teacher) when `opd_topk` is 0, of the top-k reverse KL added to the loss otherwise.",
     )
     opd_topk: int = Field(
         32,

@@ -57,17 +57,16 @@ def register_adapter(
 
 def make_adapter(name: str, config: Mapping[str, Any]) -> EnvironmentAdapter:
     """An adapter instance for `environment.adapter` with its `config`."""
-    if ":" in name and not name.startswith(("gymnasium:", "http:")):
+    if ":" in name:
         adapter = import_target(name)(**config)
     else:
-        kind = name.split(":", 1)[0]
-        if kind not in ADAPTERS:
+        if name not in ADAPTERS:
             for module in ADAPTER_MODULES:
                 importlib.import_module(module)
-        if kind not in ADAPTERS:
+        if name not in ADAPTERS:
             known = ", ".join(sorted(ADAPTERS)) or "none installed"
             raise ValueError(f"unknown environment adapter {name!r}; known: {known}")
-        adapter = ADAPTERS[kind](name=name, **config)
+        adapter = ADAPTERS[name](name=name, **config)
     if not isinstance(adapter, EnvironmentAdapter):
         raise TypeError(f"{name!r} did not build an EnvironmentAdapter")
     return adapter

@@ -12,7 +12,7 @@ import hashlib
 import json
 import os
 import random
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -113,9 +113,12 @@ def load_samples(
     limit: int | None = None,
     base_dir: Path | None = None,
 ) -> list[Sample]:
-    """Read every sample of a source (at most `limit`), checking declared fields."""
+    """Read every sample of a source (at most `limit`), checking the declared
+    fields: each row has them, with values of their declared types (a DataError
+    names the row, its file and the field)."""
     kind, _, location = source.partition(":")
     params = resolve_config_paths(dict(params or {}), base_dir)
+    where = source
     if kind == "generator" and ":" in location:
         rows: Iterator[Sample] = user_generator(location)(split=split, **params)
     elif kind == "generator":
@@ -126,9 +129,11 @@ def load_samples(
             raise DataError(f"unknown generator {location!r}; known generators: {known}")
         rows = _GENERATORS[location](split=split, **params)
     elif kind == "jsonl":
-        rows = _jsonl(resolve_path(location, base_dir))
+        path = resolve_path(location, base_dir)
+        return _checked(_jsonl_rows(path), str(path), fields or {}, limit)
     elif kind == "parquet":
-        rows = _parquet(resolve_path(location, base_dir))
+        path = resolve_path(location, base_dir)
+        rows, where = _parquet(path), str(path)
     elif kind == "hf":
         if DATA_ENV in location or location.startswith((".", "/", "~")):
             # A local dataset folder (files or a saved dataset) instead of a hub id.
@@ -138,20 +143,124 @@ def load_samples(
         raise DataError(
             f"unknown data source kind {kind!r}: use jsonl:, parquet:, hf: or generator:"
         )
-    samples = []
-    for index, row in enumerate(rows):
+    return _checked(((None, row) for row in rows), where, fields or {}, limit)
+
+
+def _checked(
+    rows: Iterator[tuple[int | None, Sample]],
+    where: str,
+    fields: dict[str, str],
+    limit: int | None,
+) -> list[Sample]:
+    """The first `limit` rows, each with the declared fields, of their declared types.
+    A row comes with its line in the file (JSONL) or None."""
+    samples: list[Sample] = []
+    for index, (line, row) in enumerate(rows):
         if limit is not None and index >= limit:
             break
-        missing = [name for name in (fields or {}) if name not in row]
-        if missing:
-            raise DataError(
-                f"sample {index} of {source} has no field {missing[0]!r}; it has {sorted(row)}"
-            )
-        samples.append(row)
+        label = f"row {index + 1} of {where}"
+        if line is not None and line != index + 1:
+            label += f" (line {line})"
+        samples.append(check_sample(row, fields, label))
     return samples
 
 
-def _jsonl(path: Path) -> Iterator[Sample]:
+def check_sample(row: Sample, fields: dict[str, str], label: str = "the sample") -> Sample:
+    """`row`, when it has every declared field with a value of its declared type; a
+    DataError that names the field (and `label`, the row) otherwise."""
+    for name, declared in fields.items():
+        if name not in row:
+            raise DataError(
+                f"{label} has no field {name!r} (declared in data.fields); it has {sorted(row)}"
+            )
+        problem = value_problem(row[name], declared)
+        if problem is not None:
+            raise DataError(f"{label}: field {name!r} {problem[0]}; {problem[1]}")
+    return row
+
+
+def value_problem(value: Any, declared: str) -> tuple[str, str] | None:
+    """What is wrong with a data value for a field declared of type `declared`
+    (a spelling of the language: `int`, `list[str]`, `float?`) and how to fix
+    it, or None when it fits. Strict, as the spec's own values are: a boolean
+    is not an integer, 7.0 is not an int; an int is a float."""
+    spelled = declared.strip()
+    if _fits(value, spelled):
+        return None
+    found = describe_value(value)
+    if isinstance(value, (list, tuple)) and spelled.removesuffix("?").startswith("list["):
+        item = spelled.removesuffix("?")[5:-1].strip()
+        bad = next(i for i, v in enumerate(value) if not _fits(v, item))
+        found = f"a list whose item {bad} is {describe_value(value[bad])}"
+    if value is None:
+        fix = f"declare it `{spelled}?` if it may be null"
+    else:
+        fix = f"fix the data, or declare it `{_spelling(value)}`"
+    return f"is {found}, but data.fields declares it {spelled}", fix
+
+
+# The language's scalar types and the Python values of each (a bool is only a bool).
+_SCALARS: dict[str, type | tuple[type, ...]] = {
+    "str": str,
+    "int": int,
+    "float": (int, float),
+    "bool": bool,
+}
+
+
+def _fits(value: Any, spelled: str) -> bool:
+    if spelled.endswith("?"):
+        return value is None or _fits(value, spelled[:-1].strip())
+    if spelled in _SCALARS:
+        if isinstance(value, bool):
+            return spelled == "bool"
+        return isinstance(value, _SCALARS[spelled])
+    if spelled == "dict":
+        return isinstance(value, Mapping)
+    if spelled == "list":
+        return isinstance(value, (list, tuple))
+    if spelled.startswith("list[") and spelled.endswith("]"):
+        item = spelled[5:-1].strip()
+        return isinstance(value, (list, tuple)) and all(_fits(v, item) for v in value)
+    return True  # `any`, or no type of the language (the checker reports that: E507)
+
+
+def describe_value(value: Any) -> str:
+    """A data value as a message names it: `the string 'seven'`, `the number 7.5`."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return f"the boolean {'true' if value else 'false'}"
+    if isinstance(value, (int, float)):
+        return f"the number {value!r}"
+    if isinstance(value, str):
+        return (
+            f"the string {value!r}" if len(value) <= 40 else f"a string ({len(value)} characters)"
+        )
+    if isinstance(value, (list, tuple)):
+        return "a list"
+    if isinstance(value, Mapping):
+        return "a mapping"
+    return f"a {type(value).__name__}"
+
+
+def _spelling(value: Any) -> str:
+    """The language's type of a data value (for the hint that declares it)."""
+    if isinstance(value, bool):
+        return "bool"
+    for kind, name in ((int, "int"), (float, "float"), (str, "str"), (Mapping, "dict")):
+        if isinstance(value, kind):
+            return name
+    if isinstance(value, (list, tuple)):
+        items = {_spelling(v) for v in value if v is not None}
+        if items == {"int", "float"}:
+            items = {"float"}
+        return f"list[{items.pop()}]" if len(items) == 1 else "list"
+    return "any"
+
+
+def _jsonl_rows(path: Path) -> Iterator[tuple[int, Sample]]:
+    """The rows of a JSONL file, each with its line number."""
     if not path.is_file():
         raise DataError(f"{path} does not exist (set ${DATA_ENV} to the data folder?)")
     with path.open(encoding="utf-8") as handle:
@@ -164,7 +273,7 @@ def _jsonl(path: Path) -> Iterator[Sample]:
                 raise DataError(f"{path}:{number}: not JSON: {exc.msg}") from None
             if not isinstance(row, dict):
                 raise DataError(f"{path}:{number}: a sample must be a JSON object")
-            yield row
+            yield number, row
 
 
 def _parquet(path: Path) -> Iterator[Sample]:

@@ -109,6 +109,11 @@ def test_steppo_by_hand() -> None:
     torch.testing.assert_close(out.token_loss, t([[-1.0, -1.0], [-1.2, -1.2], [2.0, 2.0]]))
     torch.testing.assert_close(out.loss, torch.tensor((-1.0 - 1.2 + 2.0) / 3, dtype=F64))
     assert out.metrics["actor/clipfrac"] == pytest.approx(1 / 3)
+    # a token clip would cut the two tokens of step 1 and the first of step 0 (A > 0, ratio
+    # 2 > 1.2), not 0.5 under A > 0 nor step 2's (A < 0: the unclipped side is the larger loss)
+    ppo = policy_loss("ppo_clip", logp, old, adv, mask, w, PolicyLossConfig())
+    assert out.metrics["actor/token_clipfrac"] == pytest.approx(3 / 6)
+    assert out.metrics["actor/token_clipfrac"] == ppo.metrics["actor/clipfrac"]
     out.loss.backward()
     # ∂ℓ_step/∂log π_j = −A s / |y| per token, times the step weight 1/3:
     # step 0: −1·1/2·1/3 = −1/6; step 1: 0 (clipped); step 2: +1·2/2·1/3 = 1/3

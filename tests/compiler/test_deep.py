@@ -93,12 +93,132 @@ def test_config_makes_a_factory_and_plain_validate_checks_its_shape(tmp_path: Pa
         "import functools\n@functools.cache\ndef convert(value, unit):\n    return value\n",
         "convert = lambda value, unit: value\n",
         "class Base:\n    pass\nclass convert(Base):\n    def __init__(self):\n        pass\n",
-        "def convert(value, unit:\n",  # a syntax error: the import will say so
     ],
 )
 def test_shapes_the_source_does_not_show_are_left_to_import(tmp_path: Path, module: str) -> None:
     body = "functions:\n  conv: {impl: 'MOD:convert', params: [float, str], config: {scale: 2}}\n"
     assert codes(check_file(write(tmp_path / "i", body + TOOL, module=module))) == []
+
+
+CONVERT = "functions:\n  conv: {impl: 'MOD:ATTR', params: [float, str]}\n" + TOOL
+
+
+def test_a_name_the_module_does_not_define_is_an_error_at_the_impl(tmp_path: Path) -> None:
+    path = write(tmp_path / "n", CONVERT.replace("ATTR", "nope"))
+    result = check_file(path)
+    assert codes(result) == ["E904"]
+    found = result.diagnostics[0]
+    assert "unitlib_n.py" in found.message and "'nope'" in found.message
+    assert found.span is not None and (found.span.line, found.span.column) == (6, 16)
+    assert found.hint is not None and "convert" in found.hint
+    assert "unitlib_n" not in sys.modules  # read, not imported
+    near = write(tmp_path / "m", CONVERT.replace("ATTR", "convrt"))
+    assert check_file(near).diagnostics[0].hint == "did you mean 'unitlib_m:convert'?"
+
+
+def test_a_module_that_does_not_parse_is_an_error_with_its_line(tmp_path: Path) -> None:
+    module = "def convert(value, unit):\n    return value\n\ndef broken(x)\n    return x\n"
+    result = check_file(write(tmp_path / "s", CONVERT.replace("ATTR", "convert"), module=module))
+    assert codes(result) == ["E904"]
+    found = result.diagnostics[0]
+    assert "does not parse" in found.message and "unitlib_s.py:4:" in found.message
+    assert found.span is not None and found.span.line == 6
+    assert found.hint == "fix line 4 of unitlib_s.py"
+
+
+@pytest.mark.parametrize(
+    "module",
+    [
+        "def convert(value, unit):\n    return value\n",
+        "from math import floor as convert\n",
+        "import json\nconvert, other = json.dumps, 1\n",
+        "try:\n    from fast import convert\nexcept ImportError:\n    def convert(v, u):\n        return v\n",
+        "if True:\n    class convert:\n        pass\n",
+        "for convert in [len]:\n    pass\n",
+        "with open(__file__) as convert:\n    pass\n",
+        "def setup():\n    global convert\n    convert = len\nsetup()\n",
+        "(convert := len)\n",
+        "convert: object = len\n",
+        # names the source does not spell: the module may still define it
+        "from math import *\n",
+        "globals()['convert'] = len\n",
+        "for name in ['convert']:\n    vars()[name] = len\n",
+        "def __getattr__(name):\n    return len\n",
+        "exec('def convert(v, u): return v')\n",
+        "import sys\nsetattr(sys.modules[__name__], 'convert', len)\n",
+    ],
+)
+def test_names_a_module_may_define_are_not_reported(tmp_path: Path, module: str) -> None:
+    path = write(tmp_path / "k", CONVERT.replace("ATTR", "convert"), module=module)
+    assert codes(check_file(path)) == []
+
+
+def test_every_module_attr_of_the_spec_is_read(tmp_path: Path) -> None:
+    """generator:, environment.adapter, oracle.hook and context.custom, as functions.impl."""
+    folder = tmp_path / "every"
+    folder.mkdir()
+    (folder / "mine.py").write_text("def present(*args, **kwargs):\n    return []\n")
+    (folder / "rows.jsonl").write_text('{"value": 1.5, "unit": "km"}\n')
+    spec = folder / "spec.yaml"
+    spec.write_text(
+        textwrap.dedent(
+            """\
+            agentspec: 1
+            name: every
+            data: {source: "generator:mine:rows", fields: {value: float}}
+            prompt: {user: "hi"}
+            environment: {adapter: "mine:Adapter"}
+            oracle: {hook: "mine:expert"}
+            context: {policy: custom, custom: "mine:window", max_prompt_tokens: 100}
+            rewards:
+              r: {on: final, value: 1.0}
+            """
+        )
+    )
+    result = check_file(spec)
+    found = {(d.code, d.span.line) for d in result.diagnostics if d.span is not None}
+    assert found == {("E904", 3), ("E904", 5), ("E904", 6), ("E904", 7)}, result.diagnostics
+    assert all("mine.py" in d.message for d in result.diagnostics)
+    (folder / "mine.py").write_text("def present(\n")
+    result = check_file(spec)
+    assert [d.code for d in result.diagnostics] == ["E904"] * 4
+    assert all("mine.py:1:" in d.message for d in result.diagnostics)
+
+
+def test_packages_and_submodules_beside_the_spec(tmp_path: Path) -> None:
+    # a name no test imports: a module Python already holds is left to `--import`
+    folder = tmp_path / "pkgs"
+    (folder / "deepunits").mkdir(parents=True)
+    (folder / "deepunits" / "__init__.py").write_text("from .core import convert\n")
+    (folder / "deepunits" / "core.py").write_text("def convert(value, unit):\n    return value\n")
+    (folder / "deepunits" / "extra.py").write_text("")
+    (folder / "rows.jsonl").write_text('{"value": 1.5, "unit": "km"}\n')
+    spec = folder / "spec.yaml"
+
+    def check(impl: str) -> list[str]:
+        spec.write_text(HEAD + CONVERT.replace("MOD:ATTR", impl))
+        return codes(check_file(spec))
+
+    assert check("deepunits:convert") == []
+    assert check("deepunits.core:convert") == []
+    assert check("deepunits:extra") == []  # a submodule is an attribute once imported
+    assert check("deepunits.core:nope") == ["E904"]
+    assert check("deepunits.missing:convert") == ["E904"]
+    (folder / "deepunits" / "__init__.py").write_text("x = (\n")
+    assert check("deepunits.core:convert") == ["E904"]  # importing deepunits.core runs its __init__
+
+
+def test_modules_not_beside_the_spec_are_left_to_import(tmp_path: Path) -> None:
+    folder = tmp_path / "installed"
+    folder.mkdir()
+    (folder / "rows.jsonl").write_text('{"value": 1.5, "unit": "km"}\n')
+    # `json` is the standard library's, even with a json.py beside the spec
+    (folder / "json.py").write_text("x = (\n")
+    spec = folder / "spec.yaml"
+    spec.write_text(HEAD + CONVERT.replace("MOD:ATTR", "json:nope"))
+    assert codes(check_file(spec)) == []
+    spec.write_text(HEAD + CONVERT.replace("MOD:ATTR", "pytest:nope"))  # installed
+    assert codes(check_file(spec)) == []
 
 
 def test_import_flag_checks_factory_config_and_attributes(tmp_path: Path) -> None:
@@ -161,8 +281,9 @@ def test_generator_fields_metadata_matches_the_rows() -> None:
 
 
 def test_data_generator_fields_match_real_rows() -> None:
-    from agentspec.stdlib.data import _GENERATORS, GENERATOR_FIELDS, data_root
+    from agentspec.stdlib.data import _GENERATORS, GENERATOR_FIELDS, available_generators, data_root
 
+    available_generators()  # registers the generators (alone, this test ran before any did)
     if not (data_root() / "webshop").is_dir():
         pytest.skip("no shared data")
     rows = {
@@ -302,3 +423,34 @@ def test_first_row_reading_is_bounded(tmp_path: Path) -> None:
     assert first_jsonl_row(path) == {"q": "y", "n": 1}
     path.write_text("[1, 2]\n")
     assert first_jsonl_row(path) is None
+
+
+def test_first_row_values_have_their_declared_types(tmp_path: Path) -> None:
+    body = "rewards:\n  r: {on: final, value: 1.0}\n"
+    path = write(tmp_path / "types", body, module=None)
+    rows = path.parent / "rows.jsonl"
+    rows.write_text('{"value": 2, "unit": "km"}\n{"value": "x", "unit": 3}\n')
+    assert codes(check_file(path)) == []  # an int is a float; validate reads the first row only
+    rows.write_text('{"value": true, "unit": "km"}\n')
+    result = check_file(path)
+    assert codes(result) == ["E907"]
+    assert result.diagnostics[0].message == (
+        "row 1 of rows.jsonl: field 'value' is the boolean true, but data.fields declares it float"
+    )
+    assert result.diagnostics[0].span is not None and result.diagnostics[0].span.line == 3
+
+
+@pytest.mark.parametrize("split", ["a**b", "[", "../rows", "tr*"])
+def test_a_split_name_is_text_not_a_file_pattern(tmp_path: Path, split: str) -> None:
+    """The first row of a data folder is read from the file named after the split;
+    the split's characters never act as a glob (`**` inside a name made pathlib raise)."""
+    folder = tmp_path / "data"
+    folder.mkdir()
+    (folder / "train.jsonl").write_text('{"value": "text", "unit": "km"}\n', encoding="utf-8")
+    path = write(tmp_path, "rewards: {r: {on: final, value: 1.0}}\n")
+    text = path.read_text().replace("jsonl:rows.jsonl", "hf:./data")
+    path.write_text(text.replace("fields:", f"split: {split!r}, fields:"))
+    result = check_file(path)
+    # no file is named after the split: the folder's first file is read, and its row's
+    # `value` (text where the spec says float) is reported
+    assert codes(result) == ["E907"], [str(d) for d in result.diagnostics]

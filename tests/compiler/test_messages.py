@@ -116,3 +116,40 @@ def test_a_guard_step_yaml_read_as_a_mapping_is_one_error_and_keys_are_spelled_a
     assert misread.hint is not None and "quote the whole value" in misread.hint
     assert (missing.code, unknown.code) == ("E202", "E201") and where(unknown) == (18, 10)
     assert unknown.hint == "did you mean 'if'?"
+
+
+def test_a_name_the_user_module_does_not_define_is_reported_at_impl() -> None:
+    d = only("deep_user_module_no_attribute.yaml")
+    assert d.code == "E904" and where(d) == (7, 19)
+    assert d.message == "module 'unitlib_defs' (unitlib_defs.py) does not define 'convrt'"
+    assert d.hint == "did you mean 'unitlib_defs:convert'?"
+
+
+def test_a_user_module_that_does_not_parse_names_its_line() -> None:
+    d = only("deep_user_module_syntax_error.yaml")
+    assert d.code == "E904" and where(d) == (7, 19)
+    assert "does not parse" in d.message and "unitlib_broken.py:4:" in d.message
+    assert d.hint == "fix line 4 of unitlib_broken.py"
+
+
+def test_a_data_value_of_the_wrong_type_names_row_field_and_file() -> None:
+    d = only("deep_field_wrong_type.yaml")
+    assert d.code == "E907" and where(d) == (4, 66)  # the declared type
+    assert d.message == (
+        "row 1 of data.jsonl: field 'answer' is the number 5, but data.fields declares it str"
+    )
+    assert d.hint == "fix the data, or declare it `int`"
+
+
+def test_a_wrong_type_in_a_union_names_every_allowed_type() -> None:
+    d = only("schema_reward_value_list.yaml")
+    assert d.code == "E203" and where(d) == (7, 31)
+    assert (
+        d.message == "rewards.correct.value: expected a number or an expression string, got a list"
+    )
+
+
+def test_a_non_ascii_name_says_names_are_ascii() -> None:
+    d = only("schema_name_not_ascii.yaml")
+    assert d.code == "E204" and where(d) == (7, 3)
+    assert d.hint is not None and "ASCII letters" in d.hint and "'é' is not ASCII" in d.hint

@@ -15,6 +15,7 @@ from agentspec.compiler.types import (
     TypeSyntaxError,
     assignable,
     join,
+    json_schema_spelling_fixed,
     json_schema_type,
     parse_type,
 )
@@ -30,7 +31,7 @@ from agentspec.compiler.types import (
         ("list[str]?", Optional(ListOf(STR))),
         ("dict", DICT),
         ("any?", ANY),
-        ("string", STR),
+        ("list", ListOf(ANY)),
     ],
 )
 def test_parse_type(text: str, expected: object) -> None:
@@ -42,6 +43,27 @@ def test_parse_type(text: str, expected: object) -> None:
 def test_parse_type_rejects(text: str) -> None:
     with pytest.raises(TypeSyntaxError):
         parse_type(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "meant"),
+    [
+        ("string", "str"),
+        ("integer", "int"),
+        ("number", "float"),
+        ("boolean", "bool"),
+        ("object", "dict"),
+        ("array", "list[any]"),
+        ("list[integer]?", "list[int]?"),
+    ],
+)
+def test_json_schema_names_are_not_types(text: str, meant: str) -> None:
+    """A tool parameter's JSON Schema names, written as a type elsewhere: an error
+    (E507) whose hint is the spec's spelling, never a silent alias."""
+    with pytest.raises(TypeSyntaxError):
+        parse_type(text)
+    assert json_schema_spelling_fixed(text) == meant
+    assert json_schema_spelling_fixed("strng") is None
 
 
 def test_assignable() -> None:

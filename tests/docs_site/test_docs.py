@@ -40,7 +40,8 @@ def test_language_reference_covers_every_field_and_function() -> None:
     for cls, _ in module.SECTIONS:
         section = page.split(f"### {cls.__name__}\n", 1)[1].split("\n### ", 1)[0]
         for name, field in cls.model_fields.items():
-            row = next(line for line in section.splitlines() if line.startswith(f"| `{name}` |"))
+            key = field.alias or name  # the key a spec writes (a guard's `if`)
+            row = next(line for line in section.splitlines() if line.startswith(f"| `{key}` |"))
             assert (field.description or "").split("`")[0][:30] in row
     for name in [*BUILTINS, *EFFECT_CALLS]:
         assert f"| `{name}` |" in page
@@ -210,3 +211,19 @@ def test_the_scripted_policy_example_runs(tmp_path: Path, monkeypatch: pytest.Mo
         steps = json.loads(line)["steps"]
         assert len(steps) == 2 and steps[0]["tool_calls"][0]["name"] == "calculator"
         assert not any(e["kind"] == "parse_error" for s in steps for e in s["events"])
+
+
+@pytest.mark.parametrize(
+    ("page", "left_out"),
+    [("README.md", {"description", "tests"}), ("docs/getting-started.md", {"tests"})],
+)
+def test_the_calculator_spec_shown_is_the_shipped_one(page: str, left_out: set[str]) -> None:
+    """The pages show `specs/calculator.yaml` (less what they say they leave out), so a
+    reader who copies it gets the recipe's settings, not older ones."""
+    import re
+
+    text = (ROOT / page).read_text(encoding="utf-8")
+    blocks = [yaml.safe_load(b) for b in re.findall(r"```yaml\n(.*?)```", text, re.S)]
+    shown = next(b for b in blocks if isinstance(b, dict) and b.get("name") == "calculator")
+    shipped = yaml.safe_load((ROOT / "specs" / "calculator.yaml").read_text(encoding="utf-8"))
+    assert shown == {k: v for k, v in shipped.items() if k not in left_out}

@@ -64,9 +64,8 @@ def test_parquet_as_agent_r1_preprocessing_writes_it(
     columns = ["id", "question", "answer", "supporting_titles"]
     table = pa.Table.from_pylist([{k: r[k] for k in columns} for r in rows])
     pq.write_table(table, tmp_path / "hotpotqa.parquet")
-    loaded = load_samples(
-        f"parquet:{tmp_path / 'hotpotqa.parquet'}", fields=dict.fromkeys(columns, "str")
-    )
+    fields = {**dict.fromkeys(columns, "str"), "supporting_titles": "list[str]"}
+    loaded = load_samples(f"parquet:{tmp_path / 'hotpotqa.parquet'}", fields=fields)
     assert len(loaded) == 875
     assert loaded[0] == {k: rows[0][k] for k in columns}
 

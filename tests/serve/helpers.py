@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import random
 import socket
 import subprocess
 import sys
@@ -21,9 +22,30 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    """A port to start a server on, below the kernel's range of ephemeral ports.
+
+    A port that ``bind(0)`` hands out is free only until the server binds it; in
+    between, any outgoing connection on the machine (Ray, pip, another test's client)
+    may take it as its local port, and the server fails with EADDRINUSE. Ports below
+    the ephemeral range go only to explicit binds; Ray's worker ports end at 19999."""
+    low = _ephemeral_range_start()
+    draw = random.Random()  # pytest's workers each draw their own
+    for _ in range(200):
+        port = draw.randrange(20000, low) if low > 21000 else 0
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return int(s.getsockname()[1])
+    raise RuntimeError("no free port below the ephemeral range")
+
+
+def _ephemeral_range_start() -> int:
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 0  # unknown: let the kernel choose
 
 
 def checkout_env() -> dict[str, str]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import threading
 from pathlib import Path
 from typing import Any
@@ -87,6 +88,25 @@ def test_native_tool_calls_and_the_text_format_give_the_same_step(calculator: Se
     assert native.tool_results == [
         {"name": "calculator", "ok": True, "code": "", "text": str(sample["answer"])}
     ]
+
+
+@pytest.mark.parametrize("number", [float("nan"), float("inf"), -float("inf")])
+def test_a_native_non_finite_argument_is_the_parse_error_of_the_same_text(
+    calculator: ServedSpec, number: float
+) -> None:
+    async def play(**action: Any) -> Any:
+        session = EpisodeSession(calculator)
+        await session.start(split="test", index=4)
+        return await session.act(**action)
+
+    native = asyncio.run(play(tool_calls=[{"name": "calculator", "arguments": {"x": number}}]))
+    word = json.dumps(number)
+    text = f'<tool_call>{{"name": "calculator", "arguments": {{"x": {word}}}}}</tool_call>'
+    by_text = asyncio.run(play(text=text))
+    for turn in (native, by_text):
+        assert [e["kind"] for e in turn.events] == ["step", "parse_error"]
+        assert turn.events[-1]["code"] == "non_finite_number"
+        assert f"{word} is not a JSON number" in turn.events[-1]["message"]
 
 
 def test_a_turn_names_every_declared_reward_and_the_end_says_how_it_ended(

@@ -68,3 +68,65 @@ def test_hf_source_reads_a_local_dataset_folder(tmp_path: Path) -> None:
     (folder / "train.jsonl").write_text(json.dumps({"question": "a", "answer": 3}) + "\n")
     samples = load_samples(f"hf:{folder}", fields={"question": "str"})
     assert samples == [{"question": "a", "answer": 3}]
+
+
+def test_a_value_of_the_wrong_type_names_the_file_row_and_field(tmp_path: Path) -> None:
+    path = tmp_path / "d.jsonl"
+    rows = [{"value": 1, "unit": "km"}, {"value": "seven", "unit": "m"}]
+    path.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    with pytest.raises(DataError) as caught:
+        load_samples("jsonl:d.jsonl", fields={"value": "int"}, base_dir=tmp_path)
+    assert str(caught.value) == (
+        f"row 2 of {path}: field 'value' is the string 'seven', but data.fields declares it"
+        " int; fix the data, or declare it `str`"
+    )
+    # The rows before it are not the problem, nor are rows past `limit`.
+    assert load_samples("jsonl:d.jsonl", fields={"value": "int"}, limit=1, base_dir=tmp_path)
+
+
+def test_a_row_after_blank_lines_names_its_line_too(tmp_path: Path) -> None:
+    path = tmp_path / "d.jsonl"
+    path.write_text('{"v": 1}\n\n{"v": null}\n')
+    with pytest.raises(DataError, match=r"row 2 of .*d\.jsonl \(line 3\): field 'v' is null"):
+        load_samples(f"jsonl:{path}", fields={"v": "int"})
+    assert load_samples(f"jsonl:{path}", fields={"v": "int?"})[1] == {"v": None}
+
+
+@pytest.mark.parametrize(
+    ("declared", "value", "fits"),
+    [
+        ("float", 3, True),  # an int is a float
+        ("float", 2.5, True),
+        ("float", True, False),  # a boolean is not a number
+        ("int", True, False),
+        ("int", 7.0, False),
+        ("int", 7, True),
+        ("bool", 0, False),
+        ("str", 5, False),
+        ("list[int]", [1, 2], True),
+        ("list[int]", [1, "2"], False),
+        ("list", ["a", 1], True),
+        ("list[float]?", None, True),
+        ("dict", {"a": 1}, True),
+        ("dict", [1], False),
+        ("any", object(), True),
+    ],
+)
+def test_value_types_are_checked_strictly(declared: str, value: object, fits: bool) -> None:
+    from agentspec.stdlib.data import value_problem
+
+    assert (value_problem(value, declared) is None) is fits
+
+
+def test_generator_and_parquet_rows_are_checked_too(tmp_path: Path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    with pytest.raises(
+        DataError, match=r"row 1 of generator:arithmetic: field 'answer' is the number"
+    ):
+        load_samples("generator:arithmetic", fields={"answer": "str"}, limit=3)
+    path = tmp_path / "d.parquet"
+    pq.write_table(pa.Table.from_pylist([{"q": "a", "n": 1}, {"q": "b", "n": 2}]), path)
+    with pytest.raises(DataError, match=r"row 1 of .*d\.parquet: field 'n' is the number 1"):
+        load_samples(f"parquet:{path}", fields={"n": "bool"})

@@ -202,6 +202,7 @@ def test_a_finished_run_is_not_overwritten_or_appended_to(tmp_path: Path) -> Non
     assert (run / "metrics.jsonl").read_text() == before
     other = CliRunner().invoke(app, [*args, "--resume", "--set", "learning_rate=0.5"])
     assert other.exit_code == 2 and "another configuration" in other.output
+    assert "learning_rate 0.001 → 0.5" in other.output  # what differs is named
 
 
 def test_policy_learning_rate_warms_up_linearly(tmp_path: Path) -> None:
@@ -304,3 +305,44 @@ def test_an_algorithm_that_needs_an_anchor_says_so_where_it_was_chosen(tmp_path:
 
     declared = yaml_load(ECHO)["training"]  # echo_word declares an anchor: accepted
     assert run_settings(ECHO, declared, {"algorithm": "gigpo"}).cfg.algorithm == "gigpo"
+
+
+def test_opd_beta_weighs_the_topk_distillation_loss(tmp_path: Path) -> None:
+    """`opd_beta` is the distillation's weight in both of OPD's forms: in the top-k form
+    (the local default) it multiplies the loss, whose value at β = 1 is the reverse KL."""
+    import torch
+
+    from agentspec.compiler.build import import_spec
+    from agentspec.runtime.backends.local import trainer
+    from agentspec.runtime.backends.local.scoring import score
+    from agentspec.runtime.backends.local.tensors import build_rollout, response_log_probs
+    from agentspec.runtime.backends.local.update import distillation_loss, minibatches
+
+    module = import_spec(ECHO)
+    cfg = resolve_config(
+        TrainingSpec.model_validate(module.TRAINING),
+        {**FAST, "minibatch_size": 64, "epochs": 1, "warm_start": 0},
+    )
+    samples, _ = trainer.split_samples(module, cfg)
+    torch.manual_seed(0)
+    models = trainer.build_models(cfg, module, samples, tmp_path / "student")
+    torch.manual_seed(1)
+    teacher = trainer.build_models(cfg, module, samples, tmp_path / "teacher").policy
+    episodes = trainer.rollout(module, models, samples[:4], 2, cfg.temperature)
+    rollout = build_rollout(episodes, module.LAYOUT == "packed")
+    mask = trainer.step_batch(rollout, score(rollout, models, cfg.temperature)).response_mask
+    (whole,) = minibatches(rollout, torch.ones(len(rollout.steps), rollout.width), cfg, models)
+    with torch.no_grad():
+        student = response_log_probs(
+            models.policy, whole.ids, whole.attention, whole.index, cfg.temperature
+        )
+    losses = {
+        beta: distillation_loss(
+            teacher, whole, student, mask[whole.steps], cfg.model_copy(update={"opd_beta": beta})
+        )
+        for beta in (1.0, 2.5)
+    }
+    divergence = losses[1.0].metrics["distill/divergence"]
+    assert divergence > 0 and losses[2.5].metrics["distill/divergence"] == divergence
+    assert float(losses[1.0].loss) == pytest.approx(divergence)
+    assert float(losses[2.5].loss) == pytest.approx(2.5 * divergence)

@@ -139,4 +139,4 @@ def test_opd_without_a_teacher_is_a_clear_error(tmp_path: Path) -> None:
         ["train", str(SPEC), "--backend", "verl", "--algorithm", "opd", "--out", str(tmp_path)],
     )
     assert result.exit_code == 2
-    assert "needs `training.teacher`" in result.output
+    assert "distils a teacher: name it with `training.teacher`" in result.output

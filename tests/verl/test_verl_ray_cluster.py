@@ -27,6 +27,7 @@ from pathlib import Path
 
 import pytest
 from safetensors.torch import load_file
+from serve.helpers import free_port
 from verl_helpers import SMALL, anchored_calculator, check_trained_run, warm_started_tiny
 
 from agentspec.runtime.backends.verl.compile_target import build_verl_target
@@ -34,12 +35,6 @@ from agentspec.runtime.backends.verl.compile_target import build_verl_target
 pytestmark = pytest.mark.slow
 
 SETTINGS = {**SMALL, "algorithm": "gigpo"}
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _wait_for(port: int, head: subprocess.Popen[bytes], timeout: float = 120.0) -> None:
@@ -64,7 +59,7 @@ def ray_head(
     monkeypatch.setenv("RAY_AUTH_TOKEN", secrets.token_hex(32))
     monkeypatch.delenv("RAY_AUTH_TOKEN_PATH", raising=False)
     temp_dir = Path(tmp_path_factory.mktemp("ray", numbered=True))
-    port = _free_port()
+    port = free_port()
     ray = Path(sys.executable).parent / "ray"
     head = subprocess.Popen(
         [

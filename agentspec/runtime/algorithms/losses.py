@@ -276,18 +276,18 @@ def steppo_loss(
     token_loss = _clean(torch.maximum(loss1, loss2), mask)
     valid = mask.any(dim=1)
     step_clipped = ((loss2 > loss1) & mask).any(dim=1)
+    # What PPO's token clip at the same range would have cut (a diagnostic only): tokens
+    # whose own ratio is out of range on the side where the clip binds, as `actor/clipfrac`
+    # counts them for `ppo_clip`.
+    token_ratio = log_ratio.detach().clamp(max=_MAX_LOG_RATIO).exp()
+    token_clipped = -adv * token_ratio.clamp(1.0 - config.clip_low, 1.0 + config.clip_high) > (
+        -adv * token_ratio
+    )
     metrics = {
         "actor/clipfrac": _masked_mean(step_clipped.float(), valid),
         "actor/step_ratio_mean": _masked_mean(step_log_ratio.detach().exp().squeeze(1), valid),
         "actor/ppo_kl": _masked_mean(-log_ratio.detach(), mask),
-        # what a token-level clip at the same range would have cut (a diagnostic only)
-        "actor/token_clipfrac": _masked_mean(
-            (
-                (log_ratio.detach().exp() - 1.0).clamp(-config.clip_low, config.clip_high)
-                != (log_ratio.detach().exp() - 1.0)
-            ).float(),
-            mask,
-        ),
+        "actor/token_clipfrac": _masked_mean(token_clipped.float(), mask),
     }
     return LossOutput(aggregate(token_loss, weights), token_loss, metrics)
 

@@ -316,6 +316,15 @@ class Trajectory:
     def total_reward(self) -> float:
         return float(sum(s.reward for s in self.steps))
 
+    @property
+    def env_error(self) -> str | None:
+        """Why an `env_error` episode ended: kept on the trajectory when its first prompt
+        failed, on its last step when a later one did; None for any other ending."""
+        if self.termination != TerminationReason.ENV_ERROR:
+            return None
+        last = self.steps[-1].info if self.steps else {}
+        return str(self.info.get("env_error") or last.get("env_error") or "no reason recorded")
+
     def reward_components(self) -> dict[str, float]:
         """Each named component summed over the steps."""
         out: dict[str, float] = {}

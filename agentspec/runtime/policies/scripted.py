@@ -75,10 +75,30 @@ def text_generation(
     cut = [i + len(s) for s in params.stop if (i := text.find(s)) != -1]
     if cut:
         text = text[: min(cut)]
-    ids = tokenizer.encode(text, add_special_tokens=False)
+    ids = _encode_head(tokenizer, text, params.max_new_tokens)
     if append_eos and not cut and tokenizer.eos_token_id is not None:
         ids.append(tokenizer.eos_token_id)
     if len(ids) > params.max_new_tokens:
         ids = ids[: params.max_new_tokens]
         finish = "length"
     return Generation(ids, [logprob] * len(ids), finish)
+
+
+_BOUNDARY_TOKENS = 8
+"""Tokens past the limit that a prefix must reach before its head is trusted: cutting
+the text changes only how the last few tokens before the cut are merged."""
+
+
+def _encode_head(tokenizer: Tokenizer, text: str, limit: int) -> list[int]:
+    """``tokenizer.encode(text)``, or — where that is longer than ``limit`` tokens — a
+    list whose first ``limit`` tokens are its first ``limit``, found by encoding a
+    prefix of the text twice as long each time. A caller may send megabytes as one
+    response (a hostile client, a runaway model) of which only ``limit`` tokens count;
+    encoding all of it took seconds, blocking every other episode on the event loop."""
+    size = (limit + _BOUNDARY_TOKENS) * 16
+    while size < len(text):
+        ids = tokenizer.encode(text[:size], add_special_tokens=False)
+        if len(ids) >= limit + _BOUNDARY_TOKENS:
+            return ids[: limit + 1]  # over the limit either way: the caller cuts it
+        size *= 2
+    return tokenizer.encode(text, add_special_tokens=False)

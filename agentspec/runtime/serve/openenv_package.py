@@ -3,8 +3,9 @@
 The package has OpenEnv's layout (``openenv.yaml``, ``models.py``, ``client.py``,
 ``server/app.py`` with ``app`` and ``main()``, ``pyproject.toml`` with the
 ``server`` script, a ``Dockerfile``, ``README.md``), the spec itself in ``spec/``
-and ``oracle/solve.py``. Its server is agentspec's (`agentspec serve --openenv`),
-so the package holds no copy of the runtime.
+with the local files it reads at run time (:mod:`.package_files`: package data,
+and in the Docker image) and ``oracle/solve.py``. Its server is agentspec's
+(`agentspec serve --openenv`), so the package holds no copy of the runtime.
 
 The ``validation:`` block of ``openenv.yaml`` is derived from the spec: its
 tools, the task count of each split, and a reward range measured by playing the
@@ -16,12 +17,18 @@ sets ``floor_margin``).
 from __future__ import annotations
 
 import asyncio
+import json
 import shutil
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from agentspec.runtime.serve.package_files import (
+    copy_spec_files,
+    package_data,
+    package_folders,
+)
 from agentspec.runtime.serve.spec import ServedSpec
 
 __all__ = ["write_openenv_package"]
@@ -34,12 +41,26 @@ def write_openenv_package(spec_path: Path, out: Path) -> list[Path]:
     served = ServedSpec.load(spec_path)
     name = served.name
     out.mkdir(parents=True, exist_ok=True)
-    (out / "spec").mkdir(exist_ok=True)
-    spec_copy = out / "spec" / spec_path.name
-    shutil.copyfile(spec_path, spec_copy)
+    spec_dir = out / "spec"
+    spec_dir.mkdir(exist_ok=True)
+    copied = copy_spec_files(spec_path, spec_dir, exclude=[out])
+    spec_copy = spec_dir / spec_path.name
+    if spec_copy.resolve() != spec_path.resolve():
+        shutil.copyfile(spec_path, spec_copy)
+    package = _package(name)
+    # spec/ (and its folders) and oracle/ are package data in packages of their own
+    folders = package_folders(out, [spec_copy, *copied, out / "oracle" / "solve.py"])
+    data = [f"spec/{f}" for f in package_data(spec_dir, [spec_copy, *copied])]
     files = {
         "openenv.yaml": _manifest(served),
-        "pyproject.toml": PYPROJECT.format(name=name, package=_package(name)),
+        "pyproject.toml": PYPROJECT.format(
+            name=name,
+            package=package,
+            packages=json.dumps(
+                [package, f"{package}.server", *(f"{package}.{f}" for f in folders)]
+            ),
+            data=json.dumps([*data, "oracle/*", "openenv.yaml"]),
+        ),
         "__init__.py": INIT.format(name=name, cls=_class_name(name)),
         "models.py": MODELS,
         "client.py": CLIENT.format(cls=_class_name(name)),
@@ -49,7 +70,7 @@ def write_openenv_package(spec_path: Path, out: Path) -> list[Path]:
         "Dockerfile": DOCKERFILE,
         "README.md": README.format(name=name, description=served.description),
     }
-    written = [spec_copy]
+    written = [spec_copy, *copied]
     for relative, text in files.items():
         path = out / relative
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -153,12 +174,12 @@ dependencies = ["agentspec[openenv]", "openenv-core>=0.2.0"]
 server = "{package}.server.app:main"
 
 [tool.setuptools]
-packages = ["{package}", "{package}.server"]
+packages = {packages}
 package-dir = {{ "{package}" = ".", "{package}.server" = "server" }}
 include-package-data = true
 
 [tool.setuptools.package-data]
-"{package}" = ["spec/*", "oracle/*", "openenv.yaml"]
+"{package}" = {data}
 """
 
 INIT = '''"""The agentspec spec `{name}` as an OpenEnv environment."""
@@ -273,7 +294,8 @@ README = """\
 
 {description}
 
-Written by `agentspec compile --target openenv`; the spec is in `spec/`.
+Written by `agentspec compile --target openenv`; the spec is in `spec/`, with the
+files of its folder it reads when it runs (data, its own Python modules).
 
     pip install .
     uvicorn server.app:app --port 8000        # or: server --port 8000

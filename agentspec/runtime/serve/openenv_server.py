@@ -31,7 +31,8 @@ from typing import Any, ClassVar, Literal
 from openenv.core.env_server.http_server import create_app
 from openenv.core.env_server.interfaces import Environment
 from openenv.core.env_server.types import Action, EnvironmentMetadata, Observation, State
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from agentspec.runtime.serve.session import End, EpisodeSession, Turn, run_sync
 from agentspec.runtime.serve.spec import ServedSpec, SessionError
@@ -130,11 +131,17 @@ class AgentspecEnvironment(Environment[AgentspecAction, AgentspecObservation, Ag
                 f"unknown reset field(s) {names}; use split+index, sample_id, seed, sample, "
                 "full_prompt"
             )
-        for name, value in (("seed", seed), ("index", index)):
-            if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
-                raise SessionError(f"{name} must be an integer, not {value!r}")
+        _check_reset(
+            seed=seed,
+            episode_id=episode_id,
+            split=split,
+            index=index,
+            sample_id=sample_id,
+            sample=sample,
+            full_prompt=full_prompt,
+        )  # before anything starts: a bad request leaves the episode in progress be
         self._loop = asyncio.get_running_loop()
-        self.session.full_prompt = bool(full_prompt)
+        self.session.full_prompt = full_prompt
         self.episode_id = episode_id
         turn = await self.session.start(
             split=split, index=index, sample_id=sample_id, sample=sample, seed=seed
@@ -262,6 +269,78 @@ class AgentspecEnvironment(Environment[AgentspecAction, AgentspecObservation, Ag
         return AgentspecObservation(**fields)
 
 
+def _check_reset(**fields: Any) -> None:
+    """Refuse a reset whose fields have the wrong type or text JSON cannot carry (a
+    lone surrogate), naming each field: a pydantic ``ValidationError``, which the
+    WebSocket answers ``VALIDATION_ERROR`` and HTTP 400 (:func:`build_app`)."""
+    problems: list[tuple[tuple[str | int, ...], str]] = []
+    for name in ("seed", "index"):
+        value = fields[name]
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+            problems.append(((name,), f"{name} must be an integer, not {_shown(value)}"))
+    for name in ("episode_id", "split", "sample_id"):
+        value = fields[name]
+        if value is not None and not isinstance(value, str):
+            problems.append(((name,), f"{name} must be a string, not {_shown(value)}"))
+    if not isinstance(fields["full_prompt"], bool):  # "false" would be true
+        problems.append(
+            (
+                ("full_prompt",),
+                f"full_prompt must be true or false, not {_shown(fields['full_prompt'])}",
+            )
+        )
+    if fields["sample"] is not None and not isinstance(fields["sample"], dict):
+        problems.append((("sample",), f"sample must be an object, not {_shown(fields['sample'])}"))
+    for name in ("episode_id", "split", "sample_id", "sample"):
+        problems.extend(_unencodable(fields[name], (name,)))
+    if problems:
+        raise ValidationError.from_exception_data(
+            "reset",
+            [
+                InitErrorDetails(
+                    type=PydanticCustomError("reset_field", message),
+                    loc=loc,
+                    input=None,  # the value itself may be what JSON cannot carry
+                )
+                for loc, message in problems
+            ],
+        )
+
+
+def _unencodable(value: Any, loc: tuple[str | int, ...]) -> list[tuple[tuple[str | int, ...], str]]:
+    """Where ``value`` holds text that is not valid Unicode (a lone surrogate)."""
+    if isinstance(value, str):
+        if _encodes(value):
+            return []
+        where = ".".join(str(part) for part in loc)
+        return [(loc, f"{where} is not valid Unicode text (a lone surrogate)")]
+    found: list[tuple[tuple[str | int, ...], str]] = []
+    if isinstance(value, dict):
+        for key, item in value.items():
+            at = key if isinstance(key, int) or (isinstance(key, str) and _encodes(key)) else None
+            if at is None:  # the key itself: named as ascii() writes it
+                at = _shown(key)
+                found.append(((*loc, at), f"a key of {'.'.join(map(str, loc))} is not valid text"))
+            found.extend(_unencodable(item, (*loc, at)))
+    elif isinstance(value, (list, tuple)):
+        for i, item in enumerate(value):
+            found.extend(_unencodable(item, (*loc, i)))
+    return found
+
+
+def _encodes(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _shown(value: Any) -> str:
+    """``value`` as an error message can always carry it."""
+    return ascii(value)[:80]
+
+
 def _on_loop_thread(loop: asyncio.AbstractEventLoop) -> bool:
     try:
         return asyncio.get_running_loop() is loop
@@ -303,7 +382,12 @@ def build_app(served: ServedSpec, max_sessions: int = 64) -> Any:
     async def bad_request(request: Any, exc: Exception) -> JSONResponse:
         return JSONResponse(status_code=400, content={"detail": str(exc)})
 
+    async def invalid_request(request: Any, exc: Exception) -> JSONResponse:
+        errors = exc.errors(include_url=False, include_input=False)  # type: ignore[attr-defined]
+        return JSONResponse(status_code=400, content={"detail": _json(errors)})
+
     app.add_exception_handler(SessionError, bad_request)
+    app.add_exception_handler(ValidationError, invalid_request)  # a bad reset's fields
     app.add_middleware(_QuietDisconnects)
     paths = {getattr(route, "path", "") for route in app.routes}
     if "/{env_name}/splits" not in paths:

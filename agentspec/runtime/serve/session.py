@@ -292,7 +292,13 @@ def _chat_call(call: Mapping[str, Any]) -> ChatCall:
         raise SessionError('each tool call must be an object {"name": str, "arguments": {...}}')
     arguments = call.get("arguments", {})
     if not isinstance(arguments, str):
-        arguments = json.dumps(json_safe(arguments), ensure_ascii=False)
+        # NaN and ±Infinity are written as the bare words Python reads (not as the
+        # strings `json_safe` would make of them), so the format's parser refuses them
+        # as it refuses the same call written as text: one rule for every way in.
+        try:
+            arguments = json.dumps(arguments, ensure_ascii=False, default=str)
+        except (ValueError, RecursionError):
+            raise SessionError("a tool call's arguments must be JSON (no cycles)") from None
     return ChatCall(call["name"], arguments, str(call.get("id", "")))
 
 

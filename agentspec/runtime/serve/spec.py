@@ -19,7 +19,9 @@ from types import ModuleType
 from typing import Any
 
 from agentspec.formats import get_format
+from agentspec.formats.caps import cap_error
 from agentspec.runtime.policies.base import Generation, SamplingParams
+from agentspec.stdlib.data import DataError
 
 __all__ = ["ServedSpec", "SessionError"]
 
@@ -153,7 +155,15 @@ class ServedSpec:
         if sample is not None:
             if not isinstance(sample, Mapping):
                 raise SessionError("sample must be a JSON object of the spec's fields")
-            return str(sample.get("id", "sample")), dict(sample)
+            try:  # as a loaded one: the declared fields checked, the derived ones added
+                prepared = self.module.prepare_sample(sample)
+            except DataError as exc:
+                raise SessionError(str(exc)) from None
+            except Exception as exc:  # a derived field's expression failing on this sample
+                raise SessionError(
+                    f"the sample: {cap_error(f'{type(exc).__name__}: {exc}')}"
+                ) from None
+            return str(sample.get("id", "sample")), prepared
         if sample_id is not None:
             return self._by_id(str(sample_id), split)
         pool = self.samples(split)

@@ -22,6 +22,7 @@ Nothing here imports TRL: the generated module is plain Python that TRL loads.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
@@ -38,6 +39,8 @@ from agentspec.runtime.serve.spec import ServedSpec
 __all__ = ["AgentspecTRLEnv", "component_reward", "dataset_rows", "final_text"]
 
 _SPECS: dict[str, ServedSpec] = {}
+_UNCUT = 1 << 40
+"""The token limit of the calls the class writes: none that a call can reach."""
 
 
 def served(spec_path: str | Path) -> ServedSpec:
@@ -57,6 +60,15 @@ class AgentspecTRLEnv:
         self.spec = served(self.spec_path)
         self.session = SyncEpisodeSession(self.spec)
         self.end: End | None = None
+        # The calls this class writes are its own text, not the model's response (TRL
+        # sampled that under its own limits): the spec's `max_response_tokens` and stop
+        # strings must not cut them. The final answer keeps the spec's settings.
+        flow = self.session.session.flow
+        self._answer_config = flow.config
+        self._call_config = dataclasses.replace(
+            flow.config,
+            sampling=dataclasses.replace(flow.config.sampling, max_new_tokens=_UNCUT, stop=()),
+        )
 
     def reset(self, **row: Any) -> str | None:
         """Start the episode on the row's sample (its fields; TRL's `prompt` column aside)."""
@@ -71,12 +83,22 @@ class AgentspecTRLEnv:
         """One tool call as one step; its result text, or an error TRL shows the model."""
         if self.end is not None:
             raise ValueError(f"the episode is over ({self.end.termination}): answer now")
-        turn = self.session.act("", [{"name": name, "arguments": dict(arguments)}])
+        flow = self.session.session.flow
+        flow.config = self._call_config
+        try:
+            turn = self.session.act("", [{"name": name, "arguments": dict(arguments)}])
+        finally:
+            flow.config = self._answer_config
         if turn.done:
             self.end = turn  # type: ignore[assignment]
-        result = turn.tool_results[0] if turn.tool_results else None
-        if result is None:  # not run: the call did not parse (the spec's parse error)
+        results = turn.tool_results
+        if not results:  # not run: the call did not parse (the spec's parse error)
             raise ValueError(turn.observation or f"the call of {name} could not be read")
+        if len(results) != 1 or results[0].get("name") != name:
+            # The written call read back as other calls: never report theirs as this one's.
+            ran = ", ".join(str(r.get("name")) for r in results)
+            raise ValueError(f"the call of {name} was not run as written (ran: {ran})")
+        result = results[0]
         if not result["ok"]:
             raise ValueError(result["text"])
         return str(result["text"])

@@ -1,6 +1,7 @@
 """`agentspec compile SPEC --target trl -o DIR`: the spec as a TRL `environment_factory`.
 
-Writes ``DIR/NAME_trl.py`` (and the spec beside it): a class with one typed,
+Writes ``DIR/NAME_trl.py`` (and the spec beside it, with the local files it
+reads at run time: :mod:`.package_files`): a class with one typed,
 documented method per spec tool — so that `transformers.utils.get_json_schema`,
 which TRL reads tools with, gives the spec's own schema — plus one reward
 function per declared component and the spec's samples as TRL dataset rows::
@@ -17,6 +18,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from agentspec.runtime.serve.package_files import copy_spec_files
 from agentspec.runtime.serve.spec import ServedSpec
 
 __all__ = ["python_type", "write_trl_target"]
@@ -44,12 +46,14 @@ def python_type(schema: dict[str, Any]) -> str:
 def write_trl_target(spec_path: Path, out: Path) -> list[Path]:
     spec = ServedSpec.load(spec_path)
     out.mkdir(parents=True, exist_ok=True)
+    module = out / f"{spec.name.replace('-', '_')}_trl.py"
+    # the spec's data and modules beside its copy, where the copy reads them
+    copied = copy_spec_files(spec_path, out, reserved=[module])
     spec_copy = out / spec_path.name
     if spec_copy.resolve() != spec_path.resolve():
         shutil.copyfile(spec_path, spec_copy)
-    module = out / f"{spec.name.replace('-', '_')}_trl.py"
     module.write_text(_module(spec, spec_path.name), encoding="utf-8")
-    return [spec_copy, module]
+    return [spec_copy, *copied, module]
 
 
 def _class_name(name: str) -> str:

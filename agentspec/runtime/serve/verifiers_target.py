@@ -1,8 +1,10 @@
 """`agentspec compile SPEC --target verifiers -o DIR`: the spec as a verifiers v1 environment.
 
 Writes an installable package ``DIR`` (``pyproject.toml``, the module
-``NAME_vf/`` with the spec inside) exporting exactly one ``Taskset`` (the spec's
-samples: ``--env.taskset.split``, ``--env.taskset.limit``) and one ``Env``,
+``NAME_vf/`` with the spec inside, and beside it the local files the spec reads
+at run time, all package data: :mod:`.package_files`) exporting exactly one
+``Taskset`` (the spec's samples: ``--env.taskset.split``,
+``--env.taskset.limit``) and one ``Env``,
 whose ``run`` plays the episode with the harness's agent as the policy:
 each reply is one ``act`` of an :class:`~agentspec.runtime.serve.session.EpisodeSession`,
 each observation the next user turn. Every declared reward component is
@@ -15,9 +17,15 @@ the package lives in a venv of its own (docs/verifiers.md).
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
+from agentspec.runtime.serve.package_files import (
+    copy_spec_files,
+    package_data,
+    package_folders,
+)
 from agentspec.runtime.serve.spec import ServedSpec
 
 __all__ = ["write_verifiers_target"]
@@ -28,17 +36,25 @@ def write_verifiers_target(spec_path: Path, out: Path) -> list[Path]:
     package = f"{spec.name.replace('-', '_')}_vf"
     module_dir = out / package
     module_dir.mkdir(parents=True, exist_ok=True)
+    init = module_dir / "__init__.py"
+    copied = copy_spec_files(spec_path, module_dir, reserved=[init], exclude=[out])
     spec_copy = module_dir / spec_path.name
-    shutil.copyfile(spec_path, spec_copy)
+    if spec_copy.resolve() != spec_path.resolve():
+        shutil.copyfile(spec_path, spec_copy)
     cls = "".join(part.capitalize() for part in spec.name.replace("-", "_").split("_"))
+    packages = [package, *(f"{package}.{d}" for d in package_folders(module_dir, copied))]
+    data = [spec_path.name, *package_data(module_dir, copied)]
+    pyproject = PYPROJECT.format(
+        name=spec.name, package=package, packages=json.dumps(packages), data=json.dumps(data)
+    )
     files = {
-        out / "pyproject.toml": PYPROJECT.format(name=spec.name, package=package),
-        module_dir / "__init__.py": MODULE.format(name=spec.name, spec=spec_path.name, cls=cls),
+        out / "pyproject.toml": pyproject,
+        init: MODULE.format(name=spec.name, spec=spec_path.name, cls=cls),
         out / "README.md": README.format(name=spec.name, package=package),
     }
     for path, text in files.items():
         path.write_text(text, encoding="utf-8")
-    return [spec_copy, *files]
+    return [spec_copy, *copied, *files]
 
 
 PYPROJECT = """\
@@ -54,10 +70,10 @@ requires-python = ">=3.11"
 dependencies = ["verifiers>=0.4,<0.5", "agentspec"]
 
 [tool.setuptools]
-packages = ["{package}"]
+packages = {packages}
 
 [tool.setuptools.package-data]
-"{package}" = ["*.yaml"]
+"{package}" = {data}
 """
 
 README = """\
@@ -123,11 +139,13 @@ class {cls}Env(vf.Env[{cls}EnvConfig]):
                 if turn.done:
                     break
                 segment = await interaction.turn(turn.observation or "")
+            # The steps played, read before `close` (which drops the episode): when the
+            # agent stops first, the rewards of the steps it played still count.
+            steps = list(session.trajectory.steps) if session.trajectory is not None else []
             if not turn.done:  # the agent stopped first: the episode ends without it
                 await session.close()
             trace = interaction.trace
             totals = dict.fromkeys(served().reward_names, 0.0)
-            steps = session.trajectory.steps if session.trajectory is not None else []
             for step in steps:
                 for reward_name, value in step.rewards.items():
                     totals[reward_name] = totals.get(reward_name, 0.0) + value

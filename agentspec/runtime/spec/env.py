@@ -425,12 +425,21 @@ class SpecAdapterEnv(SpecEnvMixin, AgentEnv):
 
     def __init__(self) -> None:
         super().__init__()
-        self.adapter = type(self).make_adapter()
+        # Built at the first reset, not here: an adapter that cannot be built (a missing
+        # class, a wrong config) fails each episode (`env_error`), not whoever merely
+        # constructs the env to read its prompts or tools.
+        self._adapter: EnvironmentAdapter | None = None
         self.step_index = 0
         self._init_spec()
 
+    @property
+    def adapter(self) -> EnvironmentAdapter:
+        if self._adapter is None:
+            self._adapter = type(self).make_adapter()
+        return self._adapter
+
     def env_info(self) -> Mapping[str, Any]:
-        return dict(self.adapter.info)
+        return dict(self._adapter.info) if self._adapter is not None else {}
 
     async def reset(self, sample: Mapping[str, Any]) -> Observation:
         sample = self.own_sample(sample)
@@ -460,7 +469,8 @@ class SpecAdapterEnv(SpecEnvMixin, AgentEnv):
         return self.end_if_done(result, action)
 
     async def close(self) -> None:
-        await self.adapter.close()
+        if self._adapter is not None:
+            await self._adapter.close()
 
 
 class PromptError(ValueError):

@@ -188,11 +188,11 @@ def held_out_split(
     else the last `eval_samples` samples of the data (removed from training).
     `train_limit`: the caller needs no more training samples than that (evaluation
     only builds the task tokenizer from them), so a held-out split of its own spares
-    loading all of them.
+    loading all of them. A spec without `data` has no samples: a DataError says so.
     """
-    eval_split = module.EVAL_SPLIT or (
-        "test" if module.DATA_SOURCE.startswith("generator:") else None
-    )
+    if module.DATA_SOURCE is None:
+        raise no_data(module)
+    eval_split = _eval_split(module)
     if eval_split is not None:
         train_samples = module.load_samples(limit=train_limit)
         return train_samples, module.load_samples(split=eval_split, limit=eval_samples)
@@ -201,37 +201,89 @@ def held_out_split(
     return train_samples[:cut], train_samples[cut:]
 
 
+def no_data(module: ModuleType) -> Exception:
+    """The DataError of a command that plays a spec's samples when the spec has none."""
+    from agentspec.stdlib.data import DataError
+
+    return DataError(
+        f"spec {module.SPEC_NAME!r} has no `data:` section, and this command plays its "
+        "samples: add one (docs/reference.md#dataspec), e.g. "
+        '`data: {source: "jsonl:samples.jsonl"}`'
+    )
+
+
+def evaluation_samples(
+    module: ModuleType, episodes: int, held_out: int, train_limit: int | None = None
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], str]:
+    """What `agentspec eval` plays: up to `episodes` held-out samples, the training
+    samples (for the task tokenizer), and a note when fewer than `episodes` are played.
+
+    With an eval split (or a generator's `test` split) every sample of it is held out,
+    so `episodes` of it are played. Otherwise the held-out samples are the last
+    `held_out` (`training.eval_samples` of the run) — those training never saw — and
+    `eval` never reaches past them into what was trained on.
+    """
+    if _eval_split(module) is not None:
+        train_samples, samples = held_out_split(module, episodes, train_limit)
+        return train_samples, samples, ""
+    train_samples, samples = held_out_split(module, held_out)
+    note = ""
+    if episodes > len(samples):
+        note = (
+            f"-n {episodes}: the spec's data has no eval split, so training held out its last "
+            f"{len(samples)} samples (`training.eval_samples`) and trained on the rest; "
+            f"evaluating on those {len(samples)}"
+        )
+    return train_samples, samples[:episodes], note
+
+
+def _eval_split(module: ModuleType) -> str | None:
+    if module.EVAL_SPLIT:
+        return str(module.EVAL_SPLIT)
+    source = module.DATA_SOURCE or ""
+    return "test" if source.startswith("generator:") else None
+
+
 def evaluate_policy(
     spec: Path,
     policy: str,
     episodes: int,
     temperature: float = 0.0,
     *,
+    tokenizer_dir: str | None = None,
     served_model: str = "default",
     api_key_env: str = "OPENAI_API_KEY",
     max_concurrency: int = 8,
+    note: Callable[[str], None] | None = None,
 ) -> Any:
-    """`agentspec eval --policy`: a named policy (`chat:URL`, `openai:URL`, `hf:MODEL`,
-    `random`, `random_tokens`) on the held-out samples a checkpoint is evaluated on; no torch for chat."""
+    """`agentspec eval --policy`: any policy `agentspec run` takes (oracle, random,
+    random_tokens, scripted:FILE, chat:URL, openai:URL, a model) on the held-out samples
+    a checkpoint of the spec is evaluated on; no torch but for a model. `note` hears
+    when fewer samples than asked are held out."""
     from agentspec.compiler.build import import_spec
-    from agentspec.runtime.episode.loop import run_episodes
     from agentspec.runtime.episode.summary import summarize
     from agentspec.runtime.text.task_text import CORPUS_SAMPLES, cached_task_tokenizer
+    from agentspec.spec.training import TrainingSpec
 
     module = import_spec(spec)
-    train_samples, samples = held_out_split(module, episodes, train_limit=CORPUS_SAMPLES)
-    task_tokenizer, _ = cached_task_tokenizer(spec, module, train_samples)
-    names = [c.name for c in module.ENV_CLASS.reward_components]
-    if policy == "random":  # random actions: per episode, no model
-        played = asyncio.run(rollout(module, samples, policy, task_tokenizer=task_tokenizer))
-        return summarize(played, names)
-    model_policy, tokenizer = make_policy(
-        policy,
-        served_model=served_model,
-        task_tokenizer=task_tokenizer,
-        api_key_env=api_key_env,
-        max_concurrency=max_concurrency,
+    held_out = TrainingSpec.model_validate(module.TRAINING).eval_samples
+    train_samples, samples, says = evaluation_samples(
+        module, episodes, held_out, train_limit=CORPUS_SAMPLES
     )
-    flow = module.FLOW_CLASS(model_policy, tokenizer, temperature=temperature)
-    trajectories = asyncio.run(run_episodes(flow, samples, sample_ids=sample_ids(samples)))
-    return summarize(trajectories, names)
+    if says and note is not None:
+        note(says)
+    task_tokenizer, _ = cached_task_tokenizer(spec, module, train_samples)
+    trajectories = asyncio.run(
+        rollout(
+            module,
+            samples,
+            policy,
+            temperature=temperature,
+            tokenizer_dir=tokenizer_dir,
+            served_model=served_model,
+            task_tokenizer=task_tokenizer,
+            api_key_env=api_key_env,
+            max_concurrency=max_concurrency,
+        )
+    )
+    return summarize(trajectories, [c.name for c in module.ENV_CLASS.reward_components])

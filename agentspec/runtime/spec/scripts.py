@@ -46,7 +46,13 @@ def episode_script(module: ModuleType, policy: str) -> Callable[[Mapping[str, An
         path = Path(location)
         if not path.is_file():
             raise PolicyError(f"scripted policy file {location!r} does not exist")
-        lines = [line for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise PolicyError(
+                f"scripted policy file {location!r} is not readable UTF-8 text ({exc})"
+            ) from None
+        lines = [line for line in text.splitlines() if line.strip()]
         if not lines:
             raise PolicyError(f"{location} has no responses (one per line)")
         turns = [line.replace("\\n", "\n") for line in lines]
@@ -123,7 +129,12 @@ def walkthrough_script(module: ModuleType) -> Callable[[Mapping[str, Any]], list
     env_class = module.ENV_CLASS
     if not hasattr(env_class, "make_adapter"):
         raise PolicyError("a walkthrough oracle needs an `environment` adapter")
-    adapter = env_class.make_adapter()
+    try:
+        adapter = env_class.make_adapter()
+    except Exception as exc:  # the user's class or config: said here, before any episode
+        raise PolicyError(
+            f"the environment adapter cannot be built: {type(exc).__name__}: {exc}"
+        ) from None
 
     def script(sample: Mapping[str, Any]) -> list[str]:
         try:

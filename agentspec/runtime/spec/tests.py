@@ -28,7 +28,7 @@ from types import ModuleType
 from typing import Any
 
 from agentspec.diagnostics import SpecError
-from agentspec.runtime.episode.trajectory import EventKind, TerminationReason, Trajectory
+from agentspec.runtime.episode.trajectory import EventKind, Trajectory
 from agentspec.source import Span
 from agentspec.spec.model import SpecTest, TextMatch
 from agentspec.spec.yaml_loader import Path as YamlPath
@@ -292,13 +292,11 @@ class SpecTestRunner:
                     )
             for message in step.info.get("expression_errors", []):
                 failures.append(Failure(f"{at}: expression error: {message}", where))
-        if traj.termination is TerminationReason.ENV_ERROR:
-            last = traj.steps[-1].info if traj.steps else {}
-            error = traj.info.get("env_error") or last.get("env_error") or "no message"
+        if traj.env_error is not None:
             failures.append(
                 Failure(
                     f"sample {sid}: the episode ended with an environment error after"
-                    f" {len(traj.steps)} steps: {error}",
+                    f" {len(traj.steps)} steps: {traj.env_error}",
                     self.span(("oracle",)),
                 )
             )

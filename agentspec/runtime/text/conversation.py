@@ -20,6 +20,7 @@ both directions, so that such a model plays the same episodes as a local one:
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -38,6 +39,7 @@ __all__ = [
     "ChatCall",
     "Conversation",
     "ConversationError",
+    "bracket_problem",
     "conversation_of",
     "render_calls",
     "tool_message_content",
@@ -182,37 +184,87 @@ def render_calls(tool_format: str, content: str | None, calls: Sequence[ChatCall
         return content or ""
     if tool_format == "json":
         items = [{"name": c.name, "arguments": _arguments_value(c.arguments)} for c in calls]
-        body = json.dumps(items[0] if len(items) == 1 else items, ensure_ascii=False)
+        body = _json_text(items[0] if len(items) == 1 else items)
         # The json format takes only the JSON: prose beside native calls is dropped.
         return body
     if tool_format == "react":
         blocks = [f"Action: {c.name}\nAction Input: {_react_input(c.arguments)}" for c in calls]
         return "\n".join([text, *blocks] if text else blocks)
     if tool_format == "harmony":
-        return assistant_turn(text, [(c.name, c.arguments) for c in calls])
+        return assistant_turn(
+            text, [(c.name, _json_text(_arguments_value(c.arguments))) for c in calls]
+        )
     if tool_format == "bracket":
         # One line: the format reads the last line, and two actions there are `multiple_calls`.
-        line = " ".join(f"{c.name}[{_bracket_argument(c.arguments)}]" for c in calls)
+        # A call the format cannot carry is written as a parse error, never as another call.
+        bad = next(((c, p) for c in calls if (p := bracket_problem(c)) is not None), None)
+        if bad is not None:
+            name = bad[0].name if _BRACKET_NAME.fullmatch(bad[0].name) else "call"
+            line = f"{_UNWRITABLE}\n{name}[...] unwritable: {bad[1]}"
+        else:
+            line = " ".join(f"{c.name}[{_bracket_argument(c.arguments)}]" for c in calls)
         return f"{text}\n{line}" if text else line
     # hermes, and any format that reads <tool_call> blocks
     blocks = [
         "<tool_call>"
-        + json.dumps(
-            {"name": c.name, "arguments": _arguments_value(c.arguments)}, ensure_ascii=False
-        )
+        + _json_text({"name": c.name, "arguments": _arguments_value(c.arguments)})
         + "</tool_call>"
         for c in calls
     ]
     return "\n".join([text, *blocks] if text else blocks)
 
 
+_JSON_ESCAPES = {ch: f"\\u{ord(ch):04x}" for ch in "<>|`\x85\u2028\u2029\x0b\x0c\x1c\x1d\x1e"}
+_JSON_TABLE = {ord(ch): escape for ch, escape in _JSON_ESCAPES.items()}
+
+
+def _json_text(value: Any) -> str:
+    """``value`` as one line of JSON that no format reads a tag, marker or line break in:
+    ``<``, ``>``, ``|``, backticks and the line breaks JSON leaves raw are written as
+    ``\\uXXXX`` (they occur only inside strings, so the value reads back the same)."""
+    text = json.dumps(value, ensure_ascii=False)
+    return text.translate(_JSON_TABLE)
+
+
 def _react_input(arguments: str) -> str:
     value = _arguments_value(arguments)
     if isinstance(value, dict):
-        return json.dumps(value, ensure_ascii=False)
+        return _json_text(value)
     # Not a JSON object: written so that react's bare-value rule cannot take it
     # for a one-string-parameter call; the parser reports "must be a JSON object".
-    return json.dumps([value], ensure_ascii=False)
+    return _json_text([value])
+
+
+_BRACKET_NAME = re.compile(r"[A-Za-z_][\w-]*")
+_UNWRITABLE = "unwritable_call[?]"
+"""The line above an unwritable bracket call's explanation: with it the bracket parser
+reads the response as a parse error (`extra_text`) whichever tools the spec has — the
+explanation on the last line names a tool, or an action stands above the last line."""
+
+
+def bracket_problem(call: ChatCall) -> str | None:
+    """Why ``call`` cannot be written as ``name[argument]`` so that the bracket
+    parser reads back the same name and the same argument text (``None``: it can).
+
+    The parser takes the last line, the argument between the first ``[`` and the
+    last ``]``, stripped: a line break, whitespace at the ends, or ``]`` followed
+    by ``word[`` would make it another call, another argument or a final answer."""
+    if not _BRACKET_NAME.fullmatch(call.name):
+        return "a tool name the format cannot write"
+    argument = _bracket_argument(call.arguments)
+    if not argument:
+        return "an empty argument"
+    if len(f"{argument}.".splitlines()) > 1:
+        return "a line break in the argument"
+    if argument != argument.strip():
+        return "whitespace at the argument's ends"
+    from agentspec.formats.bracket import BracketFormat
+
+    parsed = BracketFormat().parse_answer(f"{call.name}[{argument}]")
+    got = [(c.name, c.arguments) for c in parsed.calls]
+    if parsed.errors or got != [(call.name, {"argument": argument})]:
+        return "brackets the format would misread"
+    return None
 
 
 def _bracket_argument(arguments: str) -> str:

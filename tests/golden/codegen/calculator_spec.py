@@ -22,6 +22,7 @@ from agentspec.runtime.spec.contract import EpisodeRules, RewardComponent, ToolR
 from agentspec.runtime.spec.env import SpecTool, SpecToolEnv
 from agentspec.runtime.spec.oracle import OracleStep, oracle_turns
 from agentspec.runtime.spec.scope import Scope, template
+from agentspec.stdlib.data import check_sample
 from agentspec.stdlib.data import load_samples as load_source
 from agentspec.stdlib.functions import fn
 
@@ -170,17 +171,26 @@ class CalculatorFlow(AgentEnvLoop):
         )
 
 
+DATA_FIELDS = {"question": "str", "expression": "str", "answer": "int"}
+
+
 def load_samples(split: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:
     """The samples of `split` (default train)."""
     samples = load_source(
         "generator:arithmetic",
         split=split or "train",
         params={"min_ops": 1, "max_ops": 1, "max_value": 50},
-        fields={"question": "str", "expression": "str", "answer": "int"},
+        fields=DATA_FIELDS,
         limit=limit,
         base_dir=SPEC_DIR,
     )
     return samples
+
+
+def prepare_sample(row: dict[str, Any]) -> dict[str, Any]:
+    """A sample given by hand, as `load_samples` gives one: its fields checked."""
+    sample = check_sample(dict(row), DATA_FIELDS)
+    return sample
 
 
 DATA_SOURCE = "generator:arithmetic"

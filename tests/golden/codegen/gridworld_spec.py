@@ -22,6 +22,7 @@ from agentspec.runtime.spec.contract import EpisodeRules, RewardComponent, ToolR
 from agentspec.runtime.spec.env import SpecTool, SpecToolEnv
 from agentspec.runtime.spec.oracle import OracleStep, oracle_turns
 from agentspec.runtime.spec.scope import Scope, template
+from agentspec.stdlib.data import check_sample
 from agentspec.stdlib.data import load_samples as load_source
 from agentspec.stdlib.functions import fn
 
@@ -209,6 +210,9 @@ class GridworldFlow(AgentEnvLoop):
         )
 
 
+DATA_FIELDS = {"rows": "list[str]", "start": "list[int]", "goal": "list[int]", "path": "list[str]"}
+
+
 def load_samples(split: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:
     """The samples of `split` (default train)."""
     samples = load_source(
@@ -221,16 +225,17 @@ def load_samples(split: str | None = None, limit: int | None = None) -> list[dic
             "min_distance": 4,
             "max_distance": 16,
         },
-        fields={
-            "rows": "list[str]",
-            "start": "list[int]",
-            "goal": "list[int]",
-            "path": "list[str]",
-        },
+        fields=DATA_FIELDS,
         limit=limit,
         base_dir=SPEC_DIR,
     )
     return samples
+
+
+def prepare_sample(row: dict[str, Any]) -> dict[str, Any]:
+    """A sample given by hand, as `load_samples` gives one: its fields checked."""
+    sample = check_sample(dict(row), DATA_FIELDS)
+    return sample
 
 
 DATA_SOURCE = "generator:gridworld"

@@ -22,6 +22,7 @@ from agentspec.runtime.spec.contract import EpisodeRules, RewardComponent, ToolR
 from agentspec.runtime.spec.env import SpecTool, SpecToolEnv
 from agentspec.runtime.spec.oracle import OracleStep, oracle_turns
 from agentspec.runtime.spec.scope import Scope, template
+from agentspec.stdlib.data import check_sample
 from agentspec.stdlib.data import load_samples as load_source
 from agentspec.stdlib.functions import fn
 from agentspec.stdlib.user import UserFunctions
@@ -183,21 +184,36 @@ class Gsm8kFlow(AgentEnvLoop):
         )
 
 
+DATA_FIELDS = {"question": "str", "answer": "str"}
+
+
 def load_samples(split: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:
     """The samples of `split` (default train), with the derived fields."""
     samples = load_source(
         "hf:${AGENTSPEC_DATA}/gsm8k",
         split=split or "train",
         params={},
-        fields={"question": "str", "answer": "str"},
+        fields=DATA_FIELDS,
         limit=limit,
         base_dir=SPEC_DIR,
     )
     for sample in samples:
-        s = Scope(sample=sample)
-        sample["final"] = fn.number(s.sample["answer"])
-        sample["calls"] = fn.extract_all(s.sample["answer"], "<<([^=<>]+)=")
+        derive_fields(sample)
     return samples
+
+
+def prepare_sample(row: dict[str, Any]) -> dict[str, Any]:
+    """A sample given by hand, as `load_samples` gives one: its fields checked, derived ones added."""
+    sample = check_sample(dict(row), DATA_FIELDS)
+    derive_fields(sample)
+    return sample
+
+
+def derive_fields(sample: dict[str, Any]) -> None:
+    """Add the spec's `data.derived` fields to `sample`."""
+    s = Scope(sample=sample)
+    sample["final"] = fn.number(s.sample["answer"])
+    sample["calls"] = fn.extract_all(s.sample["answer"], "<<([^=<>]+)=")
 
 
 DATA_SOURCE = "hf:${AGENTSPEC_DATA}/gsm8k"

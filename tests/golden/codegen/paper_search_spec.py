@@ -20,6 +20,7 @@ from agentspec.runtime import (
 from agentspec.runtime.spec.contract import EpisodeRules, RewardComponent, ToolRules
 from agentspec.runtime.spec.env import SpecTool, SpecToolEnv
 from agentspec.runtime.spec.scope import Scope, template
+from agentspec.stdlib.data import check_sample
 from agentspec.stdlib.data import load_samples as load_source
 from agentspec.stdlib.functions import fn
 from agentspec.stdlib.user import UserFunctions
@@ -262,24 +263,33 @@ class PaperSearchFlow(AgentEnvLoop):
         )
 
 
+DATA_FIELDS = {
+    "id": "str",
+    "facet": "str",
+    "query": "str",
+    "relevant": "list[str]",
+    "relevant_titles": "list[str]",
+    "relevance": "dict",
+}
+
+
 def load_samples(split: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:
     """The samples of `split` (default all)."""
     samples = load_source(
         "generator:csfcube",
         split=split or "all",
         params={"folder": "${AGENTSPEC_DATA}/papers/csfcube", "min_relevance": 2},
-        fields={
-            "id": "str",
-            "facet": "str",
-            "query": "str",
-            "relevant": "list[str]",
-            "relevant_titles": "list[str]",
-            "relevance": "dict",
-        },
+        fields=DATA_FIELDS,
         limit=limit,
         base_dir=SPEC_DIR,
     )
     return samples
+
+
+def prepare_sample(row: dict[str, Any]) -> dict[str, Any]:
+    """A sample given by hand, as `load_samples` gives one: its fields checked."""
+    sample = check_sample(dict(row), DATA_FIELDS)
+    return sample
 
 
 DATA_SOURCE = "generator:csfcube"

@@ -23,6 +23,7 @@ from agentspec.runtime.spec.contract import EpisodeRules, RewardComponent
 from agentspec.runtime.spec.env import SpecAdapterEnv
 from agentspec.runtime.spec.scope import Scope, template
 from agentspec.stdlib.adapters import make_adapter
+from agentspec.stdlib.data import check_sample
 from agentspec.stdlib.data import load_samples as load_source
 from agentspec.stdlib.functions import fn
 
@@ -168,17 +169,26 @@ class TextworldCookingFlow(AgentEnvLoop):
         )
 
 
+DATA_FIELDS = {"game_file": "str", "max_score": "int"}
+
+
 def load_samples(split: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:
     """The samples of `split` (default train)."""
     samples = load_source(
         "jsonl:textworld/games.jsonl",
         split=split or "train",
         params={},
-        fields={"game_file": "str", "max_score": "int"},
+        fields=DATA_FIELDS,
         limit=limit,
         base_dir=SPEC_DIR,
     )
     return samples
+
+
+def prepare_sample(row: dict[str, Any]) -> dict[str, Any]:
+    """A sample given by hand, as `load_samples` gives one: its fields checked."""
+    sample = check_sample(dict(row), DATA_FIELDS)
+    return sample
 
 
 DATA_SOURCE = "jsonl:textworld/games.jsonl"

@@ -22,6 +22,7 @@ from agentspec.runtime.spec.contract import EpisodeRules, RewardComponent, ToolR
 from agentspec.runtime.spec.env import SpecTool, SpecToolEnv
 from agentspec.runtime.spec.oracle import OracleStep, oracle_turns
 from agentspec.runtime.spec.scope import Scope, template
+from agentspec.stdlib.data import check_sample
 from agentspec.stdlib.data import load_samples as load_source
 from agentspec.stdlib.functions import fn
 from agentspec.stdlib.user import UserFunctions
@@ -254,20 +255,35 @@ class UnitConverterFlow(AgentEnvLoop):
         )
 
 
+DATA_FIELDS = {"quantity": "float", "unit": "str", "target": "str", "expected": "float"}
+
+
 def load_samples(split: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:
     """The samples of `split` (default train), with the derived fields."""
     samples = load_source(
         "generator:my_units.conversions:samples",
         split=split or "train",
         params={"count": 1000},
-        fields={"quantity": "float", "unit": "str", "target": "str", "expected": "float"},
+        fields=DATA_FIELDS,
         limit=limit,
         base_dir=SPEC_DIR,
     )
     for sample in samples:
-        s = Scope(sample=sample)
-        sample["prompt_text"] = fn.str(s.sample["quantity"]) + " " + s.sample["unit"]
+        derive_fields(sample)
     return samples
+
+
+def prepare_sample(row: dict[str, Any]) -> dict[str, Any]:
+    """A sample given by hand, as `load_samples` gives one: its fields checked, derived ones added."""
+    sample = check_sample(dict(row), DATA_FIELDS)
+    derive_fields(sample)
+    return sample
+
+
+def derive_fields(sample: dict[str, Any]) -> None:
+    """Add the spec's `data.derived` fields to `sample`."""
+    s = Scope(sample=sample)
+    sample["prompt_text"] = fn.str(s.sample["quantity"]) + " " + s.sample["unit"]
 
 
 DATA_SOURCE = "generator:my_units.conversions:samples"

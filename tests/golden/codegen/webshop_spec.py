@@ -20,6 +20,7 @@ from agentspec.runtime import (
 from agentspec.runtime.spec.contract import EpisodeRules, RewardComponent, ToolRules
 from agentspec.runtime.spec.env import SpecTool, SpecToolEnv
 from agentspec.runtime.spec.scope import Scope, template
+from agentspec.stdlib.data import check_sample
 from agentspec.stdlib.data import load_samples as load_source
 from agentspec.stdlib.functions import fn
 from agentspec.stdlib.user import UserFunctions
@@ -357,6 +358,9 @@ class WebshopFlow(AgentEnvLoop):
         )
 
 
+DATA_FIELDS = {"id": "str", "instruction": "str", "asin": "str", "goal": "dict"}
+
+
 def load_samples(split: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:
     """The samples of `split` (default train)."""
     samples = load_source(
@@ -366,11 +370,17 @@ def load_samples(split: str | None = None, limit: int | None = None) -> list[dic
             "products": "${AGENTSPEC_DATA}/webshop/products_1k.jsonl",
             "attributes": "${AGENTSPEC_DATA}/webshop/items_ins_v2_1000.json",
         },
-        fields={"id": "str", "instruction": "str", "asin": "str", "goal": "dict"},
+        fields=DATA_FIELDS,
         limit=limit,
         base_dir=SPEC_DIR,
     )
     return samples
+
+
+def prepare_sample(row: dict[str, Any]) -> dict[str, Any]:
+    """A sample given by hand, as `load_samples` gives one: its fields checked."""
+    sample = check_sample(dict(row), DATA_FIELDS)
+    return sample
 
 
 DATA_SOURCE = "generator:webshop_goals"

@@ -65,6 +65,7 @@ def run_settings(
     origins = setting_origins(spec_path, overrides)
     cfg = resolve_config(TrainingSpec.model_validate(dict(training)), dict(overrides))
     check_spec_provides(spec_path, cfg.algorithm, origins)
+    check_teacher(cfg, origins, spec_path)
     model = _model(cfg.model, "model", origins)
     if cfg.teacher is not None:
         _model(cfg.teacher, "teacher", origins, loadable=True)
@@ -132,6 +133,20 @@ def check_spec_provides(spec_path: str | Path, algorithm: str, origins: Mapping[
             raise ConfigError(
                 f"{where}: training.algorithm {algorithm!r} needs `{path}` in the spec: {what}"
             )
+
+
+def check_teacher(cfg: TrainingSpec, origins: Mapping[str, str], spec_path: str | Path) -> None:
+    """A ConfigError, located where the algorithm was chosen, when it distils and no
+    teacher is named (found before the run directory is made, not when models load)."""
+    from agentspec.presets import ALGORITHMS
+
+    if ALGORITHMS.get(cfg.algorithm).needs_teacher and cfg.teacher is None:
+        where = origins.get("algorithm", str(spec_path))
+        raise ConfigError(
+            f"{where}: training.algorithm {cfg.algorithm!r} distils a teacher: name it with "
+            "`training.teacher` (a checkpoint or run directory, or a model such as smollm2), "
+            "e.g. --set teacher=runs/teacher"
+        )
 
 
 def _model(name: str, key: str, origins: Mapping[str, str], loadable: bool = False) -> ModelRef:

@@ -22,6 +22,12 @@ from typing import Any
 import yaml
 
 
+def read_run_config(run_dir: Path) -> dict[str, Any]:
+    """RUN/config.yaml as written by :meth:`RunLog.write_config`; ``{}`` when there is none."""
+    file = run_dir / "config.yaml"
+    return dict(yaml.safe_load(file.read_text(encoding="utf-8"))) if file.exists() else {}
+
+
 class RunLog:
     def __init__(self, path: Path):
         self.path = path
@@ -38,8 +44,7 @@ class RunLog:
         (self.path / "config.yaml").write_text(text, encoding="utf-8")
 
     def read_config(self) -> dict[str, Any]:
-        file = self.path / "config.yaml"
-        return dict(yaml.safe_load(file.read_text(encoding="utf-8"))) if file.exists() else {}
+        return read_run_config(self.path)
 
     def log(self, record: Mapping[str, Any]) -> None:
         clean = {

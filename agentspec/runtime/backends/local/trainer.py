@@ -163,8 +163,11 @@ def open_run(
     """The compiled spec, the resolved settings (with the model's defaults), and the run
     directory (its config written; a resumed run must have been started with the same one)."""
     from agentspec.compiler.build import import_spec, spec_sha256
+    from agentspec.runtime.spec.run import no_data
 
     module = import_spec(spec_path)
+    if module.DATA_SOURCE is None:  # before the run directory is made
+        raise no_data(module)
     settings = run_settings(spec_path, module.TRAINING, dict(overrides or {}))
     cfg = settings.cfg
     out = Path(out_dir)
@@ -174,12 +177,28 @@ def open_run(
         )
     run = RunLog(out)
     resolved = {"spec": str(spec_path), "spec_sha256": spec_sha256(spec_path), **cfg.model_dump()}
-    if resume and run.read_config() and run.read_config() != resolved:
+    before = run.read_config() if resume else None
+    if before and before != resolved:
         raise ConfigError(
-            f"{out_dir} was trained with another configuration; resume with the same one"
+            f"{out_dir} was trained with another configuration ({_differences(before, resolved)}); "
+            "resume with the same one"
         )
     run.write_config(resolved)
     return module, settings, run
+
+
+def _differences(before: Mapping[str, Any], now: Mapping[str, Any]) -> str:
+    """What changed between a run's configuration and this one's, e.g. `learning_rate
+    0.0003 → 0.5`; a changed spec is said as such (its hash is not worth reading)."""
+    said = []
+    for key in [*before, *(k for k in now if k not in before)]:
+        if before.get(key) == now.get(key):
+            continue
+        if key == "spec_sha256":
+            said.append("the spec file changed")
+        else:
+            said.append(f"{key} {before.get(key)!r} → {now.get(key)!r}")
+    return ", ".join(said)
 
 
 def save(run: RunLog, state: TrainerState, models: Models) -> Path:

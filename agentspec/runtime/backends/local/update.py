@@ -9,7 +9,7 @@ for each epoch, for each minibatch of trajectories:
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import torch
@@ -190,16 +190,17 @@ def distillation_loss(
     mask: torch.Tensor,
     cfg: TrainingSpec,
 ) -> LossOutput:
-    """On-policy distillation with the teacher's logits at hand: the reverse KL
-    KL(π_student ‖ π_teacher) over the teacher's top-k tokens, at every response
-    position of the student's own samples (GKD, Agarwal et al. 2024), on the models' device."""
+    """On-policy distillation with the teacher's logits at hand: β · KL(π_student ‖ π_teacher),
+    the reverse KL over the teacher's top-k tokens at every response position of the
+    student's own samples (GKD, Agarwal et al. 2024), on the models' device; β is
+    `opd_beta`, the distillation's weight in both of OPD's forms."""
     device = student.logits.device
     with torch.no_grad(), autocast(device):
         teacher_tokens = response_log_probs(
             teacher, minibatch.ids, minibatch.attention, minibatch.index, cfg.temperature
         )
         top_log_probs, top_ids = teacher_topk(teacher_tokens.logits, cfg.opd_topk)
-    return topk_distillation_loss(
+    out = topk_distillation_loss(
         student.logits,
         top_log_probs,
         top_ids,
@@ -207,6 +208,7 @@ def distillation_loss(
         minibatch.weights.to(device),
         "reverse_kl",
     )
+    return replace(out, loss=cfg.opd_beta * out.loss)
 
 
 def critic_step(

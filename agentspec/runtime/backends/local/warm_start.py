@@ -9,12 +9,14 @@ from __future__ import annotations
 import asyncio
 import random
 import time
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from types import ModuleType
 from typing import Any
 
 import torch
 
+from agentspec.runtime.backends.local.config import ConfigError
 from agentspec.runtime.backends.local.device import autocast
 from agentspec.runtime.backends.local.models import Models
 from agentspec.runtime.backends.local.progress import Reporter
@@ -24,6 +26,21 @@ from agentspec.runtime.episode.trajectory import Trajectory
 from agentspec.runtime.policies.scripted import ScriptedPolicy
 from agentspec.runtime.spec.run import episode_script
 from agentspec.spec.model import TrainingSpec
+
+
+class WarmStartError(ConfigError):
+    """The oracle's episodes leave nothing to clone: the spec (or its oracle) is broken."""
+
+
+def _no_clone(played: Sequence[Trajectory]) -> str:
+    endings = Counter(t.termination.value for t in played)
+    failed = ", ".join(f"{n} ended `{why}`" for why, n in endings.most_common())
+    example = next((f"; e.g. {t.env_error}" for t in played if t.env_error), "")
+    return (
+        f"behaviour cloning: none of the oracle's {len(played)} episodes succeeded "
+        f"({failed}){example}. `agentspec test SPEC` shows why at the oracle; "
+        "`--set warm_start=0` trains without cloning"
+    )
 
 
 def behaviour_clone(
@@ -40,10 +57,11 @@ def behaviour_clone(
     rng = random.Random(f"{cfg.seed}:warm_start")
     pool = rng.sample(list(samples), min(len(samples), cfg.warm_start_samples))
     reporter.phase(f"behaviour cloning: the oracle plays {len(pool)} samples")
-    episodes = [t for t in oracle_episodes(module, models, pool) if t.success is not False]
+    played = oracle_episodes(module, models, pool)
+    episodes = [t for t in played if t.success is not False]
     rows = [row for t in episodes for row in training_rows(t, pack=pack)]
     if not rows:
-        raise ValueError("the oracle produced no successful episode to warm-start from")
+        raise WarmStartError(_no_clone(played))
     optimizer = torch.optim.AdamW(models.policy.parameters(), lr=cfg.warm_start_lr)
     pad = models.tokenizer.pad_token_id or 0
     batch = min(cfg.warm_start_batch, len(rows))

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agentspec.runtime.episode.trajectory import TerminationReason
 from agentspec.runtime.spec.explore.detect import (
     Finding,
     SpecFacts,
@@ -86,6 +87,12 @@ def explore(path: Path, settings: ExploreSettings = ExploreSettings()) -> Report
     facts = spec_facts(checked)
     _search(Search(driver, space, oracle, settings.seed), settings, facts)
     played = driver.played
+    if played and all(e.trajectory.termination == TerminationReason.ENV_ERROR for e in played):
+        # nothing was explored: a search would report "no loopholes" about a broken env
+        raise ExploreError(
+            f"every episode ended in env_error, e.g. {played[0].trajectory.env_error}; "
+            "`agentspec test` shows it at the oracle"
+        )
     names = list(facts.rewards)
     return Report(
         spec=path,

@@ -54,13 +54,25 @@ def _register_engines() -> None:
 
 
 def _init_gloo() -> None:
-    if not torch.distributed.is_initialized():
+    if torch.distributed.is_initialized():
+        return
+    rank = int(os.environ.get("RANK", 0))
+    world_size = int(os.environ.get("WORLD_SIZE", 1))
+    if world_size == 1:
+        # One process needs no rendezvous. verl probes a free MASTER_PORT when
+        # it builds the worker group and the worker listens on it later; on a
+        # busy machine another process can take the port in between
+        # (EADDRINUSE). An in-process store opens no socket at all.
         torch.distributed.init_process_group(
-            backend="gloo",
-            rank=int(os.environ.get("RANK", 0)),
-            world_size=int(os.environ.get("WORLD_SIZE", 1)),
-            init_method=os.environ.get("DIST_INIT_METHOD", None),
+            backend="gloo", store=torch.distributed.HashStore(), rank=0, world_size=1
         )
+        return
+    torch.distributed.init_process_group(
+        backend="gloo",
+        rank=rank,
+        world_size=world_size,
+        init_method=os.environ.get("DIST_INIT_METHOD", None),
+    )
 
 
 class CpuTrainingWorker(TrainingWorker):

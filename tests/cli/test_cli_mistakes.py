@@ -1,0 +1,215 @@
+"""What a user gets for the mistakes a first session makes: an error naming the option or
+the spec's line, never a traceback, and nothing written where the command failed."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from agentspec.cli import app
+
+ROOT = Path(__file__).resolve().parents[2]
+CALCULATOR = ROOT / "specs" / "calculator.yaml"
+ECHO = ROOT / "tests" / "training" / "echo_word.yaml"
+runner = CliRunner()
+
+NO_DATA = """\
+agentspec: 1
+name: nodata
+prompt: {user: "hi"}
+tools:
+  echo: {description: Echo., parameters: {t: {type: string}}, returns: args.t}
+rewards:
+  ok: {on: final, value: 1.0}
+"""
+
+THIRTY_ROWS = """\
+agentspec: 1
+name: heldout
+data: {source: "jsonl:d.jsonl", fields: {q: str, a: int}}
+prompt: {user: "Repeat {{ sample.q }}"}
+rewards: {ok: {on: final, value: "1.0 if number(action.text) == sample.a else 0.0"}}
+oracle: ["{{ sample.a }}"]
+training: {eval_samples: 4}
+"""
+
+
+@pytest.fixture(autouse=True)
+def private_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AGENTSPEC_CACHE", str(tmp_path / "cache"))
+
+
+def invoke(*args: str) -> tuple[int, str]:
+    result = runner.invoke(app, list(args))
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.output
+    return result.exit_code, result.output
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["compile", "{spec}", "--output", "{file}"],
+        ["run", "{spec}", "--out", "{file}", "-n", "1"],
+        ["train", "{spec}", "--out", "{file}"],
+        ["init", "foo", "--dir", "{file}"],
+        ["schema", "--output", "{folder}"],
+        ["view", "{folder}", "--output", "{folder}"],
+    ],
+)
+def test_an_output_of_the_wrong_kind_is_named(tmp_path: Path, command: list[str]) -> None:
+    spec = tmp_path / "calculator.yaml"
+    shutil.copyfile(CALCULATOR, spec)
+    before = spec.read_bytes()
+    args = [a.format(spec=spec, file=spec, folder=tmp_path) for a in command]
+    code, output = invoke(*args)
+    assert code == 2
+    assert "is a file; give a folder" in output or "is a folder; give the file" in output
+    assert spec.read_bytes() == before
+
+
+def test_validating_a_folder_skips_what_agentspec_wrote_there(tmp_path: Path) -> None:
+    shutil.copyfile(CALCULATOR, tmp_path / "calculator.yaml")
+    for target in ("python", "verl", "openenv"):
+        code, output = invoke(
+            "compile", str(CALCULATOR), "--target", target, "--output", str(tmp_path / target)
+        )
+        assert code == 0, output
+    run = tmp_path / "runs" / "r1"
+    (run / "checkpoints").mkdir(parents=True)
+    (run / "config.yaml").write_text("spec: calculator.yaml\nseed: 0\n")
+    hidden = tmp_path / ".venv" / "lib"
+    hidden.mkdir(parents=True)
+    (hidden / "package.yaml").write_text("not: a spec\n")
+    code, output = invoke("validate", str(tmp_path))
+    assert code == 0, output
+    assert "1 spec checked: 1 valid" in output
+
+
+def test_a_spec_without_data_is_refused_by_what_plays_samples(tmp_path: Path) -> None:
+    spec = tmp_path / "nodata.yaml"
+    spec.write_text(NO_DATA)
+    assert invoke("validate", str(spec))[0] == 0  # `data` is optional in the language
+    for args in (
+        ["run", str(spec), "--policy", "random", "-n", "1", "--out", str(tmp_path / "r")],
+        ["eval", str(spec), "--policy", "random"],
+        ["train", str(spec), "--out", str(tmp_path / "t"), "--set", "iterations=1"],
+    ):
+        code, output = invoke(*args)
+        assert code == 1 and "has no `data:` section" in output, (args, output)
+    assert not (tmp_path / "r").exists() and not (tmp_path / "t").exists()
+
+
+def test_eval_takes_every_policy_of_run(tmp_path: Path) -> None:
+    script = tmp_path / "turns.txt"
+    script.write_text("calculator(expression='1+1')\n")
+    for policy in ("oracle", f"scripted:{script}", "random"):
+        code, output = invoke("eval", str(CALCULATOR), "--policy", policy, "-n", "3")
+        assert code == 0, (policy, output)
+        assert re.search(r"·\s+3\s+episodes", output), output
+        if policy == "oracle":
+            assert re.search(r"success rate\s+│\s+1\.000", output), output
+
+
+def test_eval_plays_only_what_training_held_out(tmp_path: Path) -> None:
+    rows = [{"id": f"s{i}", "q": str(i), "a": i} for i in range(30)]
+    (tmp_path / "d.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    spec = tmp_path / "heldout.yaml"
+    spec.write_text(THIRTY_ROWS)
+    code, output = invoke("eval", str(spec), "--policy", "oracle")  # -n 200 by default
+    assert code == 0, output
+    assert re.search(r"·\s+4\s+episodes", output), output
+    assert "training held out its last 4 samples" in output
+
+
+def test_the_held_out_count_of_a_run_is_read_from_the_run(tmp_path: Path) -> None:
+    from agentspec.runtime.backends.local.evaluation import run_eval_samples
+
+    run = tmp_path / "run"
+    policy = run / "checkpoints" / "iter_000003" / "policy"
+    policy.mkdir(parents=True)
+    (run / "config.yaml").write_text("spec: s.yaml\neval_samples: 7\n")
+    assert run_eval_samples(run) == 7
+    assert run_eval_samples(policy) == 7
+    assert run_eval_samples(tmp_path / "elsewhere") is None
+
+
+def test_eval_reports_an_invalid_spec_at_its_line(tmp_path: Path) -> None:
+    spec = tmp_path / "bad.yaml"
+    spec.write_text("agentspec: 1\nname: x\nprompt: {usr: hi}\n")
+    code, output = invoke("eval", str(spec), "--policy", "random")
+    assert code == 1
+    assert "bad.yaml:3:10: error[E201]" in output
+    empty = tmp_path / "empty.yaml"
+    empty.write_text("")
+    code, output = invoke("eval", str(empty), "--policy", "random")
+    assert code == 1 and "E104" in output
+
+
+def test_a_scripted_policy_file_that_is_not_text_is_named(tmp_path: Path) -> None:
+    script = tmp_path / "bin.txt"
+    script.write_bytes(b"\xff\xfe\x00bad\n")
+    code, output = invoke(
+        "run", str(CALCULATOR), "--policy", f"scripted:{script}", "-n", "1", "--out", str(tmp_path)
+    )
+    assert code == 2 and "is not readable UTF-8 text" in output
+
+
+def test_distilling_without_a_teacher_is_refused_before_the_run_starts(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    code, output = invoke("train", str(ECHO), "--algorithm", "opd", "--out", str(out))
+    assert code == 2
+    assert "training.algorithm 'opd' distils a teacher" in output
+    assert not out.exists()
+
+
+def test_an_adapter_that_cannot_be_built_fails_its_episodes_not_the_command(
+    tmp_path: Path,
+) -> None:
+    code, output = invoke("init", "lock", "--template", "environment", "--dir", str(tmp_path))
+    assert code == 0, output
+    spec = tmp_path / "lock.yaml"
+    spec.write_text(spec.read_text().replace("example_env:CodeLock", "example_env:Nope"))
+    code, output = invoke("run", str(spec), "--policy", "random", "-n", "2", "--out", str(tmp_path))
+    assert code == 0, output
+    assert re.search(r"ended: env_error\s+│\s+2", output), output
+    trajectory = json.loads((tmp_path / "trajectories.jsonl").read_text().splitlines()[0])
+    assert "has no attribute 'Nope'" in trajectory["info"]["env_error"]
+    code, output = invoke("explore", str(spec))
+    assert code != 0 and "every episode ended in env_error" in output
+    code, output = invoke(
+        "train", str(spec), "--out", str(tmp_path / "run"), "--set", "warm_start_samples=4"
+    )
+    assert code == 2, output
+    assert "none of the oracle's 4 episodes succeeded (4 ended `env_error`)" in output
+
+
+@pytest.mark.parametrize("adapter", ["gymnasium:CartPole-v1", "http:http://127.0.0.1:9/env"])
+def test_adapters_that_do_not_exist_are_refused_by_validate(tmp_path: Path, adapter: str) -> None:
+    spec = tmp_path / "g.yaml"
+    spec.write_text(
+        "agentspec: 1\nname: g\nprompt: {user: play}\n"
+        f'environment: {{adapter: "{adapter}"}}\n'
+        "rewards: {ok: {on: final, value: 1.0}}\n"
+    )
+    code, output = invoke("validate", str(spec))
+    assert code == 1 and "error[E204]: environment.adapter" in output
+
+
+def test_validate_refuses_a_device_as_compile_does() -> None:
+    for command in ("validate", "compile"):
+        code, output = invoke(command, "/dev/null")
+        assert code == 1 and "error[E103]" in output, (command, output)
+
+
+def test_a_learning_rate_in_exponent_notation_validates(tmp_path: Path) -> None:
+    """YAML 1.1 reads `1e-4` (no dot) as text; the spec takes it as the number it means."""
+    spec = tmp_path / "calculator.yaml"
+    text = CALCULATOR.read_text(encoding="utf-8")
+    spec.write_text(text.replace("learning_rate: 0.0001", "learning_rate: 1e-4"))
+    code, output = invoke("validate", str(spec))
+    assert code == 0, output

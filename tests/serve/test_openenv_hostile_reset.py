@@ -1,0 +1,142 @@
+"""Hostile resets of the OpenEnv server: text JSON cannot carry (a lone surrogate)
+and a mistyped `episode_id` are refused before any episode starts, naming the field."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import websockets
+
+from agentspec.runtime.serve.openenv_server import build_app
+from agentspec.runtime.serve.spec import ServedSpec
+
+from .helpers import InProcessServer
+
+ROOT = Path(__file__).resolve().parents[2]
+SURROGATE_SAMPLE = '{"question": "what is \\ud800?", "answer": 1}'  # JSON text: a lone surrogate
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[InProcessServer]:
+    served = ServedSpec.load(ROOT / "specs" / "calculator.yaml")
+    with InProcessServer(build_app(served, max_sessions=4)) as running:
+        yield running
+
+
+def exchange(server: InProcessServer, frames: list[str]) -> list[dict[str, Any]]:
+    async def run() -> list[dict[str, Any]]:
+        url = server.url.replace("http://", "ws://") + "/ws"
+        async with websockets.connect(url) as ws:
+            replies = []
+            for frame in frames:
+                await ws.send(frame)
+                replies.append(json.loads(await ws.recv()))
+            return replies
+
+    return asyncio.run(run())
+
+
+def test_a_lone_surrogate_in_the_sample_is_refused_over_http_with_a_400(
+    server: InProcessServer,
+) -> None:
+    body = '{"sample": ' + SURROGATE_SAMPLE + "}"
+    with httpx.Client(base_url=server.url) as http:
+        answer = http.post("/reset", content=body, headers={"Content-Type": "application/json"})
+        after = http.post("/reset", json={"index": 1})
+    assert answer.status_code == 400, answer.text
+    (error,) = answer.json()["detail"]
+    assert error["loc"] == ["sample", "question"]
+    assert "lone surrogate" in error["msg"]
+    assert after.status_code == 200  # the server keeps serving
+    assert after.json()["observation"]["sample_id"] == "train-1"
+
+
+def test_a_lone_surrogate_over_the_websocket_starts_no_episode(server: InProcessServer) -> None:
+    state = json.dumps({"type": "state"})
+    bad, after = exchange(
+        server, ['{"type": "reset", "data": {"sample": ' + SURROGATE_SAMPLE + "}}", state]
+    )
+    assert bad["type"] == "error"
+    assert bad["data"]["code"] == "VALIDATION_ERROR", bad
+    assert [e["loc"] for e in bad["data"]["errors"]] == [["sample", "question"]]
+    assert after["type"] == "state"
+    assert after["data"]["sample_id"] is None and after["data"]["step_count"] == 0
+
+
+def test_a_bad_reset_mid_episode_leaves_the_episode_in_progress(server: InProcessServer) -> None:
+    good, bad, state = exchange(
+        server,
+        [
+            json.dumps({"type": "reset", "data": {"index": 3}}),
+            '{"type": "reset", "data": {"sample_id": "\\udfff"}}',
+            json.dumps({"type": "state"}),
+        ],
+    )
+    assert good["type"] == "observation"
+    assert bad["data"]["code"] == "VALIDATION_ERROR"
+    assert [e["loc"] for e in bad["data"]["errors"]] == [["sample_id"]]
+    assert state["data"]["sample_id"] == "train-3" and state["data"]["done"] is False
+
+
+def test_an_episode_id_that_is_not_a_string_is_refused_over_the_websocket(
+    server: InProcessServer,
+) -> None:
+    bad, state, good, state_again = exchange(
+        server,
+        [
+            json.dumps({"type": "reset", "data": {"episode_id": 5}}),
+            json.dumps({"type": "state"}),
+            json.dumps({"type": "reset", "data": {"episode_id": "ep-1", "index": 2}}),
+            json.dumps({"type": "state"}),
+        ],
+    )
+    assert bad["type"] == "error" and bad["data"]["code"] == "VALIDATION_ERROR", bad
+    assert [e["loc"] for e in bad["data"]["errors"]] == [["episode_id"]]
+    assert "episode_id must be a string" in bad["data"]["errors"][0]["msg"]
+    assert state["type"] == "state", state  # no half-set episode id: state still answers
+    assert good["type"] == "observation"
+    assert state_again["type"] == "state" and state_again["data"]["episode_id"] == "ep-1"
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("full_prompt", "false", "full_prompt must be true or false, not 'false'"),
+        ("full_prompt", 0, "full_prompt must be true or false, not 0"),
+        ("sample", [1, 2], "sample must be an object, not [1, 2]"),
+        ("sample", "x", "sample must be an object, not 'x'"),
+    ],
+)
+def test_a_reset_field_of_the_wrong_kind_is_refused_over_http(
+    server: InProcessServer, field: str, value: Any, message: str
+) -> None:
+    with httpx.Client(base_url=server.url) as http:
+        answer = http.post("/reset", json={field: value})
+    assert answer.status_code == 400, answer.text
+    (error,) = answer.json()["detail"]
+    assert error["loc"] == [field] and error["msg"] == message
+
+
+def test_a_sample_without_a_declared_field_is_an_error_naming_it(server: InProcessServer) -> None:
+    missing = "the sample has no field 'question' (declared in data.fields)"
+    bad, state = exchange(
+        server,
+        [
+            json.dumps({"type": "reset", "data": {"sample": {"expression": "1+1", "answer": 2}}}),
+            json.dumps({"type": "state"}),
+        ],
+    )
+    assert bad["type"] == "error" and missing in bad["data"]["message"], bad
+    assert state["data"]["sample_id"] is None  # no episode started
+    with httpx.Client(base_url=server.url) as http:
+        answer = http.post(
+            "/reset", json={"sample": {"question": "q", "expression": 5, "answer": 2}}
+        )
+    assert answer.status_code == 400
+    assert "field 'expression' is the number 5, but data.fields declares it str" in answer.text
