@@ -28,13 +28,13 @@ from agentspec.runtime.backends.verl.compile_target import build_verl_target
 pytestmark = pytest.mark.slow
 
 SETTINGS = {
-    "iterations": "4",  # 2 moved the student too little to judge (see the end)
+    "iterations": "8",  # 4 moved the student too little to judge reliably (see the end)
     "prompts_per_iteration": "8",  # 16 rows an iteration: 4 gave too noisy a step
     "group_size": "2",
     "minibatch_size": "8",
     "epochs": "4",  # several updates on each iteration's rows: the student visibly moves
-    "eval_every": "4",
-    "checkpoint_every": "4",
+    "eval_every": "8",
+    "checkpoint_every": "8",
     "eval_samples": "4",
     "temperature": "1.0",
     "learning_rate": "0.002",
@@ -91,13 +91,13 @@ def test_opd_trains_on_verl_with_per_step_teacher_scores(tmp_path: Path) -> None
 
     records = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
     train = [r for r in records if "loss/policy" in r]
-    assert [r["iteration"] for r in train] == [1, 2, 3, 4]
+    assert [r["iteration"] for r in train] == list(range(1, 9))
     assert all(r["opd/reverse_kl"] >= 0 for r in train)
 
     teacher, _ = load_checkpoint(teacher_dir)
     teacher.eval()
     dumps = sorted((run / "dump").glob("advantages_step*.pt"))
-    assert len(dumps) == 4
+    assert len(dumps) == 8
     for path in dumps:
         dump = torch.load(path, weights_only=False)
         mask = dump["response_mask"].bool()
@@ -120,17 +120,17 @@ def test_opd_trains_on_verl_with_per_step_teacher_scores(tmp_path: Path) -> None
     student, _ = load_checkpoint(target.model_dir)
     student.eval()
     before = _reverse_kl(student, teacher, rows)
-    actor = run / "checkpoints" / "global_step_4" / "actor" / "model_world_size_1_rank_0.pt"
+    actor = run / "checkpoints" / "global_step_8" / "actor" / "model_world_size_1_rank_0.pt"
     trained = torch.load(actor, weights_only=False, map_location="cpu")
     student.load_state_dict(
         {k: v.full_tensor() if hasattr(v, "full_tensor") else v for k, v in trained.items()}
     )
     after = _reverse_kl(student, teacher, rows)
-    # PPO's clip bounds how far one iteration moves the student: after 2 iterations the
-    # decrease was 0.8-4.5 % (3.18 → 3.16 failed once); after 4: 3.22 → 3.06, 3.20 → 3.05.
-    # A wider clip does not help: at clip_ratio 0.9 the sampled-token steps overshoot and
-    # the exact KL rose (3.18 → 3.36, 3.18 → 3.50).
-    assert after < 0.99 * before, (before, after)
+    # PPO's clip bounds how far one iteration moves the student, and the sampled-token
+    # advantage is noisy: after 4 iterations the exact KL fell 0.5-5 % (3.20 → 3.19 failed a
+    # 1 % check); after 8 it fell 12 % and 20 % (3.21 → 2.84, 3.20 → 2.56). A wider clip does
+    # not help: at clip_ratio 0.9 the sampled-token steps overshoot and the KL rose.
+    assert after < 0.97 * before, (before, after)
 
 
 def test_opd_without_a_teacher_is_a_clear_error(tmp_path: Path) -> None:
