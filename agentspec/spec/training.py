@@ -132,6 +132,11 @@ class TrainingSpec(Section):
         description="Distinct training samples whose oracle episodes behaviour cloning draws from.",
     )
     checkpoint_every: int = Field(10, ge=1, description="Iterations between checkpoints.")
+    keep_checkpoints: int | None = Field(
+        None,
+        ge=1,
+        description="Keep only the newest N checkpoints, deleting older ones once a newer one is complete (null: keep every one). The local backend also keeps the warm start's (`iter_000000`): a resumed run's KL penalty reads its reference from it. On verl: `max_actor_ckpt_to_keep` and `max_critic_ckpt_to_keep`.",
+    )
     torch_threads: int = Field(
         0,
         ge=0,

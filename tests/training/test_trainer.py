@@ -105,6 +105,24 @@ def test_ctrl_c_saves_a_checkpoint(tmp_path: Path) -> None:
     assert (tmp_path / "run" / "checkpoints" / "latest").read_text() == "iter_000001"
 
 
+def test_keep_checkpoints_keeps_the_newest_and_the_warm_start(tmp_path: Path) -> None:
+    settings = {**FAST, "iterations": 3, "warm_start": 0, "checkpoint_every": 1}
+    settings["keep_checkpoints"] = 1
+
+    def interrupt(iteration: int, record: dict[str, float]) -> None:
+        if iteration == 2:
+            raise KeyboardInterrupt
+
+    checkpoints = tmp_path / "run" / "checkpoints"
+    with pytest.raises(TrainingInterrupted):
+        train(ECHO, tmp_path / "run", settings, progress=interrupt)
+    assert sorted(p.name for p in checkpoints.iterdir()) == ["iter_000000", "iter_000002", "latest"]
+    # the run resumes from what is left (the warm start is its KL reference)
+    train(ECHO, tmp_path / "run", settings, resume=True)
+    assert sorted(p.name for p in checkpoints.iterdir()) == ["iter_000000", "iter_000003", "latest"]
+    assert [r["iteration"] for r in records(tmp_path / "run")] == [0, 1, 2, 3]
+
+
 def comparable(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [{k: v for k, v in r.items() if not k.startswith("perf/")} for r in rows]
 
@@ -115,6 +133,7 @@ def test_resume_after_kill_equals_an_uninterrupted_run(tmp_path: Path) -> None:
         "torch_threads=1",
         "iterations=5",
         "checkpoint_every=1",
+        "keep_checkpoints=2",  # pruning must not change what a resumed run does
         "warm_start=40",
         "eval_samples=4",
         "eval_every=2",

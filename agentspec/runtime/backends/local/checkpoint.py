@@ -22,6 +22,9 @@ from typing import Any
 
 import torch
 
+WARM_START = "iter_000000"
+"""The checkpoint written before the first iteration: the warm-started policy."""
+
 
 @dataclass
 class TrainerState:
@@ -69,6 +72,14 @@ def save_checkpoint(
     pointer.write_text(name, encoding="utf-8")
     os.replace(pointer, root / "latest")
     return final
+
+
+def prune_checkpoints(root: Path, keep: int) -> None:
+    """Delete all but the newest ``keep`` checkpoints, never the warm start's
+    (``iter_000000``): a resumed run's KL penalty reads its reference from it."""
+    older = sorted(p for p in root.glob("iter_*") if p.is_dir() and p.name != WARM_START)
+    for path in older[:-keep]:
+        shutil.rmtree(path, ignore_errors=True)
 
 
 def latest_checkpoint(root: Path) -> Path | None:

@@ -34,9 +34,11 @@ from agentspec.runtime.algorithms import (
     compute_advantages,
 )
 from agentspec.runtime.backends.local.checkpoint import (
+    WARM_START,
     TrainerState,
     latest_checkpoint,
     load_checkpoint_into,
+    prune_checkpoints,
     save_checkpoint,
 )
 from agentspec.runtime.backends.local.config import ConfigError
@@ -118,8 +120,8 @@ def train(
             state.warm_started = True
             scores = evaluate(module, models, eval_samples, cfg, run, 0, reporter)
             log(0, {"iteration": 0, "env_steps": 0, **scores})
-            save(run, state, models)
-        anchor_reference(models, cfg, run.path / "checkpoints" / "iter_000000" if resume else None)
+            save(run, state, models, cfg)
+        anchor_reference(models, cfg, run.path / "checkpoints" / WARM_START if resume else None)
         reporter.phase(training_phase(cfg.iterations), cfg.iterations)
         for iteration in range(first, cfg.iterations + 1):
             record = train_iteration(
@@ -137,9 +139,9 @@ def train(
                 reporter.phase(training_phase(cfg.iterations), cfg.iterations)
             log(iteration, record)
             if iteration % cfg.checkpoint_every == 0 or last:
-                save(run, state, models)
+                save(run, state, models, cfg)
     except KeyboardInterrupt:
-        raise TrainingInterrupted(save(run, state, models)) from None
+        raise TrainingInterrupted(save(run, state, models, cfg)) from None
     finally:
         run.close()
     run.plot()
@@ -201,16 +203,16 @@ def _differences(before: Mapping[str, Any], now: Mapping[str, Any]) -> str:
     return ", ".join(said)
 
 
-def save(run: RunLog, state: TrainerState, models: Models) -> Path:
-    """A checkpoint of the models, their optimisers and the loop's state."""
-    return save_checkpoint(
-        run.path / "checkpoints",
-        state,
-        models.policy,
-        models.tokenizer,
-        models.critic,
-        models.optimizers,
+def save(run: RunLog, state: TrainerState, models: Models, cfg: TrainingSpec) -> Path:
+    """A checkpoint of the models, their optimisers and the loop's state; then only the
+    newest `keep_checkpoints` are kept."""
+    root = run.path / "checkpoints"
+    path = save_checkpoint(
+        root, state, models.policy, models.tokenizer, models.critic, models.optimizers
     )
+    if cfg.keep_checkpoints is not None:
+        prune_checkpoints(root, cfg.keep_checkpoints)
+    return path
 
 
 def restore(run: RunLog, models: Models, resume: bool) -> TrainerState:

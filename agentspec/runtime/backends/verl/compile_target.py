@@ -384,6 +384,7 @@ def _critic_overrides(target: VerlTarget, t: Mapping[str, Any], model: str) -> d
 
 
 def _trainer_overrides(target: VerlTarget, t: Mapping[str, Any]) -> dict[str, str]:
+    keep = "null" if t.get("keep_checkpoints") is None else str(int(t["keep_checkpoints"]))
     return {
         "trainer.v1.trainer_mode": "agentspec",
         "+trainer.v1.agentspec.omega": str(float(t.get("omega", 1.0))),
@@ -394,6 +395,8 @@ def _trainer_overrides(target: VerlTarget, t: Mapping[str, Any]) -> dict[str, st
         "trainer.total_training_steps": str(int(t["iterations"])),
         "trainer.test_freq": str(int(t["eval_every"])),
         "trainer.save_freq": str(int(t.get("checkpoint_every", 10))),
+        "trainer.max_actor_ckpt_to_keep": keep,
+        "trainer.max_critic_ckpt_to_keep": keep,
         "trainer.val_before_train": "True",
         "trainer.project_name": "agentspec",
         "trainer.experiment_name": target.name,
