@@ -320,6 +320,13 @@ def test_an_algorithm_that_needs_an_anchor_says_so_where_it_was_chosen(tmp_path:
         assert result.exit_code == 2, result.output
         assert f"no_anchor.yaml:{line}:" in result.output
         assert "needs `episode.anchor`" in result.output
+    # chosen on the command line: the error names the option as it was typed
+    spec.write_text(text)  # grpo in the file; gigpo from --algorithm
+    result = CliRunner().invoke(
+        app, ["train", str(spec), "--algorithm", "gigpo", "--out", str(tmp_path / "run")]
+    )
+    assert result.exit_code == 2, result.output
+    assert "--algorithm gigpo: training.algorithm 'gigpo' needs `episode.anchor`" in result.output
     from agentspec.runtime.backends.local.model_defaults import run_settings
 
     declared = yaml_load(ECHO)["training"]  # echo_word declares an anchor: accepted

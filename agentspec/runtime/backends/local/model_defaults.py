@@ -43,6 +43,9 @@ WRECKING_LEARNING_RATE = 1e-3
 
 LEARNING_RATES = ("learning_rate", "critic_learning_rate", "warm_start_lr")
 
+OPTION_SETTINGS = ("algorithm", "backend")
+"""Settings that `agentspec train` takes as options of their own (`--algorithm`, `--backend`)."""
+
 
 @dataclass
 class RunSettings:
@@ -51,7 +54,8 @@ class RunSettings:
 
     cfg: TrainingSpec
     origins: dict[str, str] = field(default_factory=dict)
-    """Setting → `FILE:LINE:COL` in the spec, or `--set KEY=VALUE`; defaults are absent."""
+    """Setting → `FILE:LINE:COL` in the spec, or `--set KEY=VALUE` (`--algorithm X`);
+    defaults are absent."""
     model_defaults: dict[str, Any] = field(default_factory=dict)
     """The settings that took the pretrained model's default."""
     notes: list[str] = field(default_factory=list)
@@ -93,8 +97,8 @@ def run_settings(
 
 
 def setting_origins(spec_path: str | Path, overrides: Mapping[str, Any]) -> dict[str, str]:
-    """Where each setting the user gave is: `--set KEY=VALUE`, else `FILE:LINE:COL` of its
-    value in the spec's `training:` section."""
+    """Where each setting the user gave is: `--set KEY=VALUE` (`--algorithm X`, `--backend
+    X`), else `FILE:LINE:COL` of its value in the spec's `training:` section."""
     from agentspec.spec.load import read_source
     from agentspec.spec.yaml_loader import load_yaml
 
@@ -107,7 +111,9 @@ def setting_origins(spec_path: str | Path, overrides: Mapping[str, Any]) -> dict
             span = source_map.value_span(("training", key))
             origins[str(key)] = f"{span.file}:{span.line}:{span.column}"
     for key, value in overrides.items():
-        origins[key] = f"--set {key}={value}"
+        # `train --algorithm X` and `--set algorithm=X` are one override: say it the way
+        # the command line spells it first
+        origins[key] = f"--{key} {value}" if key in OPTION_SETTINGS else f"--set {key}={value}"
     return origins
 
 
