@@ -19,6 +19,7 @@ from agentspec.runtime.serve.spec import ServedSpec
 from .helpers import InProcessServer
 
 ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE = json.dumps({"type": "state"})
 SURROGATE_SAMPLE = '{"question": "what is \\ud800?", "answer": 1}'  # JSON text: a lone surrogate
 
 
@@ -140,3 +141,20 @@ def test_a_sample_without_a_declared_field_is_an_error_naming_it(server: InProce
         )
     assert answer.status_code == 400
     assert "field 'expression' is the number 5, but data.fields declares it str" in answer.text
+
+
+@pytest.mark.parametrize(
+    ("frame", "kind"),
+    [("[1, 2]", "a list"), ('"reset"', "a string"), ("5", "a number"), ("null", "null")],
+)
+def test_a_frame_that_is_not_an_object_is_an_error_and_the_episode_goes_on(
+    server: InProcessServer, frame: str, kind: str
+) -> None:
+    """OpenEnv closed the connection on such a frame without a word."""
+    good, bad, state = exchange(
+        server, [json.dumps({"type": "reset", "data": {"index": 2}}), frame, '{"type": "state"}']
+    )
+    assert good["type"] == "observation"
+    assert bad["type"] == "error" and bad["data"]["code"] == "VALIDATION_ERROR", bad
+    assert bad["data"]["message"].endswith(f"must be a JSON object, e.g. {EXAMPLE}; got {kind}")
+    assert state["data"]["sample_id"] == "train-2" and state["data"]["done"] is False

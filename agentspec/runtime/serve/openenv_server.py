@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import threading
 from typing import Any, ClassVar, Literal
 
@@ -389,6 +390,7 @@ def build_app(served: ServedSpec, max_sessions: int = 64) -> Any:
     app.add_exception_handler(SessionError, bad_request)
     app.add_exception_handler(ValidationError, invalid_request)  # a bad reset's fields
     app.add_middleware(_QuietDisconnects)
+    app.add_middleware(_ObjectFramesOnly)
     paths = {getattr(route, "path", "") for route in app.routes}
     if "/{env_name}/splits" not in paths:
         _add_task_routes(app, env_class, served.name, HTTPException)
@@ -411,6 +413,61 @@ class _QuietDisconnects:
             return
         with contextlib.suppress(WebSocketDisconnect):
             await self.app(scope, receive, send)
+
+
+class _ObjectFramesOnly:
+    """OpenEnv reads every WebSocket frame as a JSON object: a frame of valid JSON that is
+    not one (a list, a string, a number, null) ended the connection without a word.
+    Here it is answered with an error frame, as a malformed object is, and the
+    connection (and its episode) goes on."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "websocket":
+            await self.app(scope, receive, send)
+            return
+
+        async def objects_only() -> Any:
+            while True:
+                message = await receive()
+                if message["type"] != "websocket.receive":
+                    return message
+                raw = message.get("text")
+                kind = _not_an_object(raw if raw is not None else message.get("bytes"))
+                if kind is None:
+                    return message
+                error = {
+                    "message": f'a message must be a JSON object, e.g. {{"type": "state"}}; got {kind}',
+                    "code": "VALIDATION_ERROR",
+                }
+                await send(
+                    {"type": "websocket.send", "text": json.dumps({"type": "error", "data": error})}
+                )
+
+        await self.app(scope, objects_only, send)
+
+
+def _not_an_object(raw: str | bytes | None) -> str | None:
+    """What a frame of valid JSON holds when it is not an object (`a list`, ...); None
+    for an object, and for text that is not JSON (OpenEnv answers that itself)."""
+    try:
+        value = json.loads(raw) if raw is not None else {}
+    except (ValueError, TypeError):
+        return None
+    if isinstance(value, dict):
+        return None
+    if value is None:
+        return "null"
+    names = {
+        bool: "true or false",
+        str: "a string",
+        list: "a list",
+        int: "a number",
+        float: "a number",
+    }
+    return names.get(type(value), type(value).__name__)
 
 
 class _SplitRequest(BaseModel):
