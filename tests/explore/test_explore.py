@@ -60,6 +60,11 @@ def test_the_clean_spec_reports_nothing() -> None:
     assert found(CORPUS / "clean.yaml") == []
 
 
+def test_a_number_inside_a_shown_number_was_not_shown() -> None:
+    """The code 7 is no loophole where the prompt shows only 17 and 70."""
+    assert found(Path(__file__).parent / "numbers_inside_numbers.yaml") == []
+
+
 def test_witnesses_replay_as_tests_entries() -> None:
     """Each witness, played by `agentspec test`'s runner, gives what it says."""
     path = CORPUS / "reward_on_guard_failure.yaml"

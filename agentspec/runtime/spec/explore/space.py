@@ -277,7 +277,14 @@ def unseen(space: ActionSpace, prompt: str, text: str) -> list[str]:
         else:
             written = _WORD.findall(space.final_of(text) or "")
     shown = " ".join(_SPECIAL.sub(" ", prompt).lower().split())
-    return [w for w in written if w.strip() and " ".join(w.lower().split()) not in shown]
+    return [w for w in written if w.strip() and not _shows(shown, w)]
+
+
+def _shows(shown: str, value: str) -> bool:
+    """Whether ``shown`` has ``value`` whole: `7` is not shown by `17`, `0.7` or `7.5`
+    (by a plain substring test, every small number was shown by some prompt)."""
+    needle = re.escape(" ".join(value.lower().split()))
+    return re.search(rf"(?<!\w)(?<!\d\.){needle}(?!\w)(?!\.\d)", shown) is not None
 
 
 def _flat(value: Any) -> list[Any]:
