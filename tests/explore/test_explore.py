@@ -65,6 +65,16 @@ def test_a_number_inside_a_shown_number_was_not_shown() -> None:
     assert found(Path(__file__).parent / "numbers_inside_numbers.yaml") == []
 
 
+def test_a_success_reward_seen_only_at_wins_does_not_always_fire(tmp_path: Path) -> None:
+    """The environment starter's `1.0 if env.won else 0.0`: every ending the search saw
+    was a win (losing takes three wrong codes), which shows nothing about the reward."""
+    result = runner.invoke(
+        app, ["init", "game", "--template", "environment", "--dir", str(tmp_path)]
+    )
+    assert result.exit_code == 0, result.output
+    assert found(tmp_path / "game.yaml") == []
+
+
 def test_witnesses_replay_as_tests_entries() -> None:
     """Each witness, played by `agentspec test`'s runner, gives what it says."""
     path = CORPUS / "reward_on_guard_failure.yaml"

@@ -343,17 +343,21 @@ def dead_rewards(played: Sequence[Episode], spec: SpecFacts) -> list[Finding]:
 
 def _constant(played: Sequence[Episode], name: str) -> float | None:
     """The one nonzero value a component took at every final answer (a turn without
-    a call), if at least `MIN_EPISODES` answers were given. An ending a tool makes
-    (`done()` at a goal) is left out: there a constant reward is the goal's."""
-    values = [
-        round(s.rewards[name], 9)
+    a call), if at least `MIN_EPISODES` answers were given, failed episodes' among
+    them (where every answer seen won, one value is what a success reward should
+    take). An ending a tool makes (`done()` at a goal) is left out: there a constant
+    reward is the goal's."""
+    answers = [
+        (round(s.rewards[name], 9), e.success is True)
         for e in played
         for s in e.trajectory.steps
         if name in s.rewards and not s.tool_calls
     ]
-    if len(values) < MIN_EPISODES or len(set(values)) != 1:
+    values = {value for value, _ in answers}
+    if len(answers) < MIN_EPISODES or len(values) != 1 or all(won for _, won in answers):
         return None
-    return None if abs(values[0]) <= TOLERANCE else values[0]
+    (value,) = values
+    return None if abs(value) <= TOLERANCE else value
 
 
 def reward_ranges(
