@@ -65,6 +65,7 @@ TRAINING = {
     "warm_start_lr": 0.003,
     "warm_start_samples": 1024,
     "checkpoint_every": 10,
+    "keep_checkpoints": None,
     "torch_threads": 0,
     "device": "auto",
     "trace_samples": 16,
