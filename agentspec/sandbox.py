@@ -230,6 +230,25 @@ class _LimitedCodeGenerator(CodeGenerator):
             self.write(", ")
         self.write("))")
 
+    # `sample.items`, where the data has a field `items`, is the field: Jinja's
+    # attribute-first lookup gave the dict's method (and `{{ sample.items | join }}`
+    # failed). A name a dict method takes reads the key first unless it is called.
+
+    def visit_Call(self, node: nodes.Call, frame: Frame, forward_caller: bool = False) -> None:
+        if isinstance(node.node, nodes.Getattr):
+            self.__dict__.setdefault("method_calls", set()).add(id(node.node))
+        super().visit_Call(node, frame, forward_caller=forward_caller)
+
+    @optimizeconst
+    def visit_Getattr(self, node: nodes.Getattr, frame: Frame) -> None:
+        called = id(node) in self.__dict__.get("method_calls", ())
+        if called or node.attr not in _DICT_ATTRIBUTES:
+            super().visit_Getattr(node, frame)
+            return
+        self.write("environment.getfield(")
+        self.visit(node.node, frame)
+        self.write(f", {node.attr!r})")
+
 
 def _sized_filter(original: Callable[..., Any], size: Callable[..., int]) -> Callable[..., Any]:
     """`original`, refused when `size(value, *arguments)` passes the limit.
@@ -301,6 +320,13 @@ class LimitedSandbox(ImmutableSandboxedEnvironment):
             except KeyError:
                 pass
         return super().getattr(obj, attribute)
+
+    def getfield(self, obj: Any, attribute: str) -> Any:
+        """`obj.attribute` read as a value (not called) where a dict method has that
+        name: a dict's key of that name first, as for every other name."""
+        if isinstance(obj, dict) and attribute in obj:
+            return obj[attribute]
+        return self.getattr(obj, attribute)
 
     def call(__self, __context: Any, __obj: Any, *args: Any, **kwargs: Any) -> Any:
         method = getattr(__obj, "__name__", "")

@@ -72,9 +72,9 @@ def test_limits_leave_ordinary_templates_alone() -> None:
 
 
 def test_fast_paths_resolve_and_join_as_jinja_does() -> None:
-    """A plain dict's key is read directly only where no dict attribute has its
-    name (`m.items` is still the method, as in Jinja); `+` of two strings is
-    bounded like any other `+`."""
+    """A plain dict's key is read directly where no dict attribute has its name
+    (`m.items()` is still the method, as in Jinja); `+` of two strings is bounded
+    like any other `+`."""
     message = {"role": "user", "content": "hi", "items": "shadowed", "_x": 1}
     text = render(
         "{{ m.role }}|{{ m.content + '!' }}|{{ m.items() | list | length }}|{{ m._x }}"
@@ -87,6 +87,19 @@ def test_fast_paths_resolve_and_join_as_jinja_does() -> None:
     assert render("{{ s + '' }}", s="a" * 600_000) == "a" * 600_000  # one side empty: no join
     with pytest.raises(SecurityError):
         render("{{ m.__class__.__subclasses__() }}", m=message)
+
+
+def test_a_field_named_like_a_dict_method_is_the_field() -> None:
+    """Data with a field `items` (or `keys`, `values`...): `sample.items` read as a value
+    is the field, as `sample.question` is; called, the method, as in Jinja."""
+    sample = {"items": ["apple", "bread"], "keys": 3}
+    text = render(
+        "{{ s.items | join(', ') }}|{{ s.keys }}|{{ s.items() | list | length }}"
+        "|{% for k in s.keys() %}{{ k }};{% endfor %}|{{ d.items is callable }}",
+        s=sample,
+        d={"q": 1},
+    )
+    assert text == "apple, bread|3|2|items;keys;|True"
 
 
 def test_budget_is_per_render() -> None:
