@@ -71,7 +71,9 @@ def load_policy(
 def load_checkpoint(name: str | Path, note: Callable[[str], None] | None = None) -> tuple[Any, Any]:
     """(model, tokenizer) of a checkpoint directory, or of any model name but `builtin:*`."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers.utils import logging as transformers_logging
 
+    transformers_logging.disable_progress_bar()  # the command says what it loads
     path = checkpoint_dir(str(name), note)
     tokenizer = AutoTokenizer.from_pretrained(path)
     model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32)
