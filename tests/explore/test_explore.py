@@ -75,6 +75,12 @@ def test_a_success_reward_seen_only_at_wins_does_not_always_fire(tmp_path: Path)
     assert found(tmp_path / "game.yaml") == []
 
 
+def test_turns_that_repetition_displaces_are_not_farming() -> None:
+    """Repeating a turn leaves fewer parse errors after the script ends: the episode's
+    penalty shrinks, but the repeated turn itself earns nothing more."""
+    assert found(Path(__file__).parent / "paid_once_react.yaml") == []
+
+
 def test_witnesses_replay_as_tests_entries() -> None:
     """Each witness, played by `agentspec test`'s runner, gives what it says."""
     path = CORPUS / "reward_on_guard_failure.yaml"

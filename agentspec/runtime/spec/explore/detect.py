@@ -230,7 +230,10 @@ def farmable(played: Sequence[Episode], spec: SpecFacts) -> list[Finding]:
         growing = []
         for members in families.values():
             ordered = sorted(members, key=lambda e: e.repeats)
-            sums = [e.components().get(name, 0.0) for e in ordered]
+            # what the repeated turn and its copies were paid: the episode's total would
+            # also count the turns that the copies displaced (a parse error once the
+            # script ran out)
+            sums = [e.paid_on_repeats(name) for e in ordered]
             if len(sums) >= 3 and all(b > a + TOLERANCE for a, b in itertools.pairwise(sums)):
                 growing.append((ordered, sums))
         if growing:

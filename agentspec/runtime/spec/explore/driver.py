@@ -41,6 +41,7 @@ class Job:
     at_end: Callable[[Any], Any] | None = None  # reads the environment once the episode ended
     family: str = ""  # episodes that differ only in how often one turn repeats
     repeats: int = 0  # extra copies of that turn
+    repeat_at: int = 0  # the step of its first copy
 
 
 @dataclass
@@ -58,6 +59,7 @@ class Episode:
     end: Any = None  # what `Job.at_end` read
     family: str = ""
     repeats: int = 0
+    repeat_at: int = 0
     blind: list[int] = field(default_factory=list)  # turns using values the prompt never showed
 
     @property
@@ -78,6 +80,11 @@ class Episode:
 
     def components(self) -> dict[str, float]:
         return self.trajectory.reward_components()
+
+    def paid_on_repeats(self, name: str) -> float:
+        """What component ``name`` paid on the repeated turn and its copies."""
+        repeated = self.trajectory.steps[self.repeat_at : self.repeat_at + self.repeats + 1]
+        return sum(step.rewards.get(name, 0.0) for step in repeated)
 
     def tools_run(self) -> set[str]:
         """Tools whose calls ran (not refused, not failed)."""
@@ -187,7 +194,7 @@ class Driver:
         state = state_dict(getattr(env, "state", None))
         episode = Episode(job.sample_index, turns, trajectory, state, job.origin, job.max_steps)
         episode.signatures, episode.prompt, episode.blind = signatures, prompts[0], blind
-        episode.family, episode.repeats = job.family, job.repeats
+        episode.family, episode.repeats, episode.repeat_at = job.family, job.repeats, job.repeat_at
         if job.at_end is not None and env is not None:
             episode.end = job.at_end(env)
         return episode

@@ -61,12 +61,18 @@ class Search:
     def rng(self, *name: Any) -> random.Random:
         return random.Random(":".join(map(str, (self.seed, *name))))
 
-    def job(
-        self, sample: int, turns: Sequence[str], origin: str, family: str = "", repeats: int = 0
-    ) -> Job:
+    def job(self, sample: int, turns: Sequence[str], origin: str) -> Job:
         """A scripted episode; an adapter's ends after its turns (it has no answer to end it)."""
         limit = len(turns) if self.space.adapter and turns else None
-        return Job(sample, scripted(turns), origin, limit, family=family, repeats=repeats)
+        return Job(sample, scripted(turns), origin, limit)
+
+    def repeating_job(
+        self, sample: int, turns: Sequence[str], origin: str, family: str, at: int, repeats: int
+    ) -> Job:
+        """A scripted episode whose turn ``at`` is followed by ``repeats`` copies of it."""
+        job = self.job(sample, turns, origin)
+        job.family, job.repeat_at, job.repeats = family, at, repeats
+        return job
 
     # ------------------------------------------------------------- strategies
 
@@ -95,7 +101,7 @@ class Search:
             for extra in REPEATS:
                 repeated = turns[: i + 1] + [turns[i]] * extra + turns[i + 1 :]
                 origin = f"oracle with turn {i + 1} repeated {extra}x"
-                jobs.append(self.job(index, repeated, origin, family, extra))
+                jobs.append(self.repeating_job(index, repeated, origin, family, i, extra))
             if i + 1 < len(turns):
                 swapped = [*turns[:i], turns[i + 1], turns[i], *turns[i + 2 :]]
                 variants.append((f"oracle with turns {i + 1} and {i + 2} swapped", swapped))
@@ -246,7 +252,9 @@ class Search:
                 for extra in REPEATS:
                     turns = head + [episode.turns[step]] * extra
                     origin = f"turn {step + 1} of {episode.origin} repeated {extra}x"
-                    jobs.append(self.job(episode.sample_index, turns, origin, family, extra))
+                    jobs.append(
+                        self.repeating_job(episode.sample_index, turns, origin, family, step, extra)
+                    )
         self.driver.play(jobs)
 
 
