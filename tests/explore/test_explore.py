@@ -81,6 +81,18 @@ def test_turns_that_repetition_displaces_are_not_farming() -> None:
     assert found(Path(__file__).parent / "paid_once_react.yaml") == []
 
 
+def test_the_random_baseline_does_not_know_the_oracles_arguments(tmp_path: Path) -> None:
+    """The oracle calls `check(word=ANSWER)`; random actions drawing from its arguments
+    answered right 43 % of the time. The baseline draws from what the prompt showed."""
+    spec = Path(__file__).parent / "answer_in_oracle_call.yaml"
+    args = ["run", str(spec), "--policy", "random", "-n", "30", "--out", str(tmp_path)]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    lines = (tmp_path / "trajectories.jsonl").read_text().splitlines()
+    assert len(lines) == 30 and not any(json.loads(line)["success"] for line in lines)
+    assert explore(spec, ExploreSettings()).random_success == 0.0
+
+
 def test_witnesses_replay_as_tests_entries() -> None:
     """Each witness, played by `agentspec test`'s runner, gives what it says."""
     path = CORPUS / "reward_on_guard_failure.yaml"

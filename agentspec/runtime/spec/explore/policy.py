@@ -19,7 +19,7 @@ from typing import Any
 
 from agentspec.runtime.episode.tools import ToolContext
 from agentspec.runtime.episode.trajectory import Trajectory
-from agentspec.runtime.spec.explore.space import ActionSpace, ToolShape, Vocabulary
+from agentspec.runtime.spec.explore.space import ActionSpace, ToolShape, Vocabulary, shown_values
 from agentspec.runtime.spec.scripts import PolicyError, episode_script
 
 __all__ = ["OracleFacts", "RandomActions", "oracle_turns", "random_episodes"]
@@ -97,8 +97,12 @@ def _shape(turn: str, sample: Mapping[str, Any]) -> str:
 class RandomActions:
     """One episode's random actions (a chooser: env, prompt text, step index → turn)."""
 
-    def __init__(self, rng: random.Random, oracle: Sequence[str] = ()):
+    def __init__(self, rng: random.Random, oracle: Sequence[str] = (), privileged: bool = True):
+        """``privileged``: draw strings from the oracle's call arguments too, not only
+        from those the prompt showed (the search reaches deeper states with them;
+        the random baseline must not know what only the oracle knows)."""
         self.rng = rng
+        self.privileged = privileged
         self.oracle_turns = list(oracle)
         self.oracle = OracleFacts([], None, {})
         self.read = False
@@ -108,7 +112,8 @@ class RandomActions:
         if not self.read:  # the oracle's calls are parsed with the live env's format
             self.oracle = OracleFacts(self.oracle_turns, space, env.sample)
             self.read = True
-        vocab = Vocabulary.of(prompt, self.oracle.values)
+        values = self.oracle.values
+        vocab = Vocabulary.of(prompt, values if self.privileged else shown_values(prompt, values))
         if space.adapter:
             commands = getattr(getattr(env, "adapter", None), "info", {}).get("admissible_commands")
             if commands:
@@ -171,7 +176,7 @@ async def random_episodes(
 
     async def one(index: int) -> Trajectory:
         chooser = RandomActions(
-            random.Random(f"{seed}:{index}"), oracle_turns(module, samples[index])
+            random.Random(f"{seed}:{index}"), oracle_turns(module, samples[index]), privileged=False
         )
         job = Job(index, chooser, "random", sample_id=sample_ids[index])
         trajectory = (await driver.play_one(job)).trajectory

@@ -228,7 +228,8 @@ class Search:
                 turns = self.oracle[index].turns
                 for cut in range(max(1, len(turns))):
                     rng = self.rng("random", round_, index, cut)
-                    chooser = _after(turns[:cut], RandomActions(rng, turns))
+                    # from the start: the random baseline, which knows only its prompt
+                    chooser = _after(turns[:cut], RandomActions(rng, turns, privileged=cut > 0))
                     origin = f"random actions after {cut} oracle turns" if cut else "random actions"
                     jobs.append(Job(index, chooser, origin))
             if not self.driver.play(self.spare(jobs, keep)) or self.driver.left <= keep:

@@ -276,8 +276,18 @@ def unseen(space: ActionSpace, prompt: str, text: str) -> list[str]:
             written = [str(v) for _, args in calls for v in _flat(args)]
         else:
             written = _WORD.findall(space.final_of(text) or "")
-    shown = " ".join(_SPECIAL.sub(" ", prompt).lower().split())
+    shown = _shown_text(prompt)
     return [w for w in written if w.strip() and not _shows(shown, w)]
+
+
+def shown_values(prompt: str, values: Sequence[Any]) -> list[Any]:
+    """The values that ``prompt`` shows whole (what a model could copy from it)."""
+    shown = _shown_text(prompt)
+    return [v for v in values if str(v).strip() and _shows(shown, str(v))]
+
+
+def _shown_text(prompt: str) -> str:
+    return " ".join(_SPECIAL.sub(" ", prompt).lower().split())
 
 
 def _shows(shown: str, value: str) -> bool:
