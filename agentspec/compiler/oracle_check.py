@@ -61,11 +61,11 @@ def placeholder(typ: Type) -> Any:
 
 @functools.cache
 def _sandbox() -> Any:
-    """The runtime's template environment (sandboxed, undefined names are errors)."""
-    from jinja2 import StrictUndefined
-    from jinja2.sandbox import SandboxedEnvironment
+    """The runtime's template environment (sandboxed, within limits, undefined names
+    are errors): an oracle renders here as it will when episodes run."""
+    from agentspec import sandbox
 
-    return SandboxedEnvironment(undefined=StrictUndefined, keep_trailing_newline=True)
+    return sandbox.environment()
 
 
 def _bounded(tree: Any) -> bool:
