@@ -162,6 +162,16 @@ def test_an_oracle_that_does_not_succeed_fails(tmp_path: Path) -> None:
     assert "oracle success 0.000 is below 1.0" in result.output
 
 
+def test_a_prompt_that_fails_to_render_is_blamed_on_the_prompt(tmp_path: Path) -> None:
+    text = SPEC.replace("{{ sample.key_room }} room.", "{{ sample.key_room }} room {{ 1 // 0 }}.")
+    path = write(tmp_path, text)
+    result = runner.invoke(app, ["test", str(path)])
+    assert result.exit_code == 1
+    line = text.splitlines().index(next(r for r in text.splitlines() if r.startswith("prompt:")))
+    assert f"doors.yaml:{line + 1}:" in result.output, result.output
+    assert "PromptError: prompt.user: ZeroDivisionError" in result.output
+
+
 def test_github_format_annotates_the_failing_line(tmp_path: Path) -> None:
     text = SPEC.replace("rewards: {win: 1.0}", "rewards: {win: 0.5}")
     path = write(tmp_path, text)

@@ -297,7 +297,7 @@ class SpecTestRunner:
                 Failure(
                     f"sample {sid}: the episode ended with an environment error after"
                     f" {len(traj.steps)} steps: {traj.env_error}",
-                    self.span(("oracle",)),
+                    self._env_error_span(traj.env_error),
                 )
             )
         elif traj.success is False and self.gate.min_success >= 1.0:
@@ -310,6 +310,12 @@ class SpecTestRunner:
                 )
             )
         return failures
+
+    def _env_error_span(self, error: str) -> Span:
+        """Where an episode's environment error points: the prompt template that failed
+        to render (`PromptError: prompt.user: …`), else the oracle."""
+        found = re.search(r"PromptError: prompt\.(system|user):", error)
+        return self.span(("prompt", found.group(1))) if found else self.span(("oracle",))
 
     def _oracle_entries(self, sample: Mapping[str, Any]) -> list[Any]:
         """The rendered turns of a list oracle for `sample`, each knowing its
