@@ -389,18 +389,22 @@ def build_app(served: ServedSpec, max_sessions: int = 64) -> Any:
 
     app.add_exception_handler(SessionError, bad_request)
     app.add_exception_handler(ValidationError, invalid_request)  # a bad reset's fields
-    app.add_middleware(_QuietDisconnects)
-    app.add_middleware(_ObjectFramesOnly)
+    app.add_middleware(_WebSocketGuard)
     paths = {getattr(route, "path", "") for route in app.routes}
     if "/{env_name}/splits" not in paths:
         _add_task_routes(app, env_class, served.name, HTTPException)
     return app
 
 
-class _QuietDisconnects:
-    """OpenEnv 0.3 closes a WebSocket its client already closed, and the
-    resulting disconnect reaches the ASGI server as an error (logged with a
-    traceback) after the session was cleaned up: a client leaving is no error."""
+class _WebSocketGuard:
+    """What OpenEnv's WebSocket route does not handle, for every connection:
+
+    - a frame of valid JSON that is not an object (a list, a string, a number, null)
+      ended the connection without a word; it is answered with an error frame, as a
+      malformed object is, and the connection (and its episode) goes on;
+    - OpenEnv 0.3 closes a WebSocket its client already closed, and the resulting
+      disconnect reaches the ASGI server as an error (logged with a traceback) after
+      the session was cleaned up: a client leaving is no error."""
 
     def __init__(self, app: Any) -> None:
         self.app = app
@@ -408,23 +412,6 @@ class _QuietDisconnects:
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         from starlette.websockets import WebSocketDisconnect
 
-        if scope["type"] != "websocket":
-            await self.app(scope, receive, send)
-            return
-        with contextlib.suppress(WebSocketDisconnect):
-            await self.app(scope, receive, send)
-
-
-class _ObjectFramesOnly:
-    """OpenEnv reads every WebSocket frame as a JSON object: a frame of valid JSON that is
-    not one (a list, a string, a number, null) ended the connection without a word.
-    Here it is answered with an error frame, as a malformed object is, and the
-    connection (and its episode) goes on."""
-
-    def __init__(self, app: Any) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] != "websocket":
             await self.app(scope, receive, send)
             return
@@ -446,7 +433,8 @@ class _ObjectFramesOnly:
                     {"type": "websocket.send", "text": json.dumps({"type": "error", "data": error})}
                 )
 
-        await self.app(scope, objects_only, send)
+        with contextlib.suppress(WebSocketDisconnect):
+            await self.app(scope, objects_only, send)
 
 
 def _not_an_object(raw: str | bytes | None) -> str | None:
