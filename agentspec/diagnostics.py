@@ -108,6 +108,7 @@ CODES: dict[str, str] = {
     "E910": "oracle arguments do not match the tool",
     "E911": "oracle turn is not valid in the tool format",
     "E912": "tool cannot be called in the tool format",
+    "E913": "prompt does not render for the first sample",
     "W901": "data not reachable from this machine",
 }
 

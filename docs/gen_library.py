@@ -176,7 +176,8 @@ def render() -> str:
         "`agentspec validate` warns when a file is not on this machine (W901) and checks the "
         "declared `fields` against the first row: each is there and, in a JSONL file, its "
         "value has the declared type (E907; an int is a float, a boolean is not an int). "
-        "It reads no further, whatever the file's size; loading the samples checks every "
+        "The prompts are rendered with that row (E913 when one fails, as every episode "
+        "with such a sample would). It reads no further, whatever the file's size; loading the samples checks every "
         "row it reads the same way, naming the file, the row and the field.",
         "- **Your Python modules** (`impl: module:function`, `generator:module:function`, "
         "`oracle: {hook: module:function}`, `environment.adapter: module:Class`, "

@@ -190,6 +190,21 @@ def _is_dir(path: FsPath) -> bool:
 FIRST_ROW_BYTES = 1 << 20
 
 
+def first_data_row(spec: TaskSpec, spec_dir: FsPath) -> dict[str, Any] | None:
+    """The sample an episode would start from first, as far as validate can read it
+    cheaply: the first row of a JSONL file on this machine. None for other sources,
+    and when `derived` fields are declared (computing them needs the generated code)."""
+    data = spec.data
+    if data is None or data.derived:
+        return None
+    kind, _, location = data.source.partition(":")
+    if kind != "jsonl":
+        return None
+    from agentspec.stdlib.data import resolve_path
+
+    return first_jsonl_row(resolve_path(location, spec_dir))
+
+
 def first_jsonl_row(path: FsPath) -> dict[str, Any] | None:
     """The first object of a JSONL file, reading at most `FIRST_ROW_BYTES`
     (None when there is none, or it is longer, or the file cannot be read)."""

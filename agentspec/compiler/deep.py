@@ -8,7 +8,8 @@ declared `params`/`returns` against the function's signature), user modules
 imported, and their signatures checked, only with `validate --import`), data
 sources (generator names and params, files after `${AGENTSPEC_DATA}`,
 declared fields and their types in the first row), and regular expressions
-written as literals. The oracle's turns are checked by `oracle_check`.
+written as literals. The oracle's turns are checked by `oracle_check`, the
+first prompt against the first row by `prompt_check`.
 Nothing here imports torch or runs user code unless asked; reading data
 stops at the first row of a file.
 """
@@ -22,7 +23,7 @@ import importlib
 import importlib.util
 import inspect
 import re
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path as FsPath
 from typing import Any
 
@@ -477,11 +478,19 @@ def _is_import_path(text: str) -> bool:
 
 
 def deep_check(
-    checked: CheckResult, spec_dir: FsPath, *, import_user_code: bool = False
+    checked: CheckResult,
+    spec_dir: FsPath,
+    *,
+    import_user_code: bool = False,
+    checker_found: Sequence[Diagnostic] = (),
 ) -> list[Diagnostic]:
-    """Every deep finding of one checked spec (see the module docstring)."""
+    """Every deep finding of one checked spec (see the module docstring); `checker_found`
+    is what the checker reported, so that a template it refused is not rendered again."""
     from agentspec.compiler.oracle_check import check_oracle
+    from agentspec.compiler.prompt_check import check_prompts
     from agentspec.compiler.tests_check import check_tests
 
     found = DeepChecker(checked, spec_dir, import_user_code).run()
-    return found + check_oracle(checked, spec_dir) + check_tests(checked)
+    found += check_prompts(checked, spec_dir, [*checker_found, *found])
+    found += check_oracle(checked, spec_dir)
+    return found + check_tests(checked)

@@ -56,7 +56,9 @@ def check_source(
         from agentspec.compiler.deep import deep_check
 
         spec_dir = FsPath(source.path).resolve().parent
-        result.diagnostics += deep_check(checked, spec_dir, import_user_code=import_user_code)
+        result.diagnostics += deep_check(
+            checked, spec_dir, import_user_code=import_user_code, checker_found=found
+        )
     result.diagnostics.sort(key=Diagnostic.sort_key)
     result.checked = checked
     return result

@@ -60,7 +60,7 @@ def placeholder(typ: Type) -> Any:
 
 
 @functools.cache
-def _sandbox() -> Any:
+def template_environment() -> Any:
     """The runtime's template environment (sandboxed, within limits, undefined names
     are errors): an oracle renders here as it will when episodes run."""
     from agentspec import sandbox
@@ -68,7 +68,7 @@ def _sandbox() -> Any:
     return sandbox.environment()
 
 
-def _bounded(tree: Any) -> bool:
+def bounded_template(tree: Any) -> bool:
     """Whether rendering a template surely stays small: no loop inside a loop, no
     macros (recursion), no `*` or `**` (a string repeated a billion times). The
     sandbox already caps `range` at 100,000; validate must not be exhausted."""
@@ -145,7 +145,7 @@ class _OracleChecker:
         from agentspec.formats import get_format
 
         sample, real = self._sample()
-        env = _sandbox()
+        env = template_environment()
         fmt = get_format(self.spec.episode.tool_format)
         tools = {name: _ToolView(schema or {}) for name, schema in self.tools.items()}
         for i, step in enumerate(steps):
@@ -154,7 +154,7 @@ class _OracleChecker:
                 tree = env.parse(template)
             except Exception:  # a syntax error: the checker reports it (E601)
                 continue
-            if not _bounded(tree):
+            if not bounded_template(tree):
                 continue  # rendering could take unbounded time or memory: not at validate time
             try:
                 text = env.from_string(tree).render(**variables)
@@ -256,22 +256,12 @@ class _OracleChecker:
 
     def _sample(self) -> tuple[dict[str, Any], bool]:
         """The data's first row when it is a file here, else a typed placeholder."""
-        row = self._first_row()
+        from agentspec.compiler.data_check import first_data_row
+
+        row = first_data_row(self.spec, self.spec_dir)
         if row is not None:
             return row, True
         return {name: placeholder(t) for name, t in self.checked.sample_types.items()}, False
-
-    def _first_row(self) -> dict[str, Any] | None:
-        data = self.spec.data
-        if data is None or data.derived:
-            return None  # derived fields need the generated code
-        kind, _, location = data.source.partition(":")
-        if kind != "jsonl":
-            return None
-        from agentspec.compiler.data_check import first_jsonl_row
-        from agentspec.stdlib.data import resolve_path
-
-        return first_jsonl_row(resolve_path(location, self.spec_dir))
 
     def _label(self, entry: int) -> str:
         """`oracle entry 3 (turn 5)`: an entry of `oracle:` and the turn it plays

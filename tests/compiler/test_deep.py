@@ -270,6 +270,52 @@ def test_oracle_argument_values_are_checked_against_the_first_row(tmp_path: Path
     assert codes(result) == ["E910"] and "'km' is not one of" in result.diagnostics[0].message
 
 
+PICK = """
+tools:
+  pick:
+    description: Pick a unit.
+    parameters: {unit: {type: string}}
+rewards:
+  r: {on: final, value: 1.0}
+"""
+
+
+@pytest.mark.parametrize(
+    "user",
+    [
+        "{{ sample.unit[5] }}",  # 'km' has no element 5
+        "{{ sample.value | join(',') }}",  # a float cannot be joined
+        "{{ sample.unit }} {{ tools[3].function.name }}",  # one tool only
+    ],
+)
+def test_a_prompt_that_fails_for_the_first_row_is_an_error_at_the_prompt(
+    tmp_path: Path, user: str
+) -> None:
+    path = write(tmp_path / "p", PICK, module=None)
+    text = path.read_text()
+    path.write_text(text.replace('"Convert {{ sample.value }} {{ sample.unit }}"', repr(user)))
+    result = check_file(path)
+    assert codes(result) == ["E913"]
+    found = result.diagnostics[0]
+    assert found.message.startswith("prompt.user fails to render for the first sample")
+    assert found.span is not None and found.span.line == 4  # the `prompt:` line
+
+
+def test_a_prompt_renders_with_the_variables_an_episode_gives_it(tmp_path: Path) -> None:
+    path = write(tmp_path / "q", PICK + "constants: {units: [m, km]}\n", module=None)
+    text = path.read_text()
+    user = "{{ sample.unit }} of {{ constants.units | join('/') }} via {{ tools[0].function.name }}"
+    path.write_text(text.replace('"Convert {{ sample.value }} {{ sample.unit }}"', repr(user)))
+    assert codes(check_file(path)) == []
+
+
+def test_prompts_are_not_rendered_without_a_real_first_row(tmp_path: Path) -> None:
+    path = write(tmp_path / "r", PICK, module=None)
+    text = path.read_text().replace("{{ sample.unit }}", "{{ sample.unit[5] }}")
+    path.write_text(text.replace("jsonl:rows.jsonl", "jsonl:missing.jsonl"))
+    assert "E913" not in codes(check_file(path))  # W901: the data is not here
+
+
 def test_generator_fields_metadata_matches_the_rows() -> None:
     from agentspec.stdlib.data import _GENERATORS, GENERATOR_FIELDS, available_generators
 
