@@ -7,6 +7,7 @@ Functions of the checker (`checker` is the running check, a `CheckState`).
 from __future__ import annotations
 
 import difflib
+import re
 from typing import TYPE_CHECKING
 
 from agentspec.compiler import check_names, sections
@@ -42,7 +43,15 @@ def type_at(checker: CheckState, path: Path, spelled: str) -> Type:
 
 def _type_hint(spelled: str) -> str | None:
     """The type meant by an unknown spelling: JSON Schema's names (`integer`) in the
-    spec's spelling (`int`), or a close name (`strng`: `str`)."""
+    spec's spelling (`int`), a parametrised dict (`dict[str, int]`: `dict`), or a
+    close name (`strng`: `str`)."""
+    bare = spelled.strip().removesuffix("?")
+    if re.fullmatch(r"(?i)(dict|mapping|typing\.dict)\s*\[.*\]", bare):
+        optional = "?" if spelled.strip().endswith("?") else ""
+        return (
+            f"write 'dict{optional}': a dict's keys and values are not typed (a value read"
+            " from one is `any`; convert it where a type matters, e.g. `int(d[k])`)"
+        )
     fixed = json_schema_spelling_fixed(spelled)
     if fixed is not None:
         return (

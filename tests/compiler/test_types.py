@@ -88,3 +88,16 @@ def test_json_schema_type() -> None:
     assert json_schema_type({"type": ["string", "null"]}) == Optional(STR)
     assert json_schema_type({"enum": ["a", "b"]}) == STR
     assert json_schema_type({}) == ANY
+
+
+@pytest.mark.parametrize(
+    "spelled", ["dict[str, int]", "Dict[str, list[int]]?", "mapping[str, str]"]
+)
+def test_a_parametrised_dict_is_refused_with_the_spelling_that_works(spelled: str) -> None:
+    from agentspec.compiler.check_declarations import _type_hint
+
+    with pytest.raises(TypeSyntaxError):
+        parse_type(spelled)
+    hint = _type_hint(spelled) or ""
+    optional = "?" if spelled.endswith("?") else ""
+    assert hint.startswith(f"write 'dict{optional}'") and "any" in hint

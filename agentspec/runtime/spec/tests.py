@@ -240,6 +240,7 @@ class SpecTestRunner:
             result.skipped = "the spec has no data to play the oracle on"
             return result
         samples = self.samples(limit=self.oracle_samples)
+        result.name = f"oracle gate ({len(samples)} sample{'s' * (len(samples) != 1)})"
         tokenizer = self.tokenizer()
         oracle = asyncio.run(rollout(self.module, samples, "oracle", task_tokenizer=tokenizer))
         for traj, sample in zip(oracle, samples, strict=True):

@@ -144,8 +144,8 @@ def _task_tokenizer(path: Path, module: Any, samples: list[Any]) -> Any:
 
 def _read_elsewhere(name: str, text: str) -> bool:
     """Whether the spec reads `state.NAME` other than to update it (`state.n = state.n + 1`
-    reads it only for itself)."""
-    updates = re.compile(rf"state\.{name}\s*[-+*/]?=(?!=)[^\n,\]]*")
+    and `state.seen[k] = …` read it only for itself)."""
+    updates = re.compile(rf"state\.{name}(?:\[[^\]\n]*\])*\s*[-+*/]?=(?!=)[^\n,\]]*")
     return re.search(rf"state\.{name}\b", updates.sub(" ", text)) is not None
 
 
