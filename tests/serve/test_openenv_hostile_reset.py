@@ -158,3 +158,29 @@ def test_a_frame_that_is_not_an_object_is_an_error_and_the_episode_goes_on(
     assert bad["type"] == "error" and bad["data"]["code"] == "VALIDATION_ERROR", bad
     assert bad["data"]["message"].endswith(f"must be a JSON object, e.g. {EXAMPLE}; got {kind}")
     assert state["data"]["sample_id"] == "train-2" and state["data"]["done"] is False
+
+
+def test_a_huge_refused_action_is_not_echoed_back_whole(server: InProcessServer) -> None:
+    """Pydantic's error details repeat the refused value: a 3 MB action came back as a
+    3 MB error, past a default WebSocket client's 1 MiB frame limit (the client hung up)."""
+    huge = ["x" * 100] * 30_000
+    started, bad, state = exchange(
+        server,
+        [
+            json.dumps({"type": "reset", "data": {"index": 2}}),
+            json.dumps({"type": "step", "data": {"text": huge}}),
+            json.dumps({"type": "state"}),
+        ],
+    )
+    assert started["type"] == "observation"
+    assert bad["type"] == "error" and bad["data"]["code"] == "VALIDATION_ERROR"
+    (error,) = bad["data"]["errors"]
+    assert error["loc"] == ["text"] and error["input"].endswith(" characters)")
+    assert len(json.dumps(bad)) < 1_000
+    assert state["data"]["sample_id"] == "train-2" and state["data"]["done"] is False
+    with httpx.Client(base_url=server.url) as http:
+        for body in ({"action": {"text": huge}}, {"action": huge}):
+            answer = http.post("/step", json=body)
+            assert answer.status_code == 422 and len(answer.text) < 1_000, answer.text[:300]
+            assert answer.json()["detail"][0]["input"].endswith(" characters)")
+        assert http.post("/step", json={"action": {"text": 5}}).json()["detail"][0]["input"] == 5

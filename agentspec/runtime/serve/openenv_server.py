@@ -367,7 +367,10 @@ def build_app(served: ServedSpec, max_sessions: int = 64) -> Any:
     first), with the Task API routes (added here when the installed OpenEnv lacks
     them) and bad input answered 400."""
     from fastapi import HTTPException
+    from fastapi.exception_handlers import http_exception_handler
+    from fastapi.exceptions import RequestValidationError
     from fastapi.responses import JSONResponse
+    from starlette.exceptions import HTTPException as StarletteHTTPException
 
     for split in served.splits():  # loaded now, not on the event loop at a first reset
         served.samples(split)
@@ -387,8 +390,25 @@ def build_app(served: ServedSpec, max_sessions: int = 64) -> Any:
         errors = exc.errors(include_url=False, include_input=False)  # type: ignore[attr-defined]
         return JSONResponse(status_code=400, content={"detail": _json(errors)})
 
+    async def invalid_body(request: Any, exc: Exception) -> JSONResponse:
+        errors = exc.errors()  # type: ignore[attr-defined]
+        return JSONResponse(status_code=422, content={"detail": _json(_short_inputs(errors))})
+
+    async def http_error(request: Any, exc: Exception) -> Any:
+        detail = getattr(exc, "detail", None)
+        if isinstance(detail, list):  # OpenEnv's 422 for an action: pydantic's errors
+            exc = StarletteHTTPException(
+                exc.status_code,  # type: ignore[attr-defined]
+                _json(_short_inputs(detail)),
+                headers=exc.headers,  # type: ignore[attr-defined]
+            )
+        return await http_exception_handler(request, exc)  # type: ignore[arg-type]
+
     app.add_exception_handler(SessionError, bad_request)
     app.add_exception_handler(ValidationError, invalid_request)  # a bad reset's fields
+    # the refused value is not echoed whole (see `_short_inputs`)
+    app.add_exception_handler(RequestValidationError, invalid_body)
+    app.add_exception_handler(StarletteHTTPException, http_error)
     app.add_middleware(_WebSocketGuard)
     paths = {getattr(route, "path", "") for route in app.routes}
     if "/{env_name}/splits" not in paths:
@@ -402,6 +422,9 @@ class _WebSocketGuard:
     - a frame of valid JSON that is not an object (a list, a string, a number, null)
       ended the connection without a word; it is answered with an error frame, as a
       malformed object is, and the connection (and its episode) goes on;
+    - an error frame about a malformed message echoed the offending value whole (a
+      megabyte action came back as a megabyte error, past a default client's frame
+      limit): each error's `input` is cut to `_ECHO_LIMIT` characters;
     - OpenEnv 0.3 closes a WebSocket its client already closed, and the resulting
       disconnect reaches the ASGI server as an error (logged with a traceback) after
       the session was cleaned up: a client leaving is no error."""
@@ -433,8 +456,46 @@ class _WebSocketGuard:
                     {"type": "websocket.send", "text": json.dumps({"type": "error", "data": error})}
                 )
 
+        async def short_errors(message: Any) -> None:
+            text = message.get("text") if message["type"] == "websocket.send" else None
+            if text is not None and len(text) > _ECHO_LIMIT:
+                message = {**message, "text": _error_frame_cut(text)}
+            await send(message)
+
         with contextlib.suppress(WebSocketDisconnect):
-            await self.app(scope, objects_only, send)
+            await self.app(scope, objects_only, short_errors)
+
+
+_ECHO_LIMIT = 2_000
+"""Characters of a refused value an error message repeats back to the client."""
+
+
+def _short_inputs(errors: Any) -> Any:
+    """Pydantic's error details with each `input` longer than `_ECHO_LIMIT` characters
+    (as JSON) replaced by its beginning and its size."""
+    if not isinstance(errors, list):
+        return errors
+    cut = []
+    for error in errors:
+        if isinstance(error, dict) and "input" in error:
+            shown = json.dumps(_json(error["input"]))
+            if len(shown) > _ECHO_LIMIT:
+                error = {**error, "input": f"{shown[:200]}… ({len(shown):,} characters)"}
+        cut.append(error)
+    return cut
+
+
+def _error_frame_cut(text: str) -> str:
+    """A long outgoing WebSocket frame, with the inputs of its error details cut when it
+    is an error frame; any other frame unchanged."""
+    try:
+        frame = json.loads(text)
+    except ValueError:
+        return text
+    data = frame.get("data") if isinstance(frame, dict) else None
+    if frame.get("type") != "error" or not isinstance(data, dict) or "errors" not in data:
+        return text
+    return json.dumps({**frame, "data": {**data, "errors": _short_inputs(data["errors"])}})
 
 
 def _not_an_object(raw: str | bytes | None) -> str | None:
