@@ -274,7 +274,8 @@ def render() -> str:
         "",
         "Guards (`when`), `returns`, reward values, `done_when`, `success`, `anchor` and "
         "`data.derived` are expressions; tool effects are statements. The language is "
-        "Python-like and closed: literals, lists, dicts, arithmetic, comparisons, `and` / "
+        "Python-like and closed: literals, lists, dicts, arithmetic, comparisons (chained "
+        "as in Python: `0 <= x < n` is `0 <= x and x < n`), `and` / "
         "`or` / `not`, `in` / `not in`, `a if c else b`, indexing, attribute access on the "
         "scopes below only, and calls to built-in or declared functions only. Effects are "
         "`state.x = expr`, `state.x += expr`, `state.x -= expr`, `done()` and `fail(msg)`, "

@@ -140,6 +140,22 @@ class _OracleChecker:
                         "give the tool one parameter, or use tool_format: hermes, json or react",
                     )
                 )
+                continue
+            ((parameter, schema),) = tool.parameters.items()
+            kinds = schema.get("type")
+            kinds = [kinds] if isinstance(kinds, str) else kinds
+            if isinstance(kinds, list) and "string" not in kinds:
+                self.diagnostics.append(
+                    Diagnostic(
+                        "E912",
+                        f"parameter '{parameter}' of tool '{name}' is {' or '.join(map(str, kinds))},"
+                        f" but the bracket format passes its argument as text (`{name}[3]` passes"
+                        ' "3"): every call would be refused',
+                        self.map.value_span(("tools", name, "parameters", parameter)),
+                        f"declare it {{type: string}} and convert where it is used, e.g."
+                        f" `int(args.{parameter})`; or use tool_format: hermes, json or react",
+                    )
+                )
 
     def _turns(self, steps: list[Any]) -> None:
         from agentspec.formats import get_format

@@ -348,6 +348,28 @@ def _span(meta: Any) -> tuple[int, int]:
     return meta.start_pos, meta.end_pos
 
 
+_COMPARISONS = frozenset({"==", "!=", "<", "<=", ">", ">=", "in", "not in"})
+
+
+def _comparison(meta: Any, op: str, left: ast.Node, right: ast.Node) -> ast.Node:
+    """`left op right`; a chain as Python means it: `a <= b <= c` is `a <= b and
+    b <= c`, not `(a <= b) <= c` (a bool compared with c). A left operand that
+    starts where the whole does is not in parentheses, so it continues a chain:
+    a comparison, or the `and` of an earlier link (the grammar gives a comparison
+    no unparenthesised `and` operand of the user's)."""
+    start, end = _span(meta)
+    chained = left.start == start and (
+        (isinstance(left, ast.BinOp) and left.op in _COMPARISONS)
+        or (isinstance(left, ast.BoolOp) and left.op == "and")
+    )
+    if not chained:
+        return ast.BinOp(start, end, op, left, right)
+    last = left.right if isinstance(left, ast.BoolOp) else left
+    assert isinstance(last, ast.BinOp)
+    link = ast.BinOp(last.right.start, end, op, last.right, right)
+    return ast.BoolOp(start, end, "and", left, link)
+
+
 @v_args(meta=True)
 class _ToAst(Transformer[Token, Any]):
     """Lark tree → frozen AST nodes; one method per grammar rule."""
@@ -436,13 +458,15 @@ class _ToAst(Transformer[Token, Any]):
         left, op, right = children
         return ast.BinOp(*_span(meta), op.value, left, right)
 
-    compare = binop
+    def compare(self, meta: Any, children: list[Any]) -> ast.Node:
+        left, op, right = children
+        return _comparison(meta, op.value, left, right)
 
-    def in_(self, meta: Any, children: list[ast.Node]) -> ast.BinOp:
-        return ast.BinOp(*_span(meta), "in", children[0], children[1])
+    def in_(self, meta: Any, children: list[ast.Node]) -> ast.Node:
+        return _comparison(meta, "in", children[0], children[1])
 
-    def not_in(self, meta: Any, children: list[ast.Node]) -> ast.BinOp:
-        return ast.BinOp(*_span(meta), "not in", children[0], children[1])
+    def not_in(self, meta: Any, children: list[ast.Node]) -> ast.Node:
+        return _comparison(meta, "not in", children[0], children[1])
 
     def and_(self, meta: Any, children: list[ast.Node]) -> ast.BoolOp:
         return ast.BoolOp(*_span(meta), "and", children[0], children[1])

@@ -8,7 +8,9 @@ Rules (the docs page lists them with examples):
 - the argument is everything between the first ``[`` and the last ``]``,
   stripped, passed as text to the tool's only parameter: the format serves
   tools with exactly one parameter (``agentspec validate`` reports others
-  as E912; at run time they are ``not_one_parameter``);
+  as E912; at run time they are ``not_one_parameter``), and that parameter
+  must take text (an ``integer`` one would refuse ``guess[3]``'s ``"3"``:
+  E912 too; declare ``string`` and convert with ``int(args.n)``);
 - one action per response: two on the last line, or a second whole-line
   action above it, are ``multiple_calls`` (never silently the last one);
 - a last line with text around ``word[...]`` is an action gone wrong

@@ -426,7 +426,7 @@ class OracleHook(Section):
 
     hook: ImportPath | None = Field(
         None,
-        description="A callable `(sample) -> list of action texts`: the expert's turns for a sample.",
+        description="A callable `(sample) -> list of action texts`: the expert's turns for a sample. After the last one the oracle answers with nothing (an empty final answer), as after the last entry of an `oracle:` list.",
     )
     walkthrough: bool = Field(False, description="Replay the environment adapter's walkthrough.")
 

@@ -362,3 +362,45 @@ def test_a_guard_lists_own_let_and_plain_condition_refusals(tmp_path: Path) -> N
     assert "An id of 5 characters is too long." in texts[1]  # the tool's own `order`
     assert 'cancel cannot be used now: it requires args.order_id != "o9"' in texts[2]
     assert env.state.orders["o9"] == {"status": "pending"}
+
+
+CHAINS = [
+    "args.a <= args.b <= args.c",
+    "args.a < args.b < args.c < args.d",
+    "args.a == args.b == args.c",
+    "args.a < args.b > args.c",
+    "(args.a <= args.b) <= args.c",
+    "args.a <= (args.b <= args.c)",
+    "args.a != args.b in [args.c, args.d]",
+    "not args.a < args.b < args.c",
+    "args.a < args.b < args.c or args.d == 0",
+    "0 <= args.a < args.b",
+]
+
+
+def test_comparisons_chain_as_in_python(tmp_path: Path) -> None:
+    """`a <= b <= c` is `a <= b and b <= c`, as in Python; it was compiled as
+    `(a <= b) <= c`, a bool compared with c, so `1 <= 3000 <= 150` held."""
+    import itertools
+
+    parameters = "{a: {type: integer}, b: {type: integer}, c: {type: integer}, d: {type: integer}}"
+    tools = "".join(
+        f"  t{i}:\n    description: A chain.\n    parameters: {parameters}\n"
+        f'    returns: "str({chain})"\n'
+        for i, chain in enumerate(CHAINS)
+    )
+    module = build(
+        f"tools:\n{tools}episode: {{max_steps: {len(CHAINS) + 1}}}\n"
+        "context: {max_prompt_tokens: 100000}\n"
+        "rewards:\n  r: {on: final, value: 1.0}\n",
+        tmp_path,
+    )
+    for a, b, c, d in itertools.product((-1, 0, 1), repeat=4):
+        turns = [call(f"t{i}", a=a, b=b, c=c, d=d) for i in range(len(CHAINS))]
+        traj, _ = play(module, [*turns, "done"])
+        assert len(traj.steps) == len(CHAINS) + 1, traj.termination
+        values = {"a": a, "b": b, "c": c, "d": d}
+        for chain, step in zip(CHAINS, traj.steps, strict=False):
+            expected = eval(chain.replace("args.", ""), {}, values)  # Python's reading
+            (result,) = step.info["tool_results"]
+            assert result["text"] == str(expected), (chain, values)

@@ -166,3 +166,33 @@ def test_an_oracle_hook_must_return_a_list_of_turns(
     message = str(caught.value)
     assert message.startswith(f"the oracle hook 'hooks26:{hook}' (oracle.hook, spec.yaml:12) ")
     assert str(result) in message
+
+
+def test_an_oracle_hook_s_turns_run_out_like_an_oracle_list_s(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After its last turn the expert says nothing (an empty final answer ends the
+    episode), as after the last entry of an `oracle:` list; the hook's one turn was
+    played again and again until max_steps."""
+    from agentspec.runtime.spec.run import rollout
+
+    (tmp_path / "hooks_once.py").write_text(
+        'def one_call(sample):\n    return [\'<tool_call>{"name": "echo", "arguments": {}}</tool_call>\']\n',
+        encoding="utf-8",
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    module = build(
+        """
+        tools:
+          echo: {description: Say hello., returns: "'hello'"}
+        episode: {max_steps: 6}
+        rewards:
+          r: {on: final, value: 1.0}
+        oracle: {hook: "hooks_once:one_call"}
+        """,
+        tmp_path,
+    )
+    sample = {"id": "s1", "q": "question", "n": 3, "items": []}
+    (trajectory,) = asyncio.run(rollout(module, [sample], "oracle"))
+    assert len(trajectory.steps) == 2 and trajectory.termination == "done"
+    assert trajectory.steps[-1].action_text == ""

@@ -65,6 +65,12 @@ def test_a_number_inside_a_shown_number_was_not_shown() -> None:
     assert found(Path(__file__).parent / "numbers_inside_numbers.yaml") == []
 
 
+def test_a_guard_that_allows_ten_calls_is_seen_to_refuse_the_eleventh() -> None:
+    """Random actions rarely call one tool eleven times in a row: the budget guard was
+    reported as never refusing (W112) and its penalty as never paid (W113)."""
+    assert found(Path(__file__).parent / "budget_guard.yaml") == []
+
+
 def test_a_success_reward_seen_only_at_wins_does_not_always_fire(tmp_path: Path) -> None:
     """The environment starter's `1.0 if env.won else 0.0`: every ending the search saw
     was a win (losing takes three wrong codes), which shows nothing about the reward."""

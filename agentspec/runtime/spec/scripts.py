@@ -38,9 +38,10 @@ def episode_script(module: ModuleType, policy: str) -> Callable[[Mapping[str, An
         if hasattr(module, "oracle_actions"):
             return lazy_oracle(module.oracle_actions)
         if hasattr(module, "ORACLE_HOOK"):
-            return hook_script(module.ORACLE_HOOK, getattr(module, "ORACLE_HOOK_LOCATION", ""))
+            hook = hook_script(module.ORACLE_HOOK, getattr(module, "ORACLE_HOOK_LOCATION", ""))
+            return lazy_oracle(hook)
         if getattr(module, "ORACLE_WALKTHROUGH", False):
-            return walkthrough_script(module)
+            return lazy_oracle(walkthrough_script(module))
         raise PolicyError("this spec has no `oracle`")
     if kind == "scripted":
         path = Path(location)
@@ -63,9 +64,10 @@ def episode_script(module: ModuleType, policy: str) -> Callable[[Mapping[str, An
 def lazy_oracle(
     oracle_actions: Callable[[dict[str, Any]], Any],
 ) -> Callable[[Mapping[str, Any]], Callable[[str], str]]:
-    """The turns of a spec's `oracle:` list, rendered one per step as the
-    episode asks for them; after the last (or an empty) action, the oracle
-    answers with nothing, which ends a tool episode. A rendering error is a
+    """The turns of a spec's oracle (its `oracle:` list, hook or walkthrough), made
+    one per step as the episode asks for them; after the last (or an empty)
+    action, the oracle answers with nothing, which ends a tool episode: an expert
+    whose turns ran out does not start them over. A rendering error is a
     `PolicyError` with the spec line and the sample's id."""
     from agentspec.runtime.spec.oracle import OracleError
 

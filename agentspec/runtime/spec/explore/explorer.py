@@ -116,6 +116,7 @@ def _search(search: Search, settings: ExploreSettings, facts: SpecFacts) -> None
     search.oracle_episodes()
     search.mutations()
     search.breadth_first(settings.depth, keep=driver.left // 2)
+    search.repeated_calls(facts.guarded, keep=driver.left // 2)
     search.random_episodes(keep=driver.left // 5)
     paid = repeatable(facts)
 

@@ -36,6 +36,7 @@ __all__ = ["Search"]
 REPEATS = (1, 2, 4)  # extra copies of a repeated turn: a farmable reward grows with them
 PER_TOOL = 8  # argument combinations breadth-first search tries per tool and state
 WORDS = 4  # prompt words breadth-first search adds to the oracle's argument values
+REPEATED_CALLS = 3  # argument values each guarded tool is called with until the episode ends
 
 
 @dataclass
@@ -217,6 +218,19 @@ class Search:
             values = finite_values(tool.properties.get(name, {}), list(dict.fromkeys(words)))
             combos = [{**c, name: v} for c in combos for v in values][: PER_TOOL * 4]
         return [self.space.call(tool.name, c) for c in combos[:PER_TOOL]]
+
+    def repeated_calls(self, guarded: set[str], keep: int = 0) -> None:
+        """Each guarded tool called again and again, with each of a few argument
+        values, until the episode ends: a guard that counts uses (`len(state.tries)
+        < 7`) refuses only past its limit, deeper than the other strategies reach."""
+        jobs: list[Job] = []
+        for index, facts in sorted(self.facts.items()):
+            for tool in self.space.tools:
+                if tool.name in guarded:
+                    for call in self._tool_calls(tool, facts)[:REPEATED_CALLS]:
+                        again = (lambda text: lambda env, prompt, i: text)(call)
+                        jobs.append(Job(index, again, f"{tool.name} called again and again"))
+        self.driver.play(self.spare(jobs, keep))
 
     def random_episodes(self, keep: int = 0) -> None:
         """Random actions from the start and from every prefix of each oracle episode,
