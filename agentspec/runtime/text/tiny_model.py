@@ -169,6 +169,9 @@ def build_tiny(
     tokenizer = build_tiny_tokenizer(texts, vocab_size=vocab_size)
     model = build_tiny_model(tokenizer, config, seed=seed)
     if directory is not None:
+        from transformers.utils import logging as transformers_logging
+
+        transformers_logging.disable_progress_bar()  # a bar for one small shard is noise
         path = Path(directory)
         path.mkdir(parents=True, exist_ok=True)
         model.save_pretrained(path)

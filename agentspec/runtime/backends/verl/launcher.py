@@ -38,6 +38,7 @@ import json
 import math
 import os
 import sys
+import warnings
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -281,7 +282,10 @@ def launch(
 def validated_config(overrides: Mapping[str, str], env: Mapping[str, str], module_dir: Path) -> Any:
     """verl's config composed from ``overrides`` and checked by verl's ``validate_config``
     (which prints its verdict: on stderr here) in the workers' environment."""
-    with _process_env(env, module_dir):
+    with _process_env(env, module_dir), warnings.catch_warnings():
+        # verl lists each optional engine it cannot import (torchtitan, megatron, …) as
+        # a UserWarning: noise in a dry run that uses none of them
+        warnings.filterwarnings("ignore", r".* engine is not available", UserWarning)
         from agentspec.runtime.backends.verl.plugin import register_all
 
         register_all()
