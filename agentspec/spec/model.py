@@ -398,7 +398,10 @@ class RewardSpec(Section):
         description="When the component is evaluated: `step`, `final`, `tool:NAME` (a successful call), `tool_error` / `tool_error:NAME` (a failed call, any reason), `guard_failed` / `guard_failed:NAME` (a call refused by its guard), `parse_error` or `truncated`; see docs/episodes.md."
     )
     value: Expression | float = Field(description="A number or an expression giving one.")
-    weight: float = Field(1.0, description="Multiplier in the total reward.")
+    weight: float = Field(
+        1.0,
+        description="Multiplier of this component in the step's reward (what training optimises, `expect.reward`); its own value (`reward.NAME`, `expect.rewards`, the logged `reward/NAME`) is before the weight.",
+    )
     when: Expression | None = Field(None, description="Only counts when this is true.")
 
 

@@ -47,7 +47,8 @@ class SpecTestExpect(Section):
         None, description="State variables at the end of the episode (only those listed)."
     )
     rewards: dict[str, float] | None = Field(
-        None, description="Reward components summed over the episode (only those listed)."
+        None,
+        description="Reward components summed over the episode, each before its weight (only those listed).",
     )
     reward: float | None = Field(None, description="The episode's total (weighted) reward.")
     success: bool | None = Field(None, description="The episode's `episode.success`.")

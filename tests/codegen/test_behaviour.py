@@ -212,15 +212,40 @@ def test_reward_events_and_success(tmp_path: Path) -> None:
     ]
     traj, _ = play(module, actions)
     assert rewards_of(traj) == [
-        {"each": -0.1, "used": 1.0},  # tool:act, weight 0.5 × 2.0
+        {"each": -0.1, "used": 2.0},  # tool:act: its value; its weight 0.5 applies in the total
         {"each": -0.1, "bad_format": -1.0},
         {"each": -0.1},  # `when` false: no `used`
         {"each": -0.1, "bad_tool": -2.0},  # guard: calls < 2 no longer holds
         {"each": -0.1, "final": 1.0},
     ]
     assert traj.success is True
+    assert [round(s.reward, 6) for s in traj.steps] == [0.9, -1.1, -0.1, -2.1, 0.9]
+    assert round(traj.total_reward, 6) == -1.5
     assert [s.anchor for s in traj.steps] == ["calls=0", "calls=1", "calls=1", "calls=2", "calls=2"]
     assert "it requires state.calls < 2" in (traj.steps[3].observation or "")
+
+
+def test_a_weight_scales_the_reward_not_the_component(tmp_path: Path) -> None:
+    """`reward.NAME` (in `success`) and the component's logged value are before its
+    weight: `success: reward.w == 1.0` with `weight: 2.0` held never."""
+    module = build(
+        """
+        tools:
+          act: {description: Act., parameters: {word: {type: string}}, returns: args.word}
+        episode: {success: reward.w == 1.0}
+        rewards:
+          w: {on: final, value: 1.0, weight: 2.0}
+          used: {on: "tool:act", value: 1.0, weight: 0.0}
+        """,
+        tmp_path,
+    )
+    traj, _ = play(module, [call("act", word="x"), "done"])
+    assert [s.rewards for s in traj.steps] == [{"used": 1.0}, {"w": 1.0}]
+    assert [s.reward for s in traj.steps] == [0.0, 2.0]
+    assert traj.reward_components() == {"used": 1.0, "w": 1.0}
+    assert traj.total_reward == 2.0 and traj.success is True
+    restored = type(traj).from_dict(traj.to_dict())
+    assert restored.total_reward == 2.0
 
 
 def test_truncated_event_at_max_steps(tmp_path: Path) -> None:
@@ -311,3 +336,35 @@ context:
     env = module.ENV_CLASS()
     messages = env.initial_messages(samples[0])
     assert messages[0]["content"].startswith("Be brief.") and messages[-1]["content"] == "HELLO x4"
+
+
+def test_a_step_the_policy_could_not_answer_is_paid_nothing(tmp_path: Path) -> None:
+    """A dead server scored the per-step reward (and would pay a `truncated` penalty):
+    the model did not act on a `policy_error` step, so no component fires there."""
+    import asyncio
+
+    from agentspec.runtime.policies.base import Generation
+    from agentspec.runtime.text.byte_tokenizer import ByteTokenizer
+
+    module = build(
+        """
+        tools:
+          act: {description: Act., parameters: {word: {type: string}}, returns: args.word}
+        rewards:
+          alive: {on: step, value: 1.0}
+          cut: {on: truncated, value: -1.0}
+        """,
+        tmp_path,
+    )
+
+    class DeadServer:
+        async def generate(self, prompts: Any, params: Any) -> list[Generation]:
+            return [Generation([], [], error="connection refused") for _ in prompts]
+
+    tokenizer = ByteTokenizer()
+    flow = module.FLOW_CLASS(DeadServer(), tokenizer)
+    sample = {"q": "question", "n": 3, "items": []}
+    traj = asyncio.run(flow.run(sample, sample_id="s0", group_id="s0"))
+    assert traj.termination.value == "policy_error"
+    assert traj.steps[-1].rewards == {} and traj.total_reward == 0.0
+    assert traj.steps[-1].info["policy_error"] == "connection refused"

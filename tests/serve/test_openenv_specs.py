@@ -65,10 +65,11 @@ async def play_over_the_wire(
                     response_logprobs=[],
                     observation=obs["text"],
                     rewards=obs["rewards"],
+                    weights=obs["weights"],
                     events=[Event(**e) for e in obs["events"]],
                 )
             )
-            assert result.reward == pytest.approx(sum(obs["rewards"].values()))
+            assert result.reward == pytest.approx(traj.steps[-1].reward)
         traj.termination = TerminationReason(obs["termination"])
         traj.success = obs["success"]
         state = await env.state()

@@ -70,6 +70,7 @@ def test_the_trl_environment_plays_the_episode_and_scores_the_final_answer(tmp_p
     answers = [rows[0]["answer"], rows[1]["answer"] + 1, rows[2]["answer"]]
     completions = [[{"role": "assistant", "content": f"<answer>{a}</answer>"}] for a in answers]
     correct, malformed = module.REWARD_FUNCS
+    assert module.REWARD_WEIGHTS == [1.0, 1.0]
     assert correct(completions, envs) == [1.0, 0.0, 1.0]
     assert malformed(completions, envs) == [0.0, 0.0, 0.0]
     assert [env.end.termination for env in envs] == ["done"] * 3

@@ -66,6 +66,7 @@ def main(directory: Path, name: str) -> None:
         disable_tqdm=True,
         dataloader_num_workers=0,
         seed=0,
+        reward_weights=module.REWARD_WEIGHTS,
     )
     trainer = GRPOTrainer(
         model=model,

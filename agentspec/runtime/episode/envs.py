@@ -94,6 +94,11 @@ class AgentEnv(ABC):
         """
         return {}
 
+    def reward_weights(self) -> Mapping[str, float]:
+        """The weight of each named reward component in a step's reward (``Step.reward``);
+        one not listed weighs 1. The components' values (``Step.rewards``) are unweighted."""
+        return {}
+
     def success(self, steps: Sequence[Step], results: Sequence[StepResult]) -> bool | None:
         """The episode's outcome; by default the last non-``None`` ``StepResult.success``."""
         for result in reversed(results):

@@ -260,7 +260,6 @@ class AgentEnvLoop(AgentFlowBase):
 
     def _failed_step(
         self,
-        env: AgentEnv,
         index: int,
         prompt: Prompt,
         prompt_ids: PromptIds,
@@ -278,8 +277,7 @@ class AgentEnvLoop(AgentFlowBase):
             done=True,
             context_truncated=prompt.truncated,
             info={"policy_error": gen.error},
-        )
-        step.rewards = env.rewards(step)
+        )  # no reward: the model did not act (a dead server would pay a per-step reward)
         return step
 
     async def start_episode(
@@ -326,7 +324,7 @@ class AgentEnvLoop(AgentFlowBase):
         episode.tokens, prompt_ids = _shared_prompt(episode.tokens, prompt.ids)
         anchor = _guarded(env.anchor, None, traj.info, "anchor")
         if gen.error is not None:
-            step = self._failed_step(env, index, prompt, prompt_ids, gen, anchor)
+            step = self._failed_step(index, prompt, prompt_ids, gen, anchor)
             traj.steps.append(step)
             self._end(episode, TerminationReason.POLICY_ERROR)
             return step
@@ -344,6 +342,8 @@ class AgentEnvLoop(AgentFlowBase):
             step.events.append(Event(EventKind.TRUNCATED, message=termination.value))
         step.done = termination is not None
         step.rewards = {**result.rewards, **_guarded(env.rewards, {}, step.info, "rewards", step)}
+        weights = _guarded(env.reward_weights, {}, step.info, "reward_weights")
+        step.weights = {n: w for n, w in weights.items() if n in step.rewards and w != 1.0}
         traj.steps.append(step)
         if termination is not None:
             self._end(episode, termination)

@@ -247,6 +247,9 @@ class Step:
     observation_ids: list[int] = field(default_factory=list)
     """Tokens appended after ``response_ids`` to continue the chat (framing included)."""
     rewards: dict[str, float] = field(default_factory=dict)
+    """Each reward component's value at this step, before its weight."""
+    weights: dict[str, float] = field(default_factory=dict)
+    """The weights of ``rewards`` in :attr:`reward` (a component not listed weighs 1)."""
     events: list[Event] = field(default_factory=list)
     anchor: str | None = None
     done: bool = False
@@ -257,8 +260,8 @@ class Step:
 
     @property
     def reward(self) -> float:
-        """The sum of the reward components."""
-        return float(sum(self.rewards.values()))
+        """The step's reward: the weighted sum of its reward components."""
+        return float(sum(self.weights.get(n, 1.0) * v for n, v in self.rewards.items()))
 
     @property
     def anchor_key(self) -> str:
@@ -287,7 +290,8 @@ class Step:
         d = {f.name: getattr(self, f.name) for f in fields(self)}
         for name in ("prompt_ids", "response_ids", "response_logprobs", "observation_ids"):
             d[name] = list(d[name])
-        d["rewards"], d["info"] = dict(self.rewards), copy.deepcopy(self.info)
+        d["rewards"], d["weights"] = dict(self.rewards), dict(self.weights)
+        d["info"] = copy.deepcopy(self.info)
         d["events"] = [asdict(e) for e in self.events]
         d["tool_calls"] = [asdict(c) for c in self.tool_calls]
         return d
@@ -326,7 +330,7 @@ class Trajectory:
         return str(self.info.get("env_error") or last.get("env_error") or "no reason recorded")
 
     def reward_components(self) -> dict[str, float]:
-        """Each named component summed over the steps."""
+        """Each named component summed over the steps (before its weight)."""
         out: dict[str, float] = {}
         for step in self.steps:
             for name, value in step.rewards.items():

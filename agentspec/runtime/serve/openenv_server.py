@@ -78,7 +78,14 @@ class AgentspecObservation(Observation):
     step_index: int = 0
     text: str | None = Field(default=None, description="The environment's reply as text.")
     messages: list[dict[str, Any]] = Field(default_factory=list)
-    rewards: dict[str, float] = Field(default_factory=dict)
+    rewards: dict[str, float] = Field(
+        default_factory=dict,
+        description="This step's value of each reward component, before its weight.",
+    )
+    weights: dict[str, float] = Field(
+        default_factory=dict,
+        description="The components' weights other than 1: `reward` is the weighted sum.",
+    )
     events: list[dict[str, Any]] = Field(default_factory=list)
     tool_results: list[dict[str, Any]] = Field(default_factory=list)
     termination: str | None = None
@@ -252,6 +259,7 @@ class AgentspecEnvironment(Environment[AgentspecAction, AgentspecObservation, Ag
             "text": turn.observation,
             "messages": turn.messages,
             "rewards": turn.rewards,
+            "weights": turn.weights,
             "events": turn.events,
             "tool_results": turn.tool_results,
             "prompt": turn.prompt,

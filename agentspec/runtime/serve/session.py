@@ -64,7 +64,9 @@ class Turn:
         tools: the spec's tools as chat-completions function schemas.
         tool_format: the spec's tool-call format.
         tool_instructions: the format's paragraph, for clients that write calls as text.
-        rewards: this step's reward, per declared component (0.0 when it did not fire).
+        rewards: this step's reward, per declared component (0.0 when it did not fire),
+            before the component's weight.
+        weights: the components' weights other than 1; ``reward`` is the weighted sum.
         events: what happened on the step (``kind``, ``tool``, ``message``, ``code``).
         state: the spec's typed state as JSON.
         prompt: the whole next prompt as the context policy built it, as chat
@@ -79,6 +81,7 @@ class Turn:
     tool_instructions: str
     rewards: dict[str, float]
     state: Any
+    weights: dict[str, float] = field(default_factory=dict)
     observation: str | None = None
     tool_results: list[dict[str, Any]] = field(default_factory=list)
     events: list[dict[str, Any]] = field(default_factory=list)
@@ -90,8 +93,8 @@ class Turn:
 
     @property
     def reward(self) -> float:
-        """This step's reward: the sum of its components."""
-        return float(sum(self.rewards.values()))
+        """This step's reward: the weighted sum of its components."""
+        return float(sum(self.weights.get(n, 1.0) * v for n, v in self.rewards.items()))
 
 
 @dataclass
@@ -267,6 +270,7 @@ class EpisodeSession:
             "tool_format": self.spec.tool_format,
             "tool_instructions": self.spec.tool_instructions,
             "rewards": rewards,
+            "weights": dict(step.weights) if step is not None else {},
             "events": [] if step is None else [_event(e) for e in step.events],
             "state": self.state(),
             "prompt": self._prompt_messages() if self.full_prompt else None,

@@ -84,6 +84,11 @@ class ServedSpec:
         return [c.name for c in self.module.ENV_CLASS.reward_components]
 
     @property
+    def reward_weights(self) -> dict[str, float]:
+        """Every declared reward component's weight, in the spec's order."""
+        return {c.name: c.weight for c in self.module.ENV_CLASS.reward_components}
+
+    @property
     def tool_schemas(self) -> list[dict[str, Any]]:
         """The spec's tools as chat-completions function schemas ([] for an adapter spec)."""
         return self._tool_prompt()[0]

@@ -6,9 +6,10 @@ documented method per spec tool — so that `transformers.utils.get_json_schema`
 which TRL reads tools with, gives the spec's own schema — plus one reward
 function per declared component and the spec's samples as TRL dataset rows::
 
-    from calculator_trl import REWARD_FUNCS, CalculatorEnv, dataset
+    from calculator_trl import REWARD_FUNCS, REWARD_WEIGHTS, CalculatorEnv, dataset
     GRPOTrainer(model, reward_funcs=REWARD_FUNCS, train_dataset=Dataset.from_list(dataset()),
-                environment_factory=CalculatorEnv, ...)
+                environment_factory=CalculatorEnv,
+                args=GRPOConfig(reward_weights=REWARD_WEIGHTS, ...))
 """
 
 from __future__ import annotations
@@ -64,6 +65,7 @@ def _module(spec: ServedSpec, spec_file: str) -> str:
     cls = _class_name(spec.name)
     methods = "\n".join(_method(tool["function"]) for tool in spec.tool_schemas)
     rewards = ", ".join(f"component_reward({name!r})" for name in spec.reward_names)
+    weights = ", ".join(repr(w) for w in spec.reward_weights.values())
     return f'''"""TRL `environment_factory` of the agentspec spec `{spec.name}`.
 
 Written by `agentspec compile --target trl`; the spec is `{spec_file}` beside this file.
@@ -84,6 +86,9 @@ class {cls}(AgentspecTRLEnv):
 
 REWARD_FUNCS = [{rewards}]
 """One TRL reward function per reward component of the spec (the episode's total of it)."""
+
+REWARD_WEIGHTS = [{weights}]
+"""The components' weights, in `REWARD_FUNCS`' order: `GRPOConfig(reward_weights=...)`."""
 
 
 def dataset(split: str | None = None, limit: int | None = None) -> list[dict]:

@@ -149,8 +149,9 @@ class {cls}Env(vf.Env[{cls}EnvConfig]):
             for step in steps:
                 for reward_name, value in step.rewards.items():
                     totals[reward_name] = totals.get(reward_name, 0.0) + value
+            weights = served().reward_weights
             for reward_name, value in totals.items():
-                trace.record_reward(reward_name, value, 1.0)
+                trace.record_reward(reward_name, value, weights.get(reward_name, 1.0))
             success = getattr(turn, "success", None)
             trace.record_metrics({{"success": float(bool(success)), "steps": float(len(steps))}})
             trace.info["agentspec_termination"] = getattr(turn, "termination", "agent_stopped")

@@ -256,7 +256,10 @@ class SpecEnvMixin:
             return self._expression_error(where, exc, 0.0)
         if not math.isfinite(number):  # a NaN reward would poison every update it enters
             return self._expression_error(where, ValueError(f"the reward is {number}"), 0.0)
-        return component.weight * number
+        return number  # its weight applies in the step's total (`Step.reward`)
+
+    def reward_weights(self) -> Mapping[str, float]:
+        return {c.name: c.weight for c in self.reward_components if c.weight != 1.0}
 
     def rewards(self, step: Step) -> dict[str, float]:
         self.action = ActionView.of(step)
