@@ -363,7 +363,7 @@ class ContextSpec(Section):
     max_prompt_tokens: int = Field(2048, ge=16, description="Token budget of one prompt.")
     overflow: Literal["truncate", "end", "error"] = Field(
         "end",
-        description="When the prompt exceeds the budget: `truncate` the oldest steps, `end` the episode (reason context_overflow), or raise an `error`.",
+        description="When the prompt exceeds the budget: `truncate` the oldest steps, `end` the episode (reason context_overflow), or `error`: the episode ends as `env_error` naming the overflow (a failure `agentspec test` reports; other episodes and the run go on).",
     )
     summary: Template | None = Field(
         None,

@@ -23,7 +23,6 @@ from typing import Any, cast
 from agentspec.formats.caps import cap_error
 from agentspec.runtime.episode.blocking import FifoSemaphore
 from agentspec.runtime.episode.context import (
-    ContextOverflowError,
     ContextPolicy,
     ContextView,
     FullHistory,
@@ -297,9 +296,7 @@ class AgentEnvLoop(AgentFlowBase):
                 sample=sample,
             )
             prompt = self.context.prompt(view)
-        except ContextOverflowError:
-            raise
-        except Exception as exc:
+        except Exception as exc:  # `overflow: error` too: this episode's error, not the run's
             traj.termination = TerminationReason.ENV_ERROR
             traj.info["env_error"] = f"first prompt: {_error_text(exc)}"
             empty = ContextView(self.tokenizer, self.chat, [], env=env, sample=sample)
@@ -398,9 +395,9 @@ class AgentEnvLoop(AgentFlowBase):
         """The next step's prompt, or why the episode cannot go on."""
         try:
             following = self.context.prompt(view)
-        except ContextOverflowError:
-            raise
-        except Exception as exc:  # e.g. a state_summary template over model-written state
+        except (
+            Exception
+        ) as exc:  # a state_summary template over model-written state, `overflow: error`
             step.info["env_error"] = f"context: {_error_text(exc)}"
             return prompt, TerminationReason.ENV_ERROR
         if following.overflow:

@@ -27,7 +27,6 @@ from collections.abc import Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from agentspec.runtime.episode.context import ContextOverflowError
 from agentspec.runtime.episode.loop import EpisodeRun
 from agentspec.runtime.episode.trajectory import Event, Step, Trajectory
 from agentspec.runtime.policies.scripted import text_generation
@@ -203,11 +202,7 @@ class EpisodeSession:
         gen = text_generation(response, self.flow.tokenizer, params, finish_reason != "length")
         if finish_reason == "length":
             gen.finish_reason = "length"
-        try:
-            step = await self.flow.play_step(episode, gen)
-        except ContextOverflowError as exc:  # the spec's `overflow: error`
-            await self.close()
-            raise SessionError(f"the context overflowed: {exc}") from None
+        step = await self.flow.play_step(episode, gen)
         if episode.ended:
             return await self._end(step, [])
         role = getattr(episode.env, "observation_role", "user")  # as the prompt has it
