@@ -199,7 +199,8 @@ def render() -> str:
         "",
         "`agentspec run SPEC --policy scripted:FILE` plays the same responses in every "
         "episode: one response per line of FILE, in order (blank lines are skipped; write "
-        "`\\n` for a line break inside a response). When an episode needs more turns than "
+        "`\\n` for a line break inside a response, and `\\\\n` for a backslash followed by "
+        "`n` (a JSON string's newline escape)). When an episode needs more turns than "
         "the file has lines, the responses start over. For example, for the calculator:",
         "",
         "```text",

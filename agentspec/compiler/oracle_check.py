@@ -124,7 +124,9 @@ class _OracleChecker:
     def run(self) -> list[Diagnostic]:
         if self.spec.episode.tool_format == "bracket":
             self._bracket_tools()
-        if isinstance(self.spec.oracle, list) and self.tools:
+        # an adapter's oracle turns are commands, not tool calls; a spec without tools
+        # or an adapter still gets its calls of tools it does not have reported (E909)
+        if isinstance(self.spec.oracle, list) and (self.tools or self.spec.environment is None):
             self._turns(self.spec.oracle)
         return self.diagnostics
 
@@ -226,7 +228,11 @@ class _OracleChecker:
                 "E909",
                 turn,
                 f"{self._label(turn)} calls unknown tool '{name}'",
-                f"did you mean '{close[0]}'?" if close else "tools: " + ", ".join(self.tools),
+                f"did you mean '{close[0]}'?"
+                if close
+                else "tools: " + ", ".join(self.tools)
+                if self.tools
+                else "the spec declares no tools: this turn is a call, not an answer",
                 word=name,
             )
             return

@@ -196,3 +196,13 @@ def test_an_oracle_hook_s_turns_run_out_like_an_oracle_list_s(
     (trajectory,) = asyncio.run(rollout(module, [sample], "oracle"))
     assert len(trajectory.steps) == 2 and trajectory.termination == "done"
     assert trajectory.steps[-1].action_text == ""
+
+
+def test_a_scripted_file_writes_a_backslash_n_as_two_backslashes(tmp_path: Path) -> None:
+    from agentspec.runtime.spec.scripts import episode_script
+
+    script = tmp_path / "turns.txt"
+    script.write_text('first\\nsecond\n{"q": "a\\\\nb"}\n', encoding="utf-8")
+    turns = episode_script(object(), f"scripted:{script}")
+    assert turns is not None
+    assert turns({}) == ["first\nsecond", '{"q": "a\\nb"}']

@@ -500,3 +500,15 @@ def test_a_split_name_is_text_not_a_file_pattern(tmp_path: Path, split: str) -> 
     # no file is named after the split: the folder's first file is read, and its row's
     # `value` (text where the spec says float) is reported
     assert codes(result) == ["E907"], [str(d) for d in result.diagnostics]
+
+
+def test_an_oracle_call_in_a_spec_without_tools_is_an_unknown_tool(tmp_path: Path) -> None:
+    body = """
+    rewards:
+      r: {on: final, value: 1.0}
+    oracle:
+      - '<tool_call>{"name": "lookup", "arguments": {}}</tool_call>'
+    """
+    result = check_file(write(tmp_path / "n", body, module=None))
+    assert codes(result) == ["E909"]
+    assert "declares no tools" in (result.diagnostics[0].hint or "")

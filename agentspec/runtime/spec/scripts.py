@@ -8,6 +8,7 @@ that cannot be made is a `PolicyError` naming the spec line.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from types import ModuleType
@@ -56,9 +57,16 @@ def episode_script(module: ModuleType, policy: str) -> Callable[[Mapping[str, An
         lines = [line for line in text.splitlines() if line.strip()]
         if not lines:
             raise PolicyError(f"{location} has no responses (one per line)")
-        turns = [line.replace("\\n", "\n") for line in lines]
+        turns = [_LINE_BREAK.sub(_unescaped, line) for line in lines]
         return lambda sample: list(turns)
     return None
+
+
+_LINE_BREAK = re.compile(r"\\\\n|\\n")  # `\\n` (a backslash, then n) or `\n` (a line break)
+
+
+def _unescaped(match: re.Match[str]) -> str:
+    return "\\n" if len(match.group()) == 3 else "\n"
 
 
 def lazy_oracle(
