@@ -79,7 +79,19 @@ def bounded_template(tree: Any) -> bool:
     return not any(True for loop in tree.find_all(nodes.For) for _ in loop.find_all(nodes.For))
 
 
-def _object_schema(tool: ToolSpec) -> dict[str, Any]:
+def parsed_template(text: str) -> Any | None:
+    """The template's syntax tree when validate may render it: None for a syntax
+    error (the checker reports it, E601) or a template that is not
+    `bounded_template` (rendering could take unbounded time or memory)."""
+    try:
+        tree = template_environment().parse(text)
+    except Exception:
+        return None
+    return tree if bounded_template(tree) else None
+
+
+def object_schema(tool: ToolSpec) -> dict[str, Any]:
+    """A spec tool's parameters as one JSON Schema object."""
     required = list(tool.parameters) if tool.required is None else list(tool.required)
     return {"type": "object", "properties": dict(tool.parameters), "required": required}
 
@@ -89,7 +101,7 @@ def _tool_schemas(spec: TaskSpec) -> dict[str, dict[str, Any] | None]:
     None for a pinned tool whose parameters are not a JSON Schema object (E704): the
     oracle may call it, but its arguments cannot be checked."""
     schemas: dict[str, dict[str, Any] | None] = {
-        name: _object_schema(tool) for name, tool in spec.tools.items()
+        name: object_schema(tool) for name, tool in spec.tools.items()
     }
     for served in mcp_tools(spec):
         pinned = served.pin.parameters
@@ -168,12 +180,9 @@ class _OracleChecker:
         tools = {name: _ToolView(schema or {}) for name, schema in self.tools.items()}
         for i, step in enumerate(steps):
             template, variables, real_turn = self._variables(i, step, sample, real)
-            try:
-                tree = env.parse(template)
-            except Exception:  # a syntax error: the checker reports it (E601)
+            tree = parsed_template(template)
+            if tree is None:
                 continue
-            if not bounded_template(tree):
-                continue  # rendering could take unbounded time or memory: not at validate time
             try:
                 text = env.from_string(tree).render(**variables)
             except (

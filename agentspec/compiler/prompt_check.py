@@ -18,7 +18,7 @@ from typing import Any
 from agentspec.compiler.data_check import first_data_row
 from agentspec.compiler.ir import CheckResult
 from agentspec.compiler.mcp import mcp_tools
-from agentspec.compiler.oracle_check import bounded_template, template_environment
+from agentspec.compiler.oracle_check import object_schema, parsed_template, template_environment
 from agentspec.diagnostics import Diagnostic
 from agentspec.source import Span
 from agentspec.spec.model import TaskSpec
@@ -35,9 +35,7 @@ def _tool_schemas(spec: TaskSpec) -> list[dict[str, Any]]:
 
     schemas = []
     for name, tool in spec.tools.items():
-        required = list(tool.parameters) if tool.required is None else list(tool.required)
-        parameters = {"type": "object", "properties": dict(tool.parameters), "required": required}
-        schemas.append(function(name, tool.description, parameters))
+        schemas.append(function(name, tool.description, object_schema(tool)))
     for served in mcp_tools(spec):
         schemas.append(function(served.name, served.pin.description, served.pin.parameters))
     return schemas
@@ -78,12 +76,9 @@ def check_prompts(
         span = checked.loaded.source_map.value_span(("prompt", part))
         if not template or any(_inside(d.span, span) for d in errors):
             continue
-        try:
-            tree = env.parse(template)
-        except Exception:  # a syntax error: the checker reports it (E601)
+        tree = parsed_template(template)
+        if tree is None:
             continue
-        if not bounded_template(tree):
-            continue  # rendering could take unbounded time or memory: not at validate time
         if unpinned_tools and "tools" in template:
             continue  # the MCP servers' tools are known only once they run
         try:
