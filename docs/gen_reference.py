@@ -12,6 +12,7 @@ test checks that the committed page is current; rerun after changing any of them
 
 from __future__ import annotations
 
+import inspect
 import json
 import sys
 import types
@@ -183,7 +184,7 @@ def yaml_key(name: str, field: FieldInfo) -> str:
 
 
 def section(cls: type[BaseModel], where: str) -> list[str]:
-    doc = (cls.__doc__ or "").strip().splitlines()[0]
+    doc = " ".join(inspect.cleandoc(cls.__doc__ or "").split("\n\n")[0].split())  # first paragraph
     lines = [
         f"### {cls.__name__}",
         "",

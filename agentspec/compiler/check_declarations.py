@@ -170,6 +170,23 @@ def tool_schemas(checker: CheckState) -> None:
                 )
 
 
+def something_to_learn(checker: CheckState) -> None:
+    """A spec without tools, MCP servers, an environment or rewards gives the model
+    nothing to act with and nothing to be paid for: training it cannot teach anything.
+    A checker error (not the schema's) so the spec's other errors are reported with it."""
+    spec = checker.spec
+    if spec.tools or spec.mcp or spec.environment is not None or spec.rewards:
+        return
+    checker.error(
+        "E209",
+        "the spec declares no `tools`, `mcp`, `environment` or `rewards`: the model has"
+        " nothing to act with and nothing to be rewarded for",
+        checker.map.value_span(()),
+        "add `rewards:` (e.g. `correct: {on: final, value: …}` for a final answer),"
+        " or the `tools:` the model may call",
+    )
+
+
 def reward_events(checker: CheckState) -> None:
     for name, reward in checker.spec.rewards.items():
         if ":" in reward.on:

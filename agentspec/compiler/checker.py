@@ -79,6 +79,7 @@ class Checker(CheckState):
         check_declarations.tool_schemas(self)
         check_mcp(self)
         check_declarations.reward_events(self)
+        check_declarations.something_to_learn(self)
         for site in sections.all_sites(self):
             self._check_site(site)
         check_declarations.state_usage(self)
