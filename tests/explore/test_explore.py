@@ -174,3 +174,15 @@ def test_agentspec_test_runs_explore_when_the_spec_asks(
     assert "explore (" in result.output
     if exit_code:
         assert f"{spec}:22:" in result.output and "X105" in result.output
+
+
+def test_a_penalty_under_a_negative_weight_is_not_a_farm(tmp_path: Path) -> None:
+    # the same per-call component, weighted -1: a cost per lookup, which repetition
+    # only makes worse for the agent; X105 reads what a step paid after its weight
+    text = (CORPUS / "farm_tool_reward.yaml").read_text(encoding="utf-8")
+    text = text.replace("value: 0.3}  # planted: X105", "value: 0.3, weight: -1.0}")
+    assert "weight: -1.0" in text
+    spec = tmp_path / "lookup_cost.yaml"
+    spec.write_text(text, encoding="utf-8")
+    (tmp_path / "quiz.jsonl").write_text((CORPUS / "quiz.jsonl").read_text(encoding="utf-8"))
+    assert "X105" not in {code for _, code in found(spec)}

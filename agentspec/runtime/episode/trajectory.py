@@ -263,6 +263,10 @@ class Step:
         """The step's reward: the weighted sum of its reward components."""
         return float(sum(self.weights.get(n, 1.0) * v for n, v in self.rewards.items()))
 
+    def paid(self, name: str) -> float:
+        """What component ``name`` added to :attr:`reward`: its value times its weight."""
+        return self.weights.get(name, 1.0) * self.rewards.get(name, 0.0)
+
     @property
     def anchor_key(self) -> str:
         """GiGPO's anchor of the step: the spec's ``episode.anchor`` where it evaluated, else

@@ -82,9 +82,10 @@ class Episode:
         return self.trajectory.reward_components()
 
     def paid_on_repeats(self, name: str) -> float:
-        """What component ``name`` paid on the repeated turn and its copies."""
+        """What component ``name`` paid on the repeated turn and its copies, weighted (a
+        penalty under a negative weight does not pay more by repeating)."""
         repeated = self.trajectory.steps[self.repeat_at : self.repeat_at + self.repeats + 1]
-        return sum(step.rewards.get(name, 0.0) for step in repeated)
+        return sum(step.paid(name) for step in repeated)
 
     def tools_run(self) -> set[str]:
         """Tools whose calls ran (not refused, not failed)."""

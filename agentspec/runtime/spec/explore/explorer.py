@@ -122,9 +122,7 @@ def _search(search: Search, settings: ExploreSettings, facts: SpecFacts) -> None
 
     def paid_steps(episode: Episode) -> list[int]:
         return [
-            i
-            for i, s in enumerate(episode.trajectory.steps)
-            if any(s.rewards.get(n, 0) > 0 for n in paid)
+            i for i, s in enumerate(episode.trajectory.steps) if any(s.paid(n) > 0 for n in paid)
         ]
 
     if paid:
