@@ -79,7 +79,7 @@ class SpecTest(Section):
     )
     turns: list[str] = Field(
         min_length=1,
-        description="The model's responses, one per step, exactly as the model would write them.",
+        description="The model's responses, one per step, exactly as the model would write them; past the last, the model answers with nothing (no turn is played twice), and a test whose episode goes on fails.",
     )
     max_steps: int | None = Field(
         None,

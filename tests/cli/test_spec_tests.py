@@ -290,3 +290,68 @@ def test_a_sample_index_past_the_data_fails_at_its_line(tmp_path: Path) -> None:
     line = line_of(text, "sample_index: 5")
     assert f"doors.yaml:{line}:" in result.output
     assert "sample_index 5 is past the data's 3 samples" in result.output
+
+
+NAMES = """\
+agentspec: 1
+name: names
+prompt: {user: hi}
+state: {class: {type: int}, class_: {type: int}, list: {type: "list[str]"}}
+tools:
+  spec:
+    description: d
+    parameters: {from: {type: integer}}
+    effect: ["state.class = args.from", "state.class_ += 1", "state.list = state.list + ['x']"]
+rewards: {r: {on: final, value: "float(state.class + state.class_)"}}
+tests:
+  episodes:
+    - name: keywords keep their spec names
+      sample: {}
+      turns: ['<tool_call>{"name": "spec", "arguments": {"from": 3}}</tool_call>', ok]
+      expect: {state: {class: 3, class_: 1, list: [x]}, rewards: {r: 4.0}}
+"""
+
+
+def test_expect_state_reads_the_specs_names_of_renamed_fields(tmp_path: Path) -> None:
+    # the generated state renames `class` to `class_` (and `class_` to `class__`):
+    # `expect.state` is written in the spec's names
+    result = runner.invoke(app, ["test", str(write(tmp_path, NAMES))])
+    assert result.exit_code == 0, result.output
+
+
+def test_a_script_that_runs_out_is_not_replayed(tmp_path: Path) -> None:
+    # one `spec` call, then an empty answer (the final one): `class_` is 1, not one
+    # per step of a replayed call; the extra step is the test's one failure
+    text = NAMES.replace(", ok]", "]").replace("rewards: {r: 4.0}", "steps: 2")
+    result = runner.invoke(app, ["test", str(write(tmp_path, text))])
+    assert result.exit_code == 1, result.output
+    assert "went on after the 1 scripted turns (ended done after 2 steps" in result.output
+    assert "state." not in result.output and "1 failed" in result.output
+
+
+def test_a_crashed_episode_fails_with_its_cause(tmp_path: Path) -> None:
+    (tmp_path / "broken_context.py").write_text("def view_of(view):\n    return view.task\n")
+    text = NAMES.replace(
+        "rewards: {r:",
+        "context: {policy: custom, custom: 'broken_context:view_of'}\nrewards: {r:",
+        1,
+    )
+    text = text.replace(
+        "expect: {state: {class: 3, class_: 1, list: [x]}, rewards: {r: 4.0}}", "expect: {}"
+    )
+    result = runner.invoke(app, ["test", str(write(tmp_path, text))])
+    assert result.exit_code == 1, result.output
+    assert "ended with an environment error after 0 steps" in result.output
+    assert "AttributeError" in result.output
+
+
+def test_a_wrong_reward_names_the_expression_error_behind_it(tmp_path: Path) -> None:
+    text = NAMES.replace(
+        'value: "float(state.class + state.class_)"', 'value: "1.0 / (len(state.list) - 1)"'
+    )
+    text = text.replace("rewards: {r: 4.0}", "rewards: {r: 1.0}")
+    result = runner.invoke(app, ["test", str(write(tmp_path, text))])
+    assert result.exit_code == 1, result.output
+    assert re.search(
+        r"reward\.r: expected 1\.0, got 0\.0 \(expression error: .*ZeroDivisionError", result.output
+    ), result.output

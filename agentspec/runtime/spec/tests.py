@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import re
 import time
 from collections.abc import Mapping, Sequence
@@ -29,6 +30,7 @@ from typing import Any
 
 from agentspec.diagnostics import SpecError
 from agentspec.runtime.episode.trajectory import EventKind, Trajectory
+from agentspec.runtime.spec.scope import state_fields
 from agentspec.source import Span
 from agentspec.spec.model import SpecTest, TextMatch
 from agentspec.spec.yaml_loader import Path as YamlPath
@@ -117,12 +119,15 @@ class SpecTestRunner:
     ) -> Played:
         """One scripted episode; `max_steps` and `constants` override the spec's
         for this episode only."""
-        import dataclasses
-
         from agentspec.runtime.policies.scripted import ScriptedPolicy
 
         tokenizer = self.tokenizer()
-        flow = self.module.FLOW_CLASS(ScriptedPolicy(list(turns), tokenizer), tokenizer)
+        # past its last turn the script answers with nothing (which ends a tool
+        # episode), never its turns again: a replayed turn would change the state
+        # that `expect` checks
+        script = iter(list(turns))
+        policy = ScriptedPolicy(lambda prompt: next(script, ""), tokenizer)
+        flow = self.module.FLOW_CLASS(policy, tokenizer)
         if max_steps is not None:
             flow.config = dataclasses.replace(flow.config, max_steps=max_steps)
         envs: list[Any] = []
@@ -166,8 +171,17 @@ class SpecTestRunner:
             result.failures.append(
                 Failure(
                     f"the episode went on after the {len(test.turns)} scripted turns "
-                    f"(ended {played.trajectory.termination.value} after {used} steps): "
-                    "write every turn the episode takes",
+                    f"(ended {played.trajectory.termination.value} after {used} steps, each"
+                    " turn past them answered with nothing): write every turn the episode takes",
+                    self.span((*base, "turns")),
+                )
+            )
+        crashed = played.trajectory.env_error
+        if crashed is not None:  # a test cannot expect a crash: `expect.ending` has no env_error
+            result.failures.append(
+                Failure(
+                    f"the episode ended with an environment error after"
+                    f" {len(played.trajectory.steps)} steps: {crashed}",
                     self.span((*base, "turns")),
                 )
             )
@@ -177,6 +191,7 @@ class SpecTestRunner:
     def expectation_failures(self, base: YamlPath, test: SpecTest, played: Played) -> list[Failure]:
         """What a played episode does not meet of its test's `expect` (located at `base`)."""
         expect, traj = test.expect, played.trajectory
+        why = _why(traj)  # the episode's errors, after each mismatch they may explain
         where: YamlPath = (*base, "expect")
         failures: list[Failure] = []
         for i, wanted in enumerate(expect.observations or []):
@@ -195,7 +210,7 @@ class SpecTestRunner:
             if not _equal(got_value, wanted_value):
                 failures.append(
                     Failure(
-                        f"state.{name}: expected {wanted_value!r}, got {got_value!r}",
+                        f"state.{name}: expected {wanted_value!r}, got {got_value!r}" + why,
                         self.span((*where, "state", name)),
                     )
                 )
@@ -205,7 +220,7 @@ class SpecTestRunner:
             if abs(got_reward - wanted_reward) > TOLERANCE:
                 failures.append(
                     Failure(
-                        f"reward.{name}: expected {wanted_reward}, got {got_reward}",
+                        f"reward.{name}: expected {wanted_reward}, got {got_reward}" + why,
                         self.span((*where, "rewards", name)),
                     )
                 )
@@ -221,7 +236,7 @@ class SpecTestRunner:
             if wanted_any is not None and not _equal(got_any, wanted_any):
                 failures.append(
                     Failure(
-                        f"{key}: expected {wanted_any!r}, got {got_any!r}" + _why(traj),
+                        f"{key}: expected {wanted_any!r}, got {got_any!r}" + why,
                         self.span((*where, key)),
                     )
                 )
@@ -364,12 +379,10 @@ def _entry_label(turn: Any) -> str:
 
 
 def _as_dict(state: Any) -> dict[str, Any]:
-    import dataclasses
-
-    if state is None:
-        return {}
+    """The episode's state keyed by the spec's names (a generated field renamed
+    from a Python keyword, `class` → `class_`, is still `class`)."""
     if dataclasses.is_dataclass(state) and not isinstance(state, type):
-        return {f.name: getattr(state, f.name) for f in dataclasses.fields(state)}
+        return state_fields(state)
     return dict(state) if isinstance(state, Mapping) else {}
 
 
