@@ -94,17 +94,18 @@ def expect_list(checker: CheckState, node: ast.Node, typ: Type) -> None:
 def all_sites(checker: CheckState) -> Iterator[Site]:
     """Every expression, statement and template of the spec, with its scope.
 
-    Ordered so that a tool's `returns` is typed before its effects read
-    `result`.
+    Ordered so that a derived field is typed before state's initial values and
+    a tool's `returns` before its effects read `result`.
     """
     spec = checker.spec
     prompt_scope = Scope(
         {"sample": checker.sample_types, "tools": ANY, "constants": checker.constant_types}
     )
-    yield from initial_sites(checker)
+    # derived fields first: state's initial values may read them (`sample.NAME`)
     if spec.data is not None:
         for name in spec.data.derived:
             yield Site(("data", "derived", name), "expression", checker.make_scope("sample"))
+    yield from initial_sites(checker)
     yield Site(("prompt", "system"), "template", prompt_scope)
     yield Site(("prompt", "user"), "template", prompt_scope)
     for tool_name, tool in spec.tools.items():

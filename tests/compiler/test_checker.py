@@ -56,17 +56,6 @@ def test_types_flow_from_returns_to_effects_and_rewards() -> None:
 
 
 def test_derived_fields_join_the_sample_scope() -> None:
-    result = check(
-        """
-        data:
-          source: jsonl:x.jsonl
-          fields: {q: str}
-          derived: {length: len(sample.q), upper_q: upper(sample.q)}
-        rewards:
-          r: {on: final, value: "1.0 if sample.length > 3 and sample.upper_q != '' else 0.0"}
-        """.replace("data:", "data_again:", 0)
-    )
-    # The head already has `data`; check the derived types through a fresh spec.
     spec = """\
 agentspec: 1
 name: t
@@ -75,13 +64,17 @@ data:
   fields: {q: str}
   derived: {length: len(sample.q), upper_q: upper(sample.q)}
 prompt: {user: "{{ sample.upper_q }}"}
+state:
+  letters: {type: int, initial: sample.length}
 rewards:
-  r: {on: final, value: "1.0 if sample.length > 3 else 0.0"}
+  r: {on: final, value: "1.0 if sample.length > 3 and state.letters > 0 else 0.0"}
 """
+    # state's initial values read them too (they are computed when the data loads)
     result = check_source(SourceFile("d.yaml", spec))
     assert result.ok, [d.message for d in result.diagnostics]
     assert result.checked is not None
     assert result.checked.sample_types["length"] == INT
+    assert result.checked.state_types["letters"] == INT
 
 
 def test_optional_and_numeric_widening_are_accepted() -> None:
