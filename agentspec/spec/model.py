@@ -181,7 +181,7 @@ class ToolSpec(Section):
     description: str = Field(description="What the tool does, shown to the model.")
     parameters: dict[Identifier, dict[str, Any]] = Field(
         default_factory=dict,
-        description="JSON Schema of each argument (the `properties` of an object schema); readable as `args.NAME`.",
+        description="JSON Schema of each argument (the `properties` of an object schema); readable as `args.NAME`. An argument the model leaves out is its schema's `default` where it has one, else none.",
     )
     required: list[Identifier] | None = Field(
         None, description="Required arguments; by default every parameter is required."

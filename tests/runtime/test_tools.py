@@ -46,6 +46,33 @@ def test_schema_errors_are_all_listed_before_execute() -> None:
     assert calls == []
 
 
+def test_a_left_out_argument_takes_its_schema_default() -> None:
+    seen: list[dict[str, Any]] = []
+
+    class Paged(BaseTool):
+        name = "paged"
+        parameters: ClassVar[dict[str, Any]] = {
+            "type": "object",
+            "properties": {
+                "query": {"type": "string"},
+                "page": {"type": "integer", "default": 1},
+                "tags": {"type": "array", "default": []},
+            },
+            "required": ["query"],
+        }
+
+        async def execute(self, args: dict[str, Any], context: ToolContext) -> str:
+            seen.append(args)
+            args["tags"].append("seen")  # a default is the tool's own copy, every call
+            return "ran"
+
+    given = {"query": "q"}
+    assert _run(Paged(), given).ok and _run(Paged(), {"query": "r", "page": 3}).ok
+    assert seen[0] == {"query": "q", "page": 1, "tags": ["seen"]}
+    assert seen[1] == {"query": "r", "page": 3, "tags": ["seen"]}
+    assert given == {"query": "q"}  # the model's arguments as it wrote them
+
+
 def test_timeout_and_exception_and_guard() -> None:
     r = _run(SleepyTool(), {"seconds": 1})
     assert (r.ok, r.code, r.text) == (False, "timeout", "sleepy timed out after 0.05 s")

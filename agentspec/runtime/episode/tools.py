@@ -11,6 +11,7 @@ thread with a hard time limit, so CPU-bound work cannot stall other episodes.
 from __future__ import annotations
 
 import asyncio
+import copy
 import functools
 import json
 from collections.abc import Callable, Mapping
@@ -199,6 +200,13 @@ class BaseTool:
         schema_json = json.dumps(self.parameters, sort_keys=True)
         self._validator = _validator(schema_json)
         self._quick_check = _flat_check(schema_json)
+        # an argument's JSON Schema `default` is its value when the model leaves it out
+        properties = self.parameters.get("properties")
+        self._defaults = {
+            name: schema["default"]
+            for name, schema in (properties.items() if isinstance(properties, dict) else ())
+            if isinstance(schema, dict) and "default" in schema
+        }
 
     async def execute(self, args: dict[str, Any], context: ToolContext) -> str | ToolOutput:
         """Run the tool on validated ``args``; return the text the model sees."""
@@ -255,6 +263,9 @@ class BaseTool:
             return self._error(
                 f"invalid arguments for {self.name}: " + "; ".join(problems), "invalid_arguments"
             )
+        if any(name not in args for name in self._defaults):
+            left_out = {k: copy.deepcopy(v) for k, v in self._defaults.items() if k not in args}
+            args = {**args, **left_out}
         try:
             if self.blocking:
                 out = await run_blocking(lambda: self._guarded_call(args, ctx), self.timeout)
