@@ -17,6 +17,7 @@ from agentspec.compiler.types import (
     FLOAT,
     INT,
     NONE,
+    SIZED,
     STR,
     ListOf,
     Optional,
@@ -97,7 +98,7 @@ def _default_or_any(args: Sequence[Type]) -> Type:
 
 
 BUILTINS: dict[str, Signature] = {
-    "len": Signature((ANY,), INT, "Length of a string, list or dict."),
+    "len": Signature((SIZED,), INT, "Length of a string, list or dict."),
     "str": Signature((ANY,), STR, "Text of a value."),
     "int": Signature((ANY,), INT, "Integer value of a number or numeric string."),
     "float": Signature((ANY,), FLOAT, "Float value of a number or numeric string."),
@@ -106,7 +107,9 @@ BUILTINS: dict[str, Signature] = {
     "upper": Signature((STR,), STR, "Upper-cased text."),
     "strip": Signature((STR,), STR, "Text without surrounding whitespace."),
     "contains": Signature(
-        (ANY, ANY), BOOL, "Whether a string contains a substring, or a list an item."
+        (SIZED, ANY),
+        BOOL,
+        "Whether a string contains a substring, a list an item, or a dict a key.",
     ),
     "startswith": Signature((STR, STR), BOOL, "Whether the text starts with a prefix."),
     "endswith": Signature((STR, STR), BOOL, "Whether the text ends with a suffix."),

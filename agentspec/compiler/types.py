@@ -53,6 +53,8 @@ BOOL = Prim("bool")
 NONE = Prim("none")
 ANY = Prim("any")
 DICT = Prim("dict")
+SIZED = Prim("str|list|dict")
+"""A parameter's type only: what has a length and members (`len`, `contains`)."""
 
 _NAMED = {
     "str": STR,
@@ -134,6 +136,8 @@ def assignable(value: Type, target: Type) -> bool:
         return isinstance(target, Optional)
     if value == target_inner:
         return True
+    if target_inner == SIZED:
+        return value in (STR, DICT) or isinstance(value, ListOf)
     if target_inner == FLOAT and value in (INT, BOOL):
         return True
     if target_inner == INT and value == BOOL:

@@ -169,3 +169,29 @@ def test_list_typed_parameters_and_indexing() -> None:
     assert result.ok, [d.message for d in result.diagnostics]
     assert result.checked is not None
     assert result.checked.arg_types["pick"]["options"] == ListOf(STR)
+
+
+def test_len_and_contains_need_something_with_members() -> None:
+    result = check(
+        """
+        state:
+          n: {type: int}
+          words: {type: "list[str]"}
+          seen: {type: dict}
+        tools:
+          t:
+            description: x
+            parameters: {w: {type: string}}
+            effect:
+              - state.n = len(state.words) + len(args.w) + len(state.seen)
+              - state.n = len(state.n)
+              - state.n = 1 if contains(state.n, 3) or contains(state.seen, args.w) else 0
+        rewards:
+          r: {on: final, value: "float(state.n)"}
+        """
+    )
+    errors = [d.message for d in result.diagnostics if d.is_error]
+    assert errors == [
+        "argument 1 of len() must be str|list|dict, not int",
+        "argument 1 of contains() must be str|list|dict, not int",
+    ]
