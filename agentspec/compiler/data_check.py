@@ -70,6 +70,14 @@ class DataChecks:
                 return
             path = files[0]
         if path.suffix == ".jsonl":
+            if _has_no_rows(path):
+                self.error(
+                    "E914",
+                    f"{path.name} has no rows: every run would stop before its first episode",
+                    ("data", "source"),
+                    "write one JSON object per line, or point `source` at the data",
+                )
+                return
             row = first_jsonl_row(path)
             if row is not None:
                 self._fields_present(list(row), f"the first row of {path.name}")
@@ -224,6 +232,17 @@ def first_jsonl_row(path: FsPath) -> dict[str, Any] | None:
     except (OSError, ValueError, RecursionError):
         return None
     return None
+
+
+def _has_no_rows(path: FsPath) -> bool:
+    """Whether a JSONL file holds nothing but blank lines (read up to `FIRST_ROW_BYTES`;
+    False when it cannot be read: W901 or the loader say why)."""
+    try:
+        with path.open(encoding="utf-8", errors="replace") as handle:
+            text = handle.read(FIRST_ROW_BYTES + 1)
+    except OSError:
+        return False
+    return len(text) <= FIRST_ROW_BYTES and not text.strip()
 
 
 def _first_row_fields(path: FsPath) -> list[str] | None:

@@ -355,3 +355,19 @@ def test_a_wrong_reward_names_the_expression_error_behind_it(tmp_path: Path) -> 
     assert re.search(
         r"reward\.r: expected 1\.0, got 0\.0 \(expression error: .*ZeroDivisionError", result.output
     ), result.output
+
+
+def test_unreadable_data_is_blamed_on_the_data_source(tmp_path: Path) -> None:
+    # validate reads the first row; the loader finds row 2 broken when the gate plays it
+    (tmp_path / "rows.jsonl").write_text('{"q": "a"}\n{"q": "b",,}\n', encoding="utf-8")
+    text = """\
+agentspec: 1
+name: rows
+data: {source: "jsonl:rows.jsonl", fields: {q: str}}
+prompt: {user: "{{ sample.q }}"}
+rewards: {r: {on: final, value: "1.0 if action.text == sample.q else 0.0"}}
+oracle: ["{{ sample.q }}"]
+"""
+    result = runner.invoke(app, ["test", str(write(tmp_path, text))])
+    assert result.exit_code == 1, result.output
+    assert re.search(r"doors\.yaml:3:\d+: oracle gate .*DataError: .*rows\.jsonl:2", result.output)

@@ -256,6 +256,13 @@ class SpecTestRunner:
             return result
         samples = self.samples(limit=self.oracle_samples)
         result.name = f"oracle gate ({len(samples)} sample{'s' * (len(samples) != 1)})"
+        if not samples:
+            result.failures.append(
+                Failure(
+                    "the data has no samples to play the oracle on", self.span(("data", "source"))
+                )
+            )
+            return result
         tokenizer = self.tokenizer()
         oracle = asyncio.run(rollout(self.module, samples, "oracle", task_tokenizer=tokenizer))
         for traj, sample in zip(oracle, samples, strict=True):
@@ -433,6 +440,13 @@ def _why(traj: Trajectory) -> str:
     return f" ({'; '.join(errors[:3])})" if errors else ""
 
 
+def _blamed(exc: Exception, otherwise: YamlPath) -> YamlPath:
+    """Where a test's exception points: data that cannot be read at `data.source`."""
+    from agentspec.stdlib.data import DataError
+
+    return ("data", "source") if isinstance(exc, DataError) else otherwise
+
+
 def run_spec_tests(
     path: Path, *, oracle_samples: int | None = None, seed: int = 0, gate: bool = True
 ) -> tuple[list[CaseResult], SpecError | None]:
@@ -453,18 +467,18 @@ def run_spec_tests(
             case = runner.scripted(index, test)
         except Exception as exc:  # the spec's code raised: a failed test, located, not a crash
             case = CaseResult(str(path), f"episodes[{index}] {test.name}")
-            case.failures.append(
-                Failure(f"{type(exc).__name__}: {exc}", runner.span(("tests", "episodes", index)))
-            )
+            where = runner.span(_blamed(exc, ("tests", "episodes", index)))
+            case.failures.append(Failure(f"{type(exc).__name__}: {exc}", where))
         case.seconds = time.perf_counter() - start
         results.append(case)
     if gate:
         start = time.perf_counter()
         try:
             case = runner.oracle_gate()
-        except Exception as exc:  # e.g. data that cannot be read: located at the oracle
+        except Exception as exc:  # data that cannot be read, an oracle that raised
             case = CaseResult(str(path), f"oracle gate ({runner.oracle_samples} samples)")
-            case.failures.append(Failure(f"{type(exc).__name__}: {exc}", runner.span(("oracle",))))
+            where = runner.span(_blamed(exc, ("oracle",)))
+            case.failures.append(Failure(f"{type(exc).__name__}: {exc}", where))
         case.seconds = time.perf_counter() - start
         results.append(case)
     if gate and runner.spec.tests.explore is not None:
