@@ -38,6 +38,7 @@ CODES: dict[str, str] = {
     "E207": "value has no JSON equivalent",
     "E208": "string contains a lone surrogate",
     "E209": "nothing to act with or be rewarded for",
+    "E210": "a split of a source without splits",
     # 3xx: expression and effect syntax
     "E301": "expression syntax error",
     "E302": "unclosed parenthesis or bracket",

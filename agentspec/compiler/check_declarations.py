@@ -187,6 +187,33 @@ def something_to_learn(checker: CheckState) -> None:
     )
 
 
+def data_splits(checker: CheckState) -> None:
+    """E210 for a split of a `jsonl:` or `parquet:` file: one file has no splits, so
+    the loader reads all of it whatever the split says, and an `eval_split` would
+    evaluate on the rows training learns from."""
+    data = checker.spec.data
+    if data is None or not data.source.startswith(("jsonl:", "parquet:")):
+        return
+    kind = data.source.partition(":")[0]
+    named = [("split", data.split)] if data.split != "train" else []
+    named += [("eval_split", data.eval_split)] if data.eval_split is not None else []
+    for key, value in named:
+        checker.error(
+            "E210",
+            f"data.{key} is {value!r}, but a `{kind}:` source is one file, without splits:"
+            f" every split reads all of it",
+            checker.map.value_span(("data", key)),
+            f"remove `{key}`"
+            + (
+                " (`train` and `eval` then hold out the file's last `training.eval_samples`"
+                " rows, which training never sees)"
+                if key == "eval_split"
+                else ""
+            )
+            + ", or use `hf:./FOLDER` for a folder of split files (train.jsonl, test.jsonl)",
+        )
+
+
 def reward_events(checker: CheckState) -> None:
     for name, reward in checker.spec.rewards.items():
         if ":" in reward.on:

@@ -80,6 +80,7 @@ class Checker(CheckState):
         check_mcp(self)
         check_declarations.reward_events(self)
         check_declarations.something_to_learn(self)
+        check_declarations.data_splits(self)
         for site in sections.all_sites(self):
             self._check_site(site)
         check_declarations.state_usage(self)

@@ -97,8 +97,14 @@ class DataSpec(Section):
         description="`jsonl:PATH`, `parquet:PATH`, `hf:DATASET_ID` (a config goes in `params: {name: …}`), or `generator:NAME` for a procedural source. Paths may use `${AGENTSPEC_DATA}`.",
         pattern=r"^(jsonl|parquet|hf|generator):\S+$",
     )
-    split: str = Field("train", description="Split to train on (for `hf:` sources and generators).")
-    eval_split: str | None = Field(None, description="Split held out for evaluation, if any.")
+    split: str = Field(
+        "train",
+        description="Split to train on, for `hf:` sources and generators (a `jsonl:` or `parquet:` file has no splits, E210).",
+    )
+    eval_split: str | None = Field(
+        None,
+        description="Split held out for evaluation (`hf:` sources and generators). Without one, a generator's `test` split is held out, and other data's last `training.eval_samples` samples, which training then leaves out.",
+    )
     params: dict[str, Any] = Field(
         default_factory=dict, description="Parameters passed to a generator or loader."
     )
