@@ -371,3 +371,16 @@ oracle: ["{{ sample.q }}"]
     result = runner.invoke(app, ["test", str(write(tmp_path, text))])
     assert result.exit_code == 1, result.output
     assert re.search(r"doors\.yaml:3:\d+: oracle gate .*DataError: .*rows\.jsonl:2", result.output)
+
+
+def test_an_oracle_whose_prompt_does_not_fit_fails_at_the_budget(tmp_path: Path) -> None:
+    text = SPEC.replace(
+        "rewards:\n", "context: {max_prompt_tokens: 16, overflow: truncate}\nrewards:\n", 1
+    )
+    result = runner.invoke(app, ["test", str(write(tmp_path, text))])
+    assert result.exit_code == 1, result.output
+    line = line_of(text, "max_prompt_tokens: 16")
+    assert re.search(
+        rf"doors\.yaml:{line}:\d+: oracle gate .*ended after 0 steps: its first prompt did not fit",
+        result.output,
+    ), result.output

@@ -29,7 +29,7 @@ from types import ModuleType
 from typing import Any
 
 from agentspec.diagnostics import SpecError
-from agentspec.runtime.episode.trajectory import EventKind, Trajectory
+from agentspec.runtime.episode.trajectory import EventKind, TerminationReason, Trajectory
 from agentspec.runtime.spec.scope import state_fields
 from agentspec.source import Span
 from agentspec.spec.model import SpecTest, TextMatch
@@ -274,7 +274,13 @@ class SpecTestRunner:
             if self.gate.random_below
             else []
         )
-        judged = [t.success for t in oracle if t.success is not None]
+        # an episode its context cut short counts as not succeeding, judged or not
+        overflow = TerminationReason.CONTEXT_OVERFLOW
+        judged = [
+            bool(t.success) and t.termination != overflow
+            for t in oracle
+            if t.success is not None or t.termination == overflow
+        ]
         if judged and sum(judged) / len(judged) < self.gate.min_success:
             result.failures.append(
                 Failure(
@@ -323,6 +329,16 @@ class SpecTestRunner:
                     self._env_error_span(traj.env_error),
                 )
             )
+        elif traj.termination == TerminationReason.CONTEXT_OVERFLOW:
+            failures.append(
+                Failure(
+                    f"sample {sid}: the oracle's episode ended after {len(traj.steps)} steps:"
+                    f" its {'next' if traj.steps else 'first'} prompt did not fit"
+                    " context.max_prompt_tokens"
+                    f" ({self.spec.context.max_prompt_tokens})",
+                    self._context_span(),
+                )
+            )
         elif traj.success is False and self.gate.min_success >= 1.0:
             failures.append(
                 Failure(
@@ -333,6 +349,12 @@ class SpecTestRunner:
                 )
             )
         return failures
+
+    def _context_span(self) -> Span:
+        """`context.max_prompt_tokens` where the spec sets it, else the oracle."""
+        if "max_prompt_tokens" in self.spec.context.model_fields_set:
+            return self.span(("context", "max_prompt_tokens"))
+        return self.span(("oracle",))
 
     def _env_error_span(self, error: str) -> Span:
         """Where an episode's environment error points: the prompt template that failed
