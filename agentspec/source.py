@@ -6,6 +6,10 @@ import bisect
 from dataclasses import dataclass
 from functools import cached_property
 
+GENERATED_YAML_MARK = "written by `agentspec compile"
+"""In the first line of every YAML file `agentspec compile` writes (verl's agent-loop
+list, OpenEnv's manifest): `validate DIR` skips such a file, which is not a spec."""
+
 
 def dotted(path: tuple[str | int, ...]) -> str:
     """A YAML path as the user reads it: `tools.search.when`, list items as `[0]`."""

@@ -10,6 +10,8 @@ from typing import Any
 
 import typer
 
+from agentspec.source import GENERATED_YAML_MARK
+
 app = typer.Typer(
     name="agentspec",
     help="Define an LLM agent task in one YAML file; check it, compile it, train it.",
@@ -53,8 +55,22 @@ def _spec_files(folder: Path) -> list[Path]:
         dirs[:] = sorted(
             d for d in dirs if not d.startswith(".") and not _agentspec_output(here / d)
         )
-        found += sorted(here / f for f in files if Path(f).suffix in SPEC_SUFFIXES)
+        found += sorted(
+            here / f
+            for f in files
+            if Path(f).suffix in SPEC_SUFFIXES and not _generated_yaml(here / f)
+        )
     return found
+
+
+def _generated_yaml(path: Path) -> bool:
+    """A YAML file `agentspec compile` wrote (its first line says so), which is not a spec."""
+    try:
+        with path.open("rb") as handle:
+            first = handle.readline(400)
+    except OSError:
+        return False  # the reader reports it (E103)
+    return GENERATED_YAML_MARK.encode() in first
 
 
 def _agentspec_output(folder: Path) -> bool:

@@ -90,6 +90,21 @@ def test_validating_a_folder_skips_what_agentspec_wrote_there(tmp_path: Path) ->
     assert "1 spec checked: 1 valid" in output
 
 
+def test_validating_a_folder_compiled_into_itself_checks_only_the_spec(tmp_path: Path) -> None:
+    # `compile -o .` beside the spec: verl's agent_loop.yaml and OpenEnv's openenv.yaml
+    # say in their first line that agentspec wrote them
+    shutil.copyfile(CALCULATOR, tmp_path / "calculator.yaml")
+    for target in ("verl", "openenv"):
+        code, output = invoke(
+            "compile", str(tmp_path / "calculator.yaml"), "--target", target, "-o", str(tmp_path)
+        )
+        assert code == 0, output
+    assert (tmp_path / "agent_loop.yaml").is_file() and (tmp_path / "openenv.yaml").is_file()
+    code, output = invoke("validate", str(tmp_path))
+    assert code == 0, output
+    assert "E104" not in output and "E201" not in output
+
+
 def test_a_spec_without_data_is_refused_by_what_plays_samples(tmp_path: Path) -> None:
     spec = tmp_path / "nodata.yaml"
     spec.write_text(NO_DATA)

@@ -30,6 +30,7 @@ from agentspec.runtime.serve.package_files import (
     package_folders,
 )
 from agentspec.runtime.serve.spec import ServedSpec
+from agentspec.source import GENERATED_YAML_MARK
 
 __all__ = ["write_openenv_package"]
 
@@ -113,7 +114,7 @@ def _manifest(served: ServedSpec) -> str:
     }
     header = (
         f"# OpenEnv manifest of the agentspec spec `{served.name}` "
-        "(written by `agentspec compile --target openenv`).\n"
+        f"({GENERATED_YAML_MARK} --target openenv`).\n"
         f"# The reward range is measured: the oracle and a random policy on {MEASURED_SAMPLES} samples.\n"
     )
     return header + yaml.safe_dump(manifest, sort_keys=False)
@@ -223,6 +224,7 @@ from pathlib import Path
 
 from agentspec.runtime.serve.openenv_server import build_app
 from agentspec.runtime.serve.spec import ServedSpec
+from agentspec.source import GENERATED_YAML_MARK
 
 SPEC = Path(__file__).resolve().parent.parent / "spec" / "{spec}"
 

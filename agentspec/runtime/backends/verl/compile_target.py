@@ -37,6 +37,7 @@ from agentspec.presets import (
 )
 from agentspec.row_layout import row_layout
 from agentspec.runtime.backends.verl.attention import FLASH_ATTENTION_2, SDPA, attention_overrides
+from agentspec.source import GENERATED_YAML_MARK
 from agentspec.stdlib.user import bind_spec_dir
 
 __all__ = [
@@ -183,7 +184,8 @@ def _write_agent_loop(
     )
     yaml_path = _write(
         out / "agent_loop.yaml",
-        f"# verl agent loops of `{name}` (rollout.agent.agent_loop_config_path)\n"
+        f"# verl agent loops of `{name}` (rollout.agent.agent_loop_config_path),"
+        f" {GENERATED_YAML_MARK} --target verl`\n"
         f"- name: {json.dumps(name)}\n"
         f"  _target_: {loop_path.stem}.{_class_name(name)}\n",
     )
