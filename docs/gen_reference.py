@@ -388,7 +388,8 @@ LANGUAGE_NOTES = [
     "  order_pending:",
     "    - let order = get(state.orders, args.order_id, {})",
     '    - if: \'get(order, "status", "") == "pending"\'',
-    '      message: "Order {{ args.order_id }} is {{ order.status }}; only pending orders change."',
+    "      message: \"Order {{ args.order_id }} is {{ order.status | default('unknown') }};"
+    ' only pending orders change."',
     "tools:",
     "  cancel_order:",
     "    when: [signed_in, order_pending]",
@@ -406,7 +407,10 @@ LANGUAGE_NOTES = [
     "fires the reward events `tool_error`, `tool_error:NAME`, `guard_failed` and "
     "`guard_failed:NAME` — `policy: {on: guard_failed, value: -1.0}` is a "
     "policy-violation penalty. A guard runs before `returns` and the effects, so a "
-    "refused call changes nothing.",
+    "refused call changes nothing. A message that fails to render (a name it reads "
+    "is undefined for these arguments: guard it with `| default(…)`) still refuses the "
+    "call, as `NAME cannot be used now: its guard refused the call`, and records an "
+    "expression error at the guard.",
     "",
     "### Effects and failures",
     "",

@@ -102,7 +102,13 @@ class SpecTool(BaseTool):
             refusal = self.guard_messages[failed]
             if isinstance(refusal, str):  # a plain condition of a guard list
                 return f"it requires {refusal}"
-            return GuardMessage(refusal.render(**s.locals, **self.variables(s)))
+            try:
+                message = refusal.render(**s.locals, **self.variables(s))
+            except Exception as exc:  # the guard still refused: only its message failed
+                where = f"the refusal message of tools.{self.name}.when ({self.location})"
+                env.expression_error(where, exc)
+                return "its guard refused the call"
+            return GuardMessage(message)
         except Exception as exc:  # located on the step; the call fails as a tool error
             env.expression_error(f"tools.{self.name}.when ({self.location})", exc)
             raise

@@ -202,7 +202,8 @@ class SpecTestRunner:
             if problem is not None:
                 failures.append(
                     Failure(
-                        f"observation {i + 1}: {problem}", self.span((*where, "observations", i))
+                        f"observation {i + 1}: {problem}" + why,
+                        self.span((*where, "observations", i)),
                     )
                 )
         for name, wanted_value in (expect.state or {}).items():
