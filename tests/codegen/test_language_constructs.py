@@ -409,7 +409,7 @@ def test_comparisons_chain_as_in_python(tmp_path: Path) -> None:
 def test_a_refusal_message_that_fails_to_render_still_refuses(tmp_path: Path) -> None:
     spec = GUARDED.replace(' | default("unknown")', "")
     module = build(spec, tmp_path)
-    traj, env = play(module, [call("login", name="ann"), call("cancel", order_id="o404"), "end"])
+    traj, _ = play(module, [call("login", name="ann"), call("cancel", order_id="o404"), "end"])
     texts = observations(traj)
     assert "cancel cannot be used now: its guard refused the call" in texts[1]
     assert traj.steps[1].rewards == {"refused": -1.0}  # a refusal: guard_failed fired
