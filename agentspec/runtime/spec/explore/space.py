@@ -12,6 +12,7 @@ oracle's calls for the sample — never a sample field the prompt does not show.
 from __future__ import annotations
 
 import json
+import math
 import random
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -140,19 +141,107 @@ def draw_value(schema: Mapping[str, Any], rng: random.Random, vocab: Vocabulary)
 def _draw_number(
     schema: Mapping[str, Any], kind: str, rng: random.Random, vocab: Vocabulary
 ) -> int | float:
-    low = schema.get("minimum", schema.get("exclusiveMinimum"))
-    high = schema.get("maximum", schema.get("exclusiveMaximum"))
-    if low is not None and high is not None and kind == "integer":
-        lo = int(low) + (1 if "exclusiveMinimum" in schema and "minimum" not in schema else 0)
-        hi = int(high) - (1 if "exclusiveMaximum" in schema and "maximum" not in schema else 0)
-        return rng.randint(lo, hi) if lo <= hi else lo
-    candidates = [n for n in [*vocab.numbers(), *SMALL_INTS] if _within(n, low, high)]
-    value = rng.choice(candidates) if candidates else (low if low is not None else 0)
+    """A number the schema accepts: one the prompt shows or a small one when it fits,
+    else one made to fit (its bounds, open or closed, and `multipleOf`)."""
+    bounds = _NumberBounds.of(schema)
+    step = schema.get("multipleOf")
+    step = step if _is_number(step) and step > 0 else None
+    candidates = [
+        n
+        for n in [*vocab.numbers(), *SMALL_INTS]
+        if bounds.admits(n) and (kind != "integer" or n == int(n)) and _multiple(n, step)
+    ]
+    if candidates and not (kind == "integer" and bounds.closed_range()):
+        value: float = rng.choice(candidates)
+    else:
+        value = bounds.draw(kind == "integer", step, rng)
     return int(value) if kind == "integer" else float(value)
 
 
-def _within(number: float, low: Any, high: Any) -> bool:
-    return (low is None or number >= low) and (high is None or number <= high)
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _integer_unit(step: float | None) -> float:
+    """The smallest positive integer that is a multiple of `step` (1 without one)."""
+    if step is None:
+        return 1
+    for times in range(1, 1001):
+        if _multiple(step * times, 1):
+            return round(step * times)
+    return step  # no small integer multiple: the tool will refuse what is drawn
+
+
+def _multiple(number: float, step: float | None) -> bool:
+    return step is None or abs(number / step - round(number / step)) < 1e-9
+
+
+@dataclass(frozen=True)
+class _NumberBounds:
+    """A numeric schema's range: the tighter of `minimum` / `exclusiveMinimum` (and of
+    the maxima), each bound open or closed."""
+
+    low: float | None = None
+    low_open: bool = False
+    high: float | None = None
+    high_open: bool = False
+
+    @staticmethod
+    def of(schema: Mapping[str, Any]) -> _NumberBounds:
+        low, low_open, high, high_open = None, False, None, False
+        for key, is_open in (("minimum", False), ("exclusiveMinimum", True)):
+            v = schema.get(key)
+            if _is_number(v) and (low is None or v > low or (v == low and is_open)):
+                low, low_open = v, is_open
+        for key, is_open in (("maximum", False), ("exclusiveMaximum", True)):
+            v = schema.get(key)
+            if _is_number(v) and (high is None or v < high or (v == high and is_open)):
+                high, high_open = v, is_open
+        return _NumberBounds(low, low_open, high, high_open)
+
+    def admits(self, number: float) -> bool:
+        if self.low is not None and (number < self.low or (self.low_open and number == self.low)):
+            return False
+        high = self.high
+        return high is None or not (number > high or (self.high_open and number == high))
+
+    def closed_range(self) -> bool:
+        """Both ends known: an integer is drawn uniformly between them."""
+        return self.low is not None and self.high is not None
+
+    def draw(self, integer: bool, step: float | None, rng: random.Random) -> float:
+        """A value inside the bounds (a multiple of `step` where one fits), else the
+        nearest end: a schema no value satisfies gets a value the tool will refuse."""
+        unit = _integer_unit(step) if integer else step
+        if unit is not None:
+            first = self._first_multiple(unit)
+            last = self._last_multiple(unit)
+            if first is not None and last is not None:
+                if first > last:
+                    return first * unit
+                return rng.randint(first, min(last, first + 1000)) * unit
+            if first is not None:
+                return (first + rng.randint(0, 3)) * unit
+            if last is not None:
+                return (last - rng.randint(0, 3)) * unit
+            return 0
+        if self.low is not None and self.high is not None:
+            return (self.low + self.high) / 2 if self.low < self.high else self.low
+        if self.low is not None:
+            return self.low + 1
+        return self.high - 1 if self.high is not None else 0.0
+
+    def _first_multiple(self, unit: float) -> int | None:
+        if self.low is None:
+            return None
+        k = math.ceil(self.low / unit)
+        return k + 1 if self.low_open and k * unit <= self.low else k
+
+    def _last_multiple(self, unit: float) -> int | None:
+        if self.high is None:
+            return None
+        k = math.floor(self.high / unit)
+        return k - 1 if self.high_open and k * unit >= self.high else k
 
 
 def _draw_string(schema: Mapping[str, Any], rng: random.Random, vocab: Vocabulary) -> str:
@@ -187,14 +276,22 @@ def finite_values(schema: Mapping[str, Any], strings: Sequence[str]) -> list[Any
     kind = schema.get("type", "string")
     if kind == "boolean":
         return [True, False]
+    bounds = _NumberBounds.of(schema)
+    step = schema.get("multipleOf")
+    step = step if _is_number(step) and step > 0 else None
+
+    def valid(n: float) -> bool:
+        return bounds.admits(n) and _multiple(n, step)
+
     if kind == "integer":
-        low, high = schema.get("minimum"), schema.get("maximum")
-        if low is not None and high is not None and int(high) - int(low) < 12:
-            return list(range(int(low), int(high) + 1))
+        low, high = bounds.low, bounds.high
+        if low is not None and high is not None and high - low < 12:
+            return [n for n in range(math.floor(low), math.ceil(high) + 1) if valid(n)]
         numbers = [int(n) for s in strings if (n := _number(s)) is not None and n == int(n)]
-        return _unique([n for n in [*numbers, 0, 1] if _within(n, low, high)])
+        return _unique([n for n in [*numbers, 0, 1] if valid(n)])
     if kind == "number":
-        return _unique([n for s in strings if (n := _number(s)) is not None] + [0.0, 1.0])
+        numbers = [n for s in strings if (n := _number(s)) is not None] + [0.0, 1.0]
+        return _unique([n for n in numbers if valid(n)])
     if kind in ("string", None):
         return list(strings)
     return []

@@ -1,0 +1,58 @@
+"""The random-action policy's arguments satisfy their JSON Schema: open and closed
+bounds, the tighter of `minimum` and `exclusiveMinimum`, and `multipleOf`."""
+
+from __future__ import annotations
+
+import itertools
+import random
+from typing import Any
+
+import jsonschema
+import pytest
+
+from agentspec.runtime.spec.explore.space import Vocabulary, draw_value, finite_values
+
+ENDS = [None, -1, 0, 0.5, 3, 7.5]
+SCHEMAS = [
+    {
+        "type": kind,
+        **({low_key: low} if low is not None else {}),
+        **({high_key: high} if high is not None else {}),
+        **({"multipleOf": step} if step else {}),
+    }
+    for kind, low_key, high_key, low, high, step in itertools.product(
+        ("integer", "number"),
+        ("minimum", "exclusiveMinimum"),
+        ("maximum", "exclusiveMaximum"),
+        ENDS,
+        ENDS,
+        (None, 0.5, 2),
+    )
+]
+
+
+def satisfiable(schema: dict[str, Any]) -> bool:
+    validator = jsonschema.Draft202012Validator(schema)
+    grid = (x / 4 for x in range(-400, 400))
+    return any(
+        validator.is_valid(int(x) if schema["type"] == "integer" else x)
+        for x in grid
+        if schema["type"] == "number" or x == int(x)
+    )
+
+
+@pytest.mark.parametrize("schema", [s for s in SCHEMAS if satisfiable(s)], ids=str)
+def test_drawn_numbers_satisfy_their_schema(schema: dict[str, Any]) -> None:
+    rng = random.Random(0)
+    vocab = Vocabulary(words=["7", "0", "2.5", "-3"])  # numbers a prompt showed
+    validator = jsonschema.Draft202012Validator(schema)
+    drawn = [draw_value(schema, rng, vocab) for _ in range(10)]
+    assert all(validator.is_valid(v) for v in drawn), drawn
+    tried = finite_values(schema, ["7", "2.5", "-3"])
+    assert all(validator.is_valid(v) for v in tried), tried
+
+
+def test_the_tighter_of_two_lower_bounds_holds() -> None:
+    schema = {"type": "number", "minimum": 0, "exclusiveMinimum": 0}
+    rng = random.Random(1)
+    assert all(draw_value(schema, rng, Vocabulary(words=["0"])) > 0 for _ in range(20))
