@@ -111,7 +111,7 @@ CODES: dict[str, str] = {
     "E911": "oracle turn is not valid in the tool format",
     "E912": "tool cannot be called in the tool format",
     "E913": "prompt does not render for the first sample",
-    "E914": "data file has no rows",
+    "E914": "data file is empty or unreadable",
     "W901": "data not reachable from this machine",
 }
 

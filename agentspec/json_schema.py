@@ -10,6 +10,7 @@ message. The fast path only ever answers "no problem".
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -73,12 +74,67 @@ def _simple_schema(schema: Any, depth: int = 0) -> bool:
 
 
 def schema_problems(schema: Any) -> Iterator[Any]:
-    """`jsonschema` errors of ``schema`` against the meta-schema (none when provably valid)."""
-    if _simple_schema(schema):
-        return iter(())
-    from jsonschema import Draft202012Validator
+    """What makes ``schema`` unusable, as `jsonschema` errors: its errors against the
+    meta-schema (none when provably valid); else a regular expression that does not
+    compile; else a schema that cannot check a value (a `$ref` that cannot be
+    resolved, or refers to itself)."""
+    simple = _simple_schema(schema)
+    if not simple:
+        from jsonschema import Draft202012Validator
 
-    return Draft202012Validator(Draft202012Validator.META_SCHEMA).iter_errors(schema)
+        meta = Draft202012Validator(Draft202012Validator.META_SCHEMA)
+        errors = list(meta.iter_errors(schema))
+        if errors:
+            return iter(errors)
+    regexes = list(_regex_problems(schema, ()))
+    if regexes or simple:
+        return iter(regexes)
+    return iter(_unusable(schema))
+
+
+# Keywords whose values are data, not schemas: a "pattern" key inside is not a regex.
+_DATA_KEYWORDS = {"enum", "const", "default", "examples"}
+
+
+def _regex_problems(schema: Any, path: tuple[Any, ...]) -> Iterator[Any]:
+    import regex
+    from jsonschema import ValidationError
+
+    if isinstance(schema, list):
+        for i, item in enumerate(schema):
+            yield from _regex_problems(item, (*path, i))
+        return
+    if not isinstance(schema, dict):
+        return
+    found = [(("pattern",), schema["pattern"])] if isinstance(schema.get("pattern"), str) else []
+    keyed = schema.get("patternProperties")
+    found += [(("patternProperties", k), k) for k in keyed] if isinstance(keyed, dict) else []
+    for where, pattern in found:
+        try:
+            regex.compile(pattern)
+        except (regex.error, RecursionError, OverflowError, ValueError) as exc:
+            yield ValidationError(
+                f"{pattern!r} is not a valid regular expression ({exc})",
+                path=(*path, *where),
+                instance=pattern,
+            )
+    for key, value in schema.items():
+        if key not in _DATA_KEYWORDS:
+            yield from _regex_problems(value, (*path, key))
+
+
+def _unusable(schema: Any) -> Iterator[Any]:
+    from jsonschema import ValidationError
+
+    for probe in (None, 0, "", [], {}):
+        try:
+            validator_of(schema).is_valid(probe)
+        except Exception as exc:
+            yield ValidationError(
+                f"this schema cannot check a value: {type(exc).__name__}: {str(exc)[:200]}",
+                instance=schema,
+            )
+            return
 
 
 JSON_TYPE_TESTS: dict[str, Callable[[Any], bool]] = {
@@ -153,6 +209,119 @@ def value_problems(schema: Any, value: Any) -> list[str]:
     valid JSON Schema (:func:`schema_problems` finds nothing)."""
     if _certainly_valid(schema, value):
         return []
-    from jsonschema import Draft202012Validator
+    try:
+        return [problem.message for problem in validator_of(schema).iter_errors(value)]
+    except Exception as exc:  # a `$ref` that cannot be resolved, or refers to itself
+        return [f"the schema cannot check it: {type(exc).__name__}: {str(exc)[:200]}"]
 
-    return [problem.message for problem in Draft202012Validator(schema).iter_errors(value)]
+
+# ----------------------------------------------------------------------------
+# regular expressions under a time limit
+# ----------------------------------------------------------------------------
+# `pattern`, `patternProperties` and the keys `additionalProperties` leaves to
+# them are matched against what the model writes. jsonschema matches them with
+# `re`, which has no time limit: `^(a+)+$` against forty a's and a `!` runs for
+# hours. The validators below match them with `regex` under `PATTERN_SECONDS`;
+# a value that cannot be matched in time is refused, as one that does not match.
+
+PATTERN_SECONDS = 0.5
+
+
+class _PatternTooSlow(Exception):
+    pass
+
+
+def _search(pattern: str, text: str) -> bool:
+    """Whether ``pattern`` matches somewhere in ``text`` (ECMA-262 patterns are not
+    anchored); `_PatternTooSlow` past `PATTERN_SECONDS`."""
+    import regex
+
+    try:
+        return regex.search(pattern, text, timeout=PATTERN_SECONDS) is not None
+    except TimeoutError:
+        raise _PatternTooSlow(
+            f"matching {pattern!r} took more than {PATTERN_SECONDS:g} s: the value is refused"
+        ) from None
+
+
+def _pattern(validator: Any, pattern: str, instance: Any, schema: Any) -> Iterator[Any]:
+    from jsonschema import ValidationError
+
+    if not validator.is_type(instance, "string"):
+        return
+    try:
+        if not _search(pattern, instance):
+            yield ValidationError(f"{instance!r} does not match {pattern!r}")
+    except _PatternTooSlow as slow:
+        yield ValidationError(str(slow))
+
+
+def _matching_keys(instance: dict[str, Any], pattern: str) -> tuple[list[str], list[str]]:
+    """The keys ``pattern`` matches, and the messages of keys it could not match in time."""
+    matched, slow = [], []
+    for key in instance:
+        try:
+            if _search(pattern, key):
+                matched.append(key)
+        except _PatternTooSlow as exc:
+            slow.append(f"key {key[:60]!r}: {exc}")
+    return matched, slow
+
+
+def _pattern_properties(
+    validator: Any, patterns: dict[str, Any], instance: Any, schema: Any
+) -> Iterator[Any]:
+    from jsonschema import ValidationError
+
+    if not validator.is_type(instance, "object"):
+        return
+    for pattern, subschema in patterns.items():
+        matched, slow = _matching_keys(instance, pattern)
+        for message in slow:
+            yield ValidationError(message)
+        for key in matched:
+            yield from validator.descend(instance[key], subschema, path=key, schema_path=pattern)
+
+
+def _additional_properties(
+    validator: Any, additional: Any, instance: Any, schema: Any
+) -> Iterator[Any]:
+    from jsonschema import ValidationError
+
+    if not validator.is_type(instance, "object"):
+        return
+    declared = schema.get("properties", {})
+    patterned: set[str] = set()
+    for pattern in schema.get("patternProperties", {}):
+        matched, _ = _matching_keys(instance, pattern)  # a slow key: patternProperties says so
+        patterned.update(matched)
+    extras = [k for k in instance if k not in declared and k not in patterned]
+    if validator.is_type(additional, "object"):
+        for key in extras:
+            yield from validator.descend(instance[key], additional, path=key)
+    elif additional is False and extras:
+        listed = ", ".join(repr(k) for k in sorted(extras))
+        yield ValidationError(f"additional properties are not allowed ({listed})")
+
+
+@functools.cache
+def _bounded_class(base: Any) -> Any:
+    from jsonschema import validators
+
+    return validators.extend(
+        base,
+        {
+            "pattern": _pattern,
+            "patternProperties": _pattern_properties,
+            "additionalProperties": _additional_properties,
+        },
+    )
+
+
+def validator_of(schema: Any) -> Any:
+    """A jsonschema validator of ``schema`` (its `$schema`'s draft, else 2020-12) whose
+    regular expressions run under `PATTERN_SECONDS`; ``schema`` must be valid."""
+    from jsonschema import Draft202012Validator, validators
+
+    base = validators.validator_for(schema, default=Draft202012Validator)
+    return _bounded_class(base)(schema)

@@ -32,6 +32,8 @@ from jinja2.utils import Namespace
 
 MAX_RANGE = 10_000  # items in one range()
 MAX_ITERATIONS = 100_000  # range() items one render may iterate, all loops together
+REMOVED_GLOBALS = ("lipsum",)  # Jinja's lorem ipsum of any length: no use to a spec, gigabytes
+MAX_LOOP_ITEMS = 1_000_000  # items all `{% for %}` loops of one render may go through
 MAX_SIZE = 1_000_000  # characters or items of one value a template builds
 MAX_POWER_BITS = 4_096  # bits of an integer built by **
 MAX_OUTPUT = 1_000_000  # characters of a rendered template
@@ -48,6 +50,7 @@ class _Budget:
 
     def __init__(self) -> None:
         self.iterations = 0
+        self.loop_items = 0
         self.written = 0
 
 
@@ -188,6 +191,34 @@ def _counted(numbers: range) -> Iterator[int]:
         yield number
 
 
+def _loop_items(items: Any) -> Iterator[Any]:
+    """A `{% for %}` loop's items, counted: loops over loops over a long string or
+    list (not a range, which counts on its own) would otherwise never end."""
+    budget = _budget.get()
+    for item in items:
+        if budget is not None:
+            budget.loop_items += 1
+            if budget.loop_items > MAX_LOOP_ITEMS:
+                raise TemplateLimitError(
+                    f"the template's loops went through more than {MAX_LOOP_ITEMS:,} items"
+                )
+        yield item
+
+
+def _join_filter(original: Callable[..., Any]) -> Callable[..., Any]:
+    """`join`, refused when the joined text would pass the size limit (the separator
+    is repeated once per item, so a short list can make a gigabyte)."""
+
+    def join(eval_ctx: Any, value: Any, d: str = "", attribute: Any = None) -> Any:
+        items = list(value) if not isinstance(value, (str, list, tuple)) else value
+        separator = len(str(d)) * max(len(items) - 1, 0)
+        _check_size(separator + sum(_size(item) for item in items), "the joined text")
+        return original(eval_ctx, items, d, attribute)
+
+    join.jinja_pass_arg = original.jinja_pass_arg  # type: ignore[attr-defined]
+    return join
+
+
 def _written(value: Any) -> str:
     """Every `{{ … }}` passes here (the environment's `finalize`): count what
     is written, including into macros, loops and `{% set %}` blocks, whose
@@ -208,6 +239,14 @@ def _concat(parts: tuple[Any, ...]) -> str:
     return "".join(texts)
 
 
+def _is_counted(iterable: nodes.Node) -> bool:
+    return (
+        isinstance(iterable, nodes.Call)
+        and isinstance(iterable.node, nodes.EnvironmentAttribute)
+        and iterable.node.name == "loop_limited"
+    )
+
+
 class _LimitedCodeGenerator(CodeGenerator):
     """Jinja's code generator, with `~` going through `_concat` (Jinja calls
     its own join function there, which no environment hook reaches), and `+`
@@ -222,6 +261,16 @@ class _LimitedCodeGenerator(CodeGenerator):
         self.write(", ")
         self.visit(node.right, frame)
         self.write(")")
+
+    def visit_For(self, node: nodes.For, frame: Frame) -> None:
+        # every loop goes through its items via `environment.loop_limited`, which counts
+        # them (Jinja allows no node type of one's own, so the wrapper is a call)
+        counted = nodes.Call(
+            nodes.EnvironmentAttribute("loop_limited"), [node.iter], [], None, None
+        )
+        if not _is_counted(node.iter):  # a tree compiled twice is wrapped once
+            node.iter = counted.set_lineno(node.iter.lineno)
+        super().visit_For(node, frame)
 
     def visit_Concat(self, node: nodes.Concat, frame: Frame) -> None:
         self.write("environment.concat_limited((")
@@ -287,11 +336,14 @@ class LimitedSandbox(ImmutableSandboxedEnvironment):
     code_generator_class = _LimitedCodeGenerator
     concat_limited = staticmethod(_concat)
     add_limited = staticmethod(_add)
+    loop_limited = staticmethod(_loop_items)
 
     def __init__(self, **options: Any) -> None:
         super().__init__(finalize=_written, **options)
         self.globals["range"] = _limited_range
         self.globals["namespace"] = _LimitedNamespace
+        for name in REMOVED_GLOBALS:
+            del self.globals[name]
         sized: dict[str, Callable[..., int]] = {
             "center": lambda value, width=80: _width(width),
             "indent": lambda value, width=4, *a, **k: _size(value) * (1 + _width(width)),
@@ -305,6 +357,7 @@ class LimitedSandbox(ImmutableSandboxedEnvironment):
         for name, size in sized.items():
             self.filters[name] = _sized_filter(self.filters[name], size)
         self.filters["format"] = _format_filter(self.filters["format"])
+        self.filters["join"] = _join_filter(self.filters["join"])
 
     def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
         return BINOPS[operator](left, right)

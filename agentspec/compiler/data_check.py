@@ -69,6 +69,15 @@ class DataChecks:
             if not files:
                 return
             path = files[0]
+        if not _is_file(path):
+            self.error(
+                "E914",
+                f"{path} is not a regular file (a device, a pipe or a socket): validate does"
+                " not read it, and training would read it to its end",
+                ("data", "source"),
+                "point `source` at a data file",
+            )
+            return
         if path.suffix == ".jsonl":
             if _has_no_rows(path):
                 self.error(
@@ -76,6 +85,15 @@ class DataChecks:
                     f"{path.name} has no rows: every run would stop before its first episode",
                     ("data", "source"),
                     "write one JSON object per line, or point `source` at the data",
+                )
+                return
+            problem = _first_row_problem(path)
+            if problem is not None:
+                self.error(
+                    "E914",
+                    f"{path.name}: {problem}",
+                    ("data", "source"),
+                    "every line of a JSONL file is one JSON object, in UTF-8",
                 )
                 return
             row = first_jsonl_row(path)
@@ -194,6 +212,14 @@ def _is_dir(path: FsPath) -> bool:
         return False
 
 
+def _is_file(path: FsPath) -> bool:
+    """A regular file: reading `/dev/stdin`, a FIFO or `/dev/zero` would block or never end."""
+    try:
+        return path.is_file()
+    except (OSError, ValueError):
+        return False
+
+
 # The most of a data file validate reads: its first rows, never a whole file.
 FIRST_ROW_BYTES = 1 << 20
 
@@ -210,7 +236,8 @@ def first_data_row(spec: TaskSpec, spec_dir: FsPath) -> dict[str, Any] | None:
         return None
     from agentspec.stdlib.data import resolve_path
 
-    return first_jsonl_row(resolve_path(location, spec_dir))
+    path = resolve_path(location, spec_dir)
+    return first_jsonl_row(path) if _is_file(path) else None
 
 
 def first_jsonl_row(path: FsPath) -> dict[str, Any] | None:
@@ -231,6 +258,32 @@ def first_jsonl_row(path: FsPath) -> dict[str, Any] | None:
                     return row if isinstance(row, dict) else None
     except (OSError, ValueError, RecursionError):
         return None
+    return None
+
+
+def _first_row_problem(path: FsPath) -> str | None:
+    """Why the first row of a JSONL file is not a sample (read up to `FIRST_ROW_BYTES`),
+    else None: its first line is not UTF-8, not JSON, or not an object."""
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(FIRST_ROW_BYTES)
+    except OSError:
+        return None
+    number, line = next(
+        ((i, raw) for i, raw in enumerate(head.split(b"\n"), 1) if raw.strip()), (0, b"")
+    )
+    if not line or (len(head) == FIRST_ROW_BYTES and b"\n" not in head):
+        return None  # empty (E914 says so), or a first row longer than validate reads
+    try:
+        row = json.loads(line.decode("utf-8"))
+    except UnicodeDecodeError:
+        return f"line {number} is not UTF-8 text"
+    except json.JSONDecodeError as exc:
+        return f"line {number} is not JSON ({exc.msg})"
+    except (RecursionError, ValueError) as exc:
+        return f"line {number} is not a usable sample ({'nested too deeply' if isinstance(exc, RecursionError) else exc})"
+    if not isinstance(row, dict):
+        return f"line {number} is not a JSON object: each line is one sample"
     return None
 
 

@@ -61,6 +61,13 @@ class _CheckingEnvironment(SandboxedEnvironment):
     intercepted_binops = frozenset(SandboxedEnvironment.default_binop_table)
     intercepted_unops = frozenset(SandboxedEnvironment.default_unop_table)
 
+    def __init__(self) -> None:
+        super().__init__()
+        for (
+            name
+        ) in sandbox.REMOVED_GLOBALS:  # what the runtime's sandbox does not offer is undefined
+            del self.globals[name]
+
 
 @cache
 def _environment() -> SandboxedEnvironment:

@@ -87,17 +87,24 @@ class TypeSyntaxError(ValueError):
     """A type spelling that is not part of the language."""
 
 
-def parse_type(text: str) -> Type:
+MAX_TYPE_DEPTH = 16  # lists inside lists: deeper is surely a mistake (and would recurse)
+
+
+def parse_type(text: str, depth: int = 0) -> Type:
     """Parse `str`, `int`, `float`, `bool`, `dict`, `any`, `list[T]` (`list`: `list[any]`), `T?`."""
     spelled = text.strip()
+    if depth > MAX_TYPE_DEPTH:
+        raise TypeSyntaxError(f"type nested more than {MAX_TYPE_DEPTH} deep")
     if spelled.endswith("?"):
-        inner = parse_type(spelled[:-1])
+        if spelled[:-1].rstrip().endswith("?"):
+            raise TypeSyntaxError(f"unknown type {text!r}: `?` makes a type optional once")
+        inner = parse_type(spelled[:-1], depth + 1)
         return inner if isinstance(inner, Optional) or inner == ANY else Optional(inner)
     if spelled in _NAMED:
         return _NAMED[spelled]
     match = _LIST.match(spelled)
     if match:
-        return ListOf(parse_type(match.group(1)))
+        return ListOf(parse_type(match.group(1), depth + 1))
     raise TypeSyntaxError(f"unknown type {text!r}; the types are {TYPE_NAMES}")
 
 

@@ -12,6 +12,7 @@ import hashlib
 import json
 import os
 import random
+import re
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -259,31 +260,55 @@ def _spelling(value: Any) -> str:
     return "any"
 
 
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+
+
 def _jsonl_rows(path: Path) -> Iterator[tuple[int, Sample]]:
-    """The rows of a JSONL file, each with its line number."""
-    if not path.is_file():
-        raise DataError(f"{path} does not exist (set ${DATA_ENV} to the data folder?)")
-    with path.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise DataError(f"{path}:{number}: not JSON: {exc.msg}") from None
-            if not isinstance(row, dict):
-                raise DataError(f"{path}:{number}: a sample must be a JSON object")
-            yield number, row
+    """The rows of a JSONL file, each with its line number. Whatever a row holds that
+    JSON allows and a sample cannot (nesting past Python's recursion limit, an integer
+    of thousands of digits, an unpaired UTF-16 surrogate) is a DataError at its line."""
+    _require_file(path)
+    number = 0
+    try:
+        with path.open(encoding="utf-8") as handle:
+            for number, line in enumerate(handle, 1):
+                if not line.strip():
+                    continue
+                try:
+                    row = json.loads(line)
+                    if _SURROGATE_ESCAPE.search(line):  # `"\ud83d"` alone decodes, then breaks
+                        json.dumps(row, ensure_ascii=False).encode("utf-8")
+                except json.JSONDecodeError as exc:
+                    raise DataError(f"{path}:{number}: not JSON: {exc.msg}") from None
+                except (RecursionError, ValueError) as exc:  # UnicodeEncodeError is a ValueError
+                    reason = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
+                    raise DataError(f"{path}:{number}: not a usable sample: {reason}") from None
+                if not isinstance(row, dict):
+                    raise DataError(f"{path}:{number}: a sample must be a JSON object")
+                yield number, row
+    except UnicodeDecodeError as exc:
+        raise DataError(f"{path}:{number + 1}: not UTF-8 text ({exc.reason})") from None
+
+
+def _require_file(path: Path) -> None:
+    if path.is_file():
+        return
+    if path.exists():
+        raise DataError(f"{path} is not a regular file (a device, a pipe or a socket)")
+    raise DataError(f"{path} does not exist (set ${DATA_ENV} to the data folder?)")
 
 
 def _parquet(path: Path) -> Iterator[Sample]:
-    if not path.is_file():
-        raise DataError(f"{path} does not exist")
+    _require_file(path)
     try:
         import pyarrow.parquet as pq
     except ImportError:  # pragma: no cover - pyarrow comes with the train extra
         raise DataError("reading parquet needs pyarrow: pip install pyarrow") from None
-    yield from pq.read_table(path).to_pylist()
+    try:
+        table = pq.read_table(path)
+    except Exception as exc:  # pyarrow's ArrowInvalid, OSError…: not a parquet file
+        raise DataError(f"{path}: not a readable parquet file ({exc})") from None
+    yield from table.to_pylist()
 
 
 def _huggingface(location: str, split: str, params: dict[str, Any]) -> Iterator[Sample]:

@@ -44,6 +44,8 @@ HOSTILE = {
         "{% set x %}{% for i in range(10000) %}{{ s }}{% endfor %}{% endset %}{{ x|length }}"
     ),
     "long output": "{% for i in range(10000) %}{{ s }}{% endfor %}",
+    "nested loops over strings": "{% for a in s %}{% for b in s %}{% endfor %}{% endfor %}",
+    "join separator": "{{ range(10000)|join(s) }}",
 }
 
 
@@ -127,3 +129,20 @@ def test_wrapped_filters_behave_as_jinjas() -> None:
         "{{ '%03d'|format(7) }}"
     )
     assert text == "a+b| x |a\n  b|aaa\nbbb|[[1, 2], [3]]|[[1, 2], [3]]|007"
+
+
+def test_lipsum_is_not_offered() -> None:
+    from jinja2.exceptions import UndefinedError
+
+    with pytest.raises(UndefinedError):
+        render("{{ lipsum(1000000) }}")
+
+
+def test_counted_loops_keep_their_loop_variables() -> None:
+    source = (
+        "{% for m in ms %}{{ loop.index }}/{{ loop.length }}{{ '!' if loop.last }}{% endfor %}"
+        "{% for x in [] %}{% else %} empty{% endfor %}"
+        "{% for x in xs recursive %}{{ x.n }}{{ loop(x.c) }}{% endfor %}"
+    )
+    tree = {"n": 1, "c": [{"n": 2, "c": []}]}
+    assert render(source, ms=["a", "b"], xs=[tree]) == "1/22/2! empty12"

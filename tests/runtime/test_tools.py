@@ -73,6 +73,31 @@ def test_a_left_out_argument_takes_its_schema_default() -> None:
     assert given == {"query": "q"}  # the model's arguments as it wrote them
 
 
+def test_a_backtracking_pattern_refuses_in_bounded_time() -> None:
+    # `re` would take hours on this (nested alternatives that all match `a`);
+    # arguments are matched under json_schema.PATTERN_SECONDS, keys too
+    import time
+
+    class Coded(BaseTool):
+        name = "coded"
+        parameters: ClassVar[dict[str, Any]] = {
+            "type": "object",
+            "properties": {"code": {"type": "string", "pattern": "^(a|aa)+$"}},
+            "patternProperties": {"^(a|aa)+$": {"type": "integer"}},
+            "additionalProperties": False,
+        }
+
+        async def execute(self, args: dict[str, Any], context: ToolContext) -> str:
+            return "ran"
+
+    start = time.perf_counter()
+    r = _run(Coded(), {"code": "a" * 60 + "!", "a" * 60 + "!": 1})
+    assert not r.ok and r.code == "invalid_arguments"
+    assert "took more than 0.5 s" in r.text
+    assert time.perf_counter() - start < 10
+    assert _run(Coded(), {"code": "aaaa", "aa": 2}).ok
+
+
 def test_timeout_and_exception_and_guard() -> None:
     r = _run(SleepyTool(), {"seconds": 1})
     assert (r.ok, r.code, r.text) == (False, "timeout", "sleepy timed out after 0.05 s")

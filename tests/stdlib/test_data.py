@@ -130,3 +130,33 @@ def test_generator_and_parquet_rows_are_checked_too(tmp_path: Path) -> None:
     pq.write_table(pa.Table.from_pylist([{"q": "a", "n": 1}, {"q": "b", "n": 2}]), path)
     with pytest.raises(DataError, match=r"row 1 of .*d\.parquet: field 'n' is the number 1"):
         load_samples(f"parquet:{path}", fields={"n": "bool"})
+
+
+HOSTILE_ROWS = {
+    "not UTF-8": ('{"q": "a"}\n'.encode("utf-16"), r":1: not UTF-8 text"),
+    "nested too deeply": (
+        ('{"q": "a"}\n{"q": "b", "x": ' + "[" * 100_000 + "]" * 100_000 + "}\n").encode(),
+        r":2: not a usable sample: nested too deeply",
+    ),
+    "integer of 100,000 digits": (b'{"q": ' + b"9" * 100_000 + b"}\n", r":1: not a usable sample"),
+    "lone surrogate": (b'{"q": "a"}\n{"q": "\\ud83d"}\n', r":2: not a usable sample: .*surrogates"),
+}
+
+
+@pytest.mark.parametrize("content, message", HOSTILE_ROWS.values(), ids=HOSTILE_ROWS.keys())
+def test_a_row_no_sample_can_hold_is_a_data_error_at_its_line(
+    tmp_path: Path, content: bytes, message: str
+) -> None:
+    path = tmp_path / "rows.jsonl"
+    path.write_bytes(content)
+    with pytest.raises(DataError, match=r"rows\.jsonl" + message):
+        load_samples(f"jsonl:{path}")
+
+
+def test_a_device_or_a_broken_parquet_file_is_a_data_error(tmp_path: Path) -> None:
+    with pytest.raises(DataError, match="not a regular file"):
+        load_samples("jsonl:/dev/zero")
+    broken = tmp_path / "rows.parquet"
+    broken.write_text("hello")
+    with pytest.raises(DataError, match="not a readable parquet file"):
+        load_samples(f"parquet:{broken}")

@@ -21,7 +21,7 @@ from typing import Any, ClassVar
 import jsonschema
 
 from agentspec.formats.caps import MAX_ERROR_CHARS, cap_error
-from agentspec.json_schema import JSON_TYPE_TESTS
+from agentspec.json_schema import JSON_TYPE_TESTS, validator_of
 from agentspec.runtime.episode.blocking import run_blocking
 
 _timeout = getattr(asyncio, "timeout", None)  # Python 3.11+
@@ -100,9 +100,8 @@ class ToolResult:
 def _validator(schema_json: str) -> Any:
     """A checked validator per distinct schema (tools are created once per episode)."""
     schema = json.loads(schema_json)
-    validator_cls = jsonschema.validators.validator_for(schema)
-    validator_cls.check_schema(schema)
-    return validator_cls(schema)
+    jsonschema.validators.validator_for(schema).check_schema(schema)
+    return validator_of(schema)
 
 
 _FLAT_SCHEMA_KEYS = frozenset(
@@ -161,9 +160,7 @@ def _flat_check(schema_json: str) -> Callable[[Any], bool] | None:
 
 def schema_errors(schema: Mapping[str, Any], args: Any) -> list[str]:
     """Every way ``args`` fails ``schema``, as ``path: message`` lines (empty if valid)."""
-    validator_cls = jsonschema.validators.validator_for(schema)
-    validator = validator_cls(schema)
-    errors = sorted(validator.iter_errors(args), key=lambda e: list(e.absolute_path))
+    errors = sorted(validator_of(schema).iter_errors(args), key=lambda e: list(e.absolute_path))
     out = []
     for err in errors:
         path = ".".join(str(p) for p in err.absolute_path)
