@@ -93,3 +93,15 @@ def test_task_tokenizer_without_transformers_gives_the_same_ids(tmp_path: Path) 
     assert bare.encode(text) == ids == reloaded.encode(text)
     assert (bare.eos_token_id, bare.pad_token_id) == (hf.eos_token_id, hf.pad_token_id)
     assert task_bpe_tokenizer(module, samples, tmp_path / "bare").encode(text) == ids
+
+
+def test_long_runs_are_cut_before_bpe_training() -> None:
+    # BPE training time grows with the square of a word's length: `'a' * 999999` in a
+    # prompt hung `run` before its first episode
+    from agentspec.runtime.text.tiny_model import _broken_runs, train_tiny_bpe
+
+    assert _broken_runs("short words stay") == "short words stay"
+    cut = _broken_runs("x " + "a" * 300 + " y")
+    assert cut.split() == ["x", "a" * 64, "a" * 64, "a" * 64, "a" * 64, "a" * 44, "y"]
+    tok = train_tiny_bpe(["one two three", "b" * 200_000], vocab_size=300)
+    assert tok.get_vocab_size() <= 300

@@ -13,6 +13,7 @@ Imports torch and transformers (lazily, inside the functions): keep it out of
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -94,8 +95,24 @@ def train_tiny_bpe(texts: Iterable[str], vocab_size: int = 2048) -> Any:
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
         show_progress=False,
     )
-    tok.train_from_iterator(list(texts), trainer=trainer)
+    tok.train_from_iterator([_broken_runs(text) for text in texts], trainer=trainer)
     return tok
+
+
+_LONG_RUN = re.compile(r"\S{256,}")
+
+
+def _broken_runs(text: str) -> str:
+    """`text` with every run of 256 or more non-space characters cut into pieces of 64
+    (a base64 blob, a hash, `'a' * 99999` in a prompt): BPE training time grows with
+    the square of a word's length, and such a run has nothing a tokenizer should learn."""
+    if len(text) < 256 or _LONG_RUN.search(text) is None:
+        return text
+    return _LONG_RUN.sub(lambda m: " ".join(_pieces(m.group(), 64)), text)
+
+
+def _pieces(run: str, size: int) -> list[str]:
+    return [run[i : i + size] for i in range(0, len(run), size)]
 
 
 def build_tiny_tokenizer(
