@@ -106,7 +106,9 @@ def _regex_problems(schema: Any, path: tuple[Any, ...]) -> Iterator[Any]:
         return
     if not isinstance(schema, dict):
         return
-    found = [(("pattern",), schema["pattern"])] if isinstance(schema.get("pattern"), str) else []
+    found: list[tuple[tuple[str, ...], Any]] = []
+    if isinstance(schema.get("pattern"), str):
+        found.append((("pattern",), schema["pattern"]))
     keyed = schema.get("patternProperties")
     found += [(("patternProperties", k), k) for k in keyed] if isinstance(keyed, dict) else []
     for where, pattern in found:
@@ -126,7 +128,8 @@ def _regex_problems(schema: Any, path: tuple[Any, ...]) -> Iterator[Any]:
 def _unusable(schema: Any) -> Iterator[Any]:
     from jsonschema import ValidationError
 
-    for probe in (None, 0, "", [], {}):
+    probes: tuple[Any, ...] = (None, 0, "", [], {})
+    for probe in probes:
         try:
             validator_of(schema).is_valid(probe)
         except Exception as exc:
@@ -301,7 +304,16 @@ def _additional_properties(
             yield from validator.descend(instance[key], additional, path=key)
     elif additional is False and extras:
         listed = ", ".join(repr(k) for k in sorted(extras))
-        yield ValidationError(f"additional properties are not allowed ({listed})")
+        one = len(extras) == 1
+        if "patternProperties" in schema:
+            patterns = ", ".join(repr(p) for p in sorted(schema["patternProperties"]))
+            verb = "does" if one else "do"
+            yield ValidationError(f"{listed} {verb} not match any of the regexes: {patterns}")
+        else:
+            verb = "was" if one else "were"
+            yield ValidationError(
+                f"Additional properties are not allowed ({listed} {verb} unexpected)"
+            )
 
 
 @functools.cache

@@ -144,8 +144,7 @@ def _draw_number(
     """A number the schema accepts: one the prompt shows or a small one when it fits,
     else one made to fit (its bounds, open or closed, and `multipleOf`)."""
     bounds = _NumberBounds.of(schema)
-    step = schema.get("multipleOf")
-    step = step if _is_number(step) and step > 0 else None
+    step = _step(schema)
     candidates = [
         n
         for n in [*vocab.numbers(), *SMALL_INTS]
@@ -156,6 +155,14 @@ def _draw_number(
     else:
         value = bounds.draw(kind == "integer", step, rng)
     return int(value) if kind == "integer" else float(value)
+
+
+def _step(schema: Mapping[str, Any]) -> float | None:
+    """A numeric schema's `multipleOf`, when it is a positive number."""
+    step = schema.get("multipleOf")
+    if isinstance(step, (int, float)) and not isinstance(step, bool) and step > 0:
+        return float(step)
+    return None
 
 
 def _is_number(value: Any) -> bool:
@@ -277,8 +284,7 @@ def finite_values(schema: Mapping[str, Any], strings: Sequence[str]) -> list[Any
     if kind == "boolean":
         return [True, False]
     bounds = _NumberBounds.of(schema)
-    step = schema.get("multipleOf")
-    step = step if _is_number(step) and step > 0 else None
+    step = _step(schema)
 
     def valid(n: float) -> bool:
         return bounds.admits(n) and _multiple(n, step)
@@ -290,8 +296,8 @@ def finite_values(schema: Mapping[str, Any], strings: Sequence[str]) -> list[Any
         numbers = [int(n) for s in strings if (n := _number(s)) is not None and n == int(n)]
         return _unique([n for n in [*numbers, 0, 1] if valid(n)])
     if kind == "number":
-        numbers = [n for s in strings if (n := _number(s)) is not None] + [0.0, 1.0]
-        return _unique([n for n in numbers if valid(n)])
+        reals = [n for s in strings if (n := _number(s)) is not None] + [0.0, 1.0]
+        return _unique([n for n in reals if valid(n)])
     if kind in ("string", None):
         return list(strings)
     return []
