@@ -384,3 +384,30 @@ def test_an_oracle_whose_prompt_does_not_fit_fails_at_the_budget(tmp_path: Path)
         rf"doors\.yaml:{line}:\d+: oracle gate .*ended after 0 steps: its first prompt did not fit",
         result.output,
     ), result.output
+
+
+def test_the_documented_custom_context_runs(tmp_path: Path) -> None:
+    # docs/episodes.md's example policy, taken from the page: the task and the last two exchanges
+    page = (ROOT / "docs" / "episodes.md").read_text(encoding="utf-8")
+    section = page.split("## Your own context policy", 1)[1]
+    code = section.split("```python\n", 1)[1].split("```", 1)[0]
+    (tmp_path / "my_context.py").write_text(code, encoding="utf-8")
+    call = '<tool_call>{"name": "inc", "arguments": {}}</tool_call>'
+    spec = f"""\
+agentspec: 1
+name: counter
+prompt: {{user: "Count to three."}}
+state: {{n: {{type: int}}}}
+tools:
+  inc: {{description: Add one., effect: ["state.n += 1"], observe: "n is {{{{ state.n }}}}"}}
+context: {{policy: custom, custom: "my_context:prompt"}}
+rewards: {{r: {{on: final, value: "1.0 if state.n == 3 else 0.0"}}}}
+tests:
+  episodes:
+    - name: three increments
+      sample: {{}}
+      turns: ['{call}', '{call}', '{call}', done]
+      expect: {{state: {{n: 3}}, rewards: {{r: 1.0}}, steps: 4}}
+"""
+    result = runner.invoke(app, ["test", str(write(tmp_path, spec))])
+    assert result.exit_code == 0, result.output
