@@ -97,6 +97,7 @@ CODES: dict[str, str] = {
     "W802": "state variable is never used",
     "W803": "expression with a redundant part",
     "W804": "named guard is not used",
+    "W805": "final answers continue, but there are no tools",
     # 9xx: deep checks (what the spec points to: functions, modules, data, regexes, the oracle)
     "E901": "unknown stdlib function",
     "E902": "invalid config",

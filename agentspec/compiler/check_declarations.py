@@ -187,6 +187,22 @@ def something_to_learn(checker: CheckState) -> None:
     )
 
 
+def answer_without_tools(checker: CheckState) -> None:
+    """W805: `final_answer: continue` in a spec without tools. A turn without a tool call
+    is then a parse error ("call one of: ." with nothing listed), so no episode can end
+    before `max_steps` and `on: final` rewards never fire."""
+    spec = checker.spec
+    if spec.episode.final_answer != "continue" or spec.tools or spec.mcp or spec.environment:
+        return
+    checker.error(
+        "W805",
+        "episode.final_answer is `continue`, but the spec has no tools: every turn is a"
+        " parse error and every episode runs to `max_steps` (`on: final` rewards never fire)",
+        checker.map.value_span(("episode", "final_answer")),
+        "use `final_answer: end` (a turn without a tool call is the answer), or declare tools",
+    )
+
+
 def data_splits(checker: CheckState) -> None:
     """E210 for a split of a `jsonl:` or `parquet:` file: one file has no splits, so
     the loader reads all of it whatever the split says, and an `eval_split` would
