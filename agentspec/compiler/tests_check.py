@@ -2,7 +2,7 @@
 catches a misspelt expectation before `agentspec test` plays anything:
 expected state variables and reward components must exist (E402, E406),
 constants a test sets must be declared, with their type (E414, E508),
-written-out samples must have the declared fields (E907), and patterns must
+written-out samples must have the declared fields, of their types (E907), and patterns must
 compile (E908)."""
 
 from __future__ import annotations
@@ -49,6 +49,7 @@ def check_tests(checked: CheckResult) -> list[Diagnostic]:
                 unknown("E414", "constant", name, path, spec.constants)
         found += _constant_types(checked, base, test.constants)
         if test.sample is not None and spec.data is not None:
+            found += _sample_types(checked, base, test.sample)
             derived = set(spec.data.derived)
             for field in [*spec.data.fields, *derived]:
                 if field not in test.sample:
@@ -73,6 +74,26 @@ def check_tests(checked: CheckResult) -> list[Diagnostic]:
                             source_map.value_span((*base, "expect", "observations", j, "pattern")),
                         )
                     )
+    return found
+
+
+def _sample_types(checked: CheckResult, base: Path, sample: dict[str, Any]) -> list[Diagnostic]:
+    """E907 for each declared field a test's written-out sample gives a value of another
+    type (the data loader refuses such a row; the test would play one no data can hold)."""
+    from agentspec.stdlib.data import value_problem
+
+    assert checked.spec.data is not None
+    found = []
+    for field, declared in checked.spec.data.fields.items():
+        if field not in sample:
+            continue  # reported as missing
+        problem = value_problem(sample[field], declared)
+        if problem is not None:
+            what, fix = problem
+            span = checked.loaded.source_map.value_span((*base, "sample", field))
+            found.append(
+                Diagnostic("E907", f"the test's sample: field '{field}' {what}", span, fix)
+            )
     return found
 
 
