@@ -98,6 +98,7 @@ CODES: dict[str, str] = {
     "W803": "expression with a redundant part",
     "W804": "named guard is not used",
     "W805": "final answers continue, but there are no tools",
+    "W806": "context setting of another policy",
     # 9xx: deep checks (what the spec points to: functions, modules, data, regexes, the oracle)
     "E901": "unknown stdlib function",
     "E902": "invalid config",

@@ -24,6 +24,7 @@ from agentspec.compiler.types import (
     parse_type,
     python_value_type,
 )
+from agentspec.contexts import CONTEXT_POLICIES
 from agentspec.json_schema import schema_problems
 from agentspec.spec.yaml_loader import Path
 
@@ -201,6 +202,26 @@ def answer_without_tools(checker: CheckState) -> None:
         checker.map.value_span(("episode", "final_answer")),
         "use `final_answer: end` (a turn without a tool call is the answer), or declare tools",
     )
+
+
+def unused_context_settings(checker: CheckState) -> None:
+    """W806 for a `context` setting that only another policy reads (`window` under
+    `full_history`): the user meant a policy they did not choose."""
+    context = checker.spec.context
+    owners = {
+        kind.spec_setting: kind.name
+        for kind in map(CONTEXT_POLICIES.get, CONTEXT_POLICIES.names())
+        if kind.spec_setting is not None
+    }
+    for key, owner in owners.items():
+        if getattr(context, key, None) is not None and owner != context.policy:
+            checker.error(
+                "W806",
+                f"context.{key} is set, but policy `{context.policy}` does not read it"
+                f" (only `{owner}` does)",
+                checker.map.value_span(("context", key)),
+                f"use `policy: {owner}`, or remove `{key}`",
+            )
 
 
 def data_splits(checker: CheckState) -> None:

@@ -82,6 +82,7 @@ class Checker(CheckState):
         check_declarations.something_to_learn(self)
         check_declarations.data_splits(self)
         check_declarations.answer_without_tools(self)
+        check_declarations.unused_context_settings(self)
         for site in sections.all_sites(self):
             self._check_site(site)
         check_declarations.state_usage(self)
