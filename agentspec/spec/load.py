@@ -289,11 +289,20 @@ def _key_diagnostic(path: Path, kind: str, error: Any, source_map: SourceMap) ->
         section = dotted(path[:-1]) or "the top level"
         return Diagnostic(
             "E204",
-            f"{path[-1]!r} is not a valid name in {section}",
+            f"{_as_yaml_key(path[-1])} is not a valid name in {section}",
             source_map.key_span(path),
             hint=_name_hint(path[-1]),
         )
     return None
+
+
+def _as_yaml_key(key: object) -> str:
+    """A key as the user reads it: text quoted, YAML's null and booleans as YAML spells them."""
+    if key is None:
+        return "null (`~`)"
+    if isinstance(key, bool):
+        return f"the boolean `{str(key).lower()}`"
+    return repr(key) if isinstance(key, str) else f"the number {key}"
 
 
 def _name_hint(name: object) -> str:
@@ -487,18 +496,34 @@ def _describe(value: Any) -> str:
 
 def _data_path(loc: tuple[Any, ...], data: Any) -> Path:
     """Drop the parts of a pydantic `loc` that name union branches, not data."""
-    path: list[str | int] = []
+    path: list[Any] = []
     current = data
     for part in loc:
-        if (isinstance(current, dict) and part in current) or (
-            isinstance(current, list) and isinstance(part, int) and 0 <= part < len(current)
-        ):
+        key = _own_key(current, part) if isinstance(current, dict) else _NO_KEY
+        if key is not _NO_KEY:
+            path.append(key)
+            current = current[key]
+        elif isinstance(current, list) and isinstance(part, int) and 0 <= part < len(current):
             path.append(part)
             current = current[part]
         elif isinstance(current, dict) and isinstance(part, str) and not _is_branch_tag(part):
             path.append(part)  # a missing or extra key: not in the data (yet)
             current = None
     return tuple(path)
+
+
+_NO_KEY = object()
+
+
+def _own_key(mapping: dict[Any, Any], part: Any) -> Any:
+    """The key of `mapping` that pydantic's `loc` part names, as YAML wrote it: pydantic
+    gives a key that is not a string as its text (`~` as 'None', `3.5` as '3.5') or
+    as an equal number (`true` as 1). `_NO_KEY` when there is none."""
+    same = [k for k in mapping if type(k) is type(part) and k == part]
+    if same:
+        return same[0]
+    equal = [k for k in mapping if not isinstance(k, str) and (k == part or str(k) == part)]
+    return equal[0] if equal else _NO_KEY
 
 
 def _is_branch_tag(part: str) -> bool:

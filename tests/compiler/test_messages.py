@@ -153,3 +153,21 @@ def test_a_non_ascii_name_says_names_are_ascii() -> None:
     d = only("schema_name_not_ascii.yaml")
     assert d.code == "E204" and where(d) == (7, 3)
     assert d.hint is not None and "ASCII letters" in d.hint and "'é' is not ASCII" in d.hint
+
+
+def test_a_key_yaml_reads_as_null_a_number_or_a_boolean_is_named_where_it_is(
+    tmp_path: Path,
+) -> None:
+    # pydantic names such keys 'None', '3.5' and 1: each error was at `tools:` or spoke of 1
+    spec = tmp_path / "keys.yaml"
+    spec.write_text(
+        "agentspec: 1\nname: k\nprompt: {user: hi}\ntools:\n"
+        "  ~: {description: x}\n  3.5: {description: y}\n  true: {description: z}\n"
+        "rewards: {r: {on: final, value: 1.0}}\n"
+    )
+    found = sorted((d.span.line, d.message) for d in check_file(spec).diagnostics if d.span)
+    assert found == [
+        (5, "null (`~`) is not a valid name in tools"),
+        (6, "the number 3.5 is not a valid name in tools"),
+        (7, "the boolean `true` is not a valid name in tools"),
+    ]
