@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import os
 import sys
+import threading
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -53,15 +55,16 @@ def write_compiled(compiled: CompiledSpec, out_dir: str | Path) -> list[Path]:
     module_path = out / f"{compiled.module_name}.py"
     manifest_path = out / "manifest.json"
     for path, text in ((module_path, compiled.source), (manifest_path, compiled.manifest)):
-        tmp = path.with_suffix(path.suffix + ".tmp")
+        # a temporary name of this writer's own: processes compiling the same spec into
+        # the shared cache at once (test workers, concurrent runs) each replace the file
+        # whole, instead of one renaming the other's half-written `.tmp` away
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
         tmp.write_text(text, encoding="utf-8")
         tmp.replace(path)
     return [module_path, manifest_path]
 
 
 def cache_dir() -> Path:
-    import os
-
     return Path(os.environ.get("AGENTSPEC_CACHE", Path.home() / ".cache" / "agentspec"))
 
 
