@@ -337,12 +337,15 @@ class _Builder:
             key_span = self.span(key_node)
             if key in first_seen:
                 line = first_seen[key].line
+                # a key that is not text as written: `~` and `null` are one key, `true` and `1` too
+                spelled = repr(key) if isinstance(key, str) else f"`{key_node.value}`"
+                first = f"the first {spelled} is" if isinstance(key, str) else "the same key is"
                 self.diagnostics.append(
                     Diagnostic(
                         "E102",
-                        f"duplicate key {key!r}",
+                        f"duplicate key {spelled}",
                         key_span,
-                        hint=f"the first {key!r} is on line {line}; YAML keeps only one of them, so remove or rename one",
+                        hint=f"{first} on line {line}; YAML keeps only one of them, so remove or rename one",
                     )
                 )
                 continue

@@ -171,3 +171,14 @@ def test_a_key_yaml_reads_as_null_a_number_or_a_boolean_is_named_where_it_is(
         (6, "the number 3.5 is not a valid name in tools"),
         (7, "the boolean `true` is not a valid name in tools"),
     ]
+
+
+def test_a_duplicate_key_that_is_not_text_is_named_as_written(tmp_path: Path) -> None:
+    spec = tmp_path / "dup.yaml"
+    spec.write_text(
+        "agentspec: 1\nname: k\nprompt: {user: hi}\nconstants:\n  ~: 1\n  null: 2\n"
+        "rewards: {r: {on: final, value: 1.0}}\n"
+    )
+    (d,) = [d for d in check_file(spec).diagnostics if d.code == "E102"]
+    assert d.message == "duplicate key `null`"  # was "duplicate key None"
+    assert d.hint is not None and d.hint.startswith("the same key is on line 5")
