@@ -186,10 +186,14 @@ def read_records(run: Path) -> Records:
     return [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
 
 
-def run_all(jobs: Sequence[Job], out: Path, workers: int) -> None:
-    """Train every job without a matching result; each result is written as it finishes."""
+def run_all(jobs: Sequence[Job], out: Path, workers: int) -> list[Job]:
+    """Train every job without a matching result; each result is written as it finishes.
+    A run that fails is reported and left out, and the others go on (an exception
+    leaving the loop would stop every later result from being written, while the pool
+    went on training them); returns the failed jobs."""
     pending = [job for job in jobs if read_result(job) is None]
     print(f"{len(jobs) - len(pending)} of {len(jobs)} runs have results; training {len(pending)}")
+    failed: list[Job] = []
     with ProcessPoolExecutor(max_workers=workers) as pool:
         futures = {
             pool.submit(train_one, job, out / job.task / f"{job.variant}-{job.seed}"): job
@@ -197,8 +201,17 @@ def run_all(jobs: Sequence[Job], out: Path, workers: int) -> None:
         }
         for future in as_completed(futures):
             job = futures[future]
-            write_result(job, future.result())
+            try:
+                records = future.result()
+            except Exception as exc:
+                print(
+                    f"failed: {job.task} {job.variant} seed {job.seed}: {type(exc).__name__}: {exc}"
+                )
+                failed.append(job)
+                continue
+            write_result(job, records)
             print(f"result: {job.result.relative_to(ROOT)}", flush=True)
+    return failed
 
 
 def swept_learning_rate(task: str, algorithm: str, seeds: int = 3) -> float | None:
@@ -602,8 +615,7 @@ def main() -> None:
     args = parser.parse_args()
 
     jobs = benchmark_jobs(args)
-    if not args.report:
-        run_all(jobs, args.out, args.jobs)
+    failed = [] if args.report else run_all(jobs, args.out, args.jobs)
     figure = args.figure or ROOT / "docs" / "img" / (
         f"credit_sweep_{args.sweep}.png" if args.sweep else "credit_assignment.png"
     )
@@ -618,6 +630,8 @@ def main() -> None:
     print(f"\nplot: {figure}")
     if args.write_readme:
         write_readme(text)
+    if failed:
+        raise SystemExit(f"{len(failed)} runs failed (above); the others' results are written")
 
 
 def _json_or_text(value: str) -> Any:
