@@ -11,6 +11,7 @@ from __future__ import annotations
 import difflib
 import inspect
 import json
+from collections.abc import Iterator
 from pathlib import Path as FsPath
 from typing import Any
 
@@ -79,22 +80,10 @@ class DataChecks:
             )
             return
         if path.suffix == ".jsonl":
-            if _has_no_rows(path):
-                self.error(
-                    "E914",
-                    f"{path.name} has no rows: every run would stop before its first episode",
-                    ("data", "source"),
-                    "write one JSON object per line, or point `source` at the data",
-                )
-                return
-            problem = _first_row_problem(path)
-            if problem is not None:
-                self.error(
-                    "E914",
-                    f"{path.name}: {problem}",
-                    ("data", "source"),
-                    "every line of a JSONL file is one JSON object, in UTF-8",
-                )
+            unusable = _unusable_jsonl(path)
+            if unusable is not None:
+                message, hint = unusable
+                self.error("E914", path.name + message, ("data", "source"), hint)
                 return
             row = first_jsonl_row(path)
             if row is not None:
@@ -108,18 +97,9 @@ class DataChecks:
     def _field_types(self, row: dict[str, Any], where: str) -> None:
         """The declared fields' values in a row validate read, against their types
         (the loader checks every row it reads the same way)."""
-        from agentspec.stdlib.data import value_problem
-
         assert self.spec.data is not None
-        for field, declared in self.spec.data.fields.items():
-            if field not in row:
-                continue  # reported by _fields_present
-            problem = value_problem(row[field], declared)
-            if problem is not None:
-                what, fix = problem
-                self.error(
-                    "E907", f"{where}: field '{field}' {what}", ("data", "fields", field), fix
-                )
+        for field, what, fix in field_type_problems(row, self.spec.data.fields):
+            self.error("E907", f"{where}: field '{field}' {what}", ("data", "fields", field), fix)
 
     def _generator(self, name: str) -> None:
         from agentspec.stdlib.data import _GENERATORS, GENERATOR_FIELDS, available_generators
@@ -261,41 +241,64 @@ def first_jsonl_row(path: FsPath) -> dict[str, Any] | None:
     return None
 
 
-def _first_row_problem(path: FsPath) -> str | None:
-    """Why the first row of a JSONL file is not a sample (read up to `FIRST_ROW_BYTES`),
-    else None: its first line is not UTF-8, not JSON, or not an object."""
+def _unusable_jsonl(path: FsPath) -> tuple[str, str] | None:
+    """Why a JSONL file cannot give a first sample, read from its head (at most
+    `FIRST_ROW_BYTES`): it has no rows, or its first line is not UTF-8, not JSON, or not an
+    object. (What is wrong, written to follow the file's name; how to fix it), or None
+    when it can, cannot be read (W901 or the loader say why), or its first row is longer
+    than validate reads."""
     try:
         with path.open("rb") as handle:
-            head = handle.read(FIRST_ROW_BYTES)
+            head = handle.read(FIRST_ROW_BYTES + 1)
     except OSError:
         return None
+    if len(head) > FIRST_ROW_BYTES:
+        head = head[:FIRST_ROW_BYTES]
+    elif not head.strip():
+        return (
+            " has no rows: every run would stop before its first episode",
+            "write one JSON object per line, or point `source` at the data",
+        )
     number, line = next(
         ((i, raw) for i, raw in enumerate(head.split(b"\n"), 1) if raw.strip()), (0, b"")
     )
-    if not line or (len(head) == FIRST_ROW_BYTES and b"\n" not in head):
-        return None  # empty (E914 says so), or a first row longer than validate reads
+    if not line or (b"\n" not in head and len(head) == FIRST_ROW_BYTES):
+        return None  # blank as far as validate reads, or a first row longer than that
+    problem = _row_problem(line)
+    if problem is None:
+        return None
+    return f": line {number} {problem}", "every line of a JSONL file is one JSON object, in UTF-8"
+
+
+def _row_problem(line: bytes) -> str | None:
+    """Why one JSONL line is not a sample, else None."""
     try:
         row = json.loads(line.decode("utf-8"))
     except UnicodeDecodeError:
-        return f"line {number} is not UTF-8 text"
+        return "is not UTF-8 text"
     except json.JSONDecodeError as exc:
-        return f"line {number} is not JSON ({exc.msg})"
-    except (RecursionError, ValueError) as exc:
-        return f"line {number} is not a usable sample ({'nested too deeply' if isinstance(exc, RecursionError) else exc})"
+        return f"is not JSON ({exc.msg})"
+    except RecursionError:
+        return "is not a usable sample (nested too deeply)"
+    except ValueError as exc:
+        return f"is not a usable sample ({exc})"
     if not isinstance(row, dict):
-        return f"line {number} is not a JSON object: each line is one sample"
+        return "is not a JSON object: each line is one sample"
     return None
 
 
-def _has_no_rows(path: FsPath) -> bool:
-    """Whether a JSONL file holds nothing but blank lines (read up to `FIRST_ROW_BYTES`;
-    False when it cannot be read: W901 or the loader say why)."""
-    try:
-        with path.open(encoding="utf-8", errors="replace") as handle:
-            text = handle.read(FIRST_ROW_BYTES + 1)
-    except OSError:
-        return False
-    return len(text) <= FIRST_ROW_BYTES and not text.strip()
+def field_type_problems(
+    row: dict[str, Any], fields: dict[str, Any]
+) -> Iterator[tuple[str, str, str]]:
+    """(field, what is wrong, how to fix it) for each declared field whose value in a row
+    has another type; a field the row lacks is left to the caller."""
+    from agentspec.stdlib.data import value_problem
+
+    for field, declared in fields.items():
+        if field in row:
+            problem = value_problem(row[field], declared)
+            if problem is not None:
+                yield field, *problem
 
 
 def _first_row_fields(path: FsPath) -> list[str] | None:

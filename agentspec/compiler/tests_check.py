@@ -12,6 +12,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
+from agentspec.compiler.data_check import field_type_problems
 from agentspec.compiler.ir import CheckResult
 from agentspec.compiler.types import assignable, python_value_type
 from agentspec.diagnostics import Diagnostic
@@ -80,21 +81,17 @@ def check_tests(checked: CheckResult) -> list[Diagnostic]:
 def _sample_types(checked: CheckResult, base: Path, sample: dict[str, Any]) -> list[Diagnostic]:
     """E907 for each declared field a test's written-out sample gives a value of another
     type (the data loader refuses such a row; the test would play one no data can hold)."""
-    from agentspec.stdlib.data import value_problem
-
     assert checked.spec.data is not None
-    found = []
-    for field, declared in checked.spec.data.fields.items():
-        if field not in sample:
-            continue  # reported as missing
-        problem = value_problem(sample[field], declared)
-        if problem is not None:
-            what, fix = problem
-            span = checked.loaded.source_map.value_span((*base, "sample", field))
-            found.append(
-                Diagnostic("E907", f"the test's sample: field '{field}' {what}", span, fix)
-            )
-    return found
+    source_map = checked.loaded.source_map
+    return [
+        Diagnostic(
+            "E907",
+            f"the test's sample: field '{field}' {what}",
+            source_map.value_span((*base, "sample", field)),
+            fix,
+        )
+        for field, what, fix in field_type_problems(sample, checked.spec.data.fields)
+    ]
 
 
 def _constant_types(checked: CheckResult, base: Path, values: dict[str, Any]) -> list[Diagnostic]:
