@@ -176,32 +176,34 @@ def bounded_range(*args: int) -> range:
 
 
 def _limited_range(*args: int) -> Iterator[int]:
-    return _counted(bounded_range(*args))
-
-
-def _counted(numbers: range) -> Iterator[int]:
-    budget = _budget.get()
-    for number in numbers:
-        if budget is not None:
-            budget.iterations += 1
-            if budget.iterations > MAX_ITERATIONS:
-                raise TemplateLimitError(
-                    f"the template iterated more than {MAX_ITERATIONS:,} times"
-                )
-        yield number
+    return _budgeted(
+        bounded_range(*args),
+        "iterations",
+        MAX_ITERATIONS,
+        f"the template iterated more than {MAX_ITERATIONS:,} times",
+    )
 
 
 def _loop_items(items: Any) -> Iterator[Any]:
     """A `{% for %}` loop's items, counted: loops over loops over a long string or
     list (not a range, which counts on its own) would otherwise never end."""
+    return _budgeted(
+        items,
+        "loop_items",
+        MAX_LOOP_ITEMS,
+        f"the template's loops went through more than {MAX_LOOP_ITEMS:,} items",
+    )
+
+
+def _budgeted(items: Any, counter: str, limit: int, message: str) -> Iterator[Any]:
+    """`items`, each counted on the render's budget `counter`; past `limit`, refused."""
     budget = _budget.get()
     for item in items:
         if budget is not None:
-            budget.loop_items += 1
-            if budget.loop_items > MAX_LOOP_ITEMS:
-                raise TemplateLimitError(
-                    f"the template's loops went through more than {MAX_LOOP_ITEMS:,} items"
-                )
+            used = getattr(budget, counter) + 1
+            setattr(budget, counter, used)
+            if used > limit:
+                raise TemplateLimitError(message)
         yield item
 
 
