@@ -250,13 +250,16 @@ def render() -> str:
         "## Values and names",
         "",
         "Spec values are JSON's: strings, numbers, booleans, null, lists and mappings. "
-        "YAML reads an unquoted date (`2024-01-01`) as a string, as YAML 1.2 does; "
+        "YAML reads as YAML 1.2 does: an unquoted date (`2024-01-01`) is a string, "
+        "`1e-4` a number (YAML 1.1 made it text), and only `true`/`false` are booleans "
+        "(`yes`, `no`, `on` are strings); "
         "`!!binary` and `!!timestamp` values are errors (E207), and so is a string with "
         'half of a UTF-16 surrogate pair (`"\\ud83d"`, E208; a whole escaped pair, '
         "as JSON writes it, is the character it spells). Number fields of the schema "
         "(`timeout`, `weight`, a constant reward `value`, `training.*`) must be finite "
         "(E206): a tool always has a time limit, and an infinite or NaN reward poisons "
-        "training. Tool parameter schemas are JSON, so `.inf` and `.nan` are errors there "
+        'training. A number field takes a number: `max_steps: "3"` (text) and '
+        "`max_steps: true` are E203, as the published JSON Schema says. Tool parameter schemas are JSON, so `.inf` and `.nan` are errors there "
         "too. Elsewhere (state initial values, function `config`, `1e999` in an expression) "
         "infinite and NaN floats are ordinary floats.",
         "",

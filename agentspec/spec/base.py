@@ -78,30 +78,42 @@ else:
     StepClipPreset = Literal[STEP_CLIP_PRESETS.names()]
 
 
+# The validation context of a spec file (`spec.load`), where a number field takes no text.
+SPEC_DOCUMENT = {"spec_document": True}
+
+
 class Section(BaseModel):
     """Base of every section: unknown keys are errors, values are immutable,
     number fields are finite (a timeout, weight or learning rate of `.inf` or
-    `.nan` is an error, E206) and a boolean is not a number (E203).
-
-    Numbers are otherwise converted as pydantic's lax mode converts them: YAML 1.1
-    reads `1e-4` as text, and `learning_rate: 1e-4` is a common spelling."""
+    `.nan` is an error, E206), and a number field takes no boolean. In a spec file
+    (validated with `SPEC_DOCUMENT`) it takes no text either (`max_steps: "3"` is
+    E203, as the published JSON Schema says; the YAML loader reads `1e-4` as the
+    number it looks like); values from Python (`train(spec, out, {"iterations":
+    "2"})`) are converted as pydantic's lax mode converts them."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     @field_validator("*", mode="before")
     @classmethod
-    def _boolean_is_not_a_number(cls, value: Any, info: ValidationInfo) -> Any:
-        # Lax mode reads `max_steps: true` as 1; YAML's `true`/`yes` is never meant as one.
-        if isinstance(value, bool) and info.field_name is not None:
-            kind = _number_kind(cls.model_fields[info.field_name].annotation)
-            if kind is not None:
-                raise PydanticCustomError(kind, "a boolean is not a number")
-        return value
+    def _a_number_is_a_number(cls, value: Any, info: ValidationInfo) -> Any:
+        # Lax mode reads `max_steps: true` as 1 and `max_steps: "3"` as 3; YAML's
+        # `true` is never meant as a number, and text in a spec file is refused by
+        # every tool that reads the spec with its JSON Schema.
+        if info.field_name is None or not isinstance(value, (bool, str)):
+            return value
+        if isinstance(value, str) and not (info.context or {}).get("spec_document"):
+            return value
+        takes = _scalar_kinds(cls.model_fields[info.field_name].annotation)
+        number = "float_type" if "float" in takes else "int_type" if "int" in takes else None
+        if number is None or type(value).__name__ in takes:
+            return value
+        if isinstance(value, bool):
+            raise PydanticCustomError(number, "a boolean is not a number")
+        raise PydanticCustomError(number, "text is not a number")
 
 
-def _number_kind(annotation: Any) -> str | None:
-    """``int_type`` or ``float_type`` for a field that takes a number but no boolean;
-    None for any other field (one that takes a boolean, or no number)."""
+def _scalar_kinds(annotation: Any) -> set[str]:
+    """The scalar types a field takes (`bool`, `int`, `float`, `str`; `Any` takes all)."""
     takes: set[str] = set()
     pending = [annotation]
     while pending:
@@ -112,11 +124,9 @@ def _number_kind(annotation: Any) -> str | None:
         elif origin in (typing.Union, types.UnionType):
             pending.extend(typing.get_args(kind))
         elif origin is Literal:
-            takes.update("bool" for v in typing.get_args(kind) if isinstance(v, bool))
-        elif kind is bool or kind is Any:
-            takes.add("bool")
-        elif kind in (int, float):
+            takes.update(type(v).__name__ for v in typing.get_args(kind))
+        elif kind is Any:
+            takes.update(("bool", "int", "float", "str"))
+        elif kind in (bool, int, float, str):
             takes.add(kind.__name__)
-    if "bool" in takes:
-        return None
-    return "float_type" if "float" in takes else "int_type" if "int" in takes else None
+    return takes

@@ -9,6 +9,7 @@ the error into a `Diagnostic` with a stable code and a hint.
 from __future__ import annotations
 
 import difflib
+import math
 import os
 import re
 import stat
@@ -22,6 +23,7 @@ from pydantic import BaseModel, ValidationError
 
 from agentspec.diagnostics import Diagnostic
 from agentspec.source import SourceFile, Span, dotted
+from agentspec.spec.base import SPEC_DOCUMENT
 from agentspec.spec.model import LANGUAGE_VERSION, TaskSpec
 from agentspec.spec.scalars import clean_scalars
 from agentspec.spec.yaml_loader import MAX_FILE_CHARS, Path, SourceMap, load_yaml
@@ -159,7 +161,7 @@ def load_spec(source: SourceFile) -> tuple[LoadedSpec | None, list[Diagnostic]]:
         )
         return None, diagnostics
     try:
-        spec = TaskSpec.model_validate(data)
+        spec = TaskSpec.model_validate(data, context=SPEC_DOCUMENT)
     except ValidationError as exc:
         diagnostics.extend(_schema_diagnostics(exc, data, source_map))
         return None, diagnostics
@@ -315,6 +317,13 @@ def _is_type_error(kind: str) -> bool:
     return kind.endswith("_type") or kind.endswith("_parsing")
 
 
+def _is_number(text: str) -> bool:
+    try:
+        return math.isfinite(float(text))
+    except ValueError:
+        return False
+
+
 def _type_diagnostic(path: Path, kinds: list[str], value: Any, span: Span) -> Diagnostic:
     """A value of the wrong type (E203): every type it could have had (the
     branches of a union), with the YAML slip that usually causes it."""
@@ -327,6 +336,12 @@ def _type_diagnostic(path: Path, kinds: list[str], value: Any, span: Span) -> Di
         glued = re.match(r"([A-Za-z_][\w-]*):(\S.*)", value)
         if glued:
             hint = f"YAML needs a space after a key's colon: `{glued[1]}: {glued[2]}`"
+    elif isinstance(value, str) and {"int_type", "float_type"} & set(kinds) and _is_number(value):
+        hint = f"the quotes make it text: write `{value.strip()}` without them"
+    elif expected.endswith(("expression string", "template string")) and isinstance(
+        value, (bool, int, float)
+    ):
+        hint = "YAML read it as a value, not as the text of one: put it in quotes"
     return Diagnostic(
         "E203", f"{where or 'the spec'}: expected {expected}, got {_describe(value)}", span, hint
     )

@@ -54,6 +54,11 @@ Path = tuple[str | int, ...]
 _MERGE_TAG = "tag:yaml.org,2002:merge"
 _BOOL_TAG = "tag:yaml.org,2002:bool"
 _TIMESTAMP_TAG = "tag:yaml.org,2002:timestamp"
+_FLOAT_TAG = "tag:yaml.org,2002:float"
+# YAML 1.2's exponent forms that YAML 1.1 reads as text: `1e-4`, `1E5`, `2.5e3`
+# (1.1 wants a dot and a signed exponent), so that `learning_rate: 1e-4` and a tool
+# parameter's `minimum: 1e-3` are the numbers they look like.
+_EXPONENT_FLOAT = re.compile(r"^[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9_]+)[eE][-+]?[0-9]+$")
 
 
 class _BudgetedComposer(yaml.composer.Composer):
@@ -81,8 +86,8 @@ class _BudgetedComposer(yaml.composer.Composer):
 class _Loader(_BudgetedComposer, yaml.SafeLoader):
     """SafeLoader with YAML 1.2 booleans (only true/false, so that a key
     named `on` (as in `on: final`) or a value `no` stays a string), YAML 1.2
-    dates (an unquoted `2024-01-01` is a string, not a timestamp), and
-    resource limits on what it composes (see `_Budget`).
+    dates (an unquoted `2024-01-01` is a string, not a timestamp), YAML 1.2
+    exponents (`1e-4` is a number, not text), and resource limits on what it composes (see `_Budget`).
 
     Pure Python: slow, but its error messages are what the diagnostics are
     written against, so a file that fails to load is always re-read with it.
@@ -125,6 +130,7 @@ for _loader in (_Loader, _FastLoader):
     _loader.add_implicit_resolver(
         _BOOL_TAG, re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF")
     )
+    _loader.add_implicit_resolver(_FLOAT_TAG, _EXPONENT_FLOAT, list("-+.0123456789"))
 
 
 @dataclass
@@ -367,6 +373,12 @@ def _check_int_size(node: yaml.ScalarNode) -> None:
             node.start_mark,
             "write a smaller number, or quote it to make it a string",
         )
+
+
+def read_scalar(text: str) -> Any:
+    """One value written in YAML as a spec reads it (`1e-4` a number, `yes` text):
+    for values given outside a spec file, such as `--set learning_rate=1e-4`."""
+    return yaml.load(text, Loader=_Loader)  # a SafeLoader: builds plain values only
 
 
 def load_yaml(source: SourceFile) -> tuple[Any, SourceMap, list[Diagnostic]]:

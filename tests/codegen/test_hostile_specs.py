@@ -23,7 +23,7 @@ tools:
   t:
     description: x
     parameters: {a: {type: string}}
-    returns: 1e999
+    returns: "1e999"
     effect:
       - state.best = result if result > state.best else state.best
       - state.scores = state.scores + [-1e999]

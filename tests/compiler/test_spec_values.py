@@ -182,3 +182,28 @@ def test_a_constant_default_in_a_value_is_fine() -> None:
         TOOL + "rewards:\n  r: {on: final, value: \"float(len(action.answer or 'none'))\"}\n"
     )
     assert result.diagnostics == []
+
+
+def test_a_number_in_quotes_is_e203_with_a_hint() -> None:
+    # Lax pydantic read `max_steps: "3"` as 3, while the published JSON Schema refused it.
+    result = check(TOOL + 'episode: {max_steps: "3"}\ntraining: {learning_rate: "1e-4"}\n')
+    assert [d.code for d in result.diagnostics] == ["E203", "E203"]
+    assert [d.hint for d in result.diagnostics] == [
+        f"the quotes make it text: write `{number}` without them" for number in ("3", "1e-4")
+    ]
+
+
+def test_exponent_numbers_are_numbers_everywhere() -> None:
+    result = check(
+        """
+        tools:
+          t:
+            description: x
+            parameters: {n: {type: number, minimum: 1e-3, maximum: 1E3}}
+            returns: args.n
+        training: {learning_rate: 1e-4}
+        """
+    )
+    assert result.diagnostics == []
+    assert result.checked is not None
+    assert result.checked.spec.training.learning_rate == 1e-4

@@ -81,3 +81,15 @@ def test_merge_keys() -> None:
     value, _, diagnostics = load("base: &b {x: 1, y: 2}\nc:\n  <<: *b\n  y: 3\n")
     assert diagnostics == []
     assert value["c"] == {"x": 1, "y": 3}
+
+
+def test_yaml_12_exponents_are_numbers() -> None:
+    # YAML 1.1 reads these as text (it wants a dot and a signed exponent).
+    value, _, diagnostics = load(
+        "a: 1e-4\nb: 1E5\nc: 2.5e3\nd: -3e+2\ne: .5e1\nf: '1e-4'\ng: 1e\nh: e5\n"
+    )
+    assert diagnostics == []
+    assert value == {
+        "a": 1e-4, "b": 1e5, "c": 2500.0, "d": -300.0, "e": 5.0, "f": "1e-4", "g": "1e", "h": "e5"
+    }  # fmt: skip
+    assert all(isinstance(value[k], float) for k in "abcde")

@@ -55,6 +55,10 @@ def test_overrides_are_validated() -> None:
         resolve_config(base, parse_overrides(["group_size=0"]))
     with pytest.raises(ConfigError, match="expected KEY=VALUE"):
         parse_overrides(["oops"])
+    # read as a spec reads them: `1e-4` is a number (YAML 1.1 would make it text)
+    assert resolve_config(base, parse_overrides(["learning_rate=1e-4"])).learning_rate == 1e-4
+    with pytest.raises(ConfigError, match=r"training\.learning_rate: .*number"):
+        resolve_config(base, parse_overrides(["learning_rate=fast"]))
     result = CliRunner().invoke(app, ["train", str(ECHO), "--set", "nope=1"])
     assert result.exit_code == 2 and "unknown training setting 'nope'" in result.output
     verl = ["train", str(ECHO), "--backend", "verl", "--set", "group_size=0"]

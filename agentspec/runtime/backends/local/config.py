@@ -1,7 +1,7 @@
 """The resolved training configuration: the spec's `training` section plus `--set` overrides.
 
-Overrides are `key=value` pairs; values are read as YAML scalars (`0.5`,
-`true`, `grpo`). The result is validated by the same pydantic model as the
+Overrides are `key=value` pairs; values are read as YAML scalars the way a spec reads them (`0.5`,
+`1e-4`, `true`, `grpo`). The result is validated by the same pydantic model as the
 spec, so an unknown key or a bad value is an error naming it — never a
 silently ignored setting.
 """
@@ -16,6 +16,8 @@ import yaml
 from pydantic import ValidationError
 
 from agentspec.spec.model import TrainingSpec
+from agentspec.spec.yaml_errors import LimitExceeded
+from agentspec.spec.yaml_loader import read_scalar
 
 
 class ConfigError(ValueError):
@@ -33,8 +35,8 @@ def parse_overrides(pairs: Iterable[str]) -> dict[str, Any]:
             problems.append(f"--set {pair!r}: expected KEY=VALUE")
             continue
         try:
-            out[key] = yaml.safe_load(raw) if raw.strip() else ""
-        except yaml.YAMLError:
+            out[key] = read_scalar(raw) if raw.strip() else ""
+        except (yaml.YAMLError, LimitExceeded):
             out[key] = raw
     if problems:
         raise ConfigError("\n".join(problems))

@@ -44,8 +44,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from agentspec.runtime.backends.verl import ENGINES_ENV, PLUGIN_MODULE, check_verl_version
 from agentspec.runtime.backends.verl.attention import (
     SDPA,
@@ -66,6 +64,7 @@ from agentspec.runtime.backends.verl.vllm_rollout import (
     sampling_note,
     vllm_head_size_error,
 )
+from agentspec.spec.yaml_loader import read_scalar
 
 __all__ = [
     "PreparedRun",
@@ -137,7 +136,7 @@ def prepare_run(
     :func:`.attention.choose_attention` on GPUs.
     """
     run = Path(out_dir).resolve()
-    training = {k: yaml.safe_load(str(v)) for k, v in (overrides or {}).items() if "." not in k}
+    training = {k: read_scalar(str(v)) for k, v in (overrides or {}).items() if "." not in k}
     target, _ = build_verl_target(spec_path, run / "target", training=training)
     user = {k: str(v) for k, v in (overrides or {}).items() if "." in k}
     if cpu is None:
