@@ -13,7 +13,7 @@ import yaml
 from typer.testing import CliRunner
 
 from agentspec.cli import app
-from agentspec.runtime.spec.explore.explorer import ExploreSettings, explore
+from agentspec.runtime.spec.explore.explorer import ExploreError, ExploreSettings, explore
 from agentspec.runtime.spec.explore.report import diagnostic, witness_entry
 from agentspec.runtime.spec.tests import SpecTestRunner
 
@@ -174,6 +174,19 @@ def test_agentspec_test_runs_explore_when_the_spec_asks(
     assert "explore (" in result.output
     if exit_code:
         assert f"{spec}:22:" in result.output and "X105" in result.output
+
+
+def test_a_search_that_played_nothing_is_no_pass(tmp_path: Path) -> None:
+    # the budget ran out while the samples were prepared: "nothing found" would be a lie
+    (tmp_path / "quiz.jsonl").write_text((CORPUS / "quiz.jsonl").read_text())
+    spec = tmp_path / "clean.yaml"
+    gate = "tests:\n  oracle: {samples: 4}\n  explore: {samples: 4, seconds: 0.001}\n"
+    spec.write_text((CORPUS / "clean.yaml").read_text() + gate)
+    with pytest.raises(ExploreError, match="no episode was played within the time budget"):
+        explore(spec, ExploreSettings(samples=4, seconds=0.001))
+    result = runner.invoke(app, ["test", str(spec)])
+    assert result.exit_code == 1, result.output
+    assert "no episode was played" in result.output and f"{spec}:" in result.output
 
 
 def test_a_penalty_under_a_negative_weight_is_not_a_farm(tmp_path: Path) -> None:

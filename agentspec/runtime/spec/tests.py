@@ -387,13 +387,19 @@ class SpecTestRunner:
 def explore_gate(runner: SpecTestRunner) -> CaseResult:
     """`tests: {explore: ...}`: `agentspec explore` on the spec; each loophole (each
     warning too, with `strict`) fails at its spec line."""
-    from agentspec.runtime.spec.explore.explorer import ExploreSettings, explore
+    from agentspec.runtime.spec.explore.explorer import ExploreError, ExploreSettings, explore
     from agentspec.runtime.spec.explore.report import gate_failures
+    from agentspec.stdlib.data import DataError
 
     gate = runner.spec.tests.explore
     assert gate is not None
     settings = ExploreSettings(gate.samples, gate.budget, gate.seconds, gate.depth, gate.seed)
-    report = explore(runner.path, settings)
+    try:
+        report = explore(runner.path, settings)
+    except (ExploreError, DataError) as exc:  # nothing explored is no pass
+        result = CaseResult(str(runner.path), "explore")
+        result.failures = [Failure(str(exc), runner.span(("tests", "explore")))]
+        return result
     result = CaseResult(str(runner.path), f"explore ({report.episodes} episodes)")
     result.failures = [Failure(m, span) for m, span in gate_failures(report, gate.strict)]
     return result

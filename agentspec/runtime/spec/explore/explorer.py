@@ -65,7 +65,7 @@ class Report:
 
 def explore(path: Path, settings: ExploreSettings = ExploreSettings()) -> Report:
     """Search one spec; raises `SpecError` for an invalid spec, `ExploreError` when
-    it has nothing to play."""
+    it has nothing to play or played nothing that explores it."""
     from agentspec.compiler.build import import_spec
     from agentspec.compiler.frontend import check_file, require_ok
 
@@ -87,7 +87,14 @@ def explore(path: Path, settings: ExploreSettings = ExploreSettings()) -> Report
     facts = spec_facts(checked)
     _search(Search(driver, space, oracle, settings.seed), settings, facts)
     played = driver.played
-    if played and all(e.trajectory.termination == TerminationReason.ENV_ERROR for e in played):
+    if not played:
+        # an empty search finds nothing: that is no pass
+        raise ExploreError(
+            f"no episode was played within the time budget ({settings.seconds:g} s): loading"
+            f" {len(samples):,} samples and preparing them took"
+            f" {time.monotonic() - start:.1f} s; raise --seconds or lower --samples"
+        )
+    if all(e.trajectory.termination == TerminationReason.ENV_ERROR for e in played):
         # nothing was explored: a search would report "no loopholes" about a broken env
         raise ExploreError(
             f"every episode ended in env_error, e.g. {played[0].trajectory.env_error}; "
