@@ -228,6 +228,28 @@ def test_a_finished_run_is_not_overwritten_or_appended_to(tmp_path: Path) -> Non
     assert "learning_rate 0.001 → 0.5" in other.output  # what differs is named
 
 
+def test_resume_never_silently_starts_over(tmp_path: Path) -> None:
+    args = ["train", str(ECHO), "--set", "iterations=1", "--set", "warm_start=0"]
+    args += ["--set", "eval_samples=4", "--set", "torch_threads=1"]
+    nothing = CliRunner().invoke(app, [*args, "--out", str(tmp_path / "typo"), "--resume"])
+    assert nothing.exit_code == 2 and "nothing to resume" in nothing.output
+    assert not (tmp_path / "typo").exists()
+    run = tmp_path / "run"
+    assert CliRunner().invoke(app, [*args, "--out", str(run)]).exit_code == 0
+    before = (run / "metrics.jsonl").read_text()
+    latest = run / "checkpoints" / "latest"
+    newest = latest.read_text()
+    latest.write_text("iter_000099")
+    missing = CliRunner().invoke(app, [*args, "--out", str(run), "--resume"])
+    assert missing.exit_code == 2 and "names a checkpoint that is not in" in missing.output
+    latest.write_text(newest)
+    for file in (run / "checkpoints" / newest / "policy").iterdir():
+        file.write_bytes(b"")  # a damaged checkpoint
+    damaged = CliRunner().invoke(app, [*args, "--out", str(run), "--resume"])
+    assert damaged.exit_code == 2 and "cannot be loaded" in damaged.output, damaged.output
+    assert (run / "metrics.jsonl").read_text() == before  # nothing redone, nothing lost
+
+
 def test_policy_learning_rate_warms_up_linearly(tmp_path: Path) -> None:
     settings = {**FAST, "iterations": 3, "warm_start": 0, "eval_every": 3}
     run = train(

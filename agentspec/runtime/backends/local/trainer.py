@@ -102,7 +102,7 @@ def train(
     train_samples, eval_samples = split_samples(module, cfg)
     reporter.phase(f"loading {cfg.model}")
     models = build_models(cfg, module, train_samples, run.path, reporter.note)
-    state = restore(run, models, resume)
+    state = restore(run, models, resume, reporter.note)
     first = state.iteration + 1
 
     def log(iteration: int, record: dict[str, float]) -> None:
@@ -177,6 +177,8 @@ def open_run(
         raise ConfigError(
             f"{out} already holds a run; continue it with --resume, or train into another --out"
         )
+    if resume and not (out / "config.yaml").is_file():
+        raise ConfigError(f"nothing to resume: {out} holds no run; train without --resume")
     run = RunLog(out)
     resolved = {"spec": str(spec_path), "spec_sha256": spec_sha256(spec_path), **cfg.model_dump()}
     before = run.read_config() if resume else None
@@ -215,17 +217,35 @@ def save(run: RunLog, state: TrainerState, models: Models, cfg: TrainingSpec) ->
     return path
 
 
-def restore(run: RunLog, models: Models, resume: bool) -> TrainerState:
-    """The latest checkpoint's state loaded into `models` (a fresh state when there is
-    none); the run's metrics after that checkpoint are dropped, to be redone."""
-    checkpoint = latest_checkpoint(run.path / "checkpoints") if resume else None
-    if checkpoint is not None:
-        state = load_checkpoint_into(checkpoint, models.policy, models.critic, models.optimizers)
-        run.truncate_after(state.iteration)
-        return state
-    if resume:
+def restore(run: RunLog, models: Models, resume: bool, note: Callable[[str], None]) -> TrainerState:
+    """The latest checkpoint's state loaded into `models` (a fresh state when the run was
+    stopped before its first one); the run's metrics after that checkpoint are dropped,
+    to be redone. A checkpoint that is named but missing or unreadable is an error:
+    starting again would silently redo (and overwrite) what was trained."""
+    if not resume:
+        return TrainerState()
+    root = run.path / "checkpoints"
+    checkpoint = latest_checkpoint(root)
+    if checkpoint is None and (root / "latest").exists():
+        raise ConfigError(
+            f"{root / 'latest'} names a checkpoint that is not in {root}; write the name of"
+            " one that is (e.g. the newest iter_* folder) into it"
+        )
+    if checkpoint is None:
+        note(f"{run.path} was stopped before its first checkpoint: the run starts again")
         run.truncate_after(-1)
-    return TrainerState()
+        return TrainerState()
+    try:
+        state = load_checkpoint_into(checkpoint, models.policy, models.critic, models.optimizers)
+    except (
+        Exception
+    ) as exc:  # a damaged folder: transformers, safetensors and torch each raise their own
+        raise ConfigError(
+            f"checkpoint {checkpoint} cannot be loaded ({type(exc).__name__}: {exc}); point"
+            f" {root / 'latest'} at an earlier iter_* folder, or train into another --out"
+        ) from None
+    run.truncate_after(state.iteration)
+    return state
 
 
 def train_iteration(
