@@ -39,6 +39,7 @@ CODES: dict[str, str] = {
     "E208": "string contains a lone surrogate",
     "E209": "nothing to act with or be rewarded for",
     "E210": "a split of a source without splits",
+    "E211": "a warm start without an oracle",
     # 3xx: expression and effect syntax
     "E301": "expression syntax error",
     "E302": "unclosed parenthesis or bracket",

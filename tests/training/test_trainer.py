@@ -26,6 +26,7 @@ from agentspec.runtime.backends.local import (
 )
 from agentspec.spec.model import TrainingSpec
 
+ROOT = Path(__file__).resolve().parents[2]
 ECHO = Path(__file__).parent / "echo_word.yaml"
 FAST = {"torch_threads": 1, "eval_samples": 4, "trace_samples": 2}
 
@@ -226,6 +227,20 @@ def test_a_finished_run_is_not_overwritten_or_appended_to(tmp_path: Path) -> Non
     other = CliRunner().invoke(app, [*args, "--resume", "--set", "learning_rate=0.5"])
     assert other.exit_code == 2 and "another configuration" in other.output
     assert "learning_rate 0.001 → 0.5" in other.output  # what differs is named
+
+
+def test_a_warm_start_without_an_oracle_is_refused_before_the_run(tmp_path: Path) -> None:
+    invalid = ROOT / "tests" / "specs" / "invalid" / "schema_warm_start_without_oracle.yaml"
+    spec = tmp_path / "no_oracle.yaml"
+    spec.write_text(invalid.read_text().replace("warm_start: 200", "warm_start: 0"))
+    out = tmp_path / "run"
+    result = CliRunner().invoke(app, ["train", str(invalid), "--out", str(out)])
+    assert result.exit_code != 0 and "E211" in result.output
+    result = CliRunner().invoke(
+        app, ["train", str(spec), "--out", str(out), "--set", "warm_start=5"]
+    )
+    assert result.exit_code == 2 and "--set warm_start=5" in result.output
+    assert "has no `oracle`" in result.output and not out.exists()
 
 
 def test_resume_never_silently_starts_over(tmp_path: Path) -> None:

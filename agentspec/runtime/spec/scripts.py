@@ -32,6 +32,15 @@ Script = list[str] | Callable[[str], str]
 """One episode's turns: a list, or a function of the prompt giving the next turn."""
 
 
+def has_oracle(module: ModuleType) -> bool:
+    """Whether the compiled spec has an `oracle:` (a list, a hook or a walkthrough)."""
+    return (
+        hasattr(module, "oracle_actions")
+        or hasattr(module, "ORACLE_HOOK")
+        or bool(getattr(module, "ORACLE_WALKTHROUGH", False))
+    )
+
+
 def episode_script(module: ModuleType, policy: str) -> Callable[[Mapping[str, Any]], Script] | None:
     """The turns of one episode for `oracle` and `scripted:FILE`, else None."""
     kind, _, location = policy.partition(":")

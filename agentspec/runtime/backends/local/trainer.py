@@ -166,12 +166,19 @@ def open_run(
     directory (its config written; a resumed run must have been started with the same one)."""
     from agentspec.compiler.build import import_spec, spec_sha256
     from agentspec.runtime.spec.run import no_data
+    from agentspec.runtime.spec.scripts import has_oracle
 
     module = import_spec(spec_path)
     if module.DATA_SOURCE is None:  # before the run directory is made
         raise no_data(module)
     settings = run_settings(spec_path, module.TRAINING, dict(overrides or {}))
     cfg = settings.cfg
+    if cfg.warm_start and not has_oracle(module):
+        where = settings.origins.get("warm_start", str(spec_path))
+        raise ConfigError(
+            f"{where}: training.warm_start is {cfg.warm_start}, but the spec has no `oracle`"
+            " for behaviour cloning to imitate; set warm_start=0, or add an `oracle:`"
+        )
     out = Path(out_dir)
     if not resume and ((out / "metrics.jsonl").exists() or (out / "checkpoints").exists()):
         raise ConfigError(
