@@ -40,6 +40,7 @@ CODES: dict[str, str] = {
     "E209": "nothing to act with or be rewarded for",
     "E210": "a split of a source without splits",
     "E211": "a warm start without an oracle",
+    "E212": "the algorithm needs what the spec lacks",
     # 3xx: expression and effect syntax
     "E301": "expression syntax error",
     "E302": "unclosed parenthesis or bracket",
@@ -100,6 +101,7 @@ CODES: dict[str, str] = {
     "W804": "named guard is not used",
     "W805": "final answers continue, but there are no tools",
     "W806": "context setting of another policy",
+    "W807": "the algorithm distils a teacher the spec does not name",
     # 9xx: deep checks (what the spec points to: functions, modules, data, regexes, the oracle)
     "E901": "unknown stdlib function",
     "E902": "invalid config",

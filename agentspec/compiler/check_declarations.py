@@ -26,6 +26,7 @@ from agentspec.compiler.types import (
 )
 from agentspec.contexts import CONTEXT_POLICIES
 from agentspec.json_schema import schema_problems
+from agentspec.presets import ALGORITHMS, SPEC_NEEDS
 from agentspec.spec.yaml_loader import Path
 
 if TYPE_CHECKING:
@@ -262,6 +263,36 @@ def warm_start_needs_an_oracle(checker: CheckState) -> None:
             " `oracle`: behaviour cloning imitates the oracle's episodes",
             checker.map.value_span(("training", "warm_start")),
             "add an `oracle:` (the turns of an expert episode), or set `warm_start: 0`",
+        )
+
+
+def algorithm_needs(checker: CheckState) -> None:
+    """E212: the spec's `training.algorithm` reads a part of the spec it does not declare
+    (GiGPO's `episode.anchor`); W807: it distils a teacher the spec does not name (OPD;
+    a warning, as a teacher is often a path given with `--set teacher=` on the machine
+    that trains). `train` refuses either run; `validate` says so first."""
+    training = checker.spec.training
+    algorithm = ALGORITHMS.get(training.algorithm)
+    where = checker.map.value_span(("training", "algorithm"))
+    for path in algorithm.spec_needs:
+        node: object = checker.spec
+        for key in path.split("."):
+            node = getattr(node, key, None)
+        if node is None:
+            checker.error(
+                "E212",
+                f"training.algorithm `{training.algorithm}` needs `{path}`: {SPEC_NEEDS[path]}",
+                where,
+                f"declare `{path}`, or choose another algorithm",
+            )
+    if algorithm.needs_teacher and training.teacher is None:
+        checker.error(
+            "W807",
+            f"training.algorithm `{training.algorithm}` distils a teacher, and"
+            " `training.teacher` names none: `agentspec train` refuses to start without one",
+            where,
+            "set `training.teacher` (a checkpoint, run directory or model such as smollm2),"
+            " or pass `--set teacher=…` to `agentspec train`",
         )
 
 

@@ -345,7 +345,8 @@ def test_old_log_probs_from_the_update_equal_a_scoring_pass(tmp_path: Path) -> N
 
 def test_an_algorithm_that_needs_an_anchor_says_so_where_it_was_chosen(tmp_path: Path) -> None:
     """GiGPO groups steps by `episode.anchor`: a spec without one is a located error
-    before anything loads, on either backend, not a traceback mid-iteration."""
+    before anything loads, on either backend, not a traceback mid-iteration (E212 of
+    validate when the spec chose it; a setting error when the command line did)."""
     spec = tmp_path / "no_anchor.yaml"
     text = ECHO.read_text().replace(", anchor: \"'start'\"", "")
     spec.write_text(text.replace("algorithm: grpo", "algorithm: gigpo"))
@@ -358,8 +359,8 @@ def test_an_algorithm_that_needs_an_anchor_says_so_where_it_was_chosen(tmp_path:
             if backend == "verl"
             else ["train", str(spec), "--out", str(tmp_path / "run")],
         )
-        assert result.exit_code == 2, result.output
-        assert f"no_anchor.yaml:{line}:" in result.output
+        assert result.exit_code == 1, result.output
+        assert f"no_anchor.yaml:{line}:" in result.output and "E212" in result.output
         assert "needs `episode.anchor`" in result.output
     # chosen on the command line: the error names the option as it was typed
     spec.write_text(text)  # grpo in the file; gigpo from --algorithm
