@@ -154,3 +154,17 @@ def test_dry_run_needs_the_verl_backend(tmp_path: Path) -> None:
     )
     assert result.exit_code == 2
     assert "--backend verl" in result.output
+
+
+def test_a_value_verls_validation_refuses_is_a_clear_error(tmp_path: Path) -> None:
+    # verl's validate_config raises ValueError (here: a batch smaller than its minibatch)
+    result = CliRunner().invoke(
+        app,
+        [
+            *("train", str(SPEC), "--backend", "verl", "--dry-run", "--out", str(tmp_path)),
+            *("--set", "data.train_batch_size=0"),
+        ],
+    )
+    assert result.exit_code == 2, result.output
+    assert "verl does not accept this configuration: train_batch_size (0)" in result.output
+    assert isinstance(result.exception, SystemExit)
