@@ -119,6 +119,10 @@ class Algorithm:
         return self.clips_steps
 
 
+# The largest seed (of `training.seed` and the commands' --seed): what torch, numpy and
+# Python's random all take (numpy's seeds are 32-bit).
+MAX_SEED = 2**32 - 1
+
 ALGORITHMS: Registry[Algorithm] = Registry("algorithm")
 
 SPEC_NEEDS = {

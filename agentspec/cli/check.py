@@ -15,6 +15,7 @@ from agentspec.cli.app import (
     output_path,
     report_spec_error,
 )
+from agentspec.presets import MAX_SEED
 
 FormatOption = Annotated[
     OutputFormat,
@@ -132,7 +133,7 @@ def test_command(
         ),
     ] = None,
     oracle: Annotated[bool, typer.Option(help="Run the oracle gate.")] = True,
-    seed: Annotated[int, typer.Option(help="Seed of the random policy.")] = 0,
+    seed: Annotated[int, typer.Option(min=0, max=MAX_SEED, help="Seed of the random policy.")] = 0,
 ) -> None:
     """Run each spec's scripted episodes (`tests:`) and its oracle gate. Exit 0 if all pass, 1 if not."""
     from agentspec.runtime.spec.tests import report_results, run_spec_tests

@@ -10,6 +10,7 @@ import typer
 
 from agentspec.cli.app import app, fail, output_path, print_summary, report_spec_error
 from agentspec.cli.extras import require
+from agentspec.presets import MAX_SEED
 
 # Options of the served policies (openai:URL, chat:URL), the same for `run` and `eval`.
 TokenizerOption = Annotated[
@@ -50,7 +51,9 @@ def run(
     ],
     policy: PolicyOption = "oracle",
     episodes: EpisodesOption = 10,
-    seed: Annotated[int, typer.Option(help="Seed of the sampler and of sample order.")] = 0,
+    seed: Annotated[
+        int, typer.Option(min=0, max=MAX_SEED, help="Seed of the sampler and of sample order.")
+    ] = 0,
     split: Annotated[str | None, typer.Option(help="Data split (default: the spec's).")] = None,
     temperature: Annotated[float, typer.Option(min=0.0, help="Sampling temperature.")] = 1.0,
     out: Annotated[Path | None, typer.Option(help="Directory for trajectories.jsonl.")] = None,

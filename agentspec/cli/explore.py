@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from agentspec.cli.app import OutputFormat, app, fail, report_spec_error
+from agentspec.presets import MAX_SEED
 
 
 @app.command()
@@ -23,7 +24,9 @@ def explore(
     depth: Annotated[
         int, typer.Option(min=1, help="Longest sequence breadth-first search enumerates.")
     ] = 4,
-    seed: Annotated[int, typer.Option(help="Seed of every random choice.")] = 0,
+    seed: Annotated[
+        int, typer.Option(min=0, max=MAX_SEED, help="Seed of every random choice.")
+    ] = 0,
     output_format: Annotated[
         OutputFormat,
         typer.Option("--format", "-f", help="text, json, or github (Actions annotations)."),

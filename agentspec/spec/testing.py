@@ -6,6 +6,7 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
+from agentspec.presets import MAX_SEED
 from agentspec.spec.base import Section
 
 
@@ -122,7 +123,9 @@ class ExploreGateSpec(Section):
     depth: int = Field(
         4, ge=1, le=50, description="Longest sequence breadth-first search enumerates."
     )
-    seed: int = Field(0, description="Seed of every random choice of the search.")
+    seed: int = Field(
+        0, ge=0, le=MAX_SEED, description="Seed of every random choice of the search."
+    )
     strict: bool = Field(False, description="Warnings (dead guards, rewards, state) fail too.")
 
 

@@ -10,6 +10,7 @@ from agentspec.presets import (
     ALGORITHMS,
     DEFAULT_CLIP_RATIO,
     DEFAULT_STEP_CLIP_RATIO,
+    MAX_SEED,
     STEP_CLIP_PRESETS,
 )
 from agentspec.spec.base import Algorithm, Section, StepClipPreset
@@ -31,7 +32,7 @@ class TrainingSpec(Section):
     teacher: str | None = Field(
         None, description="Teacher model for `opd`: any model name `model` takes but `builtin:*`."
     )
-    seed: int = Field(0, description="Random seed.")
+    seed: int = Field(0, ge=0, le=MAX_SEED, description="Random seed.")
     iterations: int = Field(100, ge=1, description="Rollout + update iterations.")
     prompts_per_iteration: int = Field(8, ge=1, description="Distinct samples per iteration.")
     group_size: int = Field(4, ge=1, description="Episodes per sample (GRPO/RLOO/GiGPO groups).")

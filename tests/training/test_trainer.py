@@ -56,6 +56,10 @@ def test_overrides_are_validated() -> None:
         resolve_config(base, parse_overrides(["group_size=0"]))
     with pytest.raises(ConfigError, match="expected KEY=VALUE"):
         parse_overrides(["oops"])
+    with pytest.raises(ConfigError, match=r"training\.seed"):  # torch cannot take it
+        resolve_config(base, parse_overrides(["seed=99999999999999999999"]))
+    result = CliRunner().invoke(app, ["run", str(ECHO), "--seed", str(2**64), "-n", "1"])
+    assert result.exit_code == 2 and "--seed" in result.output
     # read as a spec reads them: `1e-4` is a number (YAML 1.1 would make it text)
     assert resolve_config(base, parse_overrides(["learning_rate=1e-4"])).learning_rate == 1e-4
     with pytest.raises(ConfigError, match=r"training\.learning_rate: .*number"):
