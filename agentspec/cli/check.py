@@ -123,7 +123,11 @@ def test_command(
     paths: Annotated[list[str], typer.Argument(help="Spec files, directories or globs.")],
     output_format: Annotated[
         OutputFormat,
-        typer.Option("--format", "-f", help="text, or github (Actions annotations)."),
+        typer.Option(
+            "--format",
+            "-f",
+            help="text, json (one document on stdout), or github (Actions annotations).",
+        ),
     ] = OutputFormat.text,
     oracle_samples: Annotated[
         int | None,
@@ -136,7 +140,12 @@ def test_command(
     seed: Annotated[int, typer.Option(min=0, max=MAX_SEED, help="Seed of the random policy.")] = 0,
 ) -> None:
     """Run each spec's scripted episodes (`tests:`) and its oracle gate. Exit 0 if all pass, 1 if not."""
-    from agentspec.runtime.spec.tests import report_results, run_spec_tests
+    from agentspec.runtime.spec.tests import (
+        all_passed,
+        report_results,
+        results_json,
+        run_spec_tests,
+    )
 
     files = expand_paths(paths)
     if not files:
@@ -144,7 +153,12 @@ def test_command(
     outcomes = [
         run_spec_tests(f, oracle_samples=oracle_samples, seed=seed, gate=oracle) for f in files
     ]
-    ok = report_results(outcomes, github=output_format is OutputFormat.github, echo=typer.echo)
+    if output_format is OutputFormat.json:
+        typer.echo(results_json(outcomes))
+        ok = all_passed(outcomes)
+    else:
+        github = output_format is OutputFormat.github
+        ok = report_results(outcomes, github=github, echo=typer.echo)
     raise typer.Exit(0 if ok else 1)
 
 

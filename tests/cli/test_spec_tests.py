@@ -5,6 +5,7 @@ success 1.0 each fail with a located message and exit 1."""
 from __future__ import annotations
 
 import os
+import json
 import re
 from pathlib import Path
 
@@ -183,6 +184,27 @@ def test_github_format_annotates_the_failing_line(tmp_path: Path) -> None:
         result.output,
         re.MULTILINE,
     )
+
+
+def test_json_format_is_one_document_of_cases(tmp_path: Path) -> None:
+    text = SPEC.replace("rewards: {win: 1.0}", "rewards: {win: 0.5}")
+    failing = write(tmp_path, text)
+    invalid = tmp_path / "invalid.yaml"
+    invalid.write_text(SPEC.replace("state.has_key = True", "state.has_keys = True"))
+    result = runner.invoke(app, ["test", "--format", "json", str(failing), str(invalid)])
+    assert result.exit_code == 1
+    document = json.loads(result.stdout)
+    assert document["failed"] == 2 and document["passed"] >= 1
+    wrong = next(c for c in document["cases"] if c["failures"] and c["name"] != "validate")
+    assert wrong["status"] == "failed" and wrong["name"].startswith("episodes[0]")
+    (failure,) = wrong["failures"]
+    assert failure["line"] == line_of(text, "rewards: {win: 0.5}")
+    assert "reward.win: expected 0.5, got 1.0" in failure["message"]
+    validate = next(c for c in document["cases"] if c["name"] == "validate")
+    assert "E402" in [d["code"] for d in validate["failures"]]
+    (tmp_path / "ok").mkdir()
+    passing = runner.invoke(app, ["test", "-f", "json", str(write(tmp_path / "ok", SPEC))])
+    assert passing.exit_code == 0 and json.loads(passing.stdout)["failed"] == 0
 
 
 def test_an_invalid_spec_fails_with_its_diagnostics(tmp_path: Path) -> None:

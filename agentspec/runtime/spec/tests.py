@@ -566,6 +566,56 @@ def report_results(
     return counts["failed"] == 0
 
 
+def all_passed(outcomes: Sequence[tuple[list[CaseResult], SpecError | None]]) -> bool:
+    """No spec invalid and no case failed (skipped cases do not fail)."""
+    return all(
+        error is None and not any(case.failures for case in results) for results, error in outcomes
+    )
+
+
+def results_json(outcomes: Sequence[tuple[list[CaseResult], SpecError | None]]) -> str:
+    """The results as one JSON document: counts, and each case with its status, time and
+    failures (located like `validate --format json`'s diagnostics); an invalid spec is
+    one failed `validate` case carrying its diagnostics."""
+    import json
+
+    from agentspec.diagnostics import to_json
+
+    cases: list[dict[str, Any]] = []
+    for results, error in outcomes:
+        if error is not None:
+            spec = error.diagnostics[0].span.file if error.diagnostics[0].span else None
+            cases.append(
+                {
+                    "spec": spec,
+                    "name": "validate",
+                    "status": "failed",
+                    "skipped": None,
+                    "seconds": 0.0,
+                    "failures": [to_json(d) for d in error.diagnostics],
+                }
+            )
+            continue
+        for case in results:
+            status = "skipped" if case.skipped else ("passed" if case.passed else "failed")
+            failures = [
+                {"message": f.message, **(dataclasses.asdict(f.span) if f.span else {"file": None})}
+                for f in case.failures
+            ]
+            cases.append(
+                {
+                    "spec": case.spec,
+                    "name": case.name,
+                    "status": status,
+                    "skipped": case.skipped,
+                    "seconds": round(case.seconds, 3),
+                    "failures": failures,
+                }
+            )
+    counts = {k: sum(c["status"] == k for c in cases) for k in ("passed", "failed", "skipped")}
+    return json.dumps({**counts, "cases": cases}, indent=2, ensure_ascii=False)
+
+
 def _github_line(case: CaseResult, failure: Failure) -> str:
     from agentspec.diagnostics import github_command
 
