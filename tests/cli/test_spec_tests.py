@@ -4,8 +4,8 @@ success 1.0 each fail with a located message and exit 1."""
 
 from __future__ import annotations
 
-import os
 import json
+import os
 import re
 from pathlib import Path
 
