@@ -141,6 +141,28 @@ def test_eval_plays_only_what_training_held_out(tmp_path: Path) -> None:
     assert "training held out its last 4 samples" in output
 
 
+@pytest.mark.parametrize("rows", [1, 2, 4, 5])
+def test_data_too_small_to_hold_out_eval_samples_is_held_out_half_and_said(
+    tmp_path: Path, rows: int
+) -> None:
+    # the last `eval_samples` of 4 rows would leave 1 to train on (and of 1 row, none)
+    data = [{"id": f"s{i}", "q": str(i), "a": i} for i in range(rows)]
+    (tmp_path / "d.jsonl").write_text("".join(json.dumps(r) + "\n" for r in data))
+    spec = tmp_path / "heldout.yaml"
+    spec.write_text(THIRTY_ROWS)
+    code, output = invoke("eval", str(spec), "--policy", "oracle")
+    if rows < 2:
+        assert code == 1 and "holds 1 sample(s)" in output, output
+        return
+    assert code == 0, output
+    if rows <= 4:
+        assert f"holds {rows} samples" in output and f"half of them ({rows // 2})" in output
+        assert re.search(rf"·\s+{rows // 2}\s+episodes", output), output
+    else:
+        assert "half of them" not in output
+        assert re.search(r"·\s+4\s+episodes", output), output
+
+
 def test_the_held_out_count_of_a_run_is_read_from_the_run(tmp_path: Path) -> None:
     from agentspec.runtime.backends.local.evaluation import run_eval_samples
 

@@ -185,8 +185,10 @@ def held_out_split(
     """Training samples and held-out evaluation samples (what `train` and `eval` use).
 
     The held-out set is the spec's `eval_split`, a generator's `test` split, or
-    else the last `eval_samples` samples of the data (removed from training).
-    `train_limit`: the caller needs no more training samples than that (evaluation
+    else the last `eval_samples` samples of the data (removed from training); data of
+    no more than `eval_samples` samples is held out half (`held_out_note` says so:
+    the last `eval_samples` would leave one sample to train on), and data of fewer
+    than two samples is a DataError. `train_limit`: the caller needs no more training samples than that (evaluation
     only builds the task tokenizer from them), so a held-out split of its own spares
     loading all of them. A spec without `data` has no samples: a DataError says so.
     """
@@ -196,9 +198,30 @@ def held_out_split(
     if eval_split is not None:
         train_samples = module.load_samples(limit=train_limit)
         return train_samples, module.load_samples(split=eval_split, limit=eval_samples)
-    train_samples = module.load_samples()
-    cut = max(1, len(train_samples) - eval_samples)
-    return train_samples[:cut], train_samples[cut:]
+    samples = module.load_samples()
+    if len(samples) < 2:
+        from agentspec.stdlib.data import DataError
+
+        raise DataError(
+            f"spec {module.SPEC_NAME!r}: its data holds {len(samples)} sample(s) and no eval"
+            " split, and training and evaluation need one sample to learn from and one held"
+            " out: add samples, or an `eval_split`"
+        )
+    held = eval_samples if len(samples) > eval_samples else len(samples) // 2
+    return samples[:-held], samples[-held:]
+
+
+def held_out_note(module: ModuleType, total: int, eval_samples: int) -> str:
+    """What `held_out_split` did when the data is too small to hold out `eval_samples`
+    and train on the rest ("" otherwise)."""
+    if _eval_split(module) is not None or total > eval_samples:
+        return ""
+    return (
+        f"the spec's data holds {total} samples, no more than training.eval_samples"
+        f" ({eval_samples}): half of them ({total // 2}) are held out for evaluation and"
+        f" {total - total // 2} trained on; add samples or an `eval_split` for a larger"
+        " held-out set"
+    )
 
 
 def no_data(module: ModuleType) -> Exception:
@@ -227,8 +250,8 @@ def evaluation_samples(
         train_samples, samples = held_out_split(module, episodes, train_limit)
         return train_samples, samples, ""
     train_samples, samples = held_out_split(module, held_out)
-    note = ""
-    if episodes > len(samples):
+    note = held_out_note(module, len(train_samples) + len(samples), held_out)
+    if not note and episodes > len(samples):
         note = (
             f"-n {episodes}: the spec's data has no eval split, so training held out its last "
             f"{len(samples)} samples (`training.eval_samples`) and trained on the rest; "

@@ -95,11 +95,16 @@ def train(
 ) -> Path:
     """Train the spec's policy; returns the run directory. See the module docstring.
     `progress` gets each iteration's metrics; `phases` hears what each phase does."""
+    from agentspec.runtime.spec.run import held_out_note
+
     module, settings, run = open_run(spec_path, out_dir, overrides, resume)
     cfg = settings.cfg
     reporter = Reporter(phases, settings.origins, settings.notes)
     seed_and_threads(cfg)
     train_samples, eval_samples = split_samples(module, cfg)
+    small = held_out_note(module, len(train_samples) + len(eval_samples), cfg.eval_samples)
+    if small:
+        reporter.note(small)
     reporter.phase(f"loading {cfg.model}")
     models = build_models(cfg, module, train_samples, run.path, reporter.note)
     state = restore(run, models, resume, reporter.note)
