@@ -85,11 +85,25 @@ def _agentspec_output(folder: Path) -> bool:
 
 def output_path(path: Path, option: str, *, folder: bool) -> Path:
     """`path` if a command can write there: an error naming `option` when it is a file
-    where a folder is written, or a folder where a file is."""
+    where a folder is written, a folder where a file is, or a place that cannot be
+    written (a parent that is a file, a read-only or virtual file system) — found
+    before any work, not in a traceback after it. Nothing is made here (a refused run
+    leaves no folder): the nearest folder that exists is tried with a file written
+    and removed."""
     if folder and path.exists() and not path.is_dir():
         raise fail(f"{option} {path} is a file; give a folder to write into", code=2)
     if not folder and path.is_dir():
         raise fail(f"{option} {path} is a folder; give the file to write", code=2)
+    folders = [path if folder else path.parent, *(path if folder else path.parent).parents]
+    nearest = next((p for p in folders if p.exists()), Path("."))
+    if not nearest.is_dir():
+        raise fail(f"{option} {path}: {nearest} is a file, not a folder", code=2)
+    probe = nearest / f".agentspec-write-test-{os.getpid()}"
+    try:
+        probe.touch()
+        probe.unlink()
+    except OSError as exc:
+        raise fail(f"{option} {path}: cannot write there ({exc.strerror or exc})", code=2) from None
     return path
 
 

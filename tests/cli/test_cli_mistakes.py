@@ -163,6 +163,24 @@ def test_data_too_small_to_hold_out_eval_samples_is_held_out_half_and_said(
         assert re.search(r"·\s+4\s+episodes", output), output
 
 
+def test_an_output_path_that_cannot_be_written_is_refused_before_any_work(tmp_path: Path) -> None:
+    a_file = tmp_path / "f.txt"
+    a_file.write_text("")
+    commands = [
+        ("run", str(CALCULATOR), "--policy", "oracle", "-n", "1", "--out", f"{a_file}/sub"),
+        ("compile", str(CALCULATOR), "-o", f"{a_file}/sub"),
+        ("schema", "-o", f"{a_file}/s.json"),
+        ("init", "z", "--dir", f"{a_file}/sub"),
+        ("view", str(tmp_path), "-o", f"{a_file}/r.html"),
+        ("train", str(CALCULATOR), "--out", f"{a_file}/run"),
+    ]
+    for args in commands:
+        code, output = invoke(*args)
+        assert code == 2 and f"{a_file} is a file, not a folder" in output, (args, output)
+    code, output = invoke("schema", "-o", "/proc/agentspec/s.json")  # a virtual file system
+    assert code == 2 and "cannot write there" in output, output
+
+
 def test_the_held_out_count_of_a_run_is_read_from_the_run(tmp_path: Path) -> None:
     from agentspec.runtime.backends.local.evaluation import run_eval_samples
 
