@@ -100,8 +100,82 @@ def read_traces(path: Path, notes: list[str]) -> list[dict[str, Any]]:
             )
         if not isinstance(record.get("steps"), list):
             raise ViewerError(f"{path}:{lineno}: trajectory record without a `steps` list")
+        problem = _record_problem(record)
+        if problem is not None:
+            raise ViewerError(f"{path}:{lineno}: {problem}")
         records.append(record)
     return records
+
+
+# The shape of what the report reads from a record and each step, when present (the
+# viewer tolerates a key left out, not a value of another kind: `rewards: "abc"`).
+_RECORD_FIELDS: dict[str, tuple[type, ...]] = {
+    "trajectory_id": (str,),
+    "sample_id": (str, int),
+    "group_id": (str, int),
+    "termination": (str,),
+    "success": (bool, type(None)),
+    "info": (dict,),
+}
+_STEP_FIELDS: dict[str, tuple[type, ...]] = {
+    "index": (int,),
+    "action_text": (str,),
+    "observation": (str, type(None)),
+    "finish_reason": (str,),
+    "rewards": (dict,),
+    "events": (list,),
+    "tool_calls": (list,),
+    "info": (dict,),
+    "done": (bool,),
+    "context_truncated": (bool,),
+}
+_TOKEN_LISTS = ("prompt_ids", "response_ids", "observation_ids")
+_MAX_TOKEN_ID = 2**31 - 1  # what a tokenizer's vocabulary index can be
+
+
+def _record_problem(record: dict[str, Any]) -> str | None:
+    """What in a trajectory record is not of the kind the format writes, else None."""
+    for key, kinds in _RECORD_FIELDS.items():
+        if key in record and not isinstance(record[key], kinds):
+            return f"`{key}` is {_kind(record[key])}, not {_kinds(kinds)}"
+    for number, step in enumerate(record["steps"]):
+        where = f"steps[{number}]"
+        if not isinstance(step, dict):
+            return f"{where} is {_kind(step)}, not an object"
+        for key, kinds in _STEP_FIELDS.items():
+            if key in step and step[key] is not None and not isinstance(step[key], kinds):
+                return f"{where}.{key} is {_kind(step[key])}, not {_kinds(kinds)}"
+        for key in ("events", "tool_calls"):
+            if any(not isinstance(item, dict) for item in step.get(key) or []):
+                return f"{where}.{key} holds an item that is not an object"
+        for key in _TOKEN_LISTS:
+            ids = step.get(key)
+            if ids is None:
+                continue
+            if not isinstance(ids, list) or not all(
+                type(i) is int and 0 <= i <= _MAX_TOKEN_ID for i in ids
+            ):
+                return f"{where}.{key} is not a list of token ids (integers 0 … {_MAX_TOKEN_ID:,})"
+    return None
+
+
+_KIND_NAMES: dict[type, str] = {
+    dict: "an object",
+    list: "a list",
+    str: "text",
+    bool: "a boolean",
+    int: "a number",
+    float: "a number",
+    type(None): "null",
+}
+
+
+def _kind(value: Any) -> str:
+    return _KIND_NAMES.get(type(value), type(value).__name__)
+
+
+def _kinds(kinds: tuple[type, ...]) -> str:
+    return " or ".join(dict.fromkeys(_KIND_NAMES.get(k, k.__name__) for k in kinds))
 
 
 def read_metrics(path: Path, notes: list[str]) -> list[dict[str, Any]]:

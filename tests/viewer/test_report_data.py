@@ -177,6 +177,34 @@ def test_bad_inputs_are_reported_with_their_line(tmp_path: Path) -> None:
         load_run(good, tokenizer=tmp_path)
 
 
+@pytest.mark.parametrize(
+    ("field", "value", "said"),
+    [
+        ("rewards", "abc", "steps[0].rewards is text, not an object"),
+        ("action_text", 5, "steps[0].action_text is a number, not text"),
+        ("events", "x", "steps[0].events is text, not a list"),
+        ("prompt_ids", "abc", "steps[0].prompt_ids is not a list of token ids"),
+        ("prompt_ids", [10**12], "steps[0].prompt_ids is not a list of token ids"),
+        ("tool_calls", [1], "steps[0].tool_calls holds an item that is not an object"),
+    ],
+)
+def test_a_record_with_a_value_of_another_kind_is_reported_at_its_line(
+    tmp_path: Path, field: str, value: object, said: str
+) -> None:
+    # a correctly tagged record whose values the report cannot read: a traceback before
+    record = chained_trajectory().to_dict()
+    record["steps"][0][field] = value
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(json.dumps(chained_trajectory().to_dict()) + "\n" + json.dumps(record) + "\n")
+    with pytest.raises(ViewerError, match=re.escape(f"bad.jsonl:2: {said}")):
+        load_run(bad)
+    record = chained_trajectory().to_dict()
+    record["steps"] = [1]
+    bad.write_text(json.dumps(record) + "\n")
+    with pytest.raises(ViewerError, match=re.escape("bad.jsonl:1: steps[0] is a number")):
+        load_run(bad)
+
+
 def test_too_many_trajectories_are_sampled_with_a_note(tmp_path: Path) -> None:
     write_jsonl(tmp_path / "trajectories.jsonl", [chained_trajectory() for _ in range(5)])
     p = build_payload(load_run(tmp_path), max_trajectories=3)
