@@ -76,6 +76,12 @@ def run(
     chosen, repeats = _choose(samples, episodes, seed)
     if repeats:
         typer.echo(f"note: {repeats}", err=True)
+    if model is not None:
+        from agentspec.runtime.backends.local.evaluation import other_spec_note
+
+        other = other_spec_note(model, spec)
+        if other:
+            typer.echo(f"note: {other}", err=True)
     task_tokenizer, tokenizer_source = _task_tokenizer(spec, module, samples, policy, tokenizer)
     settings = {
         "seed": seed,

@@ -218,6 +218,23 @@ def test_eval_command_reads_a_run(tmp_path: Path) -> None:
     assert "success rate" in result.output and "episodes" in result.output
     result = CliRunner().invoke(app, ["eval", str(ECHO), "--checkpoint", str(tmp_path), "-n", "2"])
     assert result.exit_code == 1 and "neither a checkpoint" in result.output
+    assert (
+        "was trained on"
+        not in CliRunner()
+        .invoke(app, ["eval", str(ECHO), "--checkpoint", str(run), "-n", "1"])
+        .output
+    )
+    # a run of another spec file (or of this one since changed): said, not silently played
+    other = tmp_path / "other.yaml"
+    other.write_text(ECHO.read_text().replace("name: echo_word", "name: echo_other"))
+    shutil.copytree(ECHO.parent / "data", tmp_path / "data")
+    for command in (
+        ["eval", str(other), "--checkpoint", str(run)],
+        ["run", str(other), "--policy", str(run), "--out", str(tmp_path / "r")],
+    ):
+        result = CliRunner().invoke(app, [*command, "-n", "1"])
+        assert result.exit_code == 0, result.output
+        assert f"note: {run} was trained on {ECHO}, not on {other}" in result.output
 
 
 def test_a_finished_run_is_not_overwritten_or_appended_to(tmp_path: Path) -> None:

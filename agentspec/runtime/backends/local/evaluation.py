@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from agentspec.runtime.episode.summary import RolloutSummary
 
@@ -30,6 +31,8 @@ def evaluate_checkpoint(
     from agentspec.spec.model import TrainingSpec
 
     module = import_spec(spec)
+    if note is not None and (other := other_spec_note(checkpoint, spec)):
+        note(other)
     held_out = run_eval_samples(checkpoint)
     if held_out is None:
         held_out = TrainingSpec.model_validate(module.TRAINING).eval_samples
@@ -45,9 +48,16 @@ def evaluate_checkpoint(
 
 
 def run_eval_samples(checkpoint: str | Path) -> int | None:
-    """`eval_samples` of the run a checkpoint belongs to (its `config.yaml`, in the run
-    directory itself or above `RUN/checkpoints/iter_N/policy`), or None for a model that
-    is no run's."""
+    """`eval_samples` of the run a checkpoint belongs to, or None for a model that is
+    no run's."""
+    value = run_config(checkpoint).get("eval_samples")
+    return value if isinstance(value, int) and value > 0 else None
+
+
+def run_config(checkpoint: str | Path) -> dict[str, Any]:
+    """The `config.yaml` of the run a checkpoint belongs to (in the run directory
+    itself or above `RUN/checkpoints/iter_N/policy`); {} for a model that is no run's,
+    or a config agentspec did not write."""
     import yaml
 
     from agentspec.runtime.backends.local.runlog import read_run_config
@@ -56,8 +66,23 @@ def run_eval_samples(checkpoint: str | Path) -> int | None:
     for folder in [path, *path.parents][:4]:
         if (folder / "checkpoints").is_dir() and (folder / "config.yaml").is_file():
             try:
-                value = read_run_config(folder).get("eval_samples")
+                return read_run_config(folder)
             except (OSError, UnicodeDecodeError, yaml.YAMLError, TypeError, ValueError):
-                return None  # not a config agentspec wrote: play no held-out count
-            return value if isinstance(value, int) and value > 0 else None
-    return None
+                return {}
+    return {}
+
+
+def other_spec_note(checkpoint: str | Path, spec: Path) -> str:
+    """A note when `checkpoint` is a run's that trained another spec file than `spec`
+    (its tokenizer and held-out count are that spec's); "" otherwise."""
+    from agentspec.compiler.build import spec_sha256
+
+    config = run_config(checkpoint)
+    trained = config.get("spec_sha256")
+    if not isinstance(trained, str) or trained == spec_sha256(spec):
+        return ""
+    return (
+        f"{checkpoint} was trained on {config.get('spec', 'another spec')}, not on {spec} as it"
+        " is now (its tokenizer was built from that spec's text, and what it learnt is for"
+        " that task)"
+    )
