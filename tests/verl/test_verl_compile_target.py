@@ -129,8 +129,9 @@ def test_compile_says_where_gigpo_was_chosen_without_an_anchor(tmp_path: Path) -
     result = CliRunner().invoke(
         app, ["compile", str(spec), "--target", "verl", "-o", str(tmp_path / "o")]
     )
-    assert result.exit_code == 2, result.output
-    assert f"{spec}:{line}:" in result.output and "needs `episode.anchor`" in result.output
+    assert result.exit_code == 1, result.output  # E212: validate refuses it first
+    assert f"{spec}:{line}:" in result.output and "E212" in result.output
+    assert "needs `episode.anchor`" in result.output
     assert "Traceback" not in result.output
 
 
