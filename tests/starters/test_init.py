@@ -51,6 +51,18 @@ def test_starter_oracle_succeeds(template: str, tmp_path: Path) -> None:
     assert re.search(r"success rate\s*│\s*1\.000 ", result.output), result.output
 
 
+@pytest.mark.parametrize("template", TEMPLATES)
+def test_starter_explores_as_its_header_says(template: str, tmp_path: Path) -> None:
+    # the header names what `agentspec explore` finds (a guessable answer), or nothing
+    runner.invoke(app, ["init", "starter", "--template", template, "--dir", str(tmp_path)])
+    spec = tmp_path / "starter.yaml"
+    said = re.findall(r"`explore` finds one here \((X\d+)\)", spec.read_text())
+    result = runner.invoke(app, ["explore", str(spec), "--format", "json"])
+    found = sorted({f["code"] for f in json.loads(result.stdout)["findings"]} - {"W104"})
+    assert found == said, result.output
+    assert result.exit_code == (1 if said else 0)
+
+
 def test_init_refuses_to_overwrite_and_bad_names(tmp_path: Path) -> None:
     args = ["init", "task", "--dir", str(tmp_path)]
     assert runner.invoke(app, args).exit_code == 0
