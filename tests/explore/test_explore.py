@@ -199,3 +199,10 @@ def test_a_penalty_under_a_negative_weight_is_not_a_farm(tmp_path: Path) -> None
     spec.write_text(text, encoding="utf-8")
     (tmp_path / "quiz.jsonl").write_text((CORPUS / "quiz.jsonl").read_text(encoding="utf-8"))
     assert "X105" not in {code for _, code in found(spec)}
+
+
+def test_the_random_baseline_is_reported_when_the_search_spends_the_budget() -> None:
+    # keys_and_chests' mutations take the whole budget: random actions came too late
+    report = explore(ROOT / "specs" / "keys_and_chests.yaml", ExploreSettings(episodes=200))
+    assert report.random_success is not None
+    assert report.episodes <= 200 + ExploreSettings().samples

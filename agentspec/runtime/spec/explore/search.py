@@ -249,6 +249,17 @@ class Search:
             if not self.driver.play(self.spare(jobs, keep)) or self.driver.left <= keep:
                 return
 
+    def random_baseline(self) -> None:
+        """One episode of random actions from the start for each sample (the first of
+        `random_episodes`' rounds), past the episode budget if it is spent: what a
+        policy that knows only its prompt reaches, which the report gives."""
+        jobs = []
+        for index, oracle in enumerate(self.oracle):
+            chooser = RandomActions(self.rng("random", 0, index, 0), oracle.turns, privileged=False)
+            jobs.append(Job(index, _after([], chooser), "random actions"))
+        self.driver.left = max(self.driver.left, len(jobs))
+        self.driver.play(jobs)
+
     def farm(self, episodes: Sequence[Episode], paid: Callable[[Episode], list[int]]) -> None:
         """Repeat each turn that was paid a per-step or per-call reward (`paid` gives
         the paid steps of an episode), 1, 2 and 4 more times."""
