@@ -117,6 +117,14 @@ def _spec_and_samples(spec: Path, split: str | None) -> tuple[Any, list[Any]]:
         module = import_spec(spec)
         if module.DATA_SOURCE is None:
             raise no_data(module)
+        kind = module.DATA_SOURCE.partition(":")[0]
+        if split is not None and kind in ("jsonl", "parquet"):
+            raise fail(
+                f"--split {split}: the spec's data is one `{kind}:` file, without splits (every"
+                " split would read all of it); remove --split, or use `hf:./FOLDER` for a"
+                " folder of split files",
+                code=2,
+            )
         samples = module.load_samples(split=split)
     except SpecError as exc:
         raise report_spec_error(exc) from None

@@ -27,6 +27,7 @@ from agentspec.compiler.types import (
 from agentspec.contexts import CONTEXT_POLICIES
 from agentspec.json_schema import schema_problems
 from agentspec.presets import ALGORITHMS, SPEC_NEEDS
+from agentspec.source import dotted
 from agentspec.spec.yaml_loader import Path
 
 if TYPE_CHECKING:
@@ -226,21 +227,28 @@ def unused_context_settings(checker: CheckState) -> None:
 
 
 def data_splits(checker: CheckState) -> None:
-    """E210 for a split of a `jsonl:` or `parquet:` file: one file has no splits, so
-    the loader reads all of it whatever the split says, and an `eval_split` would
-    evaluate on the rows training learns from."""
+    """E210 for a split of a `jsonl:` or `parquet:` file (`data.split`, `eval_split`, a
+    test's `split`): one file has no splits, so the loader reads all of it whatever the
+    split says, and an `eval_split` would evaluate on the rows training learns from."""
     data = checker.spec.data
     if data is None or not data.source.startswith(("jsonl:", "parquet:")):
         return
     kind = data.source.partition(":")[0]
-    named = [("split", data.split)] if data.split != "train" else []
-    named += [("eval_split", data.eval_split)] if data.eval_split is not None else []
-    for key, value in named:
+    named: list[tuple[Path, str]] = []
+    named += [(("data", "split"), data.split)] if data.split != "train" else []
+    named += [(("data", "eval_split"), data.eval_split)] if data.eval_split is not None else []
+    named += [
+        (("tests", "episodes", i, "split"), test.split)
+        for i, test in enumerate(checker.spec.tests.episodes)
+        if test.split is not None
+    ]
+    for path, value in named:
+        key = str(path[-1])
         checker.error(
             "E210",
-            f"data.{key} is {value!r}, but a `{kind}:` source is one file, without splits:"
+            f"{dotted(path)} is {value!r}, but a `{kind}:` source is one file, without splits:"
             f" every split reads all of it",
-            checker.map.value_span(("data", key)),
+            checker.map.value_span(path),
             f"remove `{key}`"
             + (
                 " (`train` and `eval` then hold out the file's last `training.eval_samples`"

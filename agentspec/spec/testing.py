@@ -76,7 +76,9 @@ class SpecTest(Section):
         description="Which sample of the data (`split`) to play when `sample` is not given.",
     )
     split: str | None = Field(
-        None, description="Data split of `sample_index` (default: the spec's)."
+        None,
+        description="Data split of `sample_index` (default: the spec's); `hf:` sources and"
+        " generators only (a `jsonl:` or `parquet:` file has no splits, E210).",
     )
     turns: list[str] = Field(
         min_length=1,

@@ -181,6 +181,19 @@ def test_an_output_path_that_cannot_be_written_is_refused_before_any_work(tmp_pa
     assert code == 2 and "cannot write there" in output, output
 
 
+def test_a_split_of_a_one_file_source_is_refused(tmp_path: Path) -> None:
+    # one JSONL file has no splits: `--split nonsense` read all of it, silently
+    (tmp_path / "d.jsonl").write_text('{"id": "s0", "q": "0", "a": 0}\n')
+    spec = tmp_path / "heldout.yaml"
+    spec.write_text(THIRTY_ROWS)
+    code, output = invoke("run", str(spec), "--policy", "oracle", "--split", "nonsense")
+    assert code == 2 and "--split nonsense: the spec's data is one `jsonl:` file" in output
+    test = "tests:\n  episodes:\n    - {name: t, split: test, turns: ['0'], expect: {}}\n"
+    spec.write_text(THIRTY_ROWS + test)
+    code, output = invoke("validate", str(spec))
+    assert code == 1 and "E210" in output and "tests.episodes[0].split is 'test'" in output
+
+
 def test_the_held_out_count_of_a_run_is_read_from_the_run(tmp_path: Path) -> None:
     from agentspec.runtime.backends.local.evaluation import run_eval_samples
 
