@@ -16,7 +16,7 @@ every preset against them.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -203,6 +203,35 @@ register_algorithm(
         kl_coef=0.0,
     )
 )
+
+
+# The settings only some algorithms read, and whether an algorithm reads them: a
+# setting given for an algorithm that does not is said, never silently ignored.
+SETTING_READERS: dict[str, Callable[[Algorithm], bool]] = {
+    **dict.fromkeys(
+        ("teacher", "opd_beta", "opd_topk", "opd_task_weight"), lambda a: a.needs_teacher
+    ),
+    "omega": lambda a: a.estimator == "gigpo",
+    **dict.fromkeys(
+        ("step_clip_ratio", "step_clip_preset", "step_clip_low", "step_clip_high"),
+        lambda a: a.clips_steps,
+    ),
+    **dict.fromkeys(
+        ("value_coef", "critic_learning_rate", "critic_warmup"), lambda a: a.trains_critic
+    ),
+}
+
+
+def unread_setting_note(key: str, algorithm: str) -> str | None:
+    """Why `training.KEY` does nothing under `algorithm` (None when it is read)."""
+    reads = SETTING_READERS.get(key)
+    if reads is None or reads(ALGORITHMS.get(algorithm)):
+        return None
+    readers = [name for name in ALGORITHMS.names() if reads(ALGORITHMS.get(name))]
+    return (
+        f"training.{key} is not read by algorithm {algorithm!r} (only by"
+        f" {', '.join(readers)}): it has no effect"
+    )
 
 
 def clip_range(algorithm: Algorithm, training: Any) -> tuple[float, float]:

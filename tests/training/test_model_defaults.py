@@ -112,3 +112,16 @@ def test_settings_do_not_import_torch(pretrained: Path, tmp_path: Path) -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=False, env=env
     )
     assert "HEAVY []" in out.stdout, out.stdout + out.stderr
+
+
+def test_a_setting_the_algorithm_does_not_read_is_said_where_it_was_given() -> None:
+    overrides = {"omega": 3, "opd_beta": 5, "step_clip_ratio": 0.1, "algorithm": "grpo"}
+    notes = run_settings(CALCULATOR, _training(CALCULATOR), overrides).notes
+    assert "--set omega=3: training.omega is not read by algorithm 'grpo' (only by gigpo)" in (
+        " ".join(notes)
+    )
+    assert any(n.startswith("--set opd_beta=5:") and "(only by opd)" in n for n in notes)
+    assert any("step_clip_ratio" in n and "(only by steppo)" in n for n in notes)
+    # read by the chosen algorithm: nothing said
+    read = run_settings(CALCULATOR, _training(CALCULATOR), {"step_clip_ratio": 0.1}).notes
+    assert not any("is not read by" in n for n in read)

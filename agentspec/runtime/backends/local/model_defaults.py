@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agentspec.presets import unread_setting_note
 from agentspec.runtime.backends.local.config import ConfigError, resolve_config
 from agentspec.runtime.text.model_names import ModelNameError, ModelRef, resolve_model
 from agentspec.spec.training import TrainingSpec
@@ -74,6 +75,10 @@ def run_settings(
     if cfg.teacher is not None:
         _model(cfg.teacher, "teacher", origins, loadable=True)
     settings = RunSettings(cfg, origins)
+    for key, origin in origins.items():
+        unread = unread_setting_note(key, cfg.algorithm)
+        if unread is not None:
+            settings.notes.append(f"{origin}: {unread}")
     if not model.pretrained:
         return settings
     defaults = {k: v for k, v in PRETRAINED_DEFAULTS.items() if k not in origins}
