@@ -122,3 +122,9 @@ def test_a_template_without_a_system_turn_is_reported(tmp_path: Path) -> None:
     assert code == 0, out
     assert "system prompt: opens the first user turn (the template refuses a system turn)" in out
     assert "<start_of_turn>user\nUse the calculator tool" in out
+
+
+def test_a_folder_without_a_model_or_tokenizer_is_refused(tmp_path: Path) -> None:
+    # `eval` and `run` refused such a folder; `prompt` showed ChatML as if it were a model
+    code, _, err = invoke(str(CALCULATOR), "--model", str(tmp_path))
+    assert code != 0 and f"{tmp_path} holds no model or tokenizer" in err

@@ -135,6 +135,12 @@ def _gguf_tokenizer(meta: dict[str, Any], eos: str) -> Any:
 
 
 def _directory(model: str, path: Path) -> Framing:
+    known = ("config.json", "tokenizer.json", "tokenizer_config.json", "chat_template.jinja")
+    if not any((path / name).is_file() for name in known):
+        raise FramingError(
+            f"model {model!r}: {path} holds no model or tokenizer (none of"
+            f" {', '.join(known)}), and is no run directory with checkpoints"
+        )
     config: dict[str, Any] = {}
     config_file = path / "tokenizer_config.json"
     if config_file.is_file():
