@@ -100,10 +100,24 @@ def run(
     summary = summarize(trajectories, names)
     played = f"{len(trajectories)} episodes" + (f" of {len(samples)} samples" if repeats else "")
     print_summary(f"{module.SPEC_NAME} · policy {policy} · {played}", summary)
+    _say_when_every_episode_failed(trajectories)
     out_dir.mkdir(parents=True, exist_ok=True)
     write_jsonl(out_dir / "trajectories.jsonl", trajectories)
     _keep_tokenizer(tokenizer_source, out_dir / "tokenizer")
     typer.echo(f"trajectories: {out_dir / 'trajectories.jsonl'}")
+
+
+def _say_when_every_episode_failed(trajectories: list[Any]) -> None:
+    """One line when no episode got past its policy or environment failing (a server
+    that is down, a spec that breaks): the table alone reads as a 0.000 success rate."""
+    endings = {t.termination.value for t in trajectories}
+    if not trajectories or not endings <= {"policy_error", "env_error"}:
+        return
+    first = trajectories[0]
+    reason = first.env_error or (first.steps[-1].info.get("policy_error") if first.steps else None)
+    typer.echo(
+        f"note: every episode ended in {' or '.join(sorted(endings))}, e.g. {reason}", err=True
+    )
 
 
 def _spec_and_samples(spec: Path, split: str | None) -> tuple[Any, list[Any]]:

@@ -144,7 +144,10 @@ def parse_call_object(obj: Any, index: int, raw: str) -> tuple[ToolCall | None, 
     name = obj["name"]
     if not isinstance(name, str) or not name.strip():
         return None, FormatError(
-            f"{where}: 'name' must be a non-empty string, got {json_type(name)}", "bad_name", index
+            f"{where}: 'name' must be a non-empty string, got "
+            + ("a blank one" if isinstance(name, str) else json_type(name)),
+            "bad_name",
+            index,
         )
     extra = sorted(set(obj) - {"name", "arguments"})
     if extra:

@@ -281,3 +281,26 @@ def test_a_learning_rate_in_exponent_notation_validates(tmp_path: Path) -> None:
     spec.write_text(text.replace("learning_rate: 0.0001", "learning_rate: 1e-4"))
     code, output = invoke("validate", str(spec))
     assert code == 0, output
+
+
+def test_a_run_where_every_episode_failed_says_why(capsys: pytest.CaptureFixture[str]) -> None:
+    from agentspec.cli.episodes import _say_when_every_episode_failed
+    from agentspec.runtime.episode.trajectory import Step, TerminationReason, Trajectory
+
+    failed = Step(0, [], [], [], info={"policy_error": "ConnectError: refused"})
+    down = [Trajectory([failed], termination=TerminationReason.POLICY_ERROR) for _ in range(2)]
+    _say_when_every_episode_failed(down)
+    assert (
+        "every episode ended in policy_error, e.g. ConnectError: refused" in capsys.readouterr().err
+    )
+    _say_when_every_episode_failed([*down, Trajectory([Step(0, [], [], [])])])  # one got through
+    assert capsys.readouterr().err == ""
+
+
+def test_a_misspelt_or_empty_policy_is_named() -> None:
+    code, output = invoke("run", str(CALCULATOR), "--policy", "smolm2", "-n", "1")
+    assert code == 2 and "unknown policy 'smolm2'" in output and "did you mean 'smollm2'" in output
+    code, output = invoke("run", str(CALCULATOR), "--policy", "", "-n", "1")
+    assert code == 2 and "unknown policy ''" in output
+    code, output = invoke("train", str(CALCULATOR), "--set", "algorithm=grpoo")
+    assert code == 2 and "did you mean 'grpo'" in output

@@ -77,7 +77,7 @@ def test_a_custom_context_builds_the_prompt(contexts: Path, target: str, shown: 
 @pytest.mark.parametrize(
     ("target", "words"),
     [
-        ("mapping", "returned a dict; it must return token ids"),
+        ("mapping", "returned a dict ("),
         ("raises", "failed: KeyError: 'nothing'"),
         ("NotAPolicy", "is a class, not a ContextPolicy subclass"),
         ("nowhere", "cannot be loaded: AttributeError"),

@@ -82,7 +82,8 @@ def _checked(fn: Callable[[ContextView], Any], where: str) -> Callable[[ContextV
 
 def _shape_problem(out: Any) -> str | None:
     if not isinstance(out, (list, tuple)):
-        return f"a {type(out).__name__}"
+        name = type(out).__name__
+        return f"{'an' if name[0] in 'aeiou' else 'a'} {name} ({str(out)[:60]!r})"
     if not out:
         return "an empty list"
     if all(isinstance(item, int) and not isinstance(item, bool) for item in out):

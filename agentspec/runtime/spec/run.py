@@ -13,6 +13,7 @@ see `policies.chat`).
 from __future__ import annotations
 
 import asyncio
+import difflib
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from types import ModuleType
@@ -133,9 +134,11 @@ def make_policy(
         return OpenAIPolicy(location, model=served_model), served_tokenizer
     if kind == "chat":
         return chat_policy(location, served_model, task_tokenizer, api_key_env, max_concurrency)
+    close = difflib.get_close_matches(name, ["oracle", "random", "random_tokens", SMOLLM2], n=1)
     raise PolicyError(
         f"unknown policy {name!r}: use oracle, random, random_tokens, scripted:FILE, openai:URL, chat:URL, "
         f"or a model to load here (hf: prefix optional): {LOADABLE_MODEL_NAMES_HELP}"
+        + (f"; did you mean {close[0]!r}?" if close else "")
     )
 
 
@@ -143,6 +146,8 @@ def policy_model(name: str) -> str | None:
     """The model a `--policy` value loads into this process (`hf:MODEL`, or a model name
     that is no other policy), or None."""
     kind, _, location = name.partition(":")
+    if not name.strip():
+        return None  # an empty name is no model (`Path("")` is the current folder)
     if kind == "hf":
         return location
     if name in ("oracle", "random", "random_tokens") or kind in ("scripted", "openai", "chat"):

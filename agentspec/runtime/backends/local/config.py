@@ -60,5 +60,11 @@ def resolve_config(base: TrainingSpec, overrides: dict[str, Any]) -> TrainingSpe
         lines = []
         for error in exc.errors():
             where = ".".join(str(p) for p in error["loc"])
-            lines.append(f"training.{where}: {error['msg']} (got {error.get('input')!r})")
+            line = f"training.{where}: {error['msg']} (got {error.get('input')!r})"
+            expected = str(error.get("ctx", {}).get("expected", ""))
+            if error["type"] == "literal_error" and isinstance(error.get("input"), str):
+                choices = [c.strip(" '") for c in expected.replace(" or ", ", ").split(",")]
+                close = difflib.get_close_matches(error["input"], choices, n=1)
+                line += f"; did you mean {close[0]!r}?" if close else ""
+            lines.append(line)
         raise ConfigError("\n".join(lines)) from None
