@@ -139,7 +139,7 @@ def test_command(
     oracle: Annotated[bool, typer.Option(help="Run the oracle gate.")] = True,
     seed: Annotated[int, typer.Option(min=0, max=MAX_SEED, help="Seed of the random policy.")] = 0,
 ) -> None:
-    """Run each spec's scripted episodes (`tests:`) and its oracle gate. Exit 0 if all pass, 1 if not."""
+    """Run each spec's scripted episodes (`tests:`) and its oracle gate. Exit 0 if all pass, 1 if not, 2 on usage errors."""
     from agentspec.runtime.spec.tests import (
         all_passed,
         report_results,

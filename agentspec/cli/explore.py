@@ -19,7 +19,10 @@ def explore(
     ] = 8,
     budget: Annotated[int, typer.Option(min=1, help="Most episodes to play.")] = 600,
     seconds: Annotated[
-        float, typer.Option(min=1.0, help="Most seconds to search (a safety stop).")
+        float,
+        typer.Option(
+            min=0.001, help="Most seconds to search (a safety stop; as tests.explore.seconds)."
+        ),
     ] = 40.0,
     depth: Annotated[
         int, typer.Option(min=1, help="Longest sequence breadth-first search enumerates.")
@@ -35,7 +38,8 @@ def explore(
 ) -> None:
     """Search a spec's action sequences for loopholes: reward without success, success
     without the work, farmable rewards, dead tools, guards and rewards, no ending.
-    Exit 0 when nothing is found, 1 otherwise."""
+    Exit 0 when nothing is found; 1 for a loophole, an invalid spec or a search that
+    played nothing; 2 on usage errors."""
     from agentspec.diagnostics import SpecError
     from agentspec.runtime.spec.explore.explorer import ExploreError, ExploreSettings
     from agentspec.runtime.spec.explore.explorer import explore as run_search
