@@ -27,7 +27,11 @@ def train(
         Path | None, typer.Option(help="Run directory (default runs/NAME-ALGORITHM).")
     ] = None,
     resume: Annotated[
-        bool, typer.Option(help="Continue from the run directory's latest checkpoint.")
+        bool,
+        typer.Option(
+            help="Continue from the run directory's latest checkpoint, with the run's own"
+            " settings (more `--set iterations=N` extends a finished run)."
+        ),
     ] = False,
     backend: Annotated[
         str | None, typer.Option(help="local or verl (default: the spec's).")

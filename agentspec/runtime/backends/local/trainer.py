@@ -194,13 +194,25 @@ def open_run(
     run = RunLog(out)
     resolved = {"spec": str(spec_path), "spec_sha256": spec_sha256(spec_path), **cfg.model_dump()}
     before = run.read_config() if resume else None
-    if before and before != resolved:
+    if before and _extends(before, resolved):
+        settings.notes.append(
+            f"{out_dir}: continuing the run from {before['iterations']} to"
+            f" {resolved['iterations']} iterations"
+        )
+    elif before and before != resolved:
         raise ConfigError(
             f"{out_dir} was trained with another configuration ({_differences(before, resolved)}); "
             "resume with the same one"
         )
     run.write_config(resolved)
     return module, settings, run
+
+
+def _extends(before: Mapping[str, Any], now: Mapping[str, Any]) -> bool:
+    """Whether `now` is `before` with more iterations: a finished (or stopped) run that
+    `--resume --set iterations=N` continues (nothing else reads the iteration count)."""
+    more = now.get("iterations", 0) > before.get("iterations", 0)
+    return more and {**before, "iterations": now["iterations"]} == dict(now)
 
 
 def _differences(before: Mapping[str, Any], now: Mapping[str, Any]) -> str:
