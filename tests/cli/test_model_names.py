@@ -123,3 +123,21 @@ def test_run_takes_a_model_name_as_its_policy(tmp_path: Path) -> None:
     )
     assert result.exit_code == 2
     assert "no such directory" in result.stderr
+
+
+def test_a_damaged_checkpoint_is_one_line_not_a_traceback(tmp_path: Path) -> None:
+    policy = tmp_path / "run" / "checkpoints" / "iter_000001" / "policy"
+    policy.mkdir(parents=True)
+    (policy / "config.json").write_text("{}")  # a partial copy: no weights, no tokenizer
+    (tmp_path / "run" / "checkpoints" / "latest").write_text("iter_000001")
+    run = str(tmp_path / "run")
+    for args in (
+        ["eval", str(CALCULATOR), "--checkpoint", run],
+        ["run", str(CALCULATOR), "--policy", run],
+    ):
+        result = runner.invoke(
+            app, [*args, "-n", "1", *(["--out", str(tmp_path / "o")] if args[0] == "run" else [])]
+        )
+        assert result.exit_code in (1, 2), result.output
+        assert isinstance(result.exception, SystemExit)
+        assert f"{policy} cannot be loaded" in result.output

@@ -24,7 +24,7 @@ from torch import nn
 from agentspec.presets import ALGORITHMS, kl_coef
 from agentspec.runtime.backends.local.convert import checkpoint_dir
 from agentspec.runtime.backends.local.device import resolve_device
-from agentspec.runtime.text.model_names import BUILTIN_MODELS, resolve_model
+from agentspec.runtime.text.model_names import BUILTIN_MODELS, ModelNameError, resolve_model
 from agentspec.runtime.text.task_text import CORPUS_SAMPLES, task_tokenizer
 from agentspec.runtime.text.tiny_model import TinyModelConfig, build_tiny_model
 from agentspec.spec.model import TrainingSpec
@@ -75,8 +75,14 @@ def load_checkpoint(name: str | Path, note: Callable[[str], None] | None = None)
 
     transformers_logging.disable_progress_bar()  # the command says what it loads
     path = checkpoint_dir(str(name), note)
-    tokenizer = AutoTokenizer.from_pretrained(path)
-    model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32)
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(path)
+        model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32)
+    except Exception as exc:  # a damaged or partial folder: each library raises its own
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        raise ModelNameError(
+            f"model {str(name)!r}: {path} cannot be loaded ({type(exc).__name__}: {first})"
+        ) from None
     return model.train(), tokenizer
 
 
