@@ -59,3 +59,15 @@ def test_unpinned_tools_do_not_stop_pinning(tmp_path: Path) -> None:
     code, output = pin(spec)
     assert code == 1
     assert "error[E" not in output and "mcp.calc:" in output
+
+
+def test_a_server_that_never_answers_is_said_to_time_out(tmp_path: Path) -> None:
+    # it was "exited before it answered" while the process still ran
+    spec = tmp_path / "hung.yaml"
+    spec.write_text(
+        "agentspec: 1\nname: x\nprompt: {user: hi}\n"
+        "mcp:\n  hung: {command: [sleep, '1000'], timeout: 1}\n"
+    )
+    code, output = pin(spec)
+    assert code == 1
+    assert "MCP server 'hung' (sleep 1000) did not answer within its timeout (1 s)" in output

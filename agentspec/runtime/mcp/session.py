@@ -182,7 +182,12 @@ class _Connection:
             raise
         except Exception as exc:  # a server that fails to start fails the calls waiting for it
             exited = self._stop.is_set() and not self.stopping  # its output ended first
-            problem = "exited before it answered" if exited else f"failed: {reason(exc)}"
+            if "timed out" in reason(exc):  # the client gave up and closed the stream
+                problem = f"did not answer within its timeout ({server.timeout:g} s)"
+            elif exited:
+                problem = "exited before it answered"
+            else:
+                problem = f"failed: {reason(exc)}"
             message = f"MCP server {server.describe()} {problem}{self.stderr_tail()}"
             self.lost(message)
             if not self.ready.done():
