@@ -26,7 +26,7 @@ from agentspec.compiler.types import (
 )
 from agentspec.contexts import CONTEXT_POLICIES
 from agentspec.json_schema import schema_problems
-from agentspec.presets import ALGORITHMS, SPEC_NEEDS
+from agentspec.presets import ALGORITHMS, SPEC_NEEDS, unread_setting_note
 from agentspec.source import dotted
 from agentspec.spec.yaml_loader import Path
 
@@ -302,6 +302,21 @@ def algorithm_needs(checker: CheckState) -> None:
             "set `training.teacher` (a checkpoint, run directory or model such as smollm2),"
             " or pass `--set teacher=…` to `agentspec train`",
         )
+
+
+def unread_settings(checker: CheckState) -> None:
+    """W808 for a `training` setting the spec's algorithm does not read (`omega` under
+    grpo): the user tuned something that has no effect, or meant another algorithm."""
+    training = checker.spec.training
+    for key in sorted(training.model_fields_set):
+        unread = unread_setting_note(key, training.algorithm)
+        if unread is not None:
+            checker.error(
+                "W808",
+                unread,
+                checker.map.value_span(("training", key)),
+                f"remove `{key}`, or choose an algorithm that reads it",
+            )
 
 
 def reward_events(checker: CheckState) -> None:

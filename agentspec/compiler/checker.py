@@ -83,6 +83,7 @@ class Checker(CheckState):
         check_declarations.data_splits(self)
         check_declarations.warm_start_needs_an_oracle(self)
         check_declarations.algorithm_needs(self)
+        check_declarations.unread_settings(self)
         check_declarations.answer_without_tools(self)
         check_declarations.unused_context_settings(self)
         for site in sections.all_sites(self):
