@@ -171,6 +171,25 @@ def test_a_response_cut_by_the_callers_sampler_is_a_truncated_response(
     assert [e["kind"] for e in end.events][-2:] == ["response_truncated", "truncated"]
 
 
+def test_a_callers_long_response_is_not_cut_at_the_specs_token_budget(
+    calculator: ServedSpec,
+) -> None:
+    # The caller sampled it under its own limits (with its own tokenizer): the spec's
+    # max_response_tokens (48 of agentspec's tokens) dropped the call written after it.
+    reasoning = "Let me work this out with the calculator before I answer anything. " * 2
+    call = {"name": "calculator", "arguments": {"expression": "30 * 14"}}
+
+    async def episode() -> Any:
+        session = EpisodeSession(calculator)
+        await session.start(index=0)
+        return await session.act(reasoning, [call])
+
+    turn = asyncio.run(episode())
+    assert not turn.done
+    assert [r["name"] for r in turn.tool_results] == ["calculator"]
+    assert turn.tool_results[0]["text"] == "420"
+
+
 @pytest.mark.parametrize(
     ("choice", "message"),
     [

@@ -84,3 +84,25 @@ def test_a_long_valid_call_is_not_cut_at_the_response_limit(tmp_path: Path) -> N
     answers = [[{"role": "assistant", "content": "<answer>20</answer>"}]]
     module.REWARD_FUNCS[0](answers, [env])
     assert env.end is not None and env.end.termination == "done"
+
+
+def test_a_long_final_answer_is_scored_whole(tmp_path: Path) -> None:
+    # TRL sampled it under its own limits: the spec's 48-token budget cut the answer off
+    module = generated("calculator.yaml", tmp_path)
+    row = module.dataset(split="test", limit=1)[0]
+    env = module.CalculatorEnv()
+    env.reset(**row)
+    reasoning = "The calculator says so, and I checked it twice before answering. " * 4
+    answer = f"{reasoning}<answer>{row['answer']}</answer>"
+    assert module.REWARD_FUNCS[0]([[{"role": "assistant", "content": answer}]], [env]) == [1.0]
+    assert env.end is not None and env.end.termination == "done" and env.end.success
+
+
+def test_an_unwritable_call_is_no_step_and_no_parse_error(doors: object) -> None:
+    # the spec's parse_error reward and its prompt budget do not apply to TRL (docs/trl.md)
+    env = _env(doors)
+    for _ in range(12):
+        with pytest.raises(ValueError, match="cannot be written"):
+            env.go("west\nnorth")
+    assert env.end is None and env.session.session.trajectory.steps == []
+    assert "west" in env.go("west")

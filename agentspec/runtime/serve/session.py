@@ -8,7 +8,11 @@ over. Every step goes through :meth:`AgentEnvLoop.play_step`, the function
 rewards, success, endings and the context policy's prompt are theirs.
 
 A text response is encoded as a scripted policy's is (:func:`text_generation`),
-so the same text makes the same step as `agentspec run --policy oracle`. Native
+so the same text makes the same step as `agentspec run --policy oracle` — except
+for length: the caller sampled it under its own limits, with its own tokenizer, so
+the spec's `max_response_tokens` (a budget in agentspec's tokens, for its own
+sampler) does not cut it; ``finish_reason="length"`` says the caller's sampler
+did, and :data:`SERVED_MAX_RESPONSE_TOKENS` bounds what a server encodes. Native
 tool calls are first written in the spec's tool format (as a chat-completions
 policy's are), so both give the same step.
 
@@ -33,6 +37,10 @@ from agentspec.runtime.policies.scripted import text_generation
 from agentspec.runtime.serve.spec import ServedSpec, SessionError
 from agentspec.runtime.text.conversation import ChatCall, ConversationError, conversation_of
 from agentspec.runtime.text.conversation import render_calls as write_calls
+
+# The most tokens (agentspec's) of one response a session encodes: a caller's text is
+# not cut at the spec's `max_response_tokens`, but a runaway or hostile one is bounded.
+SERVED_MAX_RESPONSE_TOKENS = 32_768
 
 __all__ = [
     "End",
@@ -195,10 +203,12 @@ class EpisodeSession:
             raise SessionError("no episode: start one (reset) before acting")
         if episode.ended:
             raise SessionError("the episode is over: start a new one (reset) before acting")
-        response = self._response_text(text, tool_calls)
+        response = self.response_text(text, tool_calls)
         if finish_reason not in FINISH_REASONS:
             raise SessionError(f"finish_reason must be one of {', '.join(FINISH_REASONS)}")
-        params = self.flow.config.sampling
+        params = dataclasses.replace(
+            self.flow.config.sampling, max_new_tokens=SERVED_MAX_RESPONSE_TOKENS
+        )
         gen = text_generation(response, self.flow.tokenizer, params, finish_reason != "length")
         if finish_reason == "length":
             gen.finish_reason = "length"
@@ -228,7 +238,9 @@ class EpisodeSession:
 
     # ------------------------------------------------------------ turns
 
-    def _response_text(self, text: str, calls: Sequence[Mapping[str, Any]] | None) -> str:
+    def response_text(self, text: str, calls: Sequence[Mapping[str, Any]] | None) -> str:
+        """The response `act(text, calls)` plays: the native calls written after the text
+        in the spec's tool format."""
         if not isinstance(text, str):
             raise SessionError("text must be a string")
         if not calls:

@@ -27,6 +27,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
+from agentspec.formats import get_format
 from agentspec.runtime.serve.session import (
     End,
     SessionError,
@@ -39,8 +40,6 @@ from agentspec.runtime.serve.spec import ServedSpec
 __all__ = ["AgentspecTRLEnv", "component_reward", "dataset_rows", "final_text"]
 
 _SPECS: dict[str, ServedSpec] = {}
-_UNCUT = 1 << 40
-"""The token limit of the calls the class writes: none that a call can reach."""
 
 
 def served(spec_path: str | Path) -> ServedSpec:
@@ -60,14 +59,17 @@ class AgentspecTRLEnv:
         self.spec = served(self.spec_path)
         self.session = SyncEpisodeSession(self.spec)
         self.end: End | None = None
-        # The calls this class writes are its own text, not the model's response (TRL
-        # sampled that under its own limits): the spec's `max_response_tokens` and stop
-        # strings must not cut them. The final answer keeps the spec's settings.
+        # The calls this class writes are its own text, not the model's response: the
+        # spec's stop strings must not cut them (no session cuts at the spec's
+        # `max_response_tokens`: TRL sampled under its own limits). The final answer
+        # keeps the spec's stop strings, as a model's would.
         flow = self.session.session.flow
+        # TRL builds and keeps the whole conversation: the spec's prompt budget, counted
+        # on prompts nobody here sends, must not end its episodes (`context_overflow`).
+        flow.context.max_prompt_tokens = None
         self._answer_config = flow.config
         self._call_config = dataclasses.replace(
-            flow.config,
-            sampling=dataclasses.replace(flow.config.sampling, max_new_tokens=_UNCUT, stop=()),
+            flow.config, sampling=dataclasses.replace(flow.config.sampling, stop=())
         )
 
     def reset(self, **row: Any) -> str | None:
@@ -83,10 +85,14 @@ class AgentspecTRLEnv:
         """One tool call as one step; its result text, or an error TRL shows the model."""
         if self.end is not None:
             raise ValueError(f"the episode is over ({self.end.termination}): answer now")
+        call = {"name": name, "arguments": dict(arguments)}
+        unwritable = self._unwritable(call)
+        if unwritable is not None:  # refused before a step: TRL's call is no parse error
+            raise ValueError(unwritable)
         flow = self.session.session.flow
         flow.config = self._call_config
         try:
-            turn = self.session.act("", [{"name": name, "arguments": dict(arguments)}])
+            turn = self.session.act("", [call])
         finally:
             flow.config = self._answer_config
         if turn.done:
@@ -102,6 +108,18 @@ class AgentspecTRLEnv:
         if not result["ok"]:
             raise ValueError(result["text"])
         return str(result["text"])
+
+    def _unwritable(self, call: Mapping[str, Any]) -> str | None:
+        """Why `call` cannot be carried by the spec's tool format (it would not read back
+        as itself), else None."""
+        text = self.session.session.response_text("", [call])
+        parsed = get_format(self.spec.tool_format).parse(text, None)
+        if parsed.errors:
+            return f"the call of {call['name']} cannot be written: {parsed.errors[0].message}"
+        if [c.name for c in parsed.calls] != [call["name"]]:
+            ran = ", ".join(c.name for c in parsed.calls) or "nothing"
+            return f"the call of {call['name']} would not be read as written (it reads as: {ran})"
+        return None
 
     def _finish(self, answer: str) -> End:
         """The episode's end: the final answer played as the last step (once)."""
