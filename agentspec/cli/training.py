@@ -159,10 +159,10 @@ def _verl_dry_run(
         result = dry_run(spec, run_dir, overrides, ray_address)
     except (HydraException, OmegaConfBaseException) as exc:
         raise fail(f"verl does not accept this configuration: {exc}", code=2) from None
+    except VerlSetupError as exc:  # agentspec's own refusals (a ValueError too): said as they are
+        raise fail(str(exc), code=2) from None
     except (ValueError, AssertionError) as exc:  # verl's validate_config checks with both
         raise fail(f"verl does not accept this configuration: {exc}", code=2) from None
-    except VerlSetupError as exc:
-        raise fail(str(exc), code=2) from None
     typer.echo(result.render(), nl=False)
 
 

@@ -168,3 +168,16 @@ def test_a_value_verls_validation_refuses_is_a_clear_error(tmp_path: Path) -> No
     assert result.exit_code == 2, result.output
     assert "verl does not accept this configuration: train_batch_size (0)" in result.output
     assert isinstance(result.exception, SystemExit)
+
+
+def test_kl_in_the_reward_is_refused_by_the_dry_run(tmp_path: Path) -> None:
+    # docs/verl.md: refused — it was only refused at the first update, after Ray and the models
+    result = CliRunner().invoke(
+        app,
+        [
+            *("train", str(SPEC), "--backend", "verl", "--dry-run", "--out", str(tmp_path)),
+            *("--set", "algorithm.use_kl_in_reward=True"),
+        ],
+    )
+    assert result.exit_code == 2, result.output
+    assert "algorithm.use_kl_in_reward is not supported" in result.output

@@ -22,13 +22,26 @@ from __future__ import annotations
 
 from importlib import metadata
 
-__all__ = ["ENGINES_ENV", "PLUGIN_MODULE", "VERL_VERSION", "VerlVersionError", "check_verl_version"]
+__all__ = [
+    "ENGINES_ENV",
+    "KL_IN_REWARD_REFUSED",
+    "PLUGIN_MODULE",
+    "VERL_VERSION",
+    "VerlVersionError",
+    "check_verl_version",
+]
 
 VERL_VERSION = "0.9.1"
 """The one verl version this backend is written and tested against."""
 
 PLUGIN_MODULE = "agentspec.runtime.backends.verl.plugin"
 """What ``VERL_USE_EXTERNAL_MODULES`` (or the ``verl.plugins`` entry point) loads."""
+
+KL_IN_REWARD_REFUSED = (
+    "algorithm.use_kl_in_reward is not supported with agentspec's step-level estimators;"
+    " use the actor's KL loss (actor_rollout_ref.actor.use_kl_loss)"
+)
+"""The verl setting agentspec's step-level estimators cannot honour: refused before a run."""
 
 ENGINES_ENV = "AGENTSPEC_VERL_ENGINES"
 """``1`` in the workers of a run agentspec launched: the plugin then registers

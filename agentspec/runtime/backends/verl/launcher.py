@@ -44,7 +44,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agentspec.runtime.backends.verl import ENGINES_ENV, PLUGIN_MODULE, check_verl_version
+from agentspec.runtime.backends.verl import (
+    ENGINES_ENV,
+    KL_IN_REWARD_REFUSED,
+    PLUGIN_MODULE,
+    check_verl_version,
+)
 from agentspec.runtime.backends.verl.attention import (
     SDPA,
     attention_note,
@@ -298,6 +303,8 @@ def validated_config(overrides: Mapping[str, str], env: Mapping[str, str], modul
                 use_reference_policy=need_reference_policy(config),
                 use_critic=need_critic(config),
             )
+    if config.algorithm.use_kl_in_reward:  # before Ray and the models, not at the first update
+        raise VerlSetupError(KL_IN_REWARD_REFUSED)
     return config
 
 

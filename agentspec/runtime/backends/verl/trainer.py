@@ -47,6 +47,7 @@ from verl.trainer.ppo.v1.trainer_sync import PPOTrainerSync
 from verl.workers.utils.padding import response_to_nested
 
 from agentspec.runtime.algorithms import AdvantageConfig
+from agentspec.runtime.backends.verl import KL_IN_REWARD_REFUSED
 from agentspec.runtime.backends.verl.layout import EXTRA_KEY, RowSteps
 
 __all__ = ["TRAINER_NAME", "AgentLoopError", "AgentspecTrainer", "register"]
@@ -162,11 +163,8 @@ class AgentspecTrainer(PPOTrainerSync):
         """Read the batch's rows from the TransferQueue, estimate advantages on the
         non-padding rows with their step records, write advantages and returns back."""
         algo = self.config.algorithm
-        if algo.use_kl_in_reward:
-            raise ValueError(
-                "algorithm.use_kl_in_reward is not supported with agentspec's step-level "
-                "estimators; use the actor's KL loss (actor_rollout_ref.actor.use_kl_loss)"
-            )
+        if algo.use_kl_in_reward:  # the launcher refuses it first; a hand-made config here
+            raise ValueError(KL_IN_REWARD_REFUSED)
         rows = self._read_rows(batch)
         correction = self._rollout_correction(rows, metrics)
         keep = [i for i, tag in enumerate(batch.tags) if not bool(tag.get("is_padding", False))]
