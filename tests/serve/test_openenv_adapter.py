@@ -156,3 +156,21 @@ def test_a_spec_on_openenvs_echo_environment_passes_its_tests(
     tested = agentspec_cli("test", str(spec))
     assert tested.returncode == 0, tested.stdout + tested.stderr
     assert "1 passed" in tested.stdout
+
+
+def test_the_pages_remote_echo_spec_plays_on_openenvs_echo_environment(
+    echo_url: str, tmp_path: Path
+) -> None:
+    # docs/openenv.md's example as written (its URL aside): it had no `data:`, so
+    # `run` and `train` refused it
+    import re
+
+    page = (ROOT / "docs" / "openenv.md").read_text(encoding="utf-8")
+    example = next(b for b in re.findall(r"```yaml\n(.*?)```", page, re.S) if "remote_echo" in b)
+    spec = tmp_path / "remote_echo.yaml"
+    spec.write_text(example.replace("http://127.0.0.1:8001", echo_url))
+    (tmp_path / "topics.jsonl").write_text('{"id": "t1", "topic": "tea"}\n')
+    out = tmp_path / "out"
+    played = agentspec_cli("run", str(spec), "--policy", "random", "-n", "2", "--out", str(out))
+    assert played.returncode == 0, played.stdout + played.stderr
+    assert (out / "trajectories.jsonl").read_text().count("\n") == 2
