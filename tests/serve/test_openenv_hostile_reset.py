@@ -184,3 +184,30 @@ def test_a_huge_refused_action_is_not_echoed_back_whole(server: InProcessServer)
             assert answer.status_code == 422 and len(answer.text) < 1_000, answer.text[:300]
             assert answer.json()["detail"][0]["input"].endswith(" characters)")
         assert http.post("/step", json={"action": {"text": 5}}).json()["detail"][0]["input"] == 5
+
+
+def test_a_huge_refused_reset_value_is_not_echoed_back_whole(server: InProcessServer) -> None:
+    """An unknown 3 MB sample id came back in a 3 MB error message (past a default
+    WebSocket client's 1 MiB frame limit)."""
+    (bad,) = exchange(
+        server, [json.dumps({"type": "reset", "data": {"sample_id": "x" * 3_000_000}})]
+    )
+    assert bad["type"] == "error" and len(json.dumps(bad)) < 5_000
+    assert bad["data"]["message"].endswith(" characters)")
+
+
+def test_an_action_that_is_not_valid_unicode_is_refused_and_the_episode_goes_on(
+    server: InProcessServer,
+) -> None:
+    started, bad, good = exchange(
+        server,
+        [
+            json.dumps({"type": "reset", "data": {"index": 2}}),
+            '{"type": "step", "data": {"text": "\\ud800"}}',
+            json.dumps({"type": "state"}),
+        ],
+    )
+    assert started["type"] == "observation"
+    assert bad["type"] == "error" and "not valid Unicode text" in json.dumps(bad)
+    assert "TextInputSequence" not in json.dumps(bad)
+    assert good["data"]["done"] is False

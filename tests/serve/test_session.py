@@ -257,3 +257,25 @@ def test_the_sync_face_works_where_no_event_loop_runs(gridworld: ServedSpec) -> 
     assert sorted(ends) == [0, 1, 2, 3]
     assert all(end.success and end.termination == "done" for end in ends.values())
     assert ends[0].state != {}  # gridworld's typed state (x, y, ...) as JSON
+
+
+def test_every_turn_carries_the_declared_weights_other_than_one(tmp_path: Path) -> None:
+    # docs/openenv.md: `weights` are the components' weights other than 1 — they were
+    # only those of the components that fired this step ({} on the first turn)
+    text = (ROOT / "specs" / "calculator.yaml").read_text()
+    spec = tmp_path / "weighted.yaml"
+    spec.write_text(
+        text.replace(
+            "  malformed: {on: parse_error, value: -0.2}",
+            "  malformed: {on: parse_error, value: -0.2, weight: 3}",
+        )
+    )
+    served = ServedSpec.load(spec)
+
+    async def episode() -> list[Any]:
+        session = EpisodeSession(served)
+        first = await session.start(index=0)
+        return [first, await session.act("calculator(")]
+
+    first, second = asyncio.run(episode())
+    assert first.weights == {"malformed": 3.0} == second.weights

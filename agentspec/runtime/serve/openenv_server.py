@@ -171,7 +171,8 @@ class AgentspecEnvironment(Environment[AgentspecAction, AgentspecObservation, Ag
                 done=True,
                 reward=0.0,
                 termination="not_started",
-                error="no episode: reset first (HTTP /step is stateless; use the /ws session)",
+                error="no episode: reset first (over HTTP /step is stateless: use the /ws"
+                " session to keep an episode between calls)",
             )
         calls = [c.model_dump() for c in action.tool_calls or []]
         turn = await self.session.act(action.text, calls, action.finish_reason)
@@ -501,9 +502,19 @@ def _error_frame_cut(text: str) -> str:
     except ValueError:
         return text
     data = frame.get("data") if isinstance(frame, dict) else None
-    if frame.get("type") != "error" or not isinstance(data, dict) or "errors" not in data:
+    if frame.get("type") != "error" or not isinstance(data, dict):
         return text
-    return json.dumps({**frame, "data": {**data, "errors": _short_inputs(data["errors"])}})
+    # messages built from a refused value (an unknown sample id, a reset key) repeat it
+    cut = {k: _shortened(v) if isinstance(v, str) else v for k, v in data.items()}
+    if "errors" in data:
+        cut["errors"] = _short_inputs(data["errors"])
+    return json.dumps({**frame, "data": cut})
+
+
+def _shortened(text: str) -> str:
+    if len(text) <= _ECHO_LIMIT:
+        return text
+    return f"{text[:_ECHO_LIMIT]}… ({len(text):,} characters)"
 
 
 def _not_an_object(raw: str | bytes | None) -> str | None:

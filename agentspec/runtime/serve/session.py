@@ -26,6 +26,7 @@ import asyncio
 import dataclasses
 import json
 import math
+import re
 import threading
 from collections.abc import Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -37,6 +38,8 @@ from agentspec.runtime.policies.scripted import text_generation
 from agentspec.runtime.serve.spec import ServedSpec, SessionError
 from agentspec.runtime.text.conversation import ChatCall, ConversationError, conversation_of
 from agentspec.runtime.text.conversation import render_calls as write_calls
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 # The most tokens (agentspec's) of one response a session encodes: a caller's text is
 # not cut at the spec's `max_response_tokens`, but a runaway or hostile one is bounded.
@@ -204,6 +207,11 @@ class EpisodeSession:
         if episode.ended:
             raise SessionError("the episode is over: start a new one (reset) before acting")
         response = self.response_text(text, tool_calls)
+        if _LONE_SURROGATE.search(response):  # a tokenizer cannot encode it
+            raise SessionError(
+                "the response is not valid Unicode text (a lone surrogate, e.g. \\ud800):"
+                " send the text as the model wrote it, decoded"
+            )
         if finish_reason not in FINISH_REASONS:
             raise SessionError(f"finish_reason must be one of {', '.join(FINISH_REASONS)}")
         params = dataclasses.replace(
@@ -277,7 +285,8 @@ class EpisodeSession:
             "tool_format": self.spec.tool_format,
             "tool_instructions": self.spec.tool_instructions,
             "rewards": rewards,
-            "weights": dict(step.weights) if step is not None else {},
+            # the declared weights other than 1, on every turn (`reward` is the weighted sum)
+            "weights": {k: w for k, w in self.spec.reward_weights.items() if w != 1.0},
             "events": [] if step is None else [_event(e) for e in step.events],
             "state": self.state(),
             "prompt": self._prompt_messages() if self.full_prompt else None,
