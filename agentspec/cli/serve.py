@@ -45,6 +45,7 @@ def serve(
         raise fail(str(exc)) from None
     except Exception as exc:  # a generator's own failure (a missing file, say): one line
         raise fail(f"cannot load the spec's data: {type(exc).__name__}: {exc}") from None
+    _check_port(host, port)
     application = build_app(served, max_sessions=max_sessions)
     typer.echo(
         f"serving {served.name} as an OpenEnv environment on http://{host}:{port} "
@@ -52,3 +53,16 @@ def serve(
         err=True,
     )
     uvicorn.run(application, host=host, port=port, log_level="warning")
+
+
+def _check_port(host: str, port: int) -> None:
+    """Refuse a port that cannot be listened on before saying "serving" (uvicorn would
+    print its own error after that line)."""
+    import socket
+
+    try:
+        socket.create_server((host, port)).close()
+    except OSError as exc:
+        raise fail(
+            f"--port {port}: cannot listen on {host}:{port} ({exc.strerror or exc})", code=2
+        ) from None

@@ -239,3 +239,19 @@ def test_the_environment_class_works_in_process_without_an_event_loop(
     assert (last.done, last.reward, last.success) == (True, 1.0, True)
     assert env.state.reward_totals == {"correct": 1.0, "malformed": 0.0}
     env.close()
+
+
+def test_a_port_in_use_is_refused_before_serving_is_announced() -> None:
+    import socket
+
+    from typer.testing import CliRunner
+
+    from agentspec.cli import app
+
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        port = taken.getsockname()[1]
+        args = ["serve", str(ROOT / "specs" / "calculator.yaml"), "--openenv"]
+        result = CliRunner().invoke(app, [*args, "--host", "127.0.0.1", "--port", str(port)])
+    assert result.exit_code == 2, result.output
+    assert f"--port {port}: cannot listen on 127.0.0.1:{port}" in result.output
+    assert "serving" not in result.output
