@@ -193,26 +193,46 @@ def open_run(
         raise ConfigError(f"nothing to resume: {out} holds no run; train without --resume")
     run = RunLog(out)
     resolved = {"spec": str(spec_path), "spec_sha256": spec_sha256(spec_path), **cfg.model_dump()}
-    before = run.read_config() if resume else None
-    if before and _extends(before, resolved):
-        settings.notes.append(
-            f"{out_dir}: continuing the run from {before['iterations']} to"
-            f" {resolved['iterations']} iterations"
-        )
-    elif before and before != resolved:
-        raise ConfigError(
-            f"{out_dir} was trained with another configuration ({_differences(before, resolved)}); "
-            "resume with the same one"
-        )
+    if resume:
+        resolved = _resumed(run.read_config(), resolved, set(overrides or {}), out_dir, settings)
     run.write_config(resolved)
     return module, settings, run
 
 
-def _extends(before: Mapping[str, Any], now: Mapping[str, Any]) -> bool:
-    """Whether `now` is `before` with more iterations: a finished (or stopped) run that
-    `--resume --set iterations=N` continues (nothing else reads the iteration count)."""
-    more = now.get("iterations", 0) > before.get("iterations", 0)
-    return more and {**before, "iterations": now["iterations"]} == dict(now)
+def _resumed(
+    before: Mapping[str, Any],
+    now: dict[str, Any],
+    given: set[str],
+    out_dir: str | Path,
+    settings: RunSettings,
+) -> dict[str, Any]:
+    """The configuration a resumed run goes on with: the run's own (`before`), of which
+    this command may change only `iterations`, upwards (nothing else reads the count);
+    any other setting it gives, or a changed spec file, that differs is a ConfigError.
+    `settings.cfg` becomes that configuration."""
+    refused = [k for k in sorted(given) if k in now and before.get(k) != now[k]]
+    more = "iterations" in refused and now["iterations"] > before.get("iterations", 0)
+    if more:
+        refused.remove("iterations")
+    if before.get("spec_sha256") != now["spec_sha256"]:
+        refused.insert(0, "spec_sha256")
+    if refused:
+        differences = _differences(
+            {k: before.get(k) for k in refused}, {k: now[k] for k in refused}
+        )
+        raise ConfigError(
+            f"{out_dir} was trained with another configuration ({differences}); "
+            "resume with the same one (more `--set iterations=N` extends it)"
+        )
+    own = {k: before[k] for k in TrainingSpec.model_fields if k in before}
+    if more:
+        own["iterations"] = now["iterations"]
+    settings.cfg = TrainingSpec.model_validate(own)
+    if more:
+        settings.notes.append(
+            f"{out_dir}: continuing the run from {before['iterations']} to {now['iterations']} iterations"
+        )
+    return {"spec": now["spec"], "spec_sha256": now["spec_sha256"], **settings.cfg.model_dump()}
 
 
 def _differences(before: Mapping[str, Any], now: Mapping[str, Any]) -> str:
