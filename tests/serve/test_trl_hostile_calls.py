@@ -106,3 +106,12 @@ def test_an_unwritable_call_is_no_step_and_no_parse_error(doors: object) -> None
             env.go("west\nnorth")
     assert env.end is None and env.session.session.trajectory.steps == []
     assert "west" in env.go("west")
+
+
+def test_a_token_budget_spec_plays_under_trl(tmp_path: Path) -> None:
+    # the prompt budget lifted for TRL must not break a policy that reads it
+    module = generated("hotpotqa.yaml", tmp_path)
+    row = module.dataset(limit=1)[0]
+    env = next(v for k, v in vars(module).items() if k.endswith("Env") and k != "AgentspecTRLEnv")()
+    env.reset(**row)
+    assert env.end is None

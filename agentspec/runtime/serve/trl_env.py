@@ -40,6 +40,7 @@ from agentspec.runtime.serve.spec import ServedSpec
 __all__ = ["AgentspecTRLEnv", "component_reward", "dataset_rows", "final_text"]
 
 _SPECS: dict[str, ServedSpec] = {}
+_NO_PROMPT_LIMIT = 1 << 40
 
 
 def served(spec_path: str | Path) -> ServedSpec:
@@ -66,7 +67,8 @@ class AgentspecTRLEnv:
         flow = self.session.session.flow
         # TRL builds and keeps the whole conversation: the spec's prompt budget, counted
         # on prompts nobody here sends, must not end its episodes (`context_overflow`).
-        flow.context.max_prompt_tokens = None
+        # A budget no prompt reaches, not None: `token_budget` keeps what fits it.
+        flow.context.max_prompt_tokens = _NO_PROMPT_LIMIT
         self._answer_config = flow.config
         self._call_config = dataclasses.replace(
             flow.config, sampling=dataclasses.replace(flow.config.sampling, stop=())
