@@ -283,8 +283,11 @@ def test_resume_never_silently_starts_over(tmp_path: Path) -> None:
     latest = run / "checkpoints" / "latest"
     newest = latest.read_text()
     latest.write_text("iter_000099")
-    missing = CliRunner().invoke(app, [*args, "--out", str(run), "--resume"])
+    config = (run / "config.yaml").read_text()
+    longer = ["train", str(ECHO), "--out", str(run), "--resume", "--set", "iterations=5"]
+    missing = CliRunner().invoke(app, longer)
     assert missing.exit_code == 2 and "names a checkpoint that is not in" in missing.output
+    assert (run / "config.yaml").read_text() == config  # a refused resume changed nothing
     latest.write_text(newest)
     for file in (run / "checkpoints" / newest / "policy").iterdir():
         file.write_bytes(b"")  # a damaged checkpoint

@@ -97,7 +97,7 @@ def train(
     `progress` gets each iteration's metrics; `phases` hears what each phase does."""
     from agentspec.runtime.spec.run import held_out_note
 
-    module, settings, run = open_run(spec_path, out_dir, overrides, resume)
+    module, settings, run, config = open_run(spec_path, out_dir, overrides, resume)
     cfg = settings.cfg
     reporter = Reporter(phases, settings.origins, settings.notes)
     seed_and_threads(cfg)
@@ -108,6 +108,7 @@ def train(
     reporter.phase(f"loading {cfg.model}")
     models = build_models(cfg, module, train_samples, run.path, reporter.note)
     state = restore(run, models, resume, reporter.note)
+    run.write_config(config)  # once the run can go on: a refused resume leaves it as it was
     first = state.iteration + 1
 
     def log(iteration: int, record: dict[str, float]) -> None:
@@ -166,9 +167,10 @@ def training_phase(iterations: int) -> str:
 
 def open_run(
     spec_path: str | Path, out_dir: str | Path, overrides: Mapping[str, Any] | None, resume: bool
-) -> tuple[ModuleType, RunSettings, RunLog]:
-    """The compiled spec, the resolved settings (with the model's defaults), and the run
-    directory (its config written; a resumed run must have been started with the same one)."""
+) -> tuple[ModuleType, RunSettings, RunLog, dict[str, Any]]:
+    """The compiled spec, the resolved settings (with the model's defaults), the run
+    directory, and the configuration to write into it (a resumed run's is its own, see
+    `_resumed`)."""
     from agentspec.compiler.build import import_spec, spec_sha256
     from agentspec.runtime.spec.run import no_data
     from agentspec.runtime.spec.scripts import has_oracle
@@ -195,8 +197,7 @@ def open_run(
     resolved = {"spec": str(spec_path), "spec_sha256": spec_sha256(spec_path), **cfg.model_dump()}
     if resume:
         resolved = _resumed(run.read_config(), resolved, set(overrides or {}), out_dir, settings)
-    run.write_config(resolved)
-    return module, settings, run
+    return module, settings, run, resolved
 
 
 def _resumed(
@@ -269,7 +270,10 @@ def restore(run: RunLog, models: Models, resume: bool, note: Callable[[str], Non
     if not resume:
         return TrainerState()
     root = run.path / "checkpoints"
-    checkpoint = latest_checkpoint(root)
+    try:
+        checkpoint = latest_checkpoint(root)
+    except (OSError, UnicodeDecodeError, ValueError):  # `latest` a folder, or not text
+        checkpoint = None
     if checkpoint is None and (root / "latest").exists():
         raise ConfigError(
             f"{root / 'latest'} names a checkpoint that is not in {root}; write the name of"
@@ -281,9 +285,7 @@ def restore(run: RunLog, models: Models, resume: bool, note: Callable[[str], Non
         return TrainerState()
     try:
         state = load_checkpoint_into(checkpoint, models.policy, models.critic, models.optimizers)
-    except (
-        Exception
-    ) as exc:  # a damaged folder: transformers, safetensors and torch each raise their own
+    except Exception as exc:  # a damaged folder: transformers, safetensors, torch each raise
         raise ConfigError(
             f"checkpoint {checkpoint} cannot be loaded ({type(exc).__name__}: {exc}); point"
             f" {root / 'latest'} at an earlier iter_* folder, or train into another --out"
