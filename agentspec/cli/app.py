@@ -90,12 +90,19 @@ def output_path(path: Path, option: str, *, folder: bool) -> Path:
     before any work, not in a traceback after it. Nothing is made here (a refused run
     leaves no folder): the nearest folder that exists is tried with a file written
     and removed."""
-    if folder and path.exists() and not path.is_dir():
-        raise fail(f"{option} {path} is a file; give a folder to write into", code=2)
-    if not folder and path.is_dir():
-        raise fail(f"{option} {path} is a folder; give the file to write", code=2)
-    folders = [path if folder else path.parent, *(path if folder else path.parent).parents]
-    nearest = next((p for p in folders if p.exists()), Path("."))
+    try:
+        if folder and path.exists() and not path.is_dir():
+            raise fail(f"{option} {path} is a file; give a folder to write into", code=2)
+        if not folder and path.is_dir():
+            raise fail(f"{option} {path} is a folder; give the file to write", code=2)
+        if not folder and path.exists():  # an existing file is written over: it must be writable
+            if not os.access(path, os.W_OK):
+                raise fail(f"{option} {path}: cannot write there (permission denied)", code=2)
+            return path
+        folders = [path if folder else path.parent, *(path if folder else path.parent).parents]
+        nearest = next((p for p in folders if p.exists()), Path("."))
+    except OSError as exc:  # a folder on the way that cannot be read
+        raise fail(f"{option} {path}: cannot write there ({exc.strerror or exc})", code=2) from None
     if not nearest.is_dir():
         raise fail(f"{option} {path}: {nearest} is a file, not a folder", code=2)
     probe = nearest / f".agentspec-write-test-{os.getpid()}"
