@@ -17,7 +17,13 @@ def explore(
     samples: Annotated[
         int, typer.Option(min=1, help="How many samples (the first of the data) to play.")
     ] = 8,
-    budget: Annotated[int, typer.Option(min=1, help="Most episodes to play.")] = 600,
+    budget: Annotated[
+        int,
+        typer.Option(
+            min=1,
+            help="Most episodes the search plays (the random baseline may add one per sample).",
+        ),
+    ] = 600,
     seconds: Annotated[
         float,
         typer.Option(

@@ -206,3 +206,8 @@ def test_the_random_baseline_is_reported_when_the_search_spends_the_budget() -> 
     report = explore(ROOT / "specs" / "keys_and_chests.yaml", ExploreSettings(episodes=200))
     assert report.random_success is not None
     assert report.episodes <= 200 + ExploreSettings().samples
+
+
+def test_the_random_baseline_is_reported_when_time_stops_the_search() -> None:
+    report = explore(ROOT / "specs" / "gridworld.yaml", ExploreSettings(seconds=1.0))
+    assert report.stopped_by_time and report.random_success is not None

@@ -18,6 +18,7 @@ the job's name, so the same seed plays the same episodes.
 from __future__ import annotations
 
 import random
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -37,6 +38,7 @@ REPEATS = (1, 2, 4)  # extra copies of a repeated turn: a farmable reward grows 
 PER_TOOL = 8  # argument combinations breadth-first search tries per tool and state
 WORDS = 4  # prompt words breadth-first search adds to the oracle's argument values
 REPEATED_CALLS = 3  # argument values each guarded tool is called with until the episode ends
+BASELINE_SECONDS = 5.0  # the most the random baseline may play past the time budget
 
 
 @dataclass
@@ -251,13 +253,15 @@ class Search:
 
     def random_baseline(self) -> None:
         """One episode of random actions from the start for each sample (the first of
-        `random_episodes`' rounds), past the episode budget if it is spent: what a
-        policy that knows only its prompt reaches, which the report gives."""
+        `random_episodes`' rounds), past the episode and time budgets if they are spent:
+        what a policy that knows only its prompt reaches, which the report gives."""
         jobs = []
         for index, oracle in enumerate(self.oracle):
             chooser = RandomActions(self.rng("random", 0, index, 0), oracle.turns, privileged=False)
             jobs.append(Job(index, _after([], chooser), "random actions"))
         self.driver.left = max(self.driver.left, len(jobs))
+        # past the time budget too (by at most BASELINE_SECONDS): the figure the report gives
+        self.driver.deadline = max(self.driver.deadline, time.monotonic() + BASELINE_SECONDS)
         self.driver.play(jobs)
 
     def farm(self, episodes: Sequence[Episode], paid: Callable[[Episode], list[int]]) -> None:
