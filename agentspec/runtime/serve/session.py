@@ -44,6 +44,7 @@ _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 # The most tokens (agentspec's) of one response a session encodes: a caller's text is
 # not cut at the spec's `max_response_tokens`, but a runaway or hostile one is bounded.
 SERVED_MAX_RESPONSE_TOKENS = 32_768
+_LONG_RESPONSE_CHARS = 8_192  # a response encoded in a worker thread, not on the event loop
 
 __all__ = [
     "End",
@@ -217,7 +218,11 @@ class EpisodeSession:
         params = dataclasses.replace(
             self.flow.config.sampling, max_new_tokens=SERVED_MAX_RESPONSE_TOKENS
         )
-        gen = text_generation(response, self.flow.tokenizer, params, finish_reason != "length")
+        encode = (response, self.flow.tokenizer, params, finish_reason != "length")
+        if len(response) > _LONG_RESPONSE_CHARS:  # off the event loop: other sessions go on
+            gen = await asyncio.to_thread(text_generation, *encode)
+        else:
+            gen = text_generation(*encode)
         if finish_reason == "length":
             gen.finish_reason = "length"
         step = await self.flow.play_step(episode, gen)
