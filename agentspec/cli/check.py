@@ -154,7 +154,7 @@ def test_command(
         run_spec_tests(f, oracle_samples=oracle_samples, seed=seed, gate=oracle) for f in files
     ]
     if output_format is OutputFormat.json:
-        typer.echo(results_json(outcomes))
+        typer.echo(results_json(outcomes, [str(f) for f in files]))
         ok = all_passed(outcomes)
     else:
         github = output_format is OutputFormat.github

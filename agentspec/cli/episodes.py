@@ -132,7 +132,10 @@ def _spec_and_samples(spec: Path, split: str | None) -> tuple[Any, list[Any]]:
         if module.DATA_SOURCE is None:
             raise no_data(module)
         kind = module.DATA_SOURCE.partition(":")[0]
-        if split is not None and kind in ("jsonl", "parquet"):
+        if split not in (None, "train") and kind in (
+            "jsonl",
+            "parquet",
+        ):  # `train`: the whole file, as data.split
             raise fail(
                 f"--split {split}: the spec's data is one `{kind}:` file, without splits (every"
                 " split would read all of it); remove --split, or use `hf:./FOLDER` for a"

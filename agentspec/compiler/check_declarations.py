@@ -237,10 +237,10 @@ def data_splits(checker: CheckState) -> None:
     named: list[tuple[Path, str]] = []
     named += [(("data", "split"), data.split)] if data.split != "train" else []
     named += [(("data", "eval_split"), data.eval_split)] if data.eval_split is not None else []
-    named += [
+    named += [  # a test's split naming the spec's own split reads what it reads
         (("tests", "episodes", i, "split"), test.split)
         for i, test in enumerate(checker.spec.tests.episodes)
-        if test.split is not None
+        if test.split is not None and test.split != data.split
     ]
     for path, value in named:
         key = str(path[-1])

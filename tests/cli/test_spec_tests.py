@@ -201,6 +201,7 @@ def test_json_format_is_one_document_of_cases(tmp_path: Path) -> None:
     assert failure["line"] == line_of(text, "rewards: {win: 0.5}")
     assert "reward.win: expected 0.5, got 1.0" in failure["message"]
     validate = next(c for c in document["cases"] if c["name"] == "validate")
+    assert validate["spec"] == str(invalid)
     assert "E402" in [d["code"] for d in validate["failures"]]
     (tmp_path / "ok").mkdir()
     passing = runner.invoke(app, ["test", "-f", "json", str(write(tmp_path / "ok", SPEC))])

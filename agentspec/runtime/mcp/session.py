@@ -183,7 +183,7 @@ class _Connection:
         except Exception as exc:  # a server that fails to start fails the calls waiting for it
             exited = self._stop.is_set() and not self.stopping  # its output ended first
             if "timed out" in reason(exc):  # the client gave up and closed the stream
-                problem = f"did not answer within its timeout ({server.timeout:g} s)"
+                problem = f"did not answer within its timeout ({server.timeout:g} s): {reason(exc)}"
             elif exited:
                 problem = "exited before it answered"
             else:

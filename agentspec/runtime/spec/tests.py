@@ -573,18 +573,20 @@ def all_passed(outcomes: Sequence[tuple[list[CaseResult], SpecError | None]]) ->
     )
 
 
-def results_json(outcomes: Sequence[tuple[list[CaseResult], SpecError | None]]) -> str:
+def results_json(
+    outcomes: Sequence[tuple[list[CaseResult], SpecError | None]], specs: Sequence[str]
+) -> str:
     """The results as one JSON document: counts, and each case with its status, time and
-    failures (located like `validate --format json`'s diagnostics); an invalid spec is
-    one failed `validate` case carrying its diagnostics."""
+    failures (located like `validate --format json`'s diagnostics); an invalid spec (its
+    path from `specs`, one per outcome) is one failed `validate` case carrying its
+    diagnostics."""
     import json
 
     from agentspec.diagnostics import to_json
 
     cases: list[dict[str, Any]] = []
-    for results, error in outcomes:
+    for spec, (results, error) in zip(specs, outcomes, strict=True):
         if error is not None:
-            spec = error.diagnostics[0].span.file if error.diagnostics[0].span else None
             cases.append(
                 {
                     "spec": spec,
