@@ -134,7 +134,7 @@ def _search(search: Search, settings: ExploreSettings, facts: SpecFacts) -> None
 
     if paid:
         search.farm(sorted(driver.played, key=lambda e: e.steps)[:200], paid_steps)
-    if not any(e.origin == "random actions" for e in driver.played):
+    if driver.played and not any(e.origin == "random actions" for e in driver.played):
         search.random_baseline()  # the search spent the budget before random actions
 
 
