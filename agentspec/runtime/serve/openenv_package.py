@@ -30,6 +30,7 @@ from agentspec.runtime.serve.package_files import (
     package_folders,
 )
 from agentspec.runtime.serve.spec import ServedSpec
+from agentspec.runtime.spec.scripts import has_oracle
 from agentspec.source import GENERATED_YAML_MARK
 
 __all__ = ["write_openenv_package"]
@@ -89,7 +90,7 @@ def _manifest(served: ServedSpec) -> str:
         "declared_tools": [t["function"]["name"] for t in served.tool_schemas],
         "declared_task_count": {split: len(served.samples(split)) for split in served.splits()},
     }
-    if _has_oracle(served):
+    if has_oracle(served.module):
         capabilities["oracle"] = {"form": "script", "location": "oracle/solve.py"}
     manifest = {
         "spec_version": 1,
@@ -120,13 +121,6 @@ def _manifest(served: ServedSpec) -> str:
     return header + yaml.safe_dump(manifest, sort_keys=False)
 
 
-def _has_oracle(served: ServedSpec) -> bool:
-    module = served.module
-    return any(hasattr(module, name) for name in ("oracle_actions", "ORACLE_HOOK")) or bool(
-        getattr(module, "ORACLE_WALKTHROUGH", False)
-    )
-
-
 def _reward_declaration(served: ServedSpec) -> tuple[float, float, float, float]:
     """(low, high, oracle_tolerance, floor_margin) from episodes played here."""
     from agentspec.runtime.spec.run import rollout
@@ -138,7 +132,7 @@ def _reward_declaration(served: ServedSpec) -> tuple[float, float, float, float]
     randoms = asyncio.run(rollout(module, samples, "random", task_tokenizer=tokenizer))
     random_totals = [t.total_reward for t in randoms]
     oracle_totals: list[float] = []
-    if _has_oracle(served):
+    if has_oracle(served.module):
         oracles = asyncio.run(rollout(module, samples, "oracle", task_tokenizer=tokenizer))
         oracle_totals = [t.total_reward for t in oracles]
     every = random_totals + oracle_totals

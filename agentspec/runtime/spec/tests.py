@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import json
 import re
 import time
 from collections.abc import Mapping, Sequence
@@ -580,8 +581,6 @@ def results_json(
     failures (located like `validate --format json`'s diagnostics); an invalid spec (its
     path from `specs`, one per outcome) is one failed `validate` case carrying its
     diagnostics."""
-    import json
-
     from agentspec.diagnostics import to_json
 
     cases: list[dict[str, Any]] = []
