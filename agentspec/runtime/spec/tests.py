@@ -203,7 +203,7 @@ class SpecTestRunner:
             if problem is not None:
                 failures.append(
                     Failure(
-                        f"observation {i + 1}: {problem}" + why,
+                        f"observation {i + 1}: {problem}" + _why(traj, i),
                         self.span((*where, "observations", i)),
                     )
                 )
@@ -456,18 +456,24 @@ def _shown(wanted: str | TextMatch) -> str:
     return f"pattern {wanted.pattern!r}" if wanted.pattern is not None else f"{wanted.contains!r}"
 
 
-def _why(traj: Trajectory) -> str:
-    """The errors of an episode, to explain an unexpected outcome."""
-    errors = [
-        f"{e.kind}: {e.message}"
-        for s in traj.steps
-        for e in s.events
-        if e.kind in (EventKind.TOOL_ERROR, EventKind.PARSE_ERROR)
-    ]
-    errors += [
-        f"expression error: {m}" for s in traj.steps for m in s.info.get("expression_errors", [])
-    ]
-    return f" ({'; '.join(errors[:3])})" if errors else ""
+def _why(traj: Trajectory, turn: int | None = None) -> str:
+    """The errors of an episode, each with its turn, to explain an unexpected outcome;
+    with `turn` (0-based), that turn's errors only: an observation's mismatch is
+    explained by its own turn, not by another turn's error."""
+    errors: list[str] = []
+    for i, step in enumerate(traj.steps):
+        if turn is not None and i != turn:
+            continue
+        errors += [
+            f"turn {i + 1} {e.kind}: {e.message}"
+            for e in step.events
+            if e.kind in (EventKind.TOOL_ERROR, EventKind.PARSE_ERROR)
+        ]
+        errors += [f"turn {i + 1} expression error: {m}" for m in step.info.get("expression_errors", [])]
+    if not errors:
+        return ""
+    more = f"; {len(errors) - 3} more" if len(errors) > 3 else ""
+    return f" ({'; '.join(errors[:3])}{more})"
 
 
 def _blamed(exc: Exception, otherwise: YamlPath) -> YamlPath:
