@@ -180,7 +180,8 @@ def _schema_diagnostics(
     # errors are the useful ones and the others' "wrong type" errors are noise.
     # (Proper prefixes of every path, computed once: thousands of errors stay linear.)
     ancestors = {path[:cut] for path, _ in located for cut in range(len(path))}
-    result = [_colon_mapping(path, data, source_map) for path in _colon_mappings(located, data)]
+    colon = _colon_mappings(located, data, source_map)
+    result = [_colon_mapping(path, data, source_map) for path in colon]
     misread = {d.span for d in result}
     # The branches of a union each reject a value of the wrong type: one message
     # names every type the value could have had (`a number or an expression string`).
@@ -214,29 +215,56 @@ def _schema_diagnostics(
     return result
 
 
-def _colon_mappings(located: list[tuple[Path, Any]], data: dict[str, Any]) -> list[Path]:
-    """Values that may be strings but that YAML read as a one-key mapping whose
-    key is no name (`- let m = {k: v}`: the `: ` inside made it a mapping)."""
+def _colon_mappings(
+    located: list[tuple[Path, Any]], data: dict[str, Any], source_map: SourceMap
+) -> list[Path]:
+    """Values that may be strings but that YAML read as a mapping: a one-key mapping
+    whose key is no name (`- let m = {k: v}`: the `: ` inside made it a mapping), or
+    a value written `{…}` (`observe: {{ x }}`: YAML's inline mapping)."""
     found = []
     for path, error in located:
         if error["type"] != "string_type" or path in found:
             continue
         value = _get(data, path)
-        if isinstance(value, dict) and len(value) == 1:
-            key = next(iter(value))
-            if isinstance(key, str) and not key.isidentifier():
-                found.append(path)
+        if not isinstance(value, dict):
+            continue
+        key = next(iter(value), None)
+        colon = len(value) == 1 and isinstance(key, str) and not key.isidentifier()
+        # A `{…}` that a mapping branch looked inside (a guard's `{if: …}`, a tool's
+        # `{description: …}` under a bad name) was meant as one.
+        inline = _raw_text(source_map, path).startswith("{") and all(
+            e["type"].endswith("_type") and e["loc"][-1:] != ("[key]",)
+            for p, e in located
+            if p[: len(path)] == path
+        )
+        if colon or inline:
+            found.append(path)
     return found
 
 
+def _raw_text(source_map: SourceMap, path: Path) -> str:
+    """The text of the value at `path` as written, on its first line."""
+    span = source_map.value_span(path)
+    line = source_map.source.line_text(span.line) or ""
+    end = span.end_column - 1 if span.end_line == span.line else len(line)
+    return line[span.column - 1 : end].strip()
+
+
 def _colon_mapping(path: Path, data: dict[str, Any], source_map: SourceMap) -> Diagnostic:
-    key = str(next(iter(_get(data, path))))
+    raw = _raw_text(source_map, path)
+    if raw.startswith("{"):
+        cause = "it starts with '{' (YAML's inline mapping, even for `{{ … }}`)"
+    else:
+        cause = f"the ': ' inside made the key '{next(iter(_get(data, path)))}'"
+    span = source_map.value_span(path)
+    if not raw.startswith("{"):  # a block mapping's span is its first key: the line is the value
+        raw = (source_map.source.line_text(span.line) or "")[span.column - 1 :].strip()
+    example = f"'{raw}'" if raw and "'" not in raw else "'let m = {k: v for …}'"
     return Diagnostic(
         "E203",
-        f"{dotted(path)}: YAML read this value as a mapping with the key '{key}', because it"
-        " contains ': '",
-        source_map.value_span(path),
-        "quote the whole value, e.g. `- 'let m = {k: v for …}'`",
+        f"{dotted(path)}: YAML read this value as a mapping, not as text, because {cause}",
+        span,
+        f"quote the whole value: {example}",
     )
 
 
@@ -273,6 +301,11 @@ def _key_diagnostic(path: Path, kind: str, error: Any, source_map: SourceMap) ->
             elif allowed:
                 hint = "allowed keys here: " + ", ".join(allowed)
         section = dotted(path[:-1]) or "the top level"
+        if not re.fullmatch(r"[\w-]*", key) and _raw_text(source_map, path[:-1]).startswith("{"):
+            hint = (  # `{if: f(a, b)}`: the ', ' ended the value, `b)` became a key
+                "inside `{…}` a ', ' ends a value: quote the value it belongs to as a whole,"
+                " e.g. `{if: 'f(a, b)', message: …}`"
+            )
         return Diagnostic(
             "E201", f"unknown key '{key}' in {section}", source_map.key_span(path), hint
         )

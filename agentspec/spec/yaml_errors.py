@@ -155,6 +155,11 @@ def syntax_diagnostic(source: SourceFile, exc: yaml.MarkedYAMLError) -> Diagnost
         )
     elif "but got '?'" in problem:
         hint = 'quote an optional type inside {…}: type: "str?"'
+    elif exc.context == "while parsing a flow mapping" and "expected ',' or '}'" in problem:
+        hint = (
+            "inside `{…}` a value with quotes or ', ' must be quoted as a whole,"
+            """ e.g. `{if: 'f(a, "k")', message: …}`"""
+        )
     elif "found undefined alias" in problem:
         hint = "define the anchor (&name) before using the alias (*name)"
     return Diagnostic("E101", message, span, hint)

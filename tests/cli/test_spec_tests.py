@@ -112,20 +112,26 @@ def test_a_wrong_expectation_fails_at_its_line(tmp_path: Path) -> None:
 def test_a_mismatch_is_explained_by_the_errors_of_its_own_turn(tmp_path: Path) -> None:
     # Turn 1 is a tool error; turn 2's observation is expected wrong. The observation's
     # failure must not blame turn 1's error, the reward's names the turn it came from.
-    text = SPEC.replace(
-        'turns: ["go[west]", "take[key]", "go[middle]", "go[north]"]',
-        'turns: ["take[sword]", "go[west]", "take[key]", "go[middle]", "go[north]"]',
-    ).replace(
-        '{pattern: "take"}]',
-        '"Observation: You are in the east room."]\n        rewards: {win: 0.5}',
-    ).replace("        rewards: {win: 1.0}\n", "")
+    text = (
+        SPEC.replace(
+            'turns: ["go[west]", "take[key]", "go[middle]", "go[north]"]',
+            'turns: ["take[sword]", "go[west]", "take[key]", "go[middle]", "go[north]"]',
+        )
+        .replace(
+            '{pattern: "take"}]',
+            '"Observation: You are in the east room."]\n        rewards: {win: 0.5}',
+        )
+        .replace("        rewards: {win: 1.0}\n", "")
+    )
     result = runner.invoke(app, ["test", str(write(tmp_path, text))])
     assert result.exit_code == 1, result.output
     flat = " ".join(result.output.split())
     observation = re.search(r"observation 2: expected [^\n]*", flat)
     assert observation is not None, result.output
     assert "no sword here" not in observation.group(0).split("reward.win")[0]
-    assert re.search(r"reward\.win: expected 0\.5, got 1\.0 \(turn 1 tool_error: [^)]*no sword", flat)
+    assert re.search(
+        r"reward\.win: expected 0\.5, got 1\.0 \(turn 1 tool_error: [^)]*no sword", flat
+    )
 
 
 def test_an_oracle_with_tool_errors_fails_at_the_oracle_turn(tmp_path: Path) -> None:
@@ -395,7 +401,8 @@ def test_a_wrong_reward_names_the_expression_error_behind_it(tmp_path: Path) -> 
     result = runner.invoke(app, ["test", str(write(tmp_path, text))])
     assert result.exit_code == 1, result.output
     assert re.search(
-        r"reward\.r: expected 1\.0, got 0\.0 \(expression error: .*ZeroDivisionError", result.output
+        r"reward\.r: expected 1\.0, got 0\.0 \(turn \d+ expression error: .*ZeroDivisionError",
+        result.output,
     ), result.output
 
 

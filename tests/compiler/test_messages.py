@@ -112,10 +112,31 @@ def test_a_guard_step_yaml_read_as_a_mapping_is_one_error_and_keys_are_spelled_a
     result = check_file(INVALID / "schema_yaml_colon_in_guard_step.yaml")
     misread, missing, unknown = result.diagnostics
     assert misread.code == "E203" and where(misread) == (17, 9)
-    assert "YAML read this value as a mapping with the key 'let seen = {k'" in misread.message
-    assert misread.hint is not None and "quote the whole value" in misread.hint
+    assert "YAML read this value as a mapping" in misread.message
+    assert "the ': ' inside made the key 'let seen = {k'" in misread.message
+    assert misread.hint == (
+        "quote the whole value: 'let seen = {k: v for k, v in items(state.counts) if v > 0}'"
+    )
     assert (missing.code, unknown.code) == ("E202", "E201") and where(unknown) == (18, 10)
     assert unknown.hint == "did you mean 'if'?"
+
+
+def test_an_unquoted_template_read_as_an_inline_mapping_says_so_and_quotes_it() -> None:
+    d = only("schema_yaml_brace_template.yaml")
+    assert d.code == "E203" and where(d) == (17, 14)
+    assert "tools.count.observe: YAML read this value as a mapping" in d.message
+    assert "it starts with '{'" in d.message
+    assert d.hint == "quote the whole value: '{{ fmt(args.word, 1) }}'"
+
+
+def test_a_comma_inside_an_inline_mapping_value_says_to_quote_the_value() -> None:
+    split = only("schema_yaml_comma_in_inline_guard.yaml")
+    assert split.code == "E201" and where(split) == (17, 36)
+    assert split.message == "unknown key 'k)' in tools.count.when[0]"
+    assert split.hint is not None and "inside `{…}` a ', ' ends a value" in split.hint
+    quoted = only("yaml_quote_in_inline_guard.yaml")
+    assert quoted.code == "E101" and where(quoted) == (17, 39)
+    assert quoted.hint is not None and "must be quoted as a whole" in quoted.hint
 
 
 def test_a_name_the_user_module_does_not_define_is_reported_at_impl() -> None:

@@ -469,7 +469,9 @@ def _why(traj: Trajectory, turn: int | None = None) -> str:
             for e in step.events
             if e.kind in (EventKind.TOOL_ERROR, EventKind.PARSE_ERROR)
         ]
-        errors += [f"turn {i + 1} expression error: {m}" for m in step.info.get("expression_errors", [])]
+        errors += [
+            f"turn {i + 1} expression error: {m}" for m in step.info.get("expression_errors", [])
+        ]
     if not errors:
         return ""
     more = f"; {len(errors) - 3} more" if len(errors) > 3 else ""
