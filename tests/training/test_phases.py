@@ -7,6 +7,7 @@ gives its expected time, as a warning at the setting that sized it when long.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -63,6 +64,10 @@ def test_train_announces_each_phase_before_the_iterations(tmp_path: Path) -> Non
     ]
     assert [line for line in lines if line in announced] == announced
     assert "Traceback" not in result.output
+    # iteration 0's row keeps what cloning did: its loss fell, on the 8 oracle episodes
+    first = json.loads((tmp_path / "run" / "metrics.jsonl").read_text().splitlines()[0])
+    assert first["iteration"] == 0 and first["warm_start/episodes"] == 8
+    assert 0 < first["warm_start/loss_last"] < first["warm_start/loss_first"]
 
 
 def test_the_first_step_gives_the_phase_its_expected_time() -> None:

@@ -321,6 +321,11 @@ def test_reward_expression_errors_are_counted_in_training_metrics(tmp_path: Path
     episodes = 4 * 4  # prompts_per_iteration × group_size; one final step each
     assert last["rollout/expression_errors"] == episodes
     assert first["eval/expression_errors"] == last["eval/expression_errors"] == 4
+    # the greedy episodes' step count and error rates sit beside them
+    assert first["eval/steps"] >= 1
+    assert (
+        0.0 <= first["eval/parse_error_rate"] <= 1.0 and 0.0 <= first["eval/tool_error_rate"] <= 1.0
+    )
     assert last["reward/broken"] == 0.0
     healthy = train(ECHO, tmp_path / "healthy", {**FAST, "iterations": 1, "warm_start": 0})
     assert records(healthy)[-1]["rollout/expression_errors"] == 0

@@ -120,12 +120,13 @@ def train(
     pack = layout_for_template(module.LAYOUT, chat_for_spec(module, models.tokenizer)) == "packed"
     try:
         if not state.warm_started:
+            cloned: dict[str, float] = {}
             if cfg.warm_start:
-                behaviour_clone(module, models, train_samples, cfg, pack, reporter)
+                cloned = behaviour_clone(module, models, train_samples, cfg, pack, reporter)
                 critic_from_policy(models, cfg)
             state.warm_started = True
             scores = evaluate(module, models, eval_samples, cfg, run, 0, reporter)
-            log(0, {"iteration": 0, "env_steps": 0, **scores})
+            log(0, {"iteration": 0, "env_steps": 0, **cloned, **scores})
             save(run, state, models, cfg)
         anchor_reference(models, cfg, run.path / "checkpoints" / WARM_START if resume else None)
         reporter.phase(training_phase(cfg.iterations), cfg.iterations)
@@ -501,7 +502,8 @@ def evaluate(
     iteration: int,
     reporter: Reporter | None = None,
 ) -> dict[str, float]:
-    """Greedy episodes on held-out samples: `eval/success`, `eval/reward`, per component."""
+    """Greedy episodes on held-out samples: `eval/success`, `eval/reward` (and per
+    component), steps, and the parse and tool error rates."""
     if not samples:
         return {}
     reporter = reporter or Reporter()
@@ -519,6 +521,9 @@ def evaluate(
     return {
         "eval/success": summary.success_rate,
         "eval/reward": summary.mean_reward,
+        "eval/steps": summary.mean_steps,
+        "eval/parse_error_rate": summary.parse_error_rate,
+        "eval/tool_error_rate": summary.tool_error_rate,
         "eval/expression_errors": summary.expression_errors,
         **{f"eval/reward/{k}": v for k, v in summary.reward_components.items()},
     }

@@ -50,9 +50,13 @@ def behaviour_clone(
     cfg: TrainingSpec,
     pack: bool,
     reporter: Reporter | None = None,
-) -> None:
+) -> dict[str, float]:
     """Maximise the likelihood of the oracle's turns (`training.warm_start` steps);
-    `reporter` hears each step, and the expected time after the first."""
+    `reporter` hears each step, and the expected time after the first.
+
+    Returns the metrics iteration 0 logs: the cloning loss (mean negative
+    log-likelihood per response token) of the first and last steps, and how many
+    oracle episodes were cloned."""
     reporter = reporter or Reporter()
     rng = random.Random(f"{cfg.seed}:warm_start")
     pool = rng.sample(list(samples), min(len(samples), cfg.warm_start_samples))
@@ -70,9 +74,11 @@ def behaviour_clone(
         f"lr {cfg.warm_start_lr:g}",
         cfg.warm_start,
     )
+    losses: list[float] = []
     for step in range(1, cfg.warm_start + 1):
         started = time.perf_counter()
         loss = response_nll(models, rng.sample(rows, batch), pad)
+        losses.append(loss.item())
         optimizer.zero_grad()
         loss.backward()
         torch.nn.utils.clip_grad_norm_(models.policy.parameters(), cfg.max_grad_norm)
@@ -80,7 +86,12 @@ def behaviour_clone(
         if step == 1:
             seconds = time.perf_counter() - started
             reporter.pace("behaviour cloning", "step", seconds, cfg.warm_start, "warm_start")
-        reporter.advance(step, f"loss {loss.item():.3f}")
+        reporter.advance(step, f"loss {losses[-1]:.3f}")
+    return {
+        "warm_start/loss_first": losses[0],
+        "warm_start/loss_last": losses[-1],
+        "warm_start/episodes": float(len(episodes)),
+    }
 
 
 def oracle_episodes(
