@@ -17,6 +17,7 @@ import pytest
 from typer.testing import CliRunner
 
 from agentspec.cli import app
+from agentspec.presets import ALGORITHMS
 from agentspec.runtime.backends.local import (
     ConfigError,
     TrainingInterrupted,
@@ -87,6 +88,11 @@ def test_every_algorithm_trains(tmp_path: Path, algorithm: str) -> None:
     assert ("loss/value" in last) == critic
     saved = yaml_load(run / "config.yaml")
     assert saved["algorithm"] == algorithm and len(saved["spec_sha256"]) == 64
+    # an unset setting the algorithm reads says what it resolved to
+    text = (run / "config.yaml").read_text()
+    kl = ALGORITHMS.get(algorithm).kl_coef
+    assert saved["kl_coef"] is None and f"kl_coef: null  # resolves to {kl:g} ({algorithm})" in text
+    assert ("step_clip_low: null  # resolves to" in text) == (algorithm == "steppo")
     for name in ("success.png", "reward_components.png", "kl_entropy.png"):
         assert (run / "plots" / name).stat().st_size > 1000
     assert list((run / "tensorboard").iterdir())

@@ -39,9 +39,15 @@ class RunLog:
     def metrics_file(self) -> Path:
         return self.path / "metrics.jsonl"
 
-    def write_config(self, config: Mapping[str, Any]) -> None:
-        text = yaml.safe_dump(dict(config), sort_keys=False)
-        (self.path / "config.yaml").write_text(text, encoding="utf-8")
+    def write_config(self, config: Mapping[str, Any], notes: Mapping[str, str] = {}) -> None:
+        """`config.yaml`; `notes` are comments after top-level keys (what an unset
+        setting, `null`, resolved to)."""
+        lines = yaml.safe_dump(dict(config), sort_keys=False).splitlines()
+        for i, line in enumerate(lines):
+            key = line.partition(":")[0]
+            if not line.startswith(" ") and key in notes:
+                lines[i] = f"{line}  # {notes[key]}"
+        (self.path / "config.yaml").write_text("\n".join(lines) + "\n", encoding="utf-8")
 
     def read_config(self) -> dict[str, Any]:
         return read_run_config(self.path)

@@ -25,7 +25,7 @@ from typing import Any
 
 import torch
 
-from agentspec.presets import ALGORITHMS, Algorithm, critic_warmup
+from agentspec.presets import ALGORITHMS, Algorithm, clip_range, critic_warmup, kl_coef
 from agentspec.row_layout import layout_for_template
 from agentspec.runtime.algorithms import (
     ESTIMATORS,
@@ -108,7 +108,8 @@ def train(
     reporter.phase(f"loading {cfg.model}")
     models = build_models(cfg, module, train_samples, run.path, reporter.note)
     state = restore(run, models, resume, reporter.note)
-    run.write_config(config)  # once the run can go on: a refused resume leaves it as it was
+    # once the run can go on: a refused resume leaves it as it was
+    run.write_config(config, resolved_defaults(config))
     first = state.iteration + 1
 
     def log(iteration: int, record: dict[str, float]) -> None:
@@ -384,6 +385,23 @@ def update_scores_policy(algorithm: Algorithm, cfg: TrainingSpec, episodes: int)
     estimator does not read them before the update."""
     reads_them = "old_log_probs" in ESTIMATORS.get(algorithm.estimator).requires
     return not reads_them and cfg.minibatch_size >= episodes
+
+
+def resolved_defaults(config: Mapping[str, Any]) -> dict[str, str]:
+    """What each unset (`null`) setting of `config` that the algorithm reads resolved
+    to, for `config.yaml`'s comments: `kl_coef: null  # resolves to 0.02 (steppo)`."""
+    algorithm = ALGORITHMS.get(str(config["algorithm"]))
+    low, high = clip_range(algorithm, config)
+    values: dict[str, float] = {"kl_coef": kl_coef(algorithm, config)}
+    if algorithm.trains_critic:
+        values["critic_warmup"] = critic_warmup(algorithm, config)
+    if algorithm.clips_steps:
+        values |= {"step_clip_low": low, "step_clip_high": high}
+    return {
+        key: f"resolves to {value:g} ({algorithm.name})"
+        for key, value in values.items()
+        if key in config and config[key] is None
+    }
 
 
 def rollout_metrics(
