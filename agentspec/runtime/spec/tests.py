@@ -58,7 +58,14 @@ class CaseResult:
 
     @property
     def passed(self) -> bool:
-        return not self.failures and self.skipped is None
+        return self.status == "passed"
+
+    @property
+    def status(self) -> str:
+        """`passed`, `failed`, or `skipped` (a skipped case has nothing to fail)."""
+        if self.skipped is not None:
+            return "skipped"
+        return "failed" if self.failures else "passed"
 
 
 @dataclass
@@ -547,11 +554,11 @@ def report_results(
                 echo(render_github(d) if github else render_text(d, error.sources))
             continue
         for case in results:
-            status = "SKIPPED" if case.skipped else ("PASSED" if case.passed else "FAILED")
-            counts[status.lower()] += 1
+            counts[case.status] += 1
             if not github:
                 note = f" ({case.skipped})" if case.skipped else ""
-                echo(f"{case.spec}::{case.name} {status}{note} [{case.seconds:.2f}s]")
+                shown = case.status.upper()
+                echo(f"{case.spec}::{case.name} {shown}{note} [{case.seconds:.2f}s]")
             failed += [(case, f) for f in case.failures]
     sources: dict[str, SourceFile] = {}
     if failed and not github:
@@ -578,7 +585,8 @@ def report_results(
 def all_passed(outcomes: Sequence[tuple[list[CaseResult], SpecError | None]]) -> bool:
     """No spec invalid and no case failed (skipped cases do not fail)."""
     return all(
-        error is None and not any(case.failures for case in results) for results, error in outcomes
+        error is None and all(case.status != "failed" for case in results)
+        for results, error in outcomes
     )
 
 
@@ -606,7 +614,6 @@ def results_json(
             )
             continue
         for case in results:
-            status = "skipped" if case.skipped else ("passed" if case.passed else "failed")
             failures = [
                 {"message": f.message, **(dataclasses.asdict(f.span) if f.span else {"file": None})}
                 for f in case.failures
@@ -615,7 +622,7 @@ def results_json(
                 {
                     "spec": case.spec,
                     "name": case.name,
-                    "status": status,
+                    "status": case.status,
                     "skipped": case.skipped,
                     "seconds": round(case.seconds, 3),
                     "failures": failures,
