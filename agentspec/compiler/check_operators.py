@@ -34,6 +34,15 @@ def arith(checker: CheckState, op: str, left: Type, right: Type, node: ast.Node)
         checker.repetitions.add(node)  # may repeat a string or list: size-checked at run
         check_constant_repetition(checker, node)
     if op in ("==", "!="):
+        numeric = next((t for t in (a, b) if t in (INT, FLOAT, BOOL)), None)
+        if STR in (a, b) and numeric is not None:  # Python's `1 == '1'` is False
+            checker.error(
+                "W803",
+                f"`{op}` between {numeric} and str is always {op == '!='}: a number never"
+                " equals a text",
+                checker.node_span(node),
+                "convert one side: `number(text) == n`, or `str(n) == text`",
+            )
         return BOOL
     if op in ("in", "not in"):
         if b in (ANY, DICT) or isinstance(b, ListOf) or (b == STR and a in (STR, ANY)):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -197,8 +198,15 @@ class ExpressionWriter:
                 return str(_is_none(other) == (node.op == "==")), _PRECEDENCE["atom"]
             op = "is" if node.op == "==" else "is not"
             return f"{self._operand(other, strength + 1)} {op} None", strength
-        if node.op in _MIRRORED and ast.is_constant(node.left) and not ast.is_constant(node.right):
-            # `0 < x` is written `x > 0` (same value; ruff's SIM300).
+        if (
+            node.op in _MIRRORED
+            and ast.is_constant(node.left)
+            and not ast.is_constant(node.right)
+            and not _written_as_call(node.left)
+        ):
+            # `0 < x` is written `x > 0` (same value; ruff's SIM300). Not `1e999 < x`:
+            # ruff takes `float("inf")` for a variable, and `s.state.X_` (upper case) for a
+            # constant, so only the spec's order is never a Yoda condition to it.
             node = dataclasses.replace(
                 node, op=_MIRRORED[node.op], left=node.right, right=node.left
             )
@@ -310,6 +318,18 @@ def _fold_constant_side(node: ast.Node) -> ast.Node:
             break
         node = left if truth == (node.op == "or") else node.right
     return node
+
+
+def _written_as_call(node: ast.Node) -> bool:
+    """A constant whose Python spelling is a call: an infinite or NaN float
+    (`float("inf")`), negated or not."""
+    if isinstance(node, ast.UnaryOp):
+        return _written_as_call(node.operand)
+    return (
+        isinstance(node, ast.Literal)
+        and isinstance(node.value, float)
+        and not math.isfinite(node.value)
+    )
 
 
 def _constant_truth(node: ast.Node) -> bool | None:

@@ -323,3 +323,31 @@ def test_a_constant_none_comparison_folds_inside_and_or(tmp_path: Path) -> None:
     assert "return 1.0 if True else 0.0" in source
     assert "return 2.0 if True else 0.0" in source  # found by the property in a CI-like run
     assert ruff_problems(source) == "", ruff_problems(source)
+
+
+def test_an_infinite_constant_compared_with_an_upper_case_variable_keeps_its_side(
+    tmp_path: Path,
+) -> None:
+    """Found by the property above: `1e999 == state.I` was written
+    `s.state.I_ == float("inf")`, which ruff's SIM300 calls a Yoda condition (to ruff
+    an upper-case name is a constant and a call is not); `3 == state.I` still turns."""
+    spec = {
+        "agentspec": 1,
+        "name": "yoda",
+        "data": {"source": f"jsonl:{DATA_FILE}", "fields": {"a": "str"}},
+        "prompt": {"user": "go"},
+        "state": {"I": {"type": "float", "initial": 0.0}},
+        "tools": {"t": {"description": "d", "parameters": {}, "effect": ["state.I = 1e999"]}},
+        "episode": {"success": "reward.r > 0"},
+        "rewards": {
+            "r": {"on": "final", "value": "1.0 if 1e999 == state.I else 0.0"},
+            "s": {"on": "final", "value": "1.0 if -1e999 < state.I or 3 == state.I else 0.0"},
+        },
+        "oracle": ["t"],
+    }
+    path = write_spec(tmp_path / "spec", spec)
+    assert check_file(path).ok
+    source = compile_spec(path).source
+    assert 'return 1.0 if float("inf") == s.state.I_ else 0.0' in source
+    assert "s.state.I_ == 3" in source
+    assert ruff_problems(source) == "", ruff_problems(source)

@@ -158,6 +158,26 @@ def test_redundant_expressions_are_w803(value: str) -> None:
     assert result.errors == [] and result.diagnostics[0].span is not None
 
 
+@pytest.mark.parametrize(
+    ("value", "always"),
+    [
+        ("1.0 if len(action.text) == '3' else 0.0", "False"),
+        ("1.0 if number(action.text) != action.text else 0.0", "True"),
+        ("1.0 if (len(action.text) > 3) == 'yes' else 0.0", "False"),
+    ],
+)
+def test_a_number_compared_with_a_text_is_w803(value: str, always: str) -> None:
+    result = check(TOOL + f'rewards:\n  r: {{on: final, value: "{value}"}}\n')
+    (warning,) = result.diagnostics
+    assert warning.code == "W803" and f"and str is always {always}" in warning.message
+    assert warning.hint is not None and "number(text) == n" in warning.hint
+
+
+def test_a_number_compared_with_a_converted_text_is_fine() -> None:
+    value = "1.0 if number(action.text) == 3 or str(len(action.text)) == action.text else 0.0"
+    assert check(TOOL + f'rewards:\n  r: {{on: final, value: "{value}"}}\n').diagnostics == []
+
+
 def test_different_operands_are_not_redundant() -> None:
     value = "1.0 if len(action.text) > 3 and not len(action.text) > 4 else 0.5"
     result = check(TOOL + f'rewards:\n  r: {{on: final, value: "{value}"}}\n')
