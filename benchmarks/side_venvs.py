@@ -10,6 +10,7 @@ benchmarks and the slow interop tests share this one mechanism.
 
 from __future__ import annotations
 
+import fcntl
 import subprocess
 import sys
 from collections.abc import Sequence
@@ -23,19 +24,23 @@ CONSTRAINTS = ROOT / "constraints.txt"
 def side_python(name: str, installs: Sequence[Sequence[str]], venv: Path | None = None) -> Path:
     """The Python of venv `name`, made on first use: one `pip install` per entry of
     `installs` (each under the project's constraints file). A venv made with other
-    installs is made again."""
+    installs is made again. Two processes asking at once (two test workers) make it
+    once: the second waits on a lock, then finds it made."""
     venv = venv or VENVS / name
     python = venv / "bin" / "python"
     stamp = venv / ".agentspec-installed"
     wanted = "\n".join(" ".join(step) for step in installs) + "\n"
-    if stamp.is_file() and stamp.read_text(encoding="utf-8") == wanted and python.is_file():
-        return python
-    print(f"creating the {name} virtual environment in {venv} (once)", file=sys.stderr)
-    subprocess.run([sys.executable, "-m", "venv", "--clear", str(venv)], check=True)
-    for step in installs:
-        pip = [str(python), "-m", "pip", "install", "-q", "-c", str(CONSTRAINTS)]
-        subprocess.run([*pip, *step], check=True)
-    stamp.write_text(wanted, encoding="utf-8")
+    venv.parent.mkdir(parents=True, exist_ok=True)
+    with open(venv.parent / f".{venv.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        if stamp.is_file() and stamp.read_text(encoding="utf-8") == wanted and python.is_file():
+            return python
+        print(f"creating the {name} virtual environment in {venv} (once)", file=sys.stderr)
+        subprocess.run([sys.executable, "-m", "venv", "--clear", str(venv)], check=True)
+        for step in installs:
+            pip = [str(python), "-m", "pip", "install", "-q", "-c", str(CONSTRAINTS)]
+            subprocess.run([*pip, *step], check=True)
+        stamp.write_text(wanted, encoding="utf-8")
     return python
 
 

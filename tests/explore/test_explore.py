@@ -6,13 +6,16 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
 from typer.testing import CliRunner
 
 from agentspec.cli import app
+from agentspec.runtime.spec.explore.driver import Driver
 from agentspec.runtime.spec.explore.explorer import ExploreError, ExploreSettings, explore
 from agentspec.runtime.spec.explore.report import diagnostic, witness_entry
 from agentspec.runtime.spec.tests import SpecTestRunner
@@ -34,7 +37,8 @@ def planted(path: Path) -> list[tuple[int, str]]:
 
 
 def found(path: Path, settings: ExploreSettings | None = None) -> list[tuple[int, str]]:
-    report = explore(path, settings or ExploreSettings())
+    # only the episode budget stops these searches: a loaded machine gets all it needs
+    report = explore(path, settings or ExploreSettings(seconds=600.0))
     return [(diagnostic(report, f).span.line, f.code) for f in report.findings]
 
 
@@ -96,7 +100,7 @@ def test_the_random_baseline_does_not_know_the_oracles_arguments(tmp_path: Path)
     assert result.exit_code == 0, result.output
     lines = (tmp_path / "trajectories.jsonl").read_text().splitlines()
     assert len(lines) == 30 and not any(json.loads(line)["success"] for line in lines)
-    assert explore(spec, ExploreSettings()).random_success == 0.0
+    assert explore(spec, ExploreSettings(seconds=600.0)).random_success == 0.0
 
 
 def test_witnesses_replay_as_tests_entries() -> None:
@@ -203,11 +207,25 @@ def test_a_penalty_under_a_negative_weight_is_not_a_farm(tmp_path: Path) -> None
 
 def test_the_random_baseline_is_reported_when_the_search_spends_the_budget() -> None:
     # keys_and_chests' mutations take the whole budget: random actions came too late
-    report = explore(ROOT / "specs" / "keys_and_chests.yaml", ExploreSettings(episodes=200))
+    report = explore(
+        ROOT / "specs" / "keys_and_chests.yaml", ExploreSettings(episodes=200, seconds=600.0)
+    )
     assert report.random_success is not None
     assert report.episodes <= 200 + ExploreSettings().samples
 
 
-def test_the_random_baseline_is_reported_when_time_stops_the_search() -> None:
-    report = explore(ROOT / "specs" / "gridworld.yaml", ExploreSettings(seconds=1.0))
+def test_the_random_baseline_is_reported_when_time_stops_the_search(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The clock runs out right after the first round (the oracle's), whatever the
+    # machine's speed: a real 1 s budget could end before any episode on a cold cache.
+    play = Driver.play
+
+    def play_then_time_is_up(self: Driver, jobs: Any) -> Any:
+        done = play(self, jobs)
+        self.deadline = min(self.deadline, time.monotonic())
+        return done
+
+    monkeypatch.setattr(Driver, "play", play_then_time_is_up)
+    report = explore(ROOT / "specs" / "gridworld.yaml", ExploreSettings(seconds=600.0))
     assert report.stopped_by_time and report.random_success is not None

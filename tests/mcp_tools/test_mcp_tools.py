@@ -227,14 +227,12 @@ def test_training_two_iterations_on_mcp_tools(tmp_path: Path) -> None:
 @pytest.fixture
 def http_server() -> Any:
     """The same server over Streamable HTTP, in its own process."""
-    import socket
     import time
 
     import httpx
+    from serve.helpers import free_port  # below the ephemeral range: no client takes it
 
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
+    port = free_port()
     process = subprocess.Popen(
         [sys.executable, "units_server.py", "--http", str(port)],
         cwd=HERE,

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -93,6 +94,32 @@ def test_task_tokenizer_without_transformers_gives_the_same_ids(tmp_path: Path) 
     assert bare.encode(text) == ids == reloaded.encode(text)
     assert (bare.eos_token_id, bare.pad_token_id) == (hf.eos_token_id, hf.pad_token_id)
     assert task_bpe_tokenizer(module, samples, tmp_path / "bare").encode(text) == ids
+
+
+def test_a_tokenizer_cache_written_meanwhile_by_another_process_is_kept(
+    tmp_path: Path,
+) -> None:
+    # Two processes that miss the cache at once both build; each writes a folder of
+    # its own and renames it into place whole, so no reader sees half a tokenizer.
+    from agentspec.compiler.build import import_spec
+    from agentspec.runtime.text import task_text
+
+    module = import_spec(Path(__file__).parents[2] / "specs" / "calculator.yaml")
+    samples = module.load_samples(limit=50)
+    cache = tmp_path / "cache" / "tokenizer"
+    build_bare = task_text.task_bpe_tokenizer
+
+    def other_process_won(folder: Path | None) -> str:
+        assert folder is not None and folder.parent == cache.parent and folder != cache
+        assert not (folder / "tokenizer.json").exists()  # an empty folder of its own
+        build_bare(module, samples, cache)  # the other process finishes first
+        (folder / "tokenizer.json").write_text("{}")
+        return "built here"
+
+    got = task_text._saved_or_built(cache, task_text.load_tokenizer, other_process_won)
+    assert got == "built here"
+    assert json.loads((cache / "tokenizer.json").read_text())["model"]  # the winner's, whole
+    assert sorted(p.name for p in cache.parent.iterdir()) == ["tokenizer"]  # no staging left
 
 
 def test_long_runs_are_cut_before_bpe_training() -> None:

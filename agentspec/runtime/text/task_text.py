@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import contextlib
 import json
+import shutil
+import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from types import ModuleType
@@ -69,10 +71,10 @@ def task_tokenizer(
 
     from agentspec.runtime.text.tiny_model import build_tiny_tokenizer
 
-    def build() -> Any:
+    def build(folder: Path | None) -> Any:
         tokenizer = build_tiny_tokenizer(task_corpus(module, samples), vocab_size=vocab_size)
-        if directory is not None:
-            tokenizer.save_pretrained(directory)
+        if folder is not None:
+            tokenizer.save_pretrained(folder)
         return tokenizer
 
     return _saved_or_built(directory, AutoTokenizer.from_pretrained, build)
@@ -92,13 +94,12 @@ def task_bpe_tokenizer(
     """
     from agentspec.runtime.text.tiny_model import TINY_EOS, TINY_PAD, train_tiny_bpe
 
-    def build() -> BPETokenizer:
+    def build(folder: Path | None) -> BPETokenizer:
         rust = train_tiny_bpe(task_corpus(module, samples), vocab_size=vocab_size)
-        if directory is not None:
-            directory.mkdir(parents=True, exist_ok=True)
-            rust.save(str(directory / "tokenizer.json"))
+        if folder is not None:
+            rust.save(str(folder / "tokenizer.json"))
             config = {"eos_token": TINY_EOS, "pad_token": TINY_PAD}
-            (directory / "tokenizer_config.json").write_text(json.dumps(config, indent=2) + "\n")
+            (folder / "tokenizer_config.json").write_text(json.dumps(config, indent=2) + "\n")
         return BPETokenizer(rust, eos_token=TINY_EOS, pad_token=TINY_PAD)
 
     tokenizer: BPETokenizer = _saved_or_built(directory, load_tokenizer, build)
@@ -118,9 +119,26 @@ def cached_task_tokenizer(
 
 
 def _saved_or_built(
-    directory: Path | None, load: Callable[[Path], Any], build: Callable[[], Any]
+    directory: Path | None, load: Callable[[Path], Any], build: Callable[[Path | None], Any]
 ) -> Any:
-    """The tokenizer saved in `directory`, else a new one (`build` saves it there)."""
-    if directory is not None and (directory / "tokenizer.json").exists():
+    """The tokenizer saved in `directory`, else a new one, saved there.
+
+    `build(folder)` writes into a fresh folder beside `directory`, renamed into place
+    whole: a process that reads the cache while another writes it (two `agentspec
+    test`s, two test workers) sees a complete tokenizer or none, never half of one."""
+    if directory is None:
+        return build(None)
+    if (directory / "tokenizer.json").exists():
         return load(directory)
-    return build()
+    directory.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{directory.name}-", dir=directory.parent))
+    try:
+        built = build(staging)
+        try:
+            staging.rename(directory)  # fails when another process's is already in place
+        except OSError:
+            if not (directory / "tokenizer.json").exists():
+                raise
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return built
