@@ -322,6 +322,8 @@ def _data_overrides(target: VerlTarget, t: Mapping[str, Any]) -> dict[str, str]:
         "data.max_prompt_length": str(target.max_prompt_tokens),
         "data.max_response_length": str(_row_length(target)),
         "data.seed": str(int(t.get("seed", 0))),
+        # the sampler's seed (vLLM's, or the CPU path's HFServer): the run's seed
+        "actor_rollout_ref.rollout.seed": str(int(t.get("seed", 0))),
         "data.dataloader_num_workers": "0",
         "algorithm.gamma": str(float(t["gamma"])),
         "algorithm.lam": str(float(t["lam"])),

@@ -126,13 +126,27 @@ class HFServer:
         gen = GenerationConfig.from_model_config(self.model.config)
         eos = self.model.generation_config.eos_token_id or gen.eos_token_id
         self.eos_ids = set(eos if isinstance(eos, list) else [eos] if eos is not None else [])
-        self.generator = torch.Generator().manual_seed(seed)
+        self.seed = seed
+        self.asked: dict[tuple[int, str], int] = {}  # (step, prompt digest) → requests so far
         self.lock = threading.Lock()
         self.global_steps = 0
         self.digests: list[str] = [_weights_digest(self.model)]
 
     def ready(self) -> bool:
         return True
+
+    def _generator(self, prompt_ids: list[int]) -> torch.Generator:
+        """The random stream of one request: from the seed, the training step, the prompt
+        and how many times this step asked for that prompt before. Requests arrive in
+        the order threads reach the server, not a fixed one; keyed like this, a seed
+        samples the same episodes whatever that order (the requests for one prompt are
+        interchangeable)."""
+        digest = hashlib.sha1(str(prompt_ids).encode(), usedforsecurity=False).hexdigest()
+        key = (self.global_steps, digest)
+        nth = self.asked.get(key, 0)
+        self.asked[key] = nth + 1
+        stream = hashlib.sha1(f"{self.seed}:{key}:{nth}".encode(), usedforsecurity=False)
+        return torch.Generator().manual_seed(int(stream.hexdigest()[:15], 16))
 
     @torch.no_grad()
     def _sample(
@@ -142,6 +156,7 @@ class HFServer:
         temperature = float(params.get("temperature", 1.0) or 0.0)
         top_k = int(params.get("top_k", -1) or -1)
         top_p = float(params.get("top_p", 1.0) or 1.0)
+        generator = self._generator(prompt_ids)
         ids = torch.tensor([prompt_ids], dtype=torch.long)
         past = None
         out_ids: list[int] = []
@@ -162,7 +177,7 @@ class HFServer:
                     drop = cum - torch.softmax(sorted_scores, dim=-1) > top_p
                     scores[order[drop]] = -float("inf")
                 probs = torch.softmax(scores, dim=-1)
-                token = int(torch.multinomial(probs, 1, generator=self.generator).item())
+                token = int(torch.multinomial(probs, 1, generator=generator).item())
             else:
                 logp = torch.log_softmax(logits, dim=-1)
                 token = int(torch.argmax(logp).item())
@@ -207,6 +222,7 @@ class HFServer:
                 self.model.tie_weights()
             if global_steps is not None:
                 self.global_steps = int(global_steps)
+                self.asked = {k: n for k, n in self.asked.items() if k[0] == self.global_steps}
             self.digests.append(_weights_digest(self.model))
             return self.digests[-1]
 
@@ -257,7 +273,7 @@ class HFReplica(RolloutReplica):
         actor: Any = (
             ray.remote(HFServer)
             .options(name=name, num_cpus=0.1, max_concurrency=self.max_concurrency)
-            .remote(str(path))
+            .remote(str(path), seed=int(self.config.seed))
         )
         await actor.ready.remote()
         self.servers = [actor]
