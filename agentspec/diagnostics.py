@@ -97,7 +97,7 @@ CODES: dict[str, str] = {
     # 8xx: warnings
     "W801": "state variable is read but never written",
     "W802": "state variable is never used",
-    "W803": "expression with a redundant part",
+    "W803": "expression with a redundant part, or always true or false",
     "W804": "named guard is not used",
     "W805": "final answers continue, but there are no tools",
     "W806": "context setting of another policy",

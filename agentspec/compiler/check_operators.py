@@ -18,6 +18,7 @@ from agentspec.compiler.types import (
     NONE,
     STR,
     ListOf,
+    Optional,
     Type,
     is_numeric,
     join,
@@ -34,15 +35,7 @@ def arith(checker: CheckState, op: str, left: Type, right: Type, node: ast.Node)
         checker.repetitions.add(node)  # may repeat a string or list: size-checked at run
         check_constant_repetition(checker, node)
     if op in ("==", "!="):
-        numeric = next((t for t in (a, b) if t in (INT, FLOAT, BOOL)), None)
-        if STR in (a, b) and numeric is not None:  # Python's `1 == '1'` is False
-            checker.error(
-                "W803",
-                f"`{op}` between {numeric} and str is always {op == '!='}: a number never"
-                " equals a text",
-                checker.node_span(node),
-                "convert one side: `number(text) == n`, or `str(n) == text`",
-            )
+        always_unequal(checker, op, left, right, node)
         return BOOL
     if op in ("in", "not in"):
         if b in (ANY, DICT) or isinstance(b, ListOf) or (b == STR and a in (STR, ANY)):
@@ -71,6 +64,25 @@ def arith(checker: CheckState, op: str, left: Type, right: Type, node: ast.Node)
         hint=operator_hint(op, a, b),
     )
     return ANY
+
+
+def always_unequal(checker: CheckState, op: str, left: Type, right: Type, node: ast.Node) -> None:
+    """W803 for `==` / `!=` between a number or a bool and a text: Python's `1 == '1'`
+    and `True == 'true'` are False. Not when both sides may be none (`None == None`)."""
+    if isinstance(left, Optional) and isinstance(right, Optional):
+        return
+    a, b = strip_optional(left), strip_optional(right)
+    other = next((t for t in (a, b) if t in (INT, FLOAT, BOOL)), None)
+    if STR not in (a, b) or other is None:
+        return
+    always = "true" if op == "!=" else "false"
+    if other == BOOL:
+        message = f"`{op}` between bool and str is always {always}: a bool never equals a text"
+        hint = "compare the text with a text (`x == 'true'`), or convert it first"
+    else:
+        message = f"`{op}` between {other} and str is always {always}: a number never equals a text"
+        hint = "convert the text: `number(text) == n`"
+    checker.error("W803", message, checker.node_span(node), hint)
 
 
 def check_constant_repetition(checker: CheckState, node: ast.Node) -> None:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -198,18 +197,6 @@ class ExpressionWriter:
                 return str(_is_none(other) == (node.op == "==")), _PRECEDENCE["atom"]
             op = "is" if node.op == "==" else "is not"
             return f"{self._operand(other, strength + 1)} {op} None", strength
-        if (
-            node.op in _MIRRORED
-            and ast.is_constant(node.left)
-            and not ast.is_constant(node.right)
-            and not _written_as_call(node.left)
-        ):
-            # `0 < x` is written `x > 0` (same value; ruff's SIM300). Not `1e999 < x`:
-            # ruff takes `float("inf")` for a variable, and `s.state.X_` (upper case) for a
-            # constant, so only the spec's order is never a Yoda condition to it.
-            node = dataclasses.replace(
-                node, op=_MIRRORED[node.op], left=node.right, right=node.left
-            )
         if node.op == "+" and (_is_list(node.left) or _is_list(node.right)):
             # `a + [b]` is written `[*a, b]`, as ruff's RUF005 asks (the same list when
             # `a` is a list; other iterables, which `+` would reject, are unpacked).
@@ -219,6 +206,10 @@ class ExpressionWriter:
         left_min = strength + 1 if strength == _PRECEDENCE["=="] else strength
         left = self._operand(node.left, left_min)
         right = self._operand(node.right, strength + 1)
+        if node.op in _MIRRORED and _constant_likelihood(left) > _constant_likelihood(right):
+            # `0 < x` is written `x > 0`: the same value, and no Yoda condition (ruff's
+            # SIM300, whose measure of "looks constant" decides it on the written code)
+            return f"{right} {_MIRRORED[node.op]} {left}", strength
         return f"{left} {node.op} {right}", strength
 
     def _list_items(self, node: ast.Node) -> list[str]:
@@ -320,16 +311,30 @@ def _fold_constant_side(node: ast.Node) -> ast.Node:
     return node
 
 
-def _written_as_call(node: ast.Node) -> bool:
-    """A constant whose Python spelling is a call: an infinite or NaN float
-    (`float("inf")`), negated or not."""
-    if isinstance(node, ast.UnaryOp):
-        return _written_as_call(node.operand)
-    return (
-        isinstance(node, ast.Literal)
-        and isinstance(node.value, float)
-        and not math.isfinite(node.value)
-    )
+def _constant_likelihood(code: str) -> int:
+    """How constant a written Python operand looks, as ruff's SIM300 rates it: 2 for
+    a literal, 1 for an UPPER_CASE name or attribute (`s.state.I_`), 0 for anything
+    else (a call, such as `float("inf")`); a display rates as its least item."""
+    import ast as python_ast
+
+    def rate(node: python_ast.expr) -> int:
+        if isinstance(node, python_ast.Constant):
+            return 2
+        if isinstance(node, (python_ast.Name, python_ast.Attribute)):
+            name = node.id if isinstance(node, python_ast.Name) else node.attr
+            return 1 if name.upper() == name and name.lower() != name else 0
+        if isinstance(node, (python_ast.List, python_ast.Tuple, python_ast.Set)):
+            return min((rate(item) for item in node.elts), default=2)
+        if isinstance(node, python_ast.Dict):
+            items = [*(k for k in node.keys if k is not None), *node.values]
+            return min((rate(item) for item in items), default=2)
+        if isinstance(node, python_ast.BinOp):
+            return min(rate(node.left), rate(node.right))
+        if isinstance(node, python_ast.UnaryOp) and not isinstance(node.op, python_ast.Not):
+            return rate(node.operand)
+        return 0
+
+    return rate(python_ast.parse(code.strip(), mode="eval").body)
 
 
 def _constant_truth(node: ast.Node) -> bool | None:

@@ -217,5 +217,10 @@ def json_schema_type(schema: object) -> Type:
     if kind == "array":
         return ListOf(json_schema_type(schema.get("items", {})))
     if "enum" in schema and isinstance(schema["enum"], list) and schema["enum"]:
-        return python_value_type(schema["enum"][0])
+        # every member can arrive: `[1, 2, all]` is `any`, not the first member's `int`
+        members = [python_value_type(v) for v in schema["enum"]]
+        enum_type = members[0]
+        for member in members[1:]:
+            enum_type = join(enum_type, member)
+        return enum_type
     return ANY

@@ -233,7 +233,7 @@ def _colon_mappings(
         # A `{…}` that a mapping branch looked inside (a guard's `{if: …}`, a tool's
         # `{description: …}` under a bad name) was meant as one.
         inline = _raw_text(source_map, path).startswith("{") and all(
-            e["type"].endswith("_type") and e["loc"][-1:] != ("[key]",)
+            p == path and e["type"].endswith("_type") and e["loc"][-1:] != ("[key]",)
             for p, e in located
             if p[: len(path)] == path
         )
@@ -251,21 +251,33 @@ def _raw_text(source_map: SourceMap, path: Path) -> str:
 
 
 def _colon_mapping(path: Path, data: dict[str, Any], source_map: SourceMap) -> Diagnostic:
-    raw = _raw_text(source_map, path)
-    if raw.startswith("{"):
+    span = source_map.value_span(path)
+    if _raw_text(source_map, path).startswith("{"):
         cause = "it starts with '{' (YAML's inline mapping, even for `{{ … }}`)"
     else:
         cause = f"the ': ' inside made the key '{next(iter(_get(data, path)))}'"
-    span = source_map.value_span(path)
-    if not raw.startswith("{"):  # a block mapping's span is its first key: the line is the value
-        raw = (source_map.source.line_text(span.line) or "")[span.column - 1 :].strip()
-    example = f"'{raw}'" if raw and "'" not in raw else "'let m = {k: v for …}'"
+    quoted = _quoted_value(source_map, span)
     return Diagnostic(
         "E203",
         f"{dotted(path)}: YAML read this value as a mapping, not as text, because {cause}",
         span,
-        f"quote the whole value: {example}",
+        f"quote the whole value: {quoted}" if quoted else "quote the whole value",
     )
+
+
+def _quoted_value(source_map: SourceMap, span: Span) -> str | None:
+    """The value starting at `span` as written, in single quotes (YAML's escape for a
+    quote inside is two); None when it goes on past its line. A plain value ends
+    where ` #` starts a comment."""
+    source = source_map.source
+    line = (source.line_text(span.line) or "")[span.column - 1 :]
+    following = source.line_text(span.line + 1) or ""
+    indent = len(following) - len(following.lstrip())
+    inline = line.startswith("{")  # its span is all of it; a block mapping's, its first key
+    if (inline and span.end_line > span.line) or (following.strip() and indent >= span.column):
+        return None  # it goes on over the next line
+    raw = line.partition(" #")[0].strip()
+    return "'" + raw.replace("'", "''") + "'" if raw else None
 
 
 def _one_diagnostic(
@@ -301,7 +313,8 @@ def _key_diagnostic(path: Path, kind: str, error: Any, source_map: SourceMap) ->
             elif allowed:
                 hint = "allowed keys here: " + ", ".join(allowed)
         section = dotted(path[:-1]) or "the top level"
-        if not re.fullmatch(r"[\w-]*", key) and _raw_text(source_map, path[:-1]).startswith("{"):
+        split = key.count(")") > key.count("(") or key.count("]") > key.count("[")
+        if split and len(path) > 1 and _raw_text(source_map, path[:-1]).startswith("{"):
             hint = (  # `{if: f(a, b)}`: the ', ' ended the value, `b)` became a key
                 "inside `{…}` a ', ' ends a value: quote the value it belongs to as a whole,"
                 " e.g. `{if: 'f(a, b)', message: …}`"

@@ -155,6 +155,8 @@ def syntax_diagnostic(source: SourceFile, exc: yaml.MarkedYAMLError) -> Diagnost
         )
     elif "but got '?'" in problem:
         hint = 'quote an optional type inside {…}: type: "str?"'
+    elif exc.context == "while parsing a flow mapping" and "but got ':'" in problem:
+        hint = "is a ', ' missing between two keys of this `{…}`?"
     elif exc.context == "while parsing a flow mapping" and "expected ',' or '}'" in problem:
         hint = (
             "inside `{…}` a value with quotes or ', ' must be quoted as a whole,"

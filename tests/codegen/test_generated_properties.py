@@ -330,18 +330,32 @@ def test_an_infinite_constant_compared_with_an_upper_case_variable_keeps_its_sid
 ) -> None:
     """Found by the property above: `1e999 == state.I` was written
     `s.state.I_ == float("inf")`, which ruff's SIM300 calls a Yoda condition (to ruff
-    an upper-case name is a constant and a call is not); `3 == state.I` still turns."""
+    an upper-case name is probably a constant and a call is not); `3 == state.I` still
+    turns. The side is chosen on the written code, as ruff rates it."""
     spec = {
         "agentspec": 1,
         "name": "yoda",
         "data": {"source": f"jsonl:{DATA_FILE}", "fields": {"a": "str"}},
         "prompt": {"user": "go"},
-        "state": {"I": {"type": "float", "initial": 0.0}},
-        "tools": {"t": {"description": "d", "parameters": {}, "effect": ["state.I = 1e999"]}},
+        "state": {
+            "I": {"type": "float", "initial": 0.0},
+            "y": {"type": "float", "initial": 0.0},
+            "L": {"type": "list[float]", "initial": []},
+        },
+        "tools": {
+            "t": {
+                "description": "d",
+                "parameters": {},
+                "effect": ["state.I = 1e999", "state.y = 1.0", "state.L = [1.0]"],
+            }
+        },
         "episode": {"success": "reward.r > 0"},
         "rewards": {
             "r": {"on": "final", "value": "1.0 if 1e999 == state.I else 0.0"},
             "s": {"on": "final", "value": "1.0 if -1e999 < state.I or 3 == state.I else 0.0"},
+            # found in review: an infinity on the right, in a list, a lower-case variable
+            "u": {"on": "final", "value": "1.0 if state.I < 1e999 or [1e999] == state.L else 0.0"},
+            "v": {"on": "final", "value": "1.0 if state.I < state.y else 0.0"},
         },
         "oracle": ["t"],
     }

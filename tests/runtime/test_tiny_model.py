@@ -122,6 +122,21 @@ def test_a_tokenizer_cache_written_meanwhile_by_another_process_is_kept(
     assert sorted(p.name for p in cache.parent.iterdir()) == ["tokenizer"]  # no staging left
 
 
+def test_a_tokenizer_cache_folder_left_half_written_is_rebuilt(tmp_path: Path) -> None:
+    from agentspec.compiler.build import import_spec
+    from agentspec.runtime.text.task_text import task_bpe_tokenizer
+
+    module = import_spec(Path(__file__).parents[2] / "specs" / "calculator.yaml")
+    samples = module.load_samples(limit=50)
+    cache = tmp_path / "tokenizer"
+    cache.mkdir()
+    (cache / "tokenizer_config.json").write_text("{")  # a process died before tokenizer.json
+    built = task_bpe_tokenizer(module, samples, cache)
+    assert task_bpe_tokenizer(module, samples, cache).encode("1 + 2") == built.encode("1 + 2")
+    assert json.loads((cache / "tokenizer_config.json").read_text())["pad_token"]
+    assert (cache.stat().st_mode & 0o777) == 0o755
+
+
 def test_long_runs_are_cut_before_bpe_training() -> None:
     # BPE training time grows with the square of a word's length: `'a' * 999999` in a
     # prompt hung `run` before its first episode

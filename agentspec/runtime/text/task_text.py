@@ -134,11 +134,18 @@ def _saved_or_built(
     staging = Path(tempfile.mkdtemp(prefix=f".{directory.name}-", dir=directory.parent))
     try:
         built = build(staging)
-        try:
-            staging.rename(directory)  # fails when another process's is already in place
-        except OSError:
-            if not (directory / "tokenizer.json").exists():
-                raise
+        staging.chmod(0o755)  # mkdtemp's folder is the owner's alone; a cache is not
+        for _ in range(2):
+            try:
+                staging.rename(directory)  # fails when another process's is in place
+                break
+            except OSError:
+                if (directory / "tokenizer.json").exists():
+                    break
+                # a folder without a tokenizer: left by a process that died writing it
+                shutil.rmtree(directory, ignore_errors=True)
+        else:
+            raise OSError(f"could not write the tokenizer cache {directory}")
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return built

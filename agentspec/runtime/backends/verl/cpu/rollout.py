@@ -221,8 +221,7 @@ class HFServer:
             if self.model.config.tie_word_embeddings:
                 self.model.tie_weights()
             if global_steps is not None:
-                self.global_steps = int(global_steps)
-                self.asked = {k: n for k, n in self.asked.items() if k[0] == self.global_steps}
+                self._step(int(global_steps))
             self.digests.append(_weights_digest(self.model))
             return self.digests[-1]
 
@@ -258,7 +257,12 @@ class HFServer:
         return None
 
     async def set_global_steps(self, global_steps: int) -> None:
+        self._step(int(global_steps))  # between steps: no request is being sampled
+
+    def _step(self, global_steps: int) -> None:
+        """A new training step: earlier steps' request counts are never read again."""
         self.global_steps = global_steps
+        self.asked = {k: n for k, n in self.asked.items() if k[0] == global_steps}
 
 
 class HFReplica(RolloutReplica):
@@ -273,7 +277,8 @@ class HFReplica(RolloutReplica):
         actor: Any = (
             ray.remote(HFServer)
             .options(name=name, num_cpus=0.1, max_concurrency=self.max_concurrency)
-            .remote(str(path), seed=int(self.config.seed))
+            # each replica its own streams (vLLM seeds replica r with seed + r)
+            .remote(str(path), seed=int(self.config.seed) + self.replica_rank)
         )
         await actor.ready.remote()
         self.servers = [actor]
