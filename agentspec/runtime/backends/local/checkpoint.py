@@ -98,7 +98,9 @@ def load_checkpoint_into(
 ) -> TrainerState:
     from safetensors.torch import load_file
     from transformers import AutoModelForCausalLM
+    from transformers.utils import logging as transformers_logging
 
+    transformers_logging.disable_progress_bar()  # `train --resume` says what it restores
     saved = AutoModelForCausalLM.from_pretrained(path / "policy", dtype=torch.float32)
     policy.load_state_dict(saved.state_dict())
     if critic is not None:
