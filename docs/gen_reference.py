@@ -442,7 +442,10 @@ SCOPE_TEXT = {
     "sample": "the current sample's `data.fields` (and `data.derived`)",
     "action": "the model's turn: "
     + ", ".join(f"`{k}` ({t})" for k, t in scopes.ACTION_FIELDS.items()),
-    "step": "the step: " + ", ".join(f"`{k}` ({t})" for k, t in scopes.STEP_FIELDS.items()),
+    "step": "the step: "
+    + ", ".join(f"`{k}` ({t})" for k, t in scopes.STEP_FIELDS.items())
+    + "; `index` counts from 0: the step being played (in its tool's guard, effect and"
+    " `observe`, its rewards, `done_when`), in `episode.anchor` the step about to be played",
     "result": "the value of the tool's `returns`; for an MCP tool, the text of its result"
     " (what the model sees, `str`)",
     "reward": "each reward component of the episode so far, by name (float)",

@@ -210,15 +210,20 @@ class SpecEnvMixin:
         self.expression_errors.append(message)
         log.debug("expression failed: %s", message)
 
-    def step_view(self) -> StepView:
-        return StepView(index=getattr(self, "step_index", 0), max_steps=self.max_steps)
+    def step_view(self, ahead: bool = False) -> StepView:
+        """`step`: `index` is the 0-based index of the step being played (the one a
+        trajectory records it under), also in its rewards and `done_when`, which run
+        after the env counted it; `ahead`, the step about to be played (`anchor`)."""
+        taken = getattr(self, "step_index", 0)
+        index = taken if ahead else max(0, taken - 1)
+        return StepView(index=index, max_steps=self.max_steps)
 
-    def scope(self, **extra: Any) -> Scope:
+    def scope(self, ahead: bool = False, **extra: Any) -> Scope:
         return Scope(
             state=getattr(self, "state", None),
             sample=self.sample,
             action=self.action,
-            step=self.step_view(),
+            step=self.step_view(ahead),
             env=self.env_info(),
             constants=self.constants,
             **extra,
@@ -305,7 +310,7 @@ class SpecEnvMixin:
         rule = self.rules.anchor
         if rule is None:
             return None
-        key = self.evaluate(rule, self.scope(), "episode.anchor", default=None)
+        key = self.evaluate(rule, self.scope(ahead=True), "episode.anchor", default=None)
         return None if key is None else str(key)
 
     def end_if_done(self, result: StepResult, action: Action) -> StepResult:

@@ -149,11 +149,14 @@ def _guard_passes(env: Any, name: str, arguments: dict[str, Any]) -> bool:
         return True
     errors = getattr(env, "expression_errors", None)
     kept = len(errors) if isinstance(errors, list) else 0
+    # as inside the step it asks about: the env has counted that step (`step.index`)
+    env.step_index += 1
     try:
-        return guard(arguments, ToolContext(env=env, step_index=env.step_index)) is None
+        return guard(arguments, ToolContext(env=env, step_index=env.step_index - 1)) is None
     except Exception:
         return False
     finally:
+        env.step_index -= 1
         if isinstance(errors, list):
             with contextlib.suppress(Exception):
                 del errors[kept:]
