@@ -17,6 +17,7 @@ action is rendered once, with a placeholder `item` of the list's element type
 from __future__ import annotations
 
 import functools
+import re
 from dataclasses import dataclass, field
 from pathlib import Path as FsPath
 from typing import Any, cast
@@ -180,6 +181,8 @@ class _OracleChecker:
         tools = {name: _ToolView(schema or {}) for name, schema in self.tools.items()}
         for i, step in enumerate(steps):
             template, variables, real_turn = self._variables(i, step, sample, real)
+            # a turn without template syntax is the same for every sample: its values are known
+            constant = not any(mark in template for mark in ("{{", "{%", "{#"))
             tree = parsed_template(template)
             if tree is None:
                 continue
@@ -204,7 +207,7 @@ class _OracleChecker:
                     hint=fmt.usage(),
                 )
             for call in parsed.calls:
-                self._call(i, call.name, call.arguments, real_turn)
+                self._call(i, call.name, call.arguments, real_turn or constant, constant)
             ends_early = self.spec.episode.final_answer == "end" and i + 1 < len(steps)
             if ends_early and not parsed.errors and not parsed.calls:
                 self._report(
@@ -228,7 +231,9 @@ class _OracleChecker:
         item = placeholder(items.item) if isinstance(items, ListOf) else "x"
         return step.action, {**variables, "item": item, "index": 0}, False
 
-    def _call(self, turn: int, name: str, arguments: Any, real: bool) -> None:
+    def _call(
+        self, turn: int, name: str, arguments: Any, real: bool, constant: bool = False
+    ) -> None:
         import difflib
 
         if name not in self.tools:
@@ -268,11 +273,17 @@ class _OracleChecker:
                     word=name,
                 )
         if real:
-            self._values(turn, name, schema, arguments)
+            self._values(turn, name, schema, arguments, constant)
 
     def _values(
-        self, turn: int, name: str, schema: dict[str, Any], arguments: dict[str, Any]
+        self,
+        turn: int,
+        name: str,
+        schema: dict[str, Any],
+        arguments: dict[str, Any],
+        constant: bool,
     ) -> None:
+        which = "" if constant else " for the first sample"
         for arg, value in arguments.items():
             argument_schema = _argument_schema(schema, arg)
             if argument_schema is None:
@@ -281,7 +292,7 @@ class _OracleChecker:
                 self._report(
                     "E910",
                     turn,
-                    f"{self._label(turn)}: argument '{arg}' of '{name}' for the first sample: {problem}",
+                    f"{self._label(turn)}: argument '{arg}' of '{name}'{which}: {problem}",
                     word=arg,
                 )
 
@@ -316,9 +327,10 @@ class _OracleChecker:
         span: Span = self.map.value_span(path)
         locator = self.map.locator(path)
         if word is not None and locator is not None:
-            at = locator.value.find(word)
-            if at >= 0:
-                span = locator.span(at, at + len(word))
+            # the word as a whole: `mode` is not the end of `set_mode`
+            found = re.search(rf"(?<![\w-]){re.escape(word)}(?![\w-])", locator.value)
+            if found is not None:
+                span = locator.span(found.start(), found.end())
         self.diagnostics.append(Diagnostic(code, message, span, hint))
 
 

@@ -139,6 +139,15 @@ def test_a_comma_inside_an_inline_mapping_value_says_to_quote_the_value() -> Non
     assert quoted.hint is not None and "must be quoted as a whole" in quoted.hint
 
 
+def test_a_literal_oracle_value_outside_the_enum_is_an_error_whatever_the_data() -> None:
+    # derived fields keep validate from reading a sample; a literal turn needs none
+    d = only("deep_oracle_constant_enum.yaml")
+    assert d.code == "E910" and where(d) == (20, 42)  # `mode`, not the end of `set_mode`
+    assert d.message.endswith(
+        "argument 'mode' of 'set_mode': 'warm' is not one of ['heat', 'cool', 'off']"
+    )
+
+
 def test_a_name_the_user_module_does_not_define_is_reported_at_impl() -> None:
     d = only("deep_user_module_no_attribute.yaml")
     assert d.code == "E904" and where(d) == (7, 19)
