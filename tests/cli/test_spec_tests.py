@@ -134,6 +134,22 @@ def test_a_mismatch_is_explained_by_the_errors_of_its_own_turn(tmp_path: Path) -
     )
 
 
+def test_a_turn_cut_at_max_response_tokens_is_named_as_the_cause(tmp_path: Path) -> None:
+    text = SPEC.replace(
+        "episode: {max_steps: 6,", "episode: {max_steps: 6, max_response_tokens: 2,"
+    )
+    assert "max_response_tokens: 2" in text
+    result = runner.invoke(app, ["test", str(write(tmp_path, text))])
+    assert result.exit_code == 1, result.output
+    flat = " ".join(result.output.split())
+    assert "(turn 1 was cut at episode.max_response_tokens (2)" in flat  # a scripted episode
+    assert re.search(  # the oracle gate
+        r"oracle gate \(4 samples\): sample \S+, turn 1 \(oracle entry 1\): the turn is longer"
+        r" than episode.max_response_tokens \(2 tokens\) and was cut there",
+        flat,
+    ), flat
+
+
 def test_an_oracle_with_tool_errors_fails_at_the_oracle_turn(tmp_path: Path) -> None:
     text = SPEC.replace(
         '"take[key]"\n  - "go[middle]"', '"take[sword]"\n  - "take[key]"\n  - "go[middle]"'

@@ -199,7 +199,7 @@ class SpecTestRunner:
     def expectation_failures(self, base: YamlPath, test: SpecTest, played: Played) -> list[Failure]:
         """What a played episode does not meet of its test's `expect` (located at `base`)."""
         expect, traj = test.expect, played.trajectory
-        why = _why(traj)  # the episode's errors, after each mismatch they may explain
+        why = _why(traj, limit=self.spec.episode.max_response_tokens)  # what may explain each
         where: YamlPath = (*base, "expect")
         failures: list[Failure] = []
         for i, wanted in enumerate(expect.observations or []):
@@ -210,7 +210,8 @@ class SpecTestRunner:
             if problem is not None:
                 failures.append(
                     Failure(
-                        f"observation {i + 1}: {problem}" + _why(traj, i),
+                        f"observation {i + 1}: {problem}"
+                        + _why(traj, i, self.spec.episode.max_response_tokens),
                         self.span((*where, "observations", i)),
                     )
                 )
@@ -330,6 +331,8 @@ class SpecTestRunner:
                     )
             for message in step.info.get("expression_errors", []):
                 failures.append(Failure(f"{at}: expression error: {message}", where))
+            if step.response_truncated:  # the cause of the parse error above, if any
+                failures.append(Failure(f"{at}: {_cut_turn(self.spec)}", where))
         if traj.env_error is not None:
             failures.append(
                 Failure(
@@ -463,14 +466,25 @@ def _shown(wanted: str | TextMatch) -> str:
     return f"pattern {wanted.pattern!r}" if wanted.pattern is not None else f"{wanted.contains!r}"
 
 
-def _why(traj: Trajectory, turn: int | None = None) -> str:
+def _cut_turn(spec: Any) -> str:
+    limit = spec.episode.max_response_tokens
+    return (
+        f"the turn is longer than episode.max_response_tokens ({limit} tokens) and was cut"
+        " there; raise it, or shorten the turn"
+    )
+
+
+def _why(traj: Trajectory, turn: int | None = None, limit: int | None = None) -> str:
     """The errors of an episode, each with its turn, to explain an unexpected outcome;
     with `turn` (0-based), that turn's errors only: an observation's mismatch is
-    explained by its own turn, not by another turn's error."""
+    explained by its own turn, not by another turn's error. A turn cut at `limit`
+    (`episode.max_response_tokens`) says so: its parse error is that cut."""
     errors: list[str] = []
     for i, step in enumerate(traj.steps):
         if turn is not None and i != turn:
             continue
+        if step.response_truncated:
+            errors.append(f"turn {i + 1} was cut at episode.max_response_tokens ({limit})")
         errors += [
             f"turn {i + 1} {e.kind}: {e.message}"
             for e in step.events
