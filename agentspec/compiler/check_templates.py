@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
+from agentspec.compiler.builtins import BUILTINS
 from agentspec.compiler.check_names import close_match_hint, missing_field, unavailable
 from agentspec.compiler.scopes import ROOTS
 
@@ -92,7 +93,13 @@ def _check_names(
             checker.error("E602", message, span, hint)
             continue
         message = f"undefined template variable '{name}'"
-        checker.error("E602", message, span, close_match_hint(name, [*allowed, *fields], fields))
+        close = close_match_hint(name, [*allowed, *fields], fields)
+        if name in checker.functions or name in BUILTINS:
+            close = (  # `{{ fmt(state.temp) }}`: templates render, they call nothing
+                f"a template cannot call '{name}': compute the value in the tool's"
+                " `returns:` and show `{{ result }}`, or use a Jinja filter (`| round`)"
+            )
+        checker.error("E602", message, span, close)
 
 
 def _check_fields(checker: CheckState, site: Site, parsed: ParsedTemplate) -> None:

@@ -93,6 +93,16 @@ def _parse(text: str, start: str) -> Any:
         _check_depth(tree)
         return _ToAst().transform(tree)
     except UnexpectedInput as exc:
+        template = re.search(r"\{\{(.*?)\}\}", text)
+        if template is not None:  # `'{{ state.mode }} != "off"'`: a template's braces
+            raise ExprSyntaxError(
+                "E301",
+                f"`{{{{ … }}}}` is template syntax: an {start} reads names without it",
+                template.start(),
+                template.end(),
+                hint=f"write `{text[: template.start()]}{template.group(1).strip()}"
+                f"{text[template.end() :]}`",
+            ) from None
         raise _classify(exc, text, start) from None
     except VisitError as exc:
         if isinstance(exc.orig_exc, ExprSyntaxError):

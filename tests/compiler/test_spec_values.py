@@ -251,3 +251,29 @@ def test_exponent_numbers_are_numbers_everywhere() -> None:
     assert result.diagnostics == []
     assert result.checked is not None
     assert result.checked.spec.training.learning_rate == 1e-4
+
+
+def test_template_braces_in_an_expression_say_to_drop_them() -> None:
+    result = check(
+        TOOL + "    when: ['{{ args.a }} != \"x\"']\nrewards:\n  r: {on: final, value: 1.0}\n"
+    )
+    (error,) = result.errors
+    assert error.code == "E301" and "`{{ … }}` is template syntax" in error.message
+    assert error.hint == 'write `args.a != "x"`'
+
+
+def test_a_bare_word_that_names_nothing_is_said_to_need_quotes() -> None:
+    result = check(
+        TOOL + 'rewards:\n  r: {on: final, value: "1.0 if action.text == off else 0.0"}\n'
+    )
+    (error,) = result.errors
+    assert error.code == "E401" and error.hint is not None
+    assert error.hint.startswith("a text is quoted: 'off'; known: action")
+
+
+def test_a_template_calling_a_function_says_templates_call_nothing() -> None:
+    body = TOOL.replace("    returns: args.a\n", "    observe: '{{ len(args.a) }}'\n")
+    result = check(body + "rewards:\n  r: {on: final, value: 1.0}\n")
+    (error,) = result.errors
+    assert error.code == "E602" and error.hint is not None
+    assert error.hint.startswith("a template cannot call 'len'")
