@@ -133,18 +133,34 @@ def syntax_diagnostic(source: SourceFile, exc: yaml.MarkedYAMLError) -> Diagnost
     ):
         opener = source.text[flow.index : flow.index + 1]
         closer = {"{": "}", "[": "]"}.get(opener, "")
+        flow_line = source.line_text(flow.line + 1) or ""
+        if closer and " #" in flow_line[flow.column :] and closer in flow_line.partition(" #")[2]:
+            flow_hint = (  # `{value: -0.1 #per step}`: the comment ate the closer
+                f"' #' starts a comment, which hides the '{closer}' after it on this line:"
+                " move the comment after the closing bracket, or quote the text with '#'"
+            )
+        else:
+            flow_hint = f"add the matching '{closer}' (YAML failed later: {problem})"
         return Diagnostic(
             "E101",
             f"YAML syntax error: '{opener}' is not closed",
             source.span(flow.index, flow.index + 1),
-            hint=f"add the matching '{closer}' (YAML failed later: {problem})",
+            hint=flow_hint,
         )
     span = source.span(mark.index, mark.index + 1) if mark is not None else None
     message = f"YAML syntax error: {problem}"
     if exc.context:
         message += f" ({exc.context})"
-    hint = None
-    if "found character '\\t'" in problem:
+    hint: str | None = None
+    line = (source.line_text(mark.line + 1) or "") if mark is not None else ""
+    if "found '<tag>'" in problem and "!" in line:
+        # `if: "off" != state.mode`: YAML reads `!` as a tag after the quoted text
+        key, _, value = line.strip().removeprefix("- ").partition(": ")
+        quoted = "'" + value.strip().replace("'", "''") + "'"
+        hint = "YAML read the text before '!' as the value and '!' as a tag: quote the whole" + (
+            f" expression: `{key}: {quoted}`" if value else " expression"
+        )
+    elif "found character '\\t'" in problem:
         hint = "YAML does not allow tabs for indentation; use spaces"
     elif "mapping values are not allowed" in problem:
         hint = "a value containing ': ' must be quoted, e.g. \"a: b\""
@@ -156,7 +172,10 @@ def syntax_diagnostic(source: SourceFile, exc: yaml.MarkedYAMLError) -> Diagnost
     elif "but got '?'" in problem:
         hint = 'quote an optional type inside {…}: type: "str?"'
     elif exc.context == "while parsing a flow mapping" and "but got ':'" in problem:
-        hint = "is a ', ' missing between two keys of this `{…}`?"
+        hint = (
+            "inside `{…}` quote a value that contains ': ' (`message: 'a: b'`),"
+            " or add the ', ' missing between two keys"
+        )
     elif exc.context == "while parsing a flow mapping" and "expected ',' or '}'" in problem:
         hint = (
             "inside `{…}` a value with quotes or ', ' must be quoted as a whole,"

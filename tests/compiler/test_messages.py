@@ -212,3 +212,58 @@ def test_a_duplicate_key_that_is_not_text_is_named_as_written(tmp_path: Path) ->
     (d,) = [d for d in check_file(spec).diagnostics if d.code == "E102"]
     assert d.message == "duplicate key `null`"  # was "duplicate key None"
     assert d.hint is not None and d.hint.startswith("the same key is on line 5")
+
+
+YAML_SLIP = """\
+agentspec: 1
+name: g
+data: {source: jsonl:data.jsonl, fields: {question: str, answer: str}}
+prompt: {user: "{{ sample.question }}"}
+state:
+  mode: {type: str, initial: "off"}
+tools:
+  wait:
+    description: Wait.
+    parameters: {}
+    when:
+      - {if: "state.mode != 'x'", message: no}
+    effect: ["state.mode = 'on'"]
+rewards:
+  correct: {on: final, value: "1.0"}
+"""
+
+
+def _slip(tmp_path: Path, old: str, new: str) -> Diagnostic:
+    assert old in YAML_SLIP
+    spec = tmp_path / "slip.yaml"
+    spec.write_text(YAML_SLIP.replace(old, new), encoding="utf-8")
+    (d,) = check_file(spec).diagnostics
+    return d
+
+
+def test_yaml_slips_a_new_user_made_get_the_fix_in_the_hint(tmp_path: Path) -> None:
+    # `!=` after a quoted text: YAML takes `!` for a tag
+    tag = _slip(
+        tmp_path, """- {if: "state.mode != 'x'", message: no}""", """- if: "off" != state.mode"""
+    )
+    assert tag.code == "E101" and tag.hint is not None
+    assert tag.hint.endswith("""quote the whole expression: `if: '"off" != state.mode'`""")
+    # a comment inside `{…}` hides its closing brace
+    comment = _slip(tmp_path, 'value: "1.0"}', "value: -0.1 #per step}")
+    assert comment.code == "E101" and "'{' is not closed" in comment.message
+    assert comment.hint is not None and comment.hint.startswith("' #' starts a comment")
+    # `- state.x: v` in an effect is an assignment
+    colon = _slip(
+        tmp_path, """effect: ["state.mode = 'on'"]""", "effect:\n      - state.mode: args.mode"
+    )
+    assert (
+        colon.code == "E203"
+        and colon.hint == "an assignment is written with '=': `state.mode = args.mode`"
+    )
+    # ': ' inside an unquoted value of `{…}`
+    inner = _slip(tmp_path, "message: no}", "message: Nothing happens: it is off.}")
+    assert (
+        inner.code == "E101"
+        and inner.hint is not None
+        and "quote a value that contains ': '" in inner.hint
+    )
