@@ -261,6 +261,13 @@ def test_a_finished_run_is_not_overwritten_or_appended_to(tmp_path: Path) -> Non
     assert extended.exit_code == 0, extended.output
     assert "continuing the run from 1 to 2 iterations" in extended.output
     assert [r["iteration"] for r in records(run)] == [0, 1, 2]
+    # the total it has: nothing to do, said so (iterations counts the total, not more)
+    again = CliRunner().invoke(app, more)
+    assert again.exit_code == 0, again.output
+    said = " ".join(again.output.split())
+    assert "the run has trained all its 2 iterations: nothing to do" in said
+    assert "--set iterations=12 trains 10 more" in said
+    assert [r["iteration"] for r in records(run)] == [0, 1, 2]
 
 
 def test_a_warm_start_without_an_oracle_is_refused_before_the_run(tmp_path: Path) -> None:

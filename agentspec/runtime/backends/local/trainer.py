@@ -111,6 +111,12 @@ def train(
     # once the run can go on: a refused resume leaves it as it was
     run.write_config(config, resolved_defaults(config))
     first = state.iteration + 1
+    if resume and first > cfg.iterations:
+        reporter.note(
+            f"{run.path}: the run has trained all its {state.iteration} iterations: nothing to"
+            f" do (training.iterations is the total: --set iterations={state.iteration + 10}"
+            " trains 10 more)"
+        )
 
     def log(iteration: int, record: dict[str, float]) -> None:
         run.log(record)
@@ -225,7 +231,7 @@ def _resumed(
         )
         raise ConfigError(
             f"{out_dir} was trained with another configuration ({differences}); "
-            "resume with the same one (more `--set iterations=N` extends it)"
+            "resume with the same one (a larger total, `--set iterations=N`, extends it)"
         )
     own = {k: before[k] for k in TrainingSpec.model_fields if k in before}
     if more:
