@@ -103,6 +103,7 @@ CODES: dict[str, str] = {
     "W806": "context setting of another policy",
     "W807": "the algorithm distils a teacher the spec does not name",
     "W808": "a training setting the algorithm does not read",
+    "W809": "a reward on an event that never fires",
     # 9xx: deep checks (what the spec points to: functions, modules, data, regexes, the oracle)
     "E901": "unknown stdlib function",
     "E902": "invalid config",

@@ -320,19 +320,31 @@ def unread_settings(checker: CheckState) -> None:
 
 
 def reward_events(checker: CheckState) -> None:
+    """E409 for a reward on an event of an unknown tool; W809 for one on
+    `guard_failed:TOOL` where TOOL has no guard, so no call is ever refused."""
     for name, reward in checker.spec.rewards.items():
         if ":" in reward.on:
-            tool = reward.on.partition(":")[2]
+            event, _, tool = reward.on.partition(":")
             known = [*checker.spec.tools, *(t.name for t in mcp_tools(checker.spec))]
+            span = checker.map.value_span(("rewards", name, "on"))
             if tool not in known:
                 check_names.unknown(
                     checker,
                     "E409",
                     f"reward '{name}' is on unknown tool '{tool}'",
-                    checker.map.value_span(("rewards", name, "on")),
+                    span,
                     tool,
                     known,
                 )
+            elif event == "guard_failed" and tool in checker.spec.tools:
+                if getattr(checker.spec.tools[tool], "when", False) is None:
+                    checker.error(
+                        "W809",
+                        f"reward '{name}' is on {reward.on}, but tool '{tool}' has no guard"
+                        " (`when:`): no call is refused, so it never fires",
+                        span,
+                        f"add a `when:` to tool '{tool}', or put the reward on `tool_error:{tool}`",
+                    )
 
 
 def state_usage(checker: CheckState) -> None:
