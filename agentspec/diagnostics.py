@@ -104,6 +104,7 @@ CODES: dict[str, str] = {
     "W807": "the algorithm distils a teacher the spec does not name",
     "W808": "a training setting the algorithm does not read",
     "W809": "a reward on an event that never fires",
+    "W810": "a template that is only a name, not its value",
     # 9xx: deep checks (what the spec points to: functions, modules, data, regexes, the oracle)
     "E901": "unknown stdlib function",
     "E902": "invalid config",

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 
 
 def check_template(checker: CheckState, site: Site, text: str) -> None:
+    _expression_meant(checker, site, text)
     parsed = _parse(checker, text)
     if parsed is None:
         return
@@ -32,6 +33,21 @@ def check_template(checker: CheckState, site: Site, text: str) -> None:
         )
     _check_names(checker, site, template, undeclared)
     _check_fields(checker, site, template)
+
+
+def _expression_meant(checker: CheckState, site: Site, text: str) -> None:
+    """W810 for a template that is only a name of its scope (`observe: state.mode`): it
+    renders as those words, not as the value they name."""
+    found = re.fullmatch(r"\s*([a-z]+)((?:\.[A-Za-z_]\w*)+)\s*", text)
+    if found is None or found.group(1) not in site.scope.roots:
+        return
+    name = found.group(1) + found.group(2)
+    checker.error(
+        "W810",
+        f"this template is the text '{name}': the model sees those words, not the value",
+        checker.span(found.start(1), found.end(2)),
+        f"to show the value, write '{{{{ {name} }}}}'",
+    )
 
 
 def _parse(checker: CheckState, text: str) -> tuple[ParsedTemplate, set[str]] | None:
