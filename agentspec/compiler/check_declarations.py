@@ -336,15 +336,18 @@ def reward_events(checker: CheckState) -> None:
                     tool,
                     known,
                 )
-            elif event == "guard_failed" and tool in checker.spec.tools:
-                if getattr(checker.spec.tools[tool], "when", False) is None:
-                    checker.error(
-                        "W809",
-                        f"reward '{name}' is on {reward.on}, but tool '{tool}' has no guard"
-                        " (`when:`): no call is refused, so it never fires",
-                        span,
-                        f"add a `when:` to tool '{tool}', or put the reward on `tool_error:{tool}`",
-                    )
+            elif (
+                event == "guard_failed"
+                and tool in checker.spec.tools
+                and getattr(checker.spec.tools[tool], "when", False) is None
+            ):
+                checker.error(
+                    "W809",
+                    f"reward '{name}' is on {reward.on}, but tool '{tool}' has no guard"
+                    " (`when:`): no call is refused, so it never fires",
+                    span,
+                    f"add a `when:` to tool '{tool}', or put the reward on `tool_error:{tool}`",
+                )
 
 
 def state_usage(checker: CheckState) -> None:
