@@ -75,6 +75,17 @@ def test_a_guard_that_allows_ten_calls_is_seen_to_refuse_the_eleventh() -> None:
     assert found(Path(__file__).parent / "budget_guard.yaml") == []
 
 
+def test_a_guard_nothing_probed_is_not_said_to_never_refuse(tmp_path: Path) -> None:
+    """Without an oracle the search plays random actions only, and they call a tool
+    only where its guard passes: W112 was reported about a guard never tested."""
+    text = (CORPUS / "guard_never_fails.yaml").read_text(encoding="utf-8")
+    spec = tmp_path / "no_oracle.yaml"
+    spec.write_text(text.split("oracle:")[0], encoding="utf-8")
+    (tmp_path / "quiz.jsonl").write_text((CORPUS / "quiz.jsonl").read_text(encoding="utf-8"))
+    assert "W112" not in {code for _, code in found(spec)}
+    assert "W112" in {code for _, code in found(CORPUS / "guard_never_fails.yaml")}
+
+
 def test_a_success_reward_seen_only_at_wins_does_not_always_fire(tmp_path: Path) -> None:
     """The environment starter's `1.0 if env.won else 0.0`: every ending the search saw
     was a win (losing takes three wrong codes), which shows nothing about the reward."""

@@ -277,13 +277,18 @@ def no_ending(played: Sequence[Episode], spec: SpecFacts) -> list[Finding]:
 
 def dead_tools(played: Sequence[Episode], spec: SpecFacts) -> list[Finding]:
     runs: dict[str, int] = defaultdict(int)
+    # calls a guard could have refused: random actions call only tools whose guard
+    # passes (`RandomActions.available_calls`), so they never test it
+    probes: dict[str, int] = defaultdict(int)
     refusals: dict[str, list[tuple[Episode, str]]] = defaultdict(list)
     failures: dict[str, list[Episode]] = defaultdict(list)
     for e in played:
+        probing = not e.origin.startswith("random actions")
         for step in e.trajectory.steps:
             for event in step.events:
                 if event.kind == EventKind.TOOL and event.tool:
                     runs[event.tool] += 1
+                    probes[event.tool] += probing
                 elif event.kind == EventKind.TOOL_ERROR and event.tool in spec.tools:
                     if event.code == "guard":
                         refusals[event.tool].append((e, event.message))
@@ -305,11 +310,11 @@ def dead_tools(played: Sequence[Episode], spec: SpecFacts) -> list[Finding]:
                     shortest([e for e, _ in refused] or failed),
                 )
             )
-        elif tool in spec.guarded and runs[tool] >= MIN_CALLS and not refused:
+        elif tool in spec.guarded and probes[tool] >= MIN_CALLS and not refused:
             findings.append(
                 Finding(
                     "W112",
-                    f"the guard of `{tool}` never refused a call ({runs[tool]} calls ran)",
+                    f"the guard of `{tool}` never refused a call ({probes[tool]} calls ran)",
                     ("tools", tool, "when"),
                     "a guard that always passes guards nothing: tighten it or remove it",
                 )
