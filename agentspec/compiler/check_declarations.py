@@ -95,7 +95,9 @@ def declare(checker: CheckState) -> None:
         checker.state_types[name] = declared
         if sections.initial_is_expression(checker, name):
             continue
-        if var.initial is not None and not assignable(python_value_type(var.initial), declared):
+        if var.initial is not None and not assignable(
+            python_value_type(var.initial), declared, bool_is_number=False
+        ):
             checker.error(
                 "E508",
                 f"initial value of state.{name} is {python_value_type(var.initial)}, but its type is {declared}",

@@ -106,6 +106,8 @@ def conversion_hint(actual: Type, wanted: Type) -> str | None:
         return "convert with str(…)"
     if wanted in (INT, FLOAT) and actual == STR:
         return "convert with number(…) or int(…)"
+    if wanted in (INT, FLOAT) and actual == BOOL:
+        return "a condition is not a number here: write `1 if … else 0`, or declare the type bool"
     if isinstance(wanted, ListOf) and not isinstance(actual, ListOf):
         return "wrap it in a list: [value]"
     return None

@@ -82,7 +82,7 @@ def _assignment(checker: CheckState, statement: ast.Assign) -> None:
         value_type = check_operators.arith(
             checker, statement.op[0], var_type, value_type, statement
         )
-    if not assignable(value_type, var_type):
+    if not assignable(value_type, var_type, bool_is_number=statement.op != "="):
         checker.error(
             "E504",
             f"cannot assign {value_type} to state.{var} of type {var_type}",

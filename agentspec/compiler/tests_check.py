@@ -99,7 +99,9 @@ def _constant_types(checked: CheckResult, base: Path, values: dict[str, Any]) ->
     found = []
     for name, value in values.items():
         declared = checked.constant_types.get(name)
-        if declared is not None and not assignable(python_value_type(value), declared):
+        if declared is not None and not assignable(
+            python_value_type(value), declared, bool_is_number=False
+        ):
             found.append(
                 Diagnostic(
                     "E508",

@@ -129,12 +129,14 @@ def is_numeric(t: Type) -> bool:
     return strip_optional(t) in (INT, FLOAT, BOOL, ANY)
 
 
-def assignable(value: Type, target: Type) -> bool:
+def assignable(value: Type, target: Type, bool_is_number: bool = True) -> bool:
     """Can a value of type `value` be stored where `target` is expected?
 
     `any` goes both ways; int widens to float; none fits an optional; an
     optional value fits its inner type (optionality is a promise about
-    initial values, not enforced on every read).
+    initial values, not enforced on every read). A bool counts as a number (1 or
+    0, as in Python) unless `bool_is_number` is False: what a state variable
+    holds, where `true` in an `int` is a slip, not a count.
     """
     value, target_inner = strip_optional(value), strip_optional(target)
     if ANY in (value, target_inner):
@@ -145,12 +147,12 @@ def assignable(value: Type, target: Type) -> bool:
         return True
     if target_inner == SIZED:
         return value in (STR, DICT) or isinstance(value, ListOf)
-    if target_inner == FLOAT and value in (INT, BOOL):
+    if target_inner == FLOAT and value == INT:
         return True
-    if target_inner == INT and value == BOOL:
-        return True
+    if target_inner in (INT, FLOAT) and value == BOOL:
+        return bool_is_number
     if isinstance(value, ListOf) and isinstance(target_inner, ListOf):
-        return assignable(value.item, target_inner.item)
+        return assignable(value.item, target_inner.item, bool_is_number)
     return False
 
 

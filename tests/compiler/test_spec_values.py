@@ -277,3 +277,25 @@ def test_a_template_calling_a_function_says_templates_call_nothing() -> None:
     (error,) = result.errors
     assert error.code == "E602" and error.hint is not None
     assert error.hint.startswith("a template cannot call 'len'")
+
+
+def test_a_bool_stored_in_a_number_state_variable_is_an_error() -> None:
+    # `true` in an int is a slip; a count of conditions (`+= cond`) stays a number
+    body = """
+    state:
+      credit: {type: int, initial: true}
+      n: {type: float}
+    tools:
+      pay:
+        description: Pay.
+        parameters: {}
+        effect: ["state.credit = true", "state.n += state.credit > 2"]
+    rewards:
+      r: {on: final, value: "1.0 if state.credit == 3 and state.n > 0 else 0.0"}
+    """
+    result = check(body)
+    assert [(d.code, d.span.line if d.span else 0) for d in result.errors] == [
+        ("E508", 6),
+        ("E504", 12),
+    ]
+    assert result.errors[1].hint is not None and "`1 if … else 0`" in result.errors[1].hint
