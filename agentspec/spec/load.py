@@ -433,11 +433,12 @@ def _value_diagnostic(
         )
     if kind == "string_pattern_mismatch":
         description = _field_description(path)
+        event = _reward_event_meant(value) if path[-1:] == ("on",) else None
         return Diagnostic(
             "E204",
             f"{where}: {value!r} is not valid here",
             span,
-            hint=description,
+            hint=f"did you mean '{event}'?" if event else description,
         )
     message = str(error["msg"]).removeprefix("Value error, ").removeprefix("Input ")
     if kind in (
@@ -450,6 +451,20 @@ def _value_diagnostic(
     ):
         message = f"{message}, got {_describe(value)}"
     return Diagnostic("E204", f"{where or 'the spec'}: {message}" if where else message, span)
+
+
+_REWARD_EVENTS = ("step", "final", "tool", "tool_error", "guard_failed", "parse_error", "truncated")
+
+
+def _reward_event_meant(value: Any) -> str | None:
+    """`guard_failed:wait` for `guard_fail:wait`: a reward's event with its kind misspelt."""
+    if not isinstance(value, str):
+        return None
+    kind, colon, tool = value.partition(":")
+    close = difflib.get_close_matches(kind, _REWARD_EVENTS, n=1, cutoff=0.6)
+    if not close or (colon and close[0] in ("step", "final", "parse_error", "truncated")):
+        return None
+    return f"{close[0]}{colon}{tool}"
 
 
 def _other_section(path: Path) -> str | None:

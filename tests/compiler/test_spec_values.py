@@ -299,3 +299,13 @@ def test_a_bool_stored_in_a_number_state_variable_is_an_error() -> None:
         ("E504", 12),
     ]
     assert result.errors[1].hint is not None and "`1 if … else 0`" in result.errors[1].hint
+
+
+@pytest.mark.parametrize(
+    ("on", "meant"),
+    [("guard_fail:t", "guard_failed:t"), ("tool_erorr", "tool_error"), ("fnal", "final")],
+)
+def test_a_misspelt_reward_event_gets_the_event_meant(on: str, meant: str) -> None:
+    result = check(TOOL + f'rewards:\n  r: {{on: "{on}", value: 1.0}}\n')
+    (error,) = result.errors
+    assert error.code == "E204" and error.hint == f"did you mean '{meant}'?"
