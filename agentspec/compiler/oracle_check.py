@@ -260,7 +260,9 @@ class _OracleChecker:
                     "E910",
                     turn,
                     f"{self._label(turn)} passes unknown argument '{arg}' to tool '{name}'",
-                    "parameters: " + (", ".join(parameters) or "none"),
+                    f"did you mean '{meant[0]}'?"
+                    if (meant := _argument_meant(str(arg), parameters))
+                    else "parameters: " + (", ".join(parameters) or "none"),
                     word=arg,
                 )
         required = schema.get("required") or []
@@ -332,6 +334,15 @@ class _OracleChecker:
             if found is not None:
                 span = locator.span(found.start(), found.end())
         self.diagnostics.append(Diagnostic(code, message, span, hint))
+
+
+def _argument_meant(arg: str, parameters: list[str]) -> list[str]:
+    """The parameter a misspelt or shortened argument name means (`mod`, `expr`)."""
+    import difflib
+
+    return difflib.get_close_matches(arg, parameters, n=1, cutoff=0.6) or [
+        p for p in parameters if p.startswith(arg)
+    ][:1]
 
 
 def check_oracle(checked: CheckResult, spec_dir: FsPath) -> list[Diagnostic]:
