@@ -267,3 +267,9 @@ def test_yaml_slips_a_new_user_made_get_the_fix_in_the_hint(tmp_path: Path) -> N
         and inner.hint is not None
         and "quote a value that contains ': '" in inner.hint
     )
+
+
+def test_an_unknown_oracle_argument_gets_the_parameter_meant() -> None:
+    result = check_file(INVALID / "deep_oracle_unknown_argument.yaml")
+    unknown = [d for d in result.diagnostics if "unknown argument 'expr'" in d.message]
+    assert [d.hint for d in unknown] == ["did you mean 'expression'?"]
