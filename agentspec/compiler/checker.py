@@ -259,7 +259,10 @@ class Checker(CheckState):
                 for f in rec
             ]
             hint = check_names.close_match_hint(name, [*scope.roots, *fields], fields)
-            if (hint is None or hint.startswith("known:")) and name.isidentifier():
+            constant = {"none": "None", "nil": "None", "TRUE": "true", "FALSE": "false"}
+            if name in constant:
+                hint = f"did you mean `{constant[name]}`?"
+            elif (hint is None or hint.startswith("known:")) and name.isidentifier():
                 quoted = f"a text is quoted: '{name}'"  # `state.mode != off`
                 hint = quoted if hint is None else f"{quoted}; {hint}"
             self.error("E401", f"unknown name '{name}'", span, hint)

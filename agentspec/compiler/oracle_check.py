@@ -340,9 +340,10 @@ def _argument_meant(arg: str, parameters: list[str]) -> list[str]:
     """The parameter a misspelt or shortened argument name means (`mod`, `expr`)."""
     import difflib
 
-    return difflib.get_close_matches(arg, parameters, n=1, cutoff=0.6) or [
-        p for p in parameters if p.startswith(arg)
-    ][:1]
+    return (
+        difflib.get_close_matches(arg, parameters, n=1, cutoff=0.6)
+        or [p for p in parameters if p.startswith(arg)][:1]
+    )
 
 
 def check_oracle(checked: CheckResult, spec_dir: FsPath) -> list[Diagnostic]:

@@ -309,3 +309,11 @@ def test_a_misspelt_reward_event_gets_the_event_meant(on: str, meant: str) -> No
     result = check(TOOL + f'rewards:\n  r: {{on: "{on}", value: 1.0}}\n')
     (error,) = result.errors
     assert error.code == "E204" and error.hint == f"did you mean '{meant}'?"
+
+
+def test_none_in_lower_case_is_said_to_be_none() -> None:
+    result = check(
+        TOOL + 'rewards:\n  r: {on: final, value: "1.0 if action.answer == none else 0.0"}\n'
+    )
+    (error,) = result.errors
+    assert error.code == "E401" and error.hint == "did you mean `None`?"
