@@ -144,7 +144,8 @@ def test_a_turn_cut_at_max_response_tokens_is_named_as_the_cause(tmp_path: Path)
     flat = " ".join(result.output.split())
     assert "(turn 1 was cut at episode.max_response_tokens (2)" in flat  # a scripted episode
     assert re.search(  # the oracle gate
-        r"oracle gate \(4 samples\): sample \S+, turn 1 \(oracle entry 1\): the turn is longer"
+        r"oracle gate \(4 samples\): samples \S+, \S+, \S+ and 1 more: turn 1 \(oracle entry 1\):"
+        r" the turn is longer"
         r" than episode.max_response_tokens \(2 tokens\) and was cut there",
         flat,
     ), flat

@@ -275,8 +275,11 @@ class SpecTestRunner:
             return result
         tokenizer = self.tokenizer()
         oracle = asyncio.run(rollout(self.module, samples, "oracle", task_tokenizer=tokenizer))
-        for traj, sample in zip(oracle, samples, strict=True):
-            result.failures += self._oracle_episode(traj, sample)
+        played = [
+            (str(sample.get("id", traj.sample_id)), self._oracle_episode(traj, sample))
+            for traj, sample in zip(oracle, samples, strict=True)
+        ]
+        result.failures += _grouped_by_sample(played)
         random = (
             asyncio.run(
                 rollout(self.module, samples, "random", seed=self.seed, task_tokenizer=tokenizer)
@@ -355,7 +358,8 @@ class SpecTestRunner:
             failures.append(
                 Failure(
                     f"sample {sid}: the oracle's episode did not succeed "
-                    f"(ended {traj.termination.value} after {len(traj.steps)} steps, "
+                    f"(ended {traj.termination.value} after {len(traj.steps)}"
+                    f" step{'s' * (len(traj.steps) != 1)}, "
                     f"reward {traj.total_reward:.3f})",
                     self.span(("oracle",)),
                 )
@@ -414,6 +418,25 @@ def explore_gate(runner: SpecTestRunner) -> CaseResult:
     result = CaseResult(str(runner.path), f"explore ({report.episodes} episodes)")
     result.failures = [Failure(m, span) for m, span in gate_failures(report, gate.strict)]
     return result
+
+
+def _grouped_by_sample(played: Sequence[tuple[str, list[Failure]]]) -> list[Failure]:
+    """The oracle's failures, one per mistake: a constant mistake fails on every sample
+    alike, and is said once with the samples it failed on (`samples a, b, c and 13
+    more: turn 3 …`), not once per sample."""
+    groups: dict[tuple[str, Span | None], list[str]] = {}
+    for sid, failures in played:
+        for failure in failures:
+            rest = failure.message.removeprefix(f"sample {sid}").lstrip(",:").lstrip()
+            groups.setdefault((rest, failure.span), []).append(sid)
+    grouped = []
+    for (rest, span), sids in groups.items():
+        if len(sids) == 1:
+            grouped.append(Failure(f"sample {sids[0]}: {rest}", span))
+            continue
+        shown = ", ".join(sids[:3]) + (f" and {len(sids) - 3} more" if len(sids) > 3 else "")
+        grouped.append(Failure(f"samples {shown}: {rest}", span))
+    return grouped
 
 
 def _entry_label(turn: Any) -> str:
