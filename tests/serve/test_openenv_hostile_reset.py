@@ -196,6 +196,39 @@ def test_a_huge_refused_reset_value_is_not_echoed_back_whole(server: InProcessSe
     assert bad["data"]["message"].endswith(" characters)")
 
 
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"split": "x" * 3_000_000},
+        {"sample_id": "x" * 3_000_000},
+        {"x" * 3_000_000: 1},
+        {"index": "x" * 3_000_000},
+    ],
+    ids=["split", "sample_id", "unknown field", "mistyped index"],
+)
+def test_a_huge_refused_reset_is_not_echoed_back_whole_over_http(
+    server: InProcessServer, body: dict[str, Any]
+) -> None:
+    """Over HTTP the same 3 MB resets came back as 3 MB 400 replies."""
+    with httpx.Client(base_url=server.url, timeout=60) as http:
+        answer = http.post("/reset", json=body)
+        after = http.post("/reset", json={"index": 1})
+    assert answer.status_code in (400, 422) and len(answer.content) < 10_000, len(answer.content)
+    assert "characters)" in answer.text
+    assert after.status_code == 200
+
+
+def test_a_refused_reset_field_carries_its_value_as_input(server: InProcessServer) -> None:
+    (bad,) = exchange(server, [json.dumps({"type": "reset", "data": {"index": "3"}})])
+    (error,) = bad["data"]["errors"]
+    assert error["loc"] == ["index"] and error["input"] == "3"
+    with httpx.Client(base_url=server.url) as http:
+        answer = http.post("/reset", json={"full_prompt": "yes"})
+    assert answer.status_code == 400
+    (detail,) = answer.json()["detail"]
+    assert detail["loc"] == ["full_prompt"] and detail["input"] == "yes"
+
+
 def test_an_action_that_is_not_valid_unicode_is_refused_and_the_episode_goes_on(
     server: InProcessServer,
 ) -> None:

@@ -310,11 +310,24 @@ def _check_reset(**fields: Any) -> None:
                 InitErrorDetails(
                     type=PydanticCustomError("reset_field", message),
                     loc=loc,
-                    input=None,  # the value itself may be what JSON cannot carry
+                    input=_refused(fields, loc),
                 )
                 for loc, message in problems
             ],
         )
+
+
+def _refused(fields: dict[str, Any], loc: tuple[str | int, ...]) -> Any:
+    """The refused value at `loc` for an error detail's `input`: itself when JSON can
+    carry it, else as `ascii()` writes it (a lone surrogate cannot be sent)."""
+    value: Any = fields.get(str(loc[0]))
+    for part in loc[1:]:
+        value = value.get(part) if isinstance(value, dict) else None
+    try:
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except (TypeError, ValueError, UnicodeEncodeError):
+        return _shown(value)
+    return value
 
 
 def _unencodable(value: Any, loc: tuple[str | int, ...]) -> list[tuple[tuple[str | int, ...], str]]:
@@ -392,12 +405,15 @@ def build_app(served: ServedSpec, max_sessions: int = 64) -> Any:
         max_concurrent_envs=max_sessions,
     )
 
+    # messages built from a refused value (an unknown split, a reset key) repeat it:
+    # each reply is cut like the WebSocket's (`_shortened`, `_short_inputs`)
     async def bad_request(request: Any, exc: Exception) -> JSONResponse:
-        return JSONResponse(status_code=400, content={"detail": str(exc)})
+        return JSONResponse(status_code=400, content={"detail": _shortened(str(exc))})
 
     async def invalid_request(request: Any, exc: Exception) -> JSONResponse:
-        errors = exc.errors(include_url=False, include_input=False)  # type: ignore[attr-defined]
-        return JSONResponse(status_code=400, content={"detail": _json(errors)})
+        errors = exc.errors(include_url=False)  # type: ignore[attr-defined]
+        short = [{**e, "msg": _shortened(str(e.get("msg", "")))} for e in _short_inputs(errors)]
+        return JSONResponse(status_code=400, content={"detail": _json(short)})
 
     async def invalid_body(request: Any, exc: Exception) -> JSONResponse:
         errors = exc.errors()  # type: ignore[attr-defined]
@@ -405,10 +421,10 @@ def build_app(served: ServedSpec, max_sessions: int = 64) -> Any:
 
     async def http_error(request: Any, exc: Exception) -> Any:
         detail = getattr(exc, "detail", None)
-        if isinstance(detail, list):  # OpenEnv's 422 for an action: pydantic's errors
+        if isinstance(detail, (list, str)):  # OpenEnv's 422 for an action: pydantic's errors
             exc = StarletteHTTPException(
                 exc.status_code,  # type: ignore[attr-defined]
-                _json(_short_inputs(detail)),
+                _json(_short_inputs(detail)) if isinstance(detail, list) else _shortened(detail),
                 headers=exc.headers,  # type: ignore[attr-defined]
             )
         return await http_exception_handler(request, exc)  # type: ignore[arg-type]
