@@ -100,24 +100,28 @@ def run(
     summary = summarize(trajectories, names)
     played = f"{len(trajectories)} episodes" + (f" of {len(samples)} samples" if repeats else "")
     print_summary(f"{module.SPEC_NAME} · policy {policy} · {played}", summary)
-    _say_when_every_episode_failed(trajectories)
+    every_one_failed = _say_when_every_episode_failed(trajectories)
     out_dir.mkdir(parents=True, exist_ok=True)
     write_jsonl(out_dir / "trajectories.jsonl", trajectories)
     _keep_tokenizer(tokenizer_source, out_dir / "tokenizer")
     typer.echo(f"trajectories: {out_dir / 'trajectories.jsonl'}")
+    if every_one_failed:  # kept above for reading; a script must not take it for a result
+        raise typer.Exit(1)
 
 
-def _say_when_every_episode_failed(trajectories: list[Any]) -> None:
+def _say_when_every_episode_failed(trajectories: list[Any]) -> bool:
     """One line when no episode got past its policy or environment failing (a server
-    that is down, a spec that breaks): the table alone reads as a 0.000 success rate."""
+    that is down, a spec that breaks): the table alone reads as a 0.000 success rate.
+    True when that is so (`run` then exits 1)."""
     endings = {t.termination.value for t in trajectories}
     if not trajectories or not endings <= {"policy_error", "env_error"}:
-        return
+        return False
     first = trajectories[0]
     reason = first.env_error or (first.steps[-1].info.get("policy_error") if first.steps else None)
     typer.echo(
         f"note: every episode ended in {' or '.join(sorted(endings))}, e.g. {reason}", err=True
     )
+    return True
 
 
 def _spec_and_samples(spec: Path, split: str | None) -> tuple[Any, list[Any]]:

@@ -289,11 +289,13 @@ def test_a_run_where_every_episode_failed_says_why(capsys: pytest.CaptureFixture
 
     failed = Step(0, [], [], [], info={"policy_error": "ConnectError: refused"})
     down = [Trajectory([failed], termination=TerminationReason.POLICY_ERROR) for _ in range(2)]
-    _say_when_every_episode_failed(down)
+    assert _say_when_every_episode_failed(down)
     assert (
         "every episode ended in policy_error, e.g. ConnectError: refused" in capsys.readouterr().err
     )
-    _say_when_every_episode_failed([*down, Trajectory([Step(0, [], [], [])])])  # one got through
+    assert not _say_when_every_episode_failed(
+        [*down, Trajectory([Step(0, [], [], [])])]
+    )  # one got through
     assert capsys.readouterr().err == ""
 
 
@@ -304,3 +306,17 @@ def test_a_misspelt_or_empty_policy_is_named() -> None:
     assert code == 2 and "unknown policy ''" in output
     code, output = invoke("train", str(CALCULATOR), "--set", "algorithm=grpoo")
     assert code == 2 and "did you mean 'grpo'" in output
+
+
+def test_a_run_where_every_episode_failed_exits_1_and_keeps_its_trajectories(
+    tmp_path: Path,
+) -> None:
+    # nothing listens on port 9: each request fails, the policy gives up, the step fails
+    out = tmp_path / "down"
+    spec = str(Path(__file__).resolve().parents[2] / "specs" / "calculator.yaml")
+    result = CliRunner().invoke(
+        app, ["run", spec, "--policy", "chat:http://127.0.0.1:9/v1", "-n", "1", "--out", str(out)]
+    )
+    assert result.exit_code == 1, result.output
+    assert "every episode ended in policy_error" in result.output
+    assert (out / "trajectories.jsonl").read_text().count("\n") == 1
