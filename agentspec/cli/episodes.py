@@ -302,7 +302,9 @@ def eval_command(
             summary = evaluate_checkpoint(spec, checkpoint, episodes, temperature, note=note)
     except SpecError as exc:
         raise report_spec_error(exc) from None
-    except (ModelNameError, FileNotFoundError, DataError) as exc:
+    except ModelNameError as exc:  # a model named on the command line: as `run` says it
+        raise fail(str(exc), code=2) from None
+    except (FileNotFoundError, DataError) as exc:
         raise fail(str(exc)) from None
     except PolicyError as exc:
         raise fail(str(exc), code=2) from None

@@ -223,7 +223,7 @@ def test_eval_command_reads_a_run(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     assert "success rate" in result.output and "episodes" in result.output
     result = CliRunner().invoke(app, ["eval", str(ECHO), "--checkpoint", str(tmp_path), "-n", "2"])
-    assert result.exit_code == 1 and "neither a checkpoint" in result.output
+    assert result.exit_code == 2 and "neither a checkpoint" in result.output  # as `run` says it
     assert (
         "was trained on"
         not in CliRunner()
