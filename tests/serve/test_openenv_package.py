@@ -88,3 +88,25 @@ def test_the_packaged_oracle_solves_the_running_package(package: Path, running: 
     )
     assert solved.returncode == 0, solved.stdout + solved.stderr
     assert solved.stdout.splitlines() == [f"train-{i}: success=True ending=done" for i in range(3)]
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["--split", "nope"], "unknown split 'nope'"),
+        (["--samples", "0"], "play at least 1 sample"),
+    ],
+)
+def test_the_packaged_oracle_refuses_what_it_cannot_play_in_one_line(
+    package: Path, running: str, args: list[str], said: str
+) -> None:
+    refused = subprocess.run(
+        [sys.executable, "oracle/solve.py", "--url", running, *args],
+        cwd=package,
+        env=checkout_env(),
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert refused.returncode == 2, refused.stdout + refused.stderr
+    assert said in refused.stderr and "Traceback" not in refused.stderr

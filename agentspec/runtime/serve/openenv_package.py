@@ -245,7 +245,8 @@ SOLVE = '''"""The spec's oracle, played through a running server of this package
 
     python oracle/solve.py --url http://localhost:8000 [--split train] [--samples 8]
 
-Prints one line per episode; exits 1 unless every episode succeeded.
+Prints one line per episode; exits 1 unless every episode succeeded, 2 when it
+cannot play (a split the spec does not have, no server at the URL).
 """
 
 import argparse
@@ -254,21 +255,33 @@ import sys
 from pathlib import Path
 
 from agentspec.runtime.serve.openenv_client import play_oracle
+from agentspec.runtime.serve.spec import SessionError
 
 SPEC = Path(__file__).resolve().parent.parent / "spec" / "{spec}"
+
+
+def at_least_one(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{{value}}: play at least 1 sample")
+    return value
 
 
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--url", default="http://localhost:8000")
     parser.add_argument("--split", default="train")
-    parser.add_argument("--samples", type=int, default=8)
+    parser.add_argument("--samples", type=at_least_one, default=8)
     options = parser.parse_args()
     ok = True
-    for index in range(options.samples):
-        last = asyncio.run(play_oracle(options.url, SPEC, options.split, index))
-        print(f"{{last.sample_id}}: success={{last.success}} ending={{last.termination}}")
-        ok = ok and last.success is not False
+    try:
+        for index in range(options.samples):
+            last = asyncio.run(play_oracle(options.url, SPEC, options.split, index))
+            print(f"{{last.sample_id}}: success={{last.success}} ending={{last.termination}}")
+            ok = ok and last.success is not False
+    except (SessionError, OSError) as exc:  # a bad split, a server that is not there
+        print(f"error: {{exc}}", file=sys.stderr)
+        return 2
     return 0 if ok else 1
 
 
