@@ -244,3 +244,17 @@ def test_an_action_that_is_not_valid_unicode_is_refused_and_the_episode_goes_on(
     assert bad["type"] == "error" and "not valid Unicode text" in json.dumps(bad)
     assert "TextInputSequence" not in json.dumps(bad)
     assert good["data"]["done"] is False
+
+
+def test_the_task_range_is_bounded_and_counts_from_0(server: InProcessServer) -> None:
+    with httpx.Client(base_url=server.url) as http:
+        huge = http.post(
+            "/calculator/task_range", json={"split": "test", "start": 0, "stop": 10**8}
+        )
+        negative = http.post(
+            "/calculator/task_range", json={"split": "test", "start": -3, "stop": 2}
+        )
+        page = http.post("/calculator/task_range", json={"split": "test", "start": 0, "stop": 5})
+    assert huge.status_code == 400 and "at most 1,000 a request" in huge.json()["detail"]
+    assert negative.status_code == 400 and "count from 0" in negative.json()["detail"]
+    assert page.status_code == 200 and len(page.json()["tasks"]) == 5

@@ -48,6 +48,7 @@ __all__ = [
 
 TASK_PREVIEW = 100
 """Tasks listed by `/{name}/tasks` (a preview; `num_tasks` is the true count)."""
+MAX_TASK_RANGE = 1_000  # tasks in one `task_range` reply: a client pages through more
 
 
 class ToolCallModel(BaseModel):
@@ -240,7 +241,16 @@ class AgentspecEnvironment(Environment[AgentspecAction, AgentspecObservation, Ag
     def get_task_range(
         self, split: str, start: int | None = None, stop: int | None = None
     ) -> list[dict[str, Any]]:
+        """Tasks `start` to `stop` (exclusive) of a split, at most `MAX_TASK_RANGE` of them;
+        a negative bound is refused, as `get_task` refuses a negative index."""
+        if (start is not None and start < 0) or (stop is not None and stop < 0):
+            raise IndexError(f"start and stop count from 0 (got {start}, {stop})")
         indices = range(len(self._samples(split)))[start:stop]
+        if len(indices) > MAX_TASK_RANGE:
+            raise IndexError(
+                f"{len(indices):,} tasks asked for; at most {MAX_TASK_RANGE:,} a request"
+                " (page through them with start and stop)"
+            )
         return [_json(self.served.task(split, i)) for i in indices]
 
     def _samples(self, split: str) -> list[dict[str, Any]]:
