@@ -243,7 +243,8 @@ def test_an_adapter_that_cannot_be_built_fails_its_episodes_not_the_command(
     spec = tmp_path / "lock.yaml"
     spec.write_text(spec.read_text().replace("example_env:CodeLock", "example_env:Nope"))
     code, output = invoke("run", str(spec), "--policy", "random", "-n", "2", "--out", str(tmp_path))
-    assert code == 0, output
+    # every episode failed: said, exit 1, and the trajectories are still written (no traceback)
+    assert code == 1 and "every episode ended in env_error" in output, output
     assert re.search(r"ended: env_error\s+│\s+2", output), output
     trajectory = json.loads((tmp_path / "trajectories.jsonl").read_text().splitlines()[0])
     assert "has no attribute 'Nope'" in trajectory["info"]["env_error"]
