@@ -121,6 +121,7 @@ CODES: dict[str, str] = {
     "E913": "prompt does not render for the first sample",
     "E914": "data file is empty or unreadable",
     "W901": "data not reachable from this machine",
+    "W902": "a render field the corpus does not have",
 }
 
 

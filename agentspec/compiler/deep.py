@@ -164,6 +164,7 @@ class DeepChecker(DataChecks):
                 )
             elif isinstance(value, str) and looks_like_data_path(value):
                 self._reachable(value, (*path, "config", key))
+        self._render_fields(config, path)
         for key, parameter in parameters.items():
             required = parameter.default is inspect.Parameter.empty and parameter.kind in (
                 inspect.Parameter.KEYWORD_ONLY,
@@ -175,6 +176,32 @@ class DeepChecker(DataChecks):
                     f"{what} needs the config key '{key}'",
                     path,
                     f"add `config: {{{key}: …}}`",
+                )
+
+    def _render_fields(self, config: Mapping[str, Any], path: Path) -> None:
+        """W902 for a `{field}` of a `render` template (`stdlib:bm25`'s) that the first
+        row of the config's JSONL `corpus` does not have: each hit would show it empty."""
+        from agentspec.compiler.data_check import _is_file, first_jsonl_row
+        from agentspec.stdlib.data import resolve_path
+
+        render, corpus = config.get("render"), config.get("corpus")
+        if not isinstance(render, str) or not isinstance(corpus, str):
+            return
+        resolved = resolve_path(corpus, self.spec_dir)
+        row = first_jsonl_row(resolved) if _is_file(resolved) else None
+        if row is None:
+            return
+        for field in dict.fromkeys(re.findall(r"\{(\w+)\}", render)):
+            if field not in row:
+                close = difflib.get_close_matches(field, list(row), n=1, cutoff=0.6)
+                self.error(
+                    "W902",
+                    f"render field '{field}' is not in the first row of {corpus}: every hit"
+                    " would show it empty",
+                    (*path, "config", "render"),
+                    f"did you mean '{close[0]}'?"
+                    if close
+                    else "fields there: " + ", ".join(sorted(map(str, row))),
                 )
 
     def _declared_signature(self, name: str, signature: Any, path: Path) -> None:

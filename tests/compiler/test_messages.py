@@ -273,3 +273,10 @@ def test_an_unknown_oracle_argument_gets_the_parameter_meant() -> None:
     result = check_file(INVALID / "deep_oracle_unknown_argument.yaml")
     unknown = [d for d in result.diagnostics if "unknown argument 'expr'" in d.message]
     assert [d.hint for d in unknown] == ["did you mean 'expression'?"]
+
+
+def test_a_render_field_the_corpus_lacks_is_named_with_the_fields_there() -> None:
+    result = check_file(INVALID / "warn_render_field_not_in_corpus.yaml")
+    (warning,) = [d for d in result.diagnostics if d.code == "W902"]  # `question` is there
+    assert warning.message.startswith("render field 'titel' is not in the first row of data.jsonl")
+    assert warning.hint == "fields there: answer, question" and where(warning) == (11, 73)
