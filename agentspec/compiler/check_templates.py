@@ -103,19 +103,21 @@ def _check_names(
         fields = [
             f"{root}.{f}" for root, rec in allowed.items() if isinstance(rec, dict) for f in rec
         ]
+        hint: str | None
         if parsed.sets(name):
             message = f"template variable '{name}' is read where its {{% set %}} may not have run"
             hint = "set it before this point on every path (in each branch, with an {% else %})"
             checker.error("E602", message, span, hint)
             continue
         message = f"undefined template variable '{name}'"
-        close = close_match_hint(name, [*allowed, *fields], fields)
         if name in checker.functions or name in BUILTINS:
-            close = (  # `{{ fmt(state.temp) }}`: templates render, they call nothing
+            hint = (  # `{{ fmt(state.temp) }}`: templates render, they call nothing
                 f"a template cannot call '{name}': compute the value in the tool's"
                 " `returns:` and show `{{ result }}`, or use a Jinja filter (`| round`)"
             )
-        checker.error("E602", message, span, close)
+        else:
+            hint = close_match_hint(name, [*allowed, *fields], fields)
+        checker.error("E602", message, span, hint)
 
 
 def _check_fields(checker: CheckState, site: Site, parsed: ParsedTemplate) -> None:

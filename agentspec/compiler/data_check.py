@@ -70,7 +70,7 @@ class DataChecks:
             if not files:
                 return
             path = files[0]
-        if not _is_file(path):
+        if not is_file(path):
             self.error(
                 "E914",
                 f"{path} is not a regular file (a device, a pipe or a socket): validate does"
@@ -192,7 +192,7 @@ def _is_dir(path: FsPath) -> bool:
         return False
 
 
-def _is_file(path: FsPath) -> bool:
+def is_file(path: FsPath) -> bool:
     """A regular file: reading `/dev/stdin`, a FIFO or `/dev/zero` would block or never end."""
     try:
         return path.is_file()
@@ -217,7 +217,7 @@ def first_data_row(spec: TaskSpec, spec_dir: FsPath) -> dict[str, Any] | None:
     from agentspec.stdlib.data import resolve_path
 
     path = resolve_path(location, spec_dir)
-    return first_jsonl_row(path) if _is_file(path) else None
+    return first_jsonl_row(path) if is_file(path) else None
 
 
 def first_jsonl_row(path: FsPath) -> dict[str, Any] | None:
@@ -317,12 +317,13 @@ def _first_row_fields(path: FsPath) -> list[str] | None:
 
 
 def close_name(wrong: str, names: list[str]) -> list[str]:
-    """A likely intended name: a close spelling, or a name inside the wrong one (`top_k` → `k`)."""
+    """A likely intended name: a close spelling, a name inside the wrong one (`top_k` →
+    `k`), or the name the wrong one shortens (`expr` → `expression`)."""
     close = difflib.get_close_matches(wrong, names, n=1, cutoff=0.5)
     if close:
         return close
     parts = set(wrong.split("_"))
-    return [n for n in names if n in parts][:1]
+    return [n for n in names if n in parts][:1] or [n for n in names if n.startswith(wrong)][:1]
 
 
 def looks_like_data_path(value: str) -> bool:

@@ -32,6 +32,8 @@ from agentspec.compiler.data_check import (
     ANNOTATION_KINDS,
     DataChecks,
     close_name,
+    first_jsonl_row,
+    is_file,
     is_kind,
     looks_like_data_path,
 )
@@ -181,19 +183,18 @@ class DeepChecker(DataChecks):
     def _render_fields(self, config: Mapping[str, Any], path: Path) -> None:
         """W902 for a `{field}` of a `render` template (`stdlib:bm25`'s) that the first
         row of the config's JSONL `corpus` does not have: each hit would show it empty."""
-        from agentspec.compiler.data_check import _is_file, first_jsonl_row
         from agentspec.stdlib.data import resolve_path
 
         render, corpus = config.get("render"), config.get("corpus")
         if not isinstance(render, str) or not isinstance(corpus, str):
             return
         resolved = resolve_path(corpus, self.spec_dir)
-        row = first_jsonl_row(resolved) if _is_file(resolved) else None
+        row = first_jsonl_row(resolved) if is_file(resolved) else None
         if row is None:
             return
         for field in dict.fromkeys(re.findall(r"\{(\w+)\}", render)):
             if field not in row:
-                close = difflib.get_close_matches(field, list(row), n=1, cutoff=0.6)
+                close = close_name(field, list(row))
                 self.error(
                     "W902",
                     f"render field '{field}' is not in the first row of {corpus}: every hit"

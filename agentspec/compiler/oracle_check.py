@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path as FsPath
 from typing import Any, cast
 
+from agentspec.compiler.data_check import close_name, first_data_row
 from agentspec.compiler.ir import CheckResult
 from agentspec.compiler.mcp import mcp_tools, pinned_parameter_problems
 from agentspec.compiler.types import (
@@ -261,7 +262,7 @@ class _OracleChecker:
                     turn,
                     f"{self._label(turn)} passes unknown argument '{arg}' to tool '{name}'",
                     f"did you mean '{meant[0]}'?"
-                    if (meant := _argument_meant(str(arg), parameters))
+                    if (meant := close_name(str(arg), parameters))
                     else "parameters: " + (", ".join(parameters) or "none"),
                     word=arg,
                 )
@@ -300,7 +301,6 @@ class _OracleChecker:
 
     def _sample(self) -> tuple[dict[str, Any], bool]:
         """The data's first row when it is a file here, else a typed placeholder."""
-        from agentspec.compiler.data_check import first_data_row
 
         row = first_data_row(self.spec, self.spec_dir)
         if row is not None:
@@ -334,16 +334,6 @@ class _OracleChecker:
             if found is not None:
                 span = locator.span(found.start(), found.end())
         self.diagnostics.append(Diagnostic(code, message, span, hint))
-
-
-def _argument_meant(arg: str, parameters: list[str]) -> list[str]:
-    """The parameter a misspelt or shortened argument name means (`mod`, `expr`)."""
-    import difflib
-
-    return (
-        difflib.get_close_matches(arg, parameters, n=1, cutoff=0.6)
-        or [p for p in parameters if p.startswith(arg)][:1]
-    )
 
 
 def check_oracle(checked: CheckResult, spec_dir: FsPath) -> list[Diagnostic]:

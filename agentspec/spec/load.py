@@ -258,7 +258,8 @@ def _colon_mapping(path: Path, data: dict[str, Any], source_map: SourceMap) -> D
         cause = f"the ': ' inside made the key '{next(iter(_get(data, path)))}'"
     quoted = _quoted_value(source_map, span)
     hint = f"quote the whole value: {quoted}" if quoted else "quote the whole value"
-    ((key, value),) = _get(data, path).items() if len(_get(data, path)) == 1 else ((None, None),)
+    mapping = _get(data, path)
+    key, value = next(iter(mapping.items())) if len(mapping) == 1 else (None, None)
     if "effect" in path and isinstance(key, str) and re.fullmatch(r"state\.[\w.]+", key):
         hint = f"an assignment is written with '=': `{key} = {value}`"  # `- state.x: 1`
     return Diagnostic(

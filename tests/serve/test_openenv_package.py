@@ -77,15 +77,20 @@ def test_openenvs_runtime_validator_passes_the_running_package(running: str) -> 
     assert all(c["passed"] for c in parsed["criteria"]), parsed["criteria"]
 
 
-def test_the_packaged_oracle_solves_the_running_package(package: Path, running: str) -> None:
-    solved = subprocess.run(
-        [sys.executable, "oracle/solve.py", "--url", running, "--samples", "3"],
+def solve(package: Path, running: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """The package's `oracle/solve.py` against the running server."""
+    return subprocess.run(
+        [sys.executable, "oracle/solve.py", "--url", running, *args],
         cwd=package,
         env=checkout_env(),
         capture_output=True,
         text=True,
         timeout=180,
     )
+
+
+def test_the_packaged_oracle_solves_the_running_package(package: Path, running: str) -> None:
+    solved = solve(package, running, "--samples", "3")
     assert solved.returncode == 0, solved.stdout + solved.stderr
     assert solved.stdout.splitlines() == [f"train-{i}: success=True ending=done" for i in range(3)]
 
@@ -100,13 +105,6 @@ def test_the_packaged_oracle_solves_the_running_package(package: Path, running: 
 def test_the_packaged_oracle_refuses_what_it_cannot_play_in_one_line(
     package: Path, running: str, args: list[str], said: str
 ) -> None:
-    refused = subprocess.run(
-        [sys.executable, "oracle/solve.py", "--url", running, *args],
-        cwd=package,
-        env=checkout_env(),
-        capture_output=True,
-        text=True,
-        timeout=180,
-    )
+    refused = solve(package, running, *args)
     assert refused.returncode == 2, refused.stdout + refused.stderr
     assert said in refused.stderr and "Traceback" not in refused.stderr

@@ -39,9 +39,12 @@ class RunLog:
     def metrics_file(self) -> Path:
         return self.path / "metrics.jsonl"
 
-    def write_config(self, config: Mapping[str, Any], notes: Mapping[str, str] = {}) -> None:
+    def write_config(
+        self, config: Mapping[str, Any], notes: Mapping[str, str] | None = None
+    ) -> None:
         """`config.yaml`; `notes` are comments after top-level keys (what an unset
         setting, `null`, resolved to)."""
+        notes = notes or {}
         lines = yaml.safe_dump(dict(config), sort_keys=False).splitlines()
         for i, line in enumerate(lines):
             key = line.partition(":")[0]
