@@ -9,7 +9,7 @@ and the tests assert on them.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from enum import Enum
 
@@ -123,6 +123,16 @@ CODES: dict[str, str] = {
     "W901": "data not reachable from this machine",
     "W902": "a render field the corpus does not have",
 }
+
+TRAINING_SETTING_CODES = {"E211": "warm_start", "E212": "algorithm"}
+"""Errors about one `training` setting as the file writes it → that setting. `validate`
+and `compile` report them, and so does `train` unless its `--set`/`--algorithm` gives
+the setting: then `train` checks the value it resolves instead (`waived_by`)."""
+
+
+def waived_by(overrides: Mapping[str, object]) -> frozenset[str]:
+    """The `TRAINING_SETTING_CODES` that `train`'s overrides replace the file's setting of."""
+    return frozenset(code for code, key in TRAINING_SETTING_CODES.items() if key in overrides)
 
 
 class Severity(str, Enum):

@@ -48,13 +48,15 @@ def train(
     ] = False,
 ) -> None:
     """Train a policy on a spec (settings from its `training` section, overridable with --set)."""
-    from agentspec.diagnostics import SpecError
+    from agentspec.diagnostics import SpecError, waived_by
 
     overrides = _overrides(set_ or [], algorithm=algorithm, backend=backend)
     try:
         from agentspec.compiler.build import import_spec
 
-        module = import_spec(spec)
+        # a setting the file gets wrong (E211, E212) but `--set` replaces is checked as
+        # resolved, by the trainer, instead
+        module = import_spec(spec, waived_by(overrides))
     except SpecError as exc:
         raise report_spec_error(exc) from None
     _refuse_chat_models(spec, module.TRAINING, overrides)

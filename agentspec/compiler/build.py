@@ -12,6 +12,7 @@ import importlib.util
 import os
 import sys
 import threading
+from collections.abc import Collection
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -36,9 +37,10 @@ def spec_sha256(path: str | Path) -> str:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
-def compile_spec(path: str | Path) -> CompiledSpec:
-    """Check and compile one spec. Raises `SpecError` for an invalid spec."""
-    checked = load_checked(path)
+def compile_spec(path: str | Path, waive: Collection[str] = ()) -> CompiledSpec:
+    """Check and compile one spec. Raises `SpecError` for an invalid spec (errors whose
+    code is in `waive` aside: they do not change the generated module)."""
+    checked = load_checked(path, waive)
     digest = spec_sha256(path)
     model = lower(checked, spec_file=Path(path).name, spec_sha256=digest, version=__version__)
     module_name = f"{checked.spec.name.replace('-', '_')}_spec"
@@ -99,16 +101,21 @@ def cache_key(path: str | Path) -> str:
     return hashlib.sha256((spec_sha256(path) + compiler_fingerprint()).encode()).hexdigest()
 
 
-def import_spec(path: str | Path) -> ModuleType:
+def import_spec(path: str | Path, waive: Collection[str] = ()) -> ModuleType:
     """Compile into the cache (keyed by the spec and the generator) and import the
-    module, bound to the spec's folder (data paths and user modules resolve there)."""
+    module, bound to the spec's folder (data paths and user modules resolve there).
+    Errors whose code is in `waive` do not stop it (`train` waives the training
+    settings its overrides replace: `diagnostics.waived_by`); such a build is cached
+    apart, so that a plain import of the same spec still reports them."""
     from agentspec.stdlib.user import bind_spec_dir
 
     digest = cache_key(path)
+    if waive:
+        digest = hashlib.sha256(f"{digest} waive {sorted(waive)}".encode()).hexdigest()
     target = cache_dir() / digest[:16]
     modules = list(target.glob("*_spec.py")) if target.is_dir() else []
     if not modules:
-        modules = [write_compiled(compile_spec(path), target)[0]]
+        modules = [write_compiled(compile_spec(path, waive), target)[0]]
     folder = Path(path).resolve().parent
     # Equal specs in two folders share the cached file, not the module object.
     place = hashlib.sha256(str(folder).encode()).hexdigest()[:8]

@@ -272,7 +272,8 @@ def warm_start_needs_an_oracle(checker: CheckState) -> None:
             f"training.warm_start is {spec.training.warm_start}, but the spec has no"
             " `oracle`: behaviour cloning imitates the oracle's episodes",
             checker.map.value_span(("training", "warm_start")),
-            "add an `oracle:` (the turns of an expert episode), or set `warm_start: 0`",
+            "add an `oracle:` (the turns of an expert episode), or set `warm_start: 0`"
+            " (for one run: `agentspec train --set warm_start=0`)",
         )
 
 
@@ -293,7 +294,8 @@ def algorithm_needs(checker: CheckState) -> None:
                 "E212",
                 f"training.algorithm `{training.algorithm}` needs `{path}`: {SPEC_NEEDS[path]}",
                 where,
-                f"declare `{path}`, or choose another algorithm",
+                f"declare `{path}`, or choose another algorithm"
+                " (for one run: `agentspec train --algorithm NAME`)",
             )
     if algorithm.needs_teacher and training.teacher is None:
         checker.error(

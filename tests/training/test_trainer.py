@@ -282,6 +282,16 @@ def test_a_warm_start_without_an_oracle_is_refused_before_the_run(tmp_path: Path
     )
     assert result.exit_code == 2 and "--set warm_start=5" in result.output
     assert "has no `oracle`" in result.output and not out.exists()
+    # the file's warm start, replaced on the command line: the run trains (the user's fix
+    # for one run, without editing the spec)
+    small = ["--set", "iterations=1", "--set", "eval_samples=2", "--set", "prompts_per_iteration=2"]
+    args = ["train", str(invalid), "--out", str(out), "--set", "warm_start=0", *small]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert [r["iteration"] for r in records(out)][-1] == 1
+    # and a plain import of the same spec still reports E211 (the waived build is cached apart)
+    result = CliRunner().invoke(app, ["train", str(invalid), "--out", str(tmp_path / "again")])
+    assert result.exit_code != 0 and "E211" in result.output
 
 
 def test_resume_never_silently_starts_over(tmp_path: Path) -> None:
@@ -418,6 +428,11 @@ def test_an_algorithm_that_needs_an_anchor_says_so_where_it_was_chosen(tmp_path:
     )
     assert result.exit_code == 2, result.output
     assert "--algorithm gigpo: training.algorithm 'gigpo' needs `episode.anchor`" in result.output
+    # gigpo in the file, another algorithm on the command line: it trains
+    spec.write_text(text.replace("algorithm: grpo", "algorithm: gigpo"))
+    args = ["train", str(spec), "--algorithm", "grpo", "--out", str(tmp_path / "grpo")]
+    result = CliRunner().invoke(app, [*args, "--set", "iterations=1", "--set", "eval_samples=2"])
+    assert result.exit_code == 0, result.output
     from agentspec.runtime.backends.local.model_defaults import run_settings
 
     declared = yaml_load(ECHO)["training"]  # echo_word declares an anchor: accepted

@@ -180,10 +180,11 @@ def open_run(
     directory, and the configuration to write into it (a resumed run's is its own, see
     `_resumed`)."""
     from agentspec.compiler.build import import_spec, spec_sha256
+    from agentspec.diagnostics import waived_by
     from agentspec.runtime.spec.run import no_data
     from agentspec.runtime.spec.scripts import has_oracle
 
-    module = import_spec(spec_path)
+    module = import_spec(spec_path, waived_by(overrides or {}))
     if module.DATA_SOURCE is None:  # before the run directory is made
         raise no_data(module)
     settings = run_settings(spec_path, module.TRAINING, dict(overrides or {}))

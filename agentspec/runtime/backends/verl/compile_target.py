@@ -20,7 +20,7 @@ Nothing here imports verl or torch; the model path in the overrides is
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -225,12 +225,15 @@ def build_verl_target(
     *,
     training: Mapping[str, Any] | None = None,
     train_rows: int | None = None,
+    waive: Collection[str] = (),
 ) -> tuple[VerlTarget, list[Path]]:
-    """:func:`write_verl_target`, also returning the :class:`VerlTarget`."""
+    """:func:`write_verl_target`, also returning the :class:`VerlTarget`. ``waive``: the
+    spec's errors that do not stop it (``train`` passes ``waived_by(training)``: a
+    setting its overrides replace is checked as resolved, here, not as the file has it)."""
     out = Path(out_dir).resolve()
     out.mkdir(parents=True, exist_ok=True)
-    checked = load_checked(spec_path)
-    compiled = compile_spec(spec_path)
+    checked = load_checked(spec_path, waive)
+    compiled = compile_spec(spec_path, waive)
     module_path, manifest = write_compiled(compiled, out)
     module = load_generated(module_path)
     bind_spec_dir(module, Path(spec_path).resolve().parent)

@@ -44,6 +44,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from agentspec.diagnostics import waived_by
 from agentspec.runtime.backends.verl import (
     ENGINES_ENV,
     KL_IN_REWARD_REFUSED,
@@ -142,7 +143,9 @@ def prepare_run(
     """
     run = Path(out_dir).resolve()
     training = {k: read_scalar(str(v)) for k, v in (overrides or {}).items() if "." not in k}
-    target, _ = build_verl_target(spec_path, run / "target", training=training)
+    target, _ = build_verl_target(
+        spec_path, run / "target", training=training, waive=waived_by(training)
+    )
     user = {k: str(v) for k, v in (overrides or {}).items() if "." in k}
     if cpu is None:
         cpu = user.get("trainer.device", "cpu" if not _has_cuda() else "cuda") == "cpu"
