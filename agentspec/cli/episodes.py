@@ -110,18 +110,21 @@ def run(
 
 
 def _say_when_every_episode_failed(trajectories: list[Any]) -> bool:
-    """One line when no episode got past its policy or environment failing (a server
-    that is down, a spec that breaks): the table alone reads as a 0.000 success rate.
-    True when that is so (`run` then exits 1)."""
-    endings = {t.termination.value for t in trajectories}
-    if not trajectories or not endings <= {"policy_error", "env_error"}:
+    """One line when episodes ended because their policy or environment failed (a
+    server that is down, an oracle turn that fails on a sample, a spec that breaks),
+    with how many and the first one's error: the table alone reads as a low success
+    rate. True when no episode got past such a failure (`run` then exits 1)."""
+    failures = ("policy_error", "env_error")
+    failed = [t for t in trajectories if t.termination.value in failures]
+    if not failed:
         return False
-    first = trajectories[0]
+    first = failed[0]
     reason = first.env_error or (first.steps[-1].info.get("policy_error") if first.steps else None)
-    typer.echo(
-        f"note: every episode ended in {' or '.join(sorted(endings))}, e.g. {reason}", err=True
-    )
-    return True
+    endings = " or ".join(sorted({t.termination.value for t in failed}))
+    every = len(failed) == len(trajectories)
+    share = "every episode" if every else f"{len(failed)} of {len(trajectories)} episodes"
+    typer.echo(f"note: {share} ended in {endings}, e.g. {reason}", err=True)
+    return every
 
 
 def _spec_and_samples(spec: Path, split: str | None) -> tuple[Any, list[Any]]:

@@ -120,7 +120,7 @@ class TrainingSpec(Section):
     warm_start_batch: int = Field(
         16,
         ge=1,
-        description="Oracle episodes per behaviour-cloning step (4 by default for a pretrained model).",
+        description="Oracle episodes per behaviour-cloning step; turns where the context rebuilds each prompt (a window, a summary: a training row per turn) (4 by default for a pretrained model).",
     )
     warm_start_lr: float = Field(
         3e-3,

@@ -294,9 +294,11 @@ def test_a_run_where_every_episode_failed_says_why(capsys: pytest.CaptureFixture
     assert (
         "every episode ended in policy_error, e.g. ConnectError: refused" in capsys.readouterr().err
     )
-    assert not _say_when_every_episode_failed(
-        [*down, Trajectory([Step(0, [], [], [])])]
-    )  # one got through
+    # one got through: said as a share, not an exit 1
+    assert not _say_when_every_episode_failed([*down, Trajectory([Step(0, [], [], [])])])
+    said = capsys.readouterr().err
+    assert "note: 2 of 3 episodes ended in policy_error, e.g. ConnectError: refused" in said
+    assert not _say_when_every_episode_failed([Trajectory([Step(0, [], [], [])])])
     assert capsys.readouterr().err == ""
 
 
@@ -321,3 +323,24 @@ def test_a_run_where_every_episode_failed_exits_1_and_keeps_its_trajectories(
     assert result.exit_code == 1, result.output
     assert "every episode ended in policy_error" in result.output
     assert (out / "trajectories.jsonl").read_text().count("\n") == 1
+
+
+def test_an_oracle_turn_that_fails_on_one_sample_ends_that_episode_only(tmp_path: Path) -> None:
+    """The oracle's last turn renders on samples with an even answer only: those episodes
+    end `done`, the others `policy_error` with the template's line, and the run goes on
+    (it used to stop at the first failing sample, exit 2, with no table or trajectories)."""
+    spec = tmp_path / "calculator.yaml"
+    spec.write_text(
+        CALCULATOR.read_text().replace(
+            '"<answer>{{ sample.answer }}</answer>"',
+            '"<answer>{{ [sample.answer][sample.answer % 2] }}</answer>"',
+        )
+    )
+    code, output = invoke("run", str(spec), "--policy", "oracle", "-n", "12", "--out", str(tmp_path))
+    rows = [json.loads(line) for line in (tmp_path / "trajectories.jsonl").read_text().splitlines()]
+    endings = {row["termination"] for row in rows}
+    assert code == 0 and endings == {"done", "policy_error"}, output
+    failed = sum(row["termination"] == "policy_error" for row in rows)
+    assert f"note: {failed} of 12 episodes ended in policy_error, e.g. oracle for sample" in output
+    assert "calculator.yaml:40: UndefinedError" in output
+    assert re.search(rf"ended: policy_error\s+│\s+{failed}", output), output

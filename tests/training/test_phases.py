@@ -91,3 +91,26 @@ def test_the_first_step_gives_the_phase_its_expected_time() -> None:
 
 def test_durations_read_like_a_person_would_say_them() -> None:
     assert [duration(s) for s in (0.42, 31, 600, 7500)] == ["0.4 s", "31 s", "10 min", "2 h 5 min"]
+
+
+def test_behaviour_cloning_says_which_oracle_episodes_it_leaves_out(tmp_path: Path) -> None:
+    """An oracle turn that fails on some samples (words of even length) ends those episodes
+    (`policy_error`): cloning goes on with the others and says how many it left out, and
+    why (it used to stop the run at the first such sample)."""
+    spec = tmp_path / "echo.yaml"
+    text = ECHO.read_text()
+    oracle = '- "<answer>{{ sample.word }}</answer>"'
+    assert oracle in text
+    spec.write_text(
+        text.replace(
+            oracle, '- "<answer>{{ [sample.word][((sample.word | length) + 1) % 2] }}</answer>"'
+        )
+    )
+    (tmp_path / "data").symlink_to(ECHO.parent / "data")
+    settings = {"warm_start": 2, "warm_start_samples": 8, "iterations": 1, "eval_samples": 2}
+    sets = [arg for key, value in settings.items() for arg in ("--set", f"{key}={value}")]
+    result = CliRunner().invoke(app, ["train", str(spec), *sets, "--out", str(tmp_path / "run")])
+    assert result.exit_code == 0, result.output
+    said = [line for line in result.stderr.splitlines() if "are not cloned" in line]
+    assert len(said) == 1 and "ended `policy_error`); e.g. oracle for sample" in said[0], said
+    assert "UndefinedError: list object has no element 1" in said[0]

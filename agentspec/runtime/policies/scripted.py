@@ -20,6 +20,10 @@ class ScriptedPolicy:
         tokenizer: the task tokenizer.
         append_eos: end each response with the EOS token, as a model would.
         logprob: the log-prob recorded for every token.
+        errors: exception types that the script may raise for one response (an oracle
+            turn that fails to render on this sample): the response is then a
+            ``Generation`` with that ``error``, which ends the episode with
+            ``policy_error`` and keeps the message, instead of ending the run.
 
     ``max_new_tokens`` and stop strings apply as for a real model: a response cut
     at the limit ends with ``finish_reason="length"`` and no EOS.
@@ -31,6 +35,7 @@ class ScriptedPolicy:
         tokenizer: Tokenizer,
         append_eos: bool = True,
         logprob: float = 0.0,
+        errors: tuple[type[Exception], ...] = (),
     ) -> None:
         self.script: Sequence[str] | Callable[[str], str] = (
             script if callable(script) or isinstance(script, Sequence) else list(script)
@@ -38,6 +43,7 @@ class ScriptedPolicy:
         self.tokenizer = tokenizer
         self.append_eos = append_eos
         self.logprob = logprob
+        self.errors = errors
         self.calls = 0
 
     def _text(self, prompt: Sequence[int]) -> str:
@@ -49,9 +55,11 @@ class ScriptedPolicy:
 
     def respond(self, prompt: Sequence[int], params: SamplingParams) -> Generation:
         self.calls += 1
-        return text_generation(
-            self._text(prompt), self.tokenizer, params, self.append_eos, self.logprob
-        )
+        try:
+            text = self._text(prompt)
+        except self.errors as exc:
+            return Generation([], [], error=str(exc))
+        return text_generation(text, self.tokenizer, params, self.append_eos, self.logprob)
 
     async def generate(
         self, prompts: Sequence[Sequence[int]], params: SamplingParams

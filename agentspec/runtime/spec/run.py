@@ -20,13 +20,13 @@ from types import ModuleType
 from typing import Any
 
 from agentspec.runtime.episode.trajectory import Trajectory
-from agentspec.runtime.policies.scripted import ScriptedPolicy
 from agentspec.runtime.spec.scripts import (  # noqa: F401 (re-exported: callers import them from here)
     PolicyError,
     Script,
     episode_script,
     hook_script,
     lazy_oracle,
+    sample_policy,
     walkthrough_script,
 )
 from agentspec.runtime.text.byte_tokenizer import ByteTokenizer
@@ -77,7 +77,7 @@ async def rollout(
     if script is not None:
         # Scripted turns are per episode: each one gets its own policy.
         tokenizer = task_tokenizer or ByteTokenizer()
-        flows = [flow_class(ScriptedPolicy(script(s), tokenizer), tokenizer) for s in samples]
+        flows = [flow_class(sample_policy(script, s, tokenizer), tokenizer) for s in samples]
         episodes = (one(f, s, i) for f, s, i in zip(flows, samples, ids, strict=True))
         return list(await asyncio.gather(*episodes))
     model_policy, tokenizer = make_policy(

@@ -14,12 +14,16 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from agentspec.runtime.policies.scripted import ScriptedPolicy
+from agentspec.runtime.text.tokenizer import Tokenizer
+
 __all__ = [
     "PolicyError",
     "Script",
     "episode_script",
     "hook_script",
     "lazy_oracle",
+    "sample_policy",
     "walkthrough_script",
 ]
 
@@ -76,6 +80,24 @@ _LINE_BREAK = re.compile(r"\\\\n|\\n")  # `\\n` (a backslash, then n) or `\n` (a
 
 def _unescaped(match: re.Match[str]) -> str:
     return "\\n" if len(match.group()) == 3 else "\n"
+
+
+def sample_policy(
+    script: Callable[[Mapping[str, Any]], Script], sample: Mapping[str, Any], tokenizer: Tokenizer
+) -> ScriptedPolicy:
+    """The policy that plays `script` (`episode_script`'s) on one sample. A turn that
+    cannot be made for this sample (an oracle template that fails on its fields, a hook
+    that raises) ends this episode with `policy_error`, the message kept in its last
+    step; the other episodes play on."""
+    try:
+        turns = script(sample)
+    except PolicyError as exc:
+        message = str(exc)
+
+        def turns(prompt: str) -> str:
+            raise PolicyError(message)
+
+    return ScriptedPolicy(turns, tokenizer, errors=(PolicyError,))
 
 
 def lazy_oracle(

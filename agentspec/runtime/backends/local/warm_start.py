@@ -22,9 +22,9 @@ from agentspec.runtime.backends.local.models import Models
 from agentspec.runtime.backends.local.progress import Reporter
 from agentspec.runtime.backends.local.tensors import outputs_after, pad_rows, shared_prefix
 from agentspec.runtime.episode.rows import TrainingRow, training_rows
-from agentspec.runtime.episode.trajectory import Trajectory
-from agentspec.runtime.policies.scripted import ScriptedPolicy
+from agentspec.runtime.episode.trajectory import TerminationReason, Trajectory
 from agentspec.runtime.spec.run import episode_script
+from agentspec.runtime.spec.scripts import sample_policy
 from agentspec.spec.model import TrainingSpec
 
 
@@ -32,13 +32,22 @@ class WarmStartError(ConfigError):
     """The oracle's episodes leave nothing to clone: the spec (or its oracle) is broken."""
 
 
-def _no_clone(played: Sequence[Trajectory]) -> str:
+def _endings(played: Sequence[Trajectory]) -> str:
+    """How `played` episodes ended, then the first one's error: `(3 ended `env_error`,
+    1 ended `policy_error`); e.g. oracle for sample s6: spec.yaml:40: UndefinedError: …`."""
     endings = Counter(t.termination.value for t in played)
     failed = ", ".join(f"{n} ended `{why}`" for why, n in endings.most_common())
-    example = next((f"; e.g. {t.env_error}" for t in played if t.env_error), "")
+    errors = (
+        t.env_error or (t.steps[-1].info.get("policy_error") if t.steps else None) for t in played
+    )
+    example = next((f"; e.g. {error}" for error in errors if error), "")
+    return f"({failed}){example}"
+
+
+def _no_clone(played: Sequence[Trajectory]) -> str:
     return (
         f"behaviour cloning: none of the oracle's {len(played)} episodes succeeded "
-        f"({failed}){example}. `agentspec test SPEC` shows why at the oracle; "
+        f"{_endings(played)}. `agentspec test SPEC` shows why at the oracle; "
         "`--set warm_start=0` trains without cloning"
     )
 
@@ -62,16 +71,26 @@ def behaviour_clone(
     pool = rng.sample(list(samples), min(len(samples), cfg.warm_start_samples))
     reporter.phase(f"behaviour cloning: the oracle plays {len(pool)} samples")
     played = oracle_episodes(module, models, pool)
-    episodes = [t for t in played if t.success is not False]
+    # an oracle turn that failed on its sample (`policy_error`) is no expert episode
+    cloned = (t for t in played if t.termination is not TerminationReason.POLICY_ERROR)
+    episodes = [t for t in cloned if t.success is not False]
     rows = [row for t in episodes for row in training_rows(t, pack=pack)]
     if not rows:
         raise WarmStartError(_no_clone(played))
+    if len(episodes) < len(played):
+        kept = {id(t) for t in episodes}
+        left_out = [t for t in played if id(t) not in kept]
+        reporter.note(
+            f"behaviour cloning: {len(left_out)} of the oracle's {len(played)} episodes are not"
+            f" cloned {_endings(left_out)}"
+        )
     optimizer = torch.optim.AdamW(models.policy.parameters(), lr=cfg.warm_start_lr)
     pad = models.tokenizer.pad_token_id or 0
     batch = min(cfg.warm_start_batch, len(rows))
+    # a context that rebuilds each prompt (a window, a summary) makes a row per turn
+    unit = "oracle episodes" if len(rows) == len(episodes) else f"the oracle's {len(rows)} turns"
     reporter.phase(
-        f"behaviour cloning: {cfg.warm_start} steps of {batch} oracle episodes, "
-        f"lr {cfg.warm_start_lr:g}",
+        f"behaviour cloning: {cfg.warm_start} steps of {batch} {unit}, lr {cfg.warm_start_lr:g}",
         cfg.warm_start,
     )
     losses: list[float] = []
@@ -101,7 +120,7 @@ def oracle_episodes(
     script = episode_script(module, "oracle")
     assert script is not None
     flows = [
-        module.FLOW_CLASS(ScriptedPolicy(script(s), models.tokenizer), models.tokenizer)
+        module.FLOW_CLASS(sample_policy(script, s, models.tokenizer), models.tokenizer)
         for s in pool
     ]
     ids = [str(s.get("id", i)) for i, s in enumerate(pool)]
