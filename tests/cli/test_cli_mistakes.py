@@ -336,7 +336,9 @@ def test_an_oracle_turn_that_fails_on_one_sample_ends_that_episode_only(tmp_path
             '"<answer>{{ [sample.answer][sample.answer % 2] }}</answer>"',
         )
     )
-    code, output = invoke("run", str(spec), "--policy", "oracle", "-n", "12", "--out", str(tmp_path))
+    code, output = invoke(
+        "run", str(spec), "--policy", "oracle", "-n", "12", "--out", str(tmp_path)
+    )
     rows = [json.loads(line) for line in (tmp_path / "trajectories.jsonl").read_text().splitlines()]
     endings = {row["termination"] for row in rows}
     assert code == 0 and endings == {"done", "policy_error"}, output

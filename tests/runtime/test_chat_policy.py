@@ -149,12 +149,39 @@ def test_a_client_error_is_not_retried(scripted: Any) -> None:
         {"choices": [{"message": {"tool_calls": [{"function": {"arguments": "{}"}}]}}]},
         {"choices": [{"message": {"tool_calls": [{"function": {"name": "f", "arguments": 3}}]}}]},
         [1, 2, 3],
+        '{"choices": ' + "[" * 5000 + "]" * 5000 + "}",  # past the JSON parser's depth
     ],
 )
 def test_malformed_replies_are_failed_steps(scripted: Any, body: Any) -> None:
     server = scripted([(200, {}, body)])
     gen = _ask(ChatPolicy(server.url, "m", ByteTokenizer(), backoff=0.001))
     assert gen.error is not None and gen.token_ids == []
+
+
+def test_a_lone_surrogate_in_a_reply_is_read_as_a_replacement_character(scripted: Any) -> None:
+    body = '{"choices": [{"message": {"content": "<answer>\\ud800</answer>"}}]}'
+    server = scripted([(200, {}, body)])
+    gen = _ask(ChatPolicy(server.url, "m", ByteTokenizer(), backoff=0.001))
+    assert gen.error is None
+    assert (
+        ByteTokenizer().decode(gen.token_ids, skip_special_tokens=True) == "<answer>\ufffd</answer>"
+    )
+
+
+def test_a_reply_past_any_bound_is_cut(scripted: Any) -> None:
+    """A server that ignores `max_tokens` and sends megabytes: the reply is cut at
+    REMOTE_MAX_RESPONSE_TOKENS of agentspec's tokens (`length`), the rest never encoded
+    (encoding 15 MB took 46 s and 4 GB); under it, the server's own cut stands."""
+    from agentspec.runtime.policies.scripted import REMOTE_MAX_RESPONSE_TOKENS
+
+    server = scripted([(200, {}, _completion("ab " * 2_000_000))])
+    gen = _ask(ChatPolicy(server.url, "m", ByteTokenizer(), backoff=0.001))
+    assert len(gen.token_ids) == REMOTE_MAX_RESPONSE_TOKENS and gen.finish_reason == "length"
+
+
+def test_an_invalid_url_fails_the_step() -> None:
+    gen = _ask(ChatPolicy("http://[::1/v1", "m", ByteTokenizer(), backoff=0.001))
+    assert gen.error is not None and "invalid URL" in gen.error
 
 
 def test_unreachable_server_fails_the_step() -> None:

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agentspec.runtime.policies.base import SamplingParams
-from agentspec.runtime.policies.scripted import _encode_head, text_generation
+from agentspec.runtime.policies.scripted import encode_head, text_generation
 from agentspec.runtime.text.byte_tokenizer import ByteTokenizer
 from agentspec.runtime.text.tiny_model import build_tiny_tokenizer
 
@@ -65,6 +65,6 @@ def test_ten_megabytes_are_not_all_encoded(bpe: object) -> None:
             return bpe.encode(text, add_special_tokens=add_special_tokens)  # type: ignore[attr-defined]
 
     text = "<tool_call>" + "B" * 10_000_000
-    ids = _encode_head(Counting(), text, 48)  # type: ignore[arg-type]
+    ids = encode_head(Counting(), text, 48)  # type: ignore[arg-type]
     assert ids[:48] == bpe.encode(text[:100_000], add_special_tokens=False)[:48]  # type: ignore[attr-defined]
     assert max(calls) < 100_000

@@ -15,7 +15,6 @@ from agentspec.runtime import (
     ScriptedPolicy,
     run_episodes,
 )
-from agentspec.runtime.policies.openai import OpenAIPolicyError
 
 from .helpers import TwoRoomEnv, assert_chained_layout
 
@@ -172,11 +171,12 @@ def test_server_errors_reach_the_caller(server: Any) -> None:
     assert resp.status_code == 400 and "each prompt must be" in resp.json()["error"]["message"]
     assert httpx.post(server.url + "/chat", json={}).status_code == 404
     bad = OpenAIPolicy(server.url, "tiny", extra_body={"n": 2})
-    with pytest.raises(OpenAIPolicyError, match="only n=1"):
-        _gen(bad, [[1, 2]])
+    # the server's refusals are the episode's `policy_error`, not the run's exception
+    (refused,) = _gen(bad, [[1, 2]])
+    assert refused.error is not None and "only n=1" in refused.error
     plain = OpenAIPolicy(server.url, "tiny", extra_body={"return_tokens_as_token_ids": False})
-    with pytest.raises(OpenAIPolicyError, match="return_tokens_as_token_ids"):
-        _gen(plain, [[1, 2]], max_new_tokens=2)
+    (no_ids,) = _gen(plain, [[1, 2]], max_new_tokens=2)
+    assert no_ids.error is not None and "return_tokens_as_token_ids" in no_ids.error
     text = httpx.post(
         server.url + "/completions", json={"prompt": "hello", "max_tokens": 3, "temperature": 0}
     ).json()
@@ -197,3 +197,64 @@ def test_ignore_eos_generates_to_the_limit(hf: Any, server: Any) -> None:
         OpenAIPolicy(server.url, "tiny"), [prompt], temperature=0, max_new_tokens=6, ignore_eos=True
     )
     assert len(remote.token_ids) == 6
+
+
+HOSTILE_REPLIES = {
+    "not-json": b"<html>",
+    "deep": b'{"choices": ' + b"[" * 5000 + b"]" * 5000 + b"}",
+    "no-choices": b"{}",
+    "bad-token": b'{"choices": [{"index": 0, "logprobs": {"tokens": ["token_id:abc"], "token_logprobs": [0.0]}}]}',
+    "negative": b'{"choices": [{"index": 0, "logprobs": {"tokens": ["token_id:-5"], "token_logprobs": [0.0]}}]}',
+    "huge-id": b'{"choices": [{"index": 0, "logprobs": {"tokens": ["token_id:99999999999"], "token_logprobs": [0.0]}}]}',
+    "null-logprob": b'{"choices": [{"index": 0, "logprobs": {"tokens": ["token_id:5"], "token_logprobs": [null]}}]}',
+    "two-choices": b'{"choices": [{"index": 0}, {"index": 1}]}',
+}
+
+
+@pytest.fixture
+def hostile_server() -> Any:
+    """A completions server that answers each path's hostile reply (`/NAME/v1`)."""
+    import http.server
+    import threading
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers.get("Content-Length", 0)))
+            body = HOSTILE_REPLIES[self.path.split("/")[1]]
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    httpd.shutdown()
+
+
+@pytest.mark.parametrize("reply", sorted(HOSTILE_REPLIES))
+def test_a_hostile_completions_reply_is_the_episode_s_error(
+    hostile_server: str, reply: str
+) -> None:
+    """What a broken or hostile server sends ends the prompts' episodes (`policy_error`,
+    said), never the run: each of these raised out of `run` before."""
+    (gen,) = _gen(OpenAIPolicy(f"{hostile_server}/{reply}/v1", "m"), [[1, 2]])
+    assert gen.error and gen.token_ids == [], gen
+
+
+def test_a_completions_server_that_cannot_be_reached_is_the_episode_s_error() -> None:
+    (gen,) = _gen(OpenAIPolicy("http://127.0.0.1:9/v1", "m"), [[1, 2]])
+    assert gen.error is not None and "ConnectError" in gen.error
+
+
+def test_a_completions_reply_past_max_new_tokens_is_cut_there() -> None:
+    tokens = [f"token_id:{i}" for i in range(100)]
+    choice = {
+        "logprobs": {"tokens": tokens, "token_logprobs": [-0.5] * 100},
+        "finish_reason": "stop",
+    }
+    gen = OpenAIPolicy._parse_choice(choice, 8)
+    assert gen.token_ids == list(range(8)) and gen.finish_reason == "length" and gen.error is None

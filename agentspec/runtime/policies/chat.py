@@ -26,6 +26,7 @@ import asyncio
 import email.utils
 import json
 import random
+import re
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -33,12 +34,14 @@ from typing import Any
 import httpx
 
 from agentspec.runtime.policies.base import Generation, SamplingParams
+from agentspec.runtime.policies.scripted import REMOTE_MAX_RESPONSE_TOKENS, encode_head
 from agentspec.runtime.text.conversation import ChatCall, Conversation, render_calls
 from agentspec.runtime.text.tokenizer import Tokenizer
 
 __all__ = ["ChatPolicy", "ChatPolicyError"]
 
 RETRY_STATUS = frozenset({408, 429, 500, 502, 503, 504})
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 class ChatPolicyError(RuntimeError):
@@ -130,7 +133,13 @@ class ChatPolicy:
         except ChatPolicyError as exc:
             return Generation([], [], error=str(exc))
         text = render_calls(conversation.tool_format, content, calls)
-        ids = self.tokenizer.encode(text, add_special_tokens=False)
+        # a lone surrogate (JSON's "\\ud800") cannot be encoded: it reads as U+FFFD
+        text = _LONE_SURROGATE.sub("\ufffd", text)
+        # the server cut the reply at `max_tokens` in its own tokens, not ours; one that
+        # ignores it and sends megabytes is cut at a bound, the rest never encoded
+        ids = encode_head(self.tokenizer, text, REMOTE_MAX_RESPONSE_TOKENS)
+        if len(ids) > REMOTE_MAX_RESPONSE_TOKENS:
+            ids, finish = ids[:REMOTE_MAX_RESPONSE_TOKENS], "length"
         eos = self.tokenizer.eos_token_id
         if finish != "length" and eos is not None:
             ids.append(eos)
@@ -150,13 +159,15 @@ class ChatPolicy:
                 wait = self._backoff(attempt)
                 try:
                     resp = await client.post(url, json=body)
+                except httpx.InvalidURL as exc:  # no retry mends the URL
+                    raise ChatPolicyError(f"invalid URL {url!r}: {exc}") from None
                 except httpx.HTTPError as exc:
                     problem = f"{type(exc).__name__}: {exc}".rstrip(": ")
                 else:
                     if resp.status_code == 200:
                         try:
                             return resp.json()
-                        except ValueError:
+                        except (ValueError, RecursionError):  # or nested past the parser
                             raise ChatPolicyError(
                                 f"the reply from {url} is not JSON: {resp.text[:200]!r}"
                             ) from None

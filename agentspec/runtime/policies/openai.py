@@ -80,29 +80,73 @@ class OpenAIPolicy(BatchingPolicy):
     async def agenerate_batch(
         self, prompts: list[list[int]], params: SamplingParams
     ) -> list[Generation]:
-        body = self.request_body(prompts, params)
-        async with httpx.AsyncClient(timeout=self.timeout, headers=self.headers) as client:
-            resp = await client.post(f"{self.base_url}/completions", json=body)
+        """One request for the batch. The server's or the network's failure, or a reply
+        that is not a completion with token ids, is each prompt's ``error``: those
+        episodes end with ``policy_error`` and the run goes on. A response longer than
+        ``max_new_tokens`` (a server that ignores ``max_tokens``) is cut there."""
+        try:
+            choices = await self._choices(prompts, params)
+        except OpenAIPolicyError as exc:
+            return [Generation([], [], error=str(exc)) for _ in prompts]
+        return [self._parse_choice(c, params.max_new_tokens) for c in choices]
+
+    async def _choices(self, prompts: list[list[int]], params: SamplingParams) -> list[dict]:
+        url = f"{self.base_url}/completions"
+        try:
+            async with httpx.AsyncClient(timeout=self.timeout, headers=self.headers) as client:
+                resp = await client.post(url, json=self.request_body(prompts, params))
+        except (httpx.HTTPError, httpx.InvalidURL) as exc:
+            raise OpenAIPolicyError(f"{type(exc).__name__} from {url}: {exc}") from None
         if resp.status_code != 200:
             raise OpenAIPolicyError(f"{resp.status_code} from {self.base_url}: {resp.text[:500]}")
-        choices = sorted(resp.json()["choices"], key=lambda c: c["index"])
+        try:
+            reply = resp.json()
+        except (ValueError, RecursionError):  # not JSON; nested past the parser's depth
+            raise OpenAIPolicyError(
+                f"the reply from {url} is not JSON: {resp.text[:200]!r}"
+            ) from None
+        choices = reply.get("choices") if isinstance(reply, dict) else None
+        if not isinstance(choices, list) or not all(isinstance(c, dict) for c in choices):
+            raise OpenAIPolicyError(f"the reply from {url} has no list of choices")
         if len(choices) != len(prompts):
             raise OpenAIPolicyError(f"sent {len(prompts)} prompts, got {len(choices)} choices")
-        return [self._parse_choice(c) for c in choices]
+        return sorted(choices, key=_index)
 
     @staticmethod
-    def _parse_choice(choice: dict[str, Any]) -> Generation:
-        lp = choice.get("logprobs") or {}
-        tokens = lp.get("tokens")
-        values = lp.get("token_logprobs")
-        if tokens is None or values is None:
-            raise OpenAIPolicyError("the server returned no logprobs; it must support logprobs")
-        ids = []
-        for tok in tokens:
-            if not isinstance(tok, str) or not tok.startswith("token_id:"):
-                raise OpenAIPolicyError(
-                    f"token {tok!r} is not 'token_id:N'; the server must support return_tokens_as_token_ids"
+    def _parse_choice(choice: dict[str, Any], limit: int) -> Generation:
+        """A choice's generation (at most ``limit`` tokens), or one with the ``error``
+        that says what the choice lacks."""
+        lp = choice.get("logprobs")
+        tokens = lp.get("tokens") if isinstance(lp, dict) else None
+        values = lp.get("token_logprobs") if isinstance(lp, dict) else None
+        if (
+            not isinstance(tokens, list)
+            or not isinstance(values, list)
+            or len(tokens) != len(values)
+        ):
+            return Generation(
+                [], [], error="the server returned no log-prob per token; it must support logprobs"
+            )
+        ids: list[int] = []
+        logprobs: list[float] = []
+        for token, value in zip(tokens[:limit], values[:limit], strict=True):
+            number = token.removeprefix("token_id:") if isinstance(token, str) else ""
+            if not (number.isascii() and number.isdigit() and len(number) <= 9):
+                return Generation(
+                    [],
+                    [],
+                    error=f"token {str(token)[:40]!r} is not 'token_id:N'; the server must "
+                    "support return_tokens_as_token_ids",
                 )
-            ids.append(int(tok.split(":", 1)[1]))
-        finish = "length" if choice.get("finish_reason") == "length" else "stop"
-        return Generation(ids, [float(v) for v in values], finish)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
+                return Generation([], [], error=f"log-prob {str(value)[:40]!r} is not a number")
+            ids.append(int(number))
+            logprobs.append(float(value))
+        cut = len(tokens) > limit
+        finish = "length" if cut or choice.get("finish_reason") == "length" else "stop"
+        return Generation(ids, logprobs, finish)
+
+
+def _index(choice: dict[str, Any]) -> int:
+    index = choice.get("index")
+    return index if isinstance(index, int) and not isinstance(index, bool) else 0

@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterable, Sequence
 from agentspec.runtime.policies.base import Generation, SamplingParams
 from agentspec.runtime.text.tokenizer import Tokenizer
 
-__all__ = ["ScriptedPolicy", "text_generation"]
+__all__ = ["REMOTE_MAX_RESPONSE_TOKENS", "ScriptedPolicy", "encode_head", "text_generation"]
 
 
 class ScriptedPolicy:
@@ -83,7 +83,7 @@ def text_generation(
     cut = [i + len(s) for s in params.stop if (i := text.find(s)) != -1]
     if cut:
         text = text[: min(cut)]
-    ids = _encode_head(tokenizer, text, params.max_new_tokens)
+    ids = encode_head(tokenizer, text, params.max_new_tokens)
     if append_eos and not cut and tokenizer.eos_token_id is not None:
         ids.append(tokenizer.eos_token_id)
     if len(ids) > params.max_new_tokens:
@@ -92,12 +92,18 @@ def text_generation(
     return Generation(ids, [logprob] * len(ids), finish)
 
 
+REMOTE_MAX_RESPONSE_TOKENS = 32_768
+"""The most tokens (agentspec's) of one response written elsewhere (a chat server's
+reply, a served session's action) that are encoded: that text was cut by its own
+tokenizer's limit, not the spec's `max_response_tokens`, but a runaway or hostile one
+(megabytes) is bounded."""
+
 _BOUNDARY_TOKENS = 8
 """Tokens past the limit that a prefix must reach before its head is trusted: cutting
 the text changes only how the last few tokens before the cut are merged."""
 
 
-def _encode_head(tokenizer: Tokenizer, text: str, limit: int) -> list[int]:
+def encode_head(tokenizer: Tokenizer, text: str, limit: int) -> list[int]:
     """``tokenizer.encode(text)``, or — where that is longer than ``limit`` tokens — a
     list whose first ``limit`` tokens are its first ``limit``, found by encoding a
     prefix of the text twice as long each time. A caller may send megabytes as one

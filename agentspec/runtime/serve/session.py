@@ -34,7 +34,7 @@ from typing import Any, TypeVar
 
 from agentspec.runtime.episode.loop import EpisodeRun
 from agentspec.runtime.episode.trajectory import Event, Step, Trajectory
-from agentspec.runtime.policies.scripted import text_generation
+from agentspec.runtime.policies.scripted import REMOTE_MAX_RESPONSE_TOKENS, text_generation
 from agentspec.runtime.serve.spec import ServedSpec, SessionError
 from agentspec.runtime.text.conversation import ChatCall, ConversationError, conversation_of
 from agentspec.runtime.text.conversation import render_calls as write_calls
@@ -43,7 +43,7 @@ _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 # The most tokens (agentspec's) of one response a session encodes: a caller's text is
 # not cut at the spec's `max_response_tokens`, but a runaway or hostile one is bounded.
-SERVED_MAX_RESPONSE_TOKENS = 32_768
+SERVED_MAX_RESPONSE_TOKENS = REMOTE_MAX_RESPONSE_TOKENS
 _LONG_RESPONSE_CHARS = 8_192  # a response encoded in a worker thread, not on the event loop
 
 __all__ = [
