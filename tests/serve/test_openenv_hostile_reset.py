@@ -30,7 +30,7 @@ def server() -> Iterator[InProcessServer]:
         yield running
 
 
-def exchange(server: InProcessServer, frames: list[str]) -> list[dict[str, Any]]:
+def exchange(server: InProcessServer, frames: list[str | bytes]) -> list[dict[str, Any]]:
     async def run() -> list[dict[str, Any]]:
         url = server.url.replace("http://", "ws://") + "/ws"
         async with websockets.connect(url) as ws:
@@ -158,6 +158,38 @@ def test_a_frame_that_is_not_an_object_is_an_error_and_the_episode_goes_on(
     assert bad["type"] == "error" and bad["data"]["code"] == "VALIDATION_ERROR", bad
     assert bad["data"]["message"].endswith(f"must be a JSON object, e.g. {EXAMPLE}; got {kind}")
     assert state["data"]["sample_id"] == "train-2" and state["data"]["done"] is False
+
+
+@pytest.mark.parametrize(
+    ("frame", "said"),
+    [
+        ('{"type": "step", "data": {"text": "", "seed": ' + "9" * 5000 + "}}", "4300 digits"),
+        ('{"type": "step", "data": ' + "[" * 100_000 + "]" * 100_000 + "}", "recursion"),
+        (b"\xff\xfe not UTF-8", "not UTF-8"),
+    ],
+)
+def test_json_python_cannot_read_is_an_error_and_the_episode_goes_on(
+    server: InProcessServer, frame: str | bytes, said: str
+) -> None:
+    """An integer past 4,300 digits or nesting past the parser's depth raised past
+    OpenEnv's JSONDecodeError handler: SESSION_ERROR, and the socket and episode closed."""
+    good, bad, state = exchange(
+        server, [json.dumps({"type": "reset", "data": {"index": 2}}), frame, '{"type": "state"}']
+    )
+    assert good["type"] == "observation"
+    assert bad["type"] == "error" and bad["data"]["code"] == "VALIDATION_ERROR", bad
+    assert said in bad["data"]["message"]
+    assert state["data"]["sample_id"] == "train-2" and state["data"]["done"] is False
+
+
+def test_a_binary_frame_of_json_is_read_as_its_text(server: InProcessServer) -> None:
+    """OpenEnv reads text frames only: a binary one raised KeyError('text') and closed
+    the session."""
+    good, state = exchange(
+        server, [json.dumps({"type": "reset", "data": {"index": 2}}).encode(), b'{"type": "state"}']
+    )
+    assert good["type"] == "observation"
+    assert state["data"]["sample_id"] == "train-2"
 
 
 def test_a_huge_refused_action_is_not_echoed_back_whole(server: InProcessServer) -> None:

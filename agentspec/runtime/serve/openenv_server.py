@@ -456,7 +456,10 @@ class _WebSocketGuard:
 
     - a frame of valid JSON that is not an object (a list, a string, a number, null)
       ended the connection without a word; it is answered with an error frame, as a
-      malformed object is, and the connection (and its episode) goes on;
+      malformed object is, and the connection (and its episode) goes on; so is JSON
+      that Python refuses past OpenEnv's `JSONDecodeError` handler (an integer past
+      4,300 digits, nesting past the parser's depth), which ended the session;
+    - a binary frame (OpenEnv reads text only, and raised) is read as its UTF-8 text;
     - an error frame about a malformed message echoed the offending value whole (a
       megabyte action came back as a megabyte error, past a default client's frame
       limit): each error's `input` is cut to `_ECHO_LIMIT` characters;
@@ -479,14 +482,12 @@ class _WebSocketGuard:
                 message = await receive()
                 if message["type"] != "websocket.receive":
                     return message
-                raw = message.get("text")
-                kind = _not_an_object(raw if raw is not None else message.get("bytes"))
-                if kind is None:
+                if message.get("text") is None:  # a binary frame: OpenEnv reads text only
+                    message = _as_text(message)
+                problem = _frame_problem(message.get("text"))
+                if problem is None:
                     return message
-                error = {
-                    "message": f'a message must be a JSON object, e.g. {{"type": "state"}}; got {kind}',
-                    "code": "VALIDATION_ERROR",
-                }
+                error = {"message": problem, "code": "VALIDATION_ERROR"}
                 await send(
                     {"type": "websocket.send", "text": json.dumps({"type": "error", "data": error})}
                 )
@@ -543,25 +544,43 @@ def _shortened(text: str) -> str:
     return f"{text[:_ECHO_LIMIT]}… ({len(text):,} characters)"
 
 
-def _not_an_object(raw: str | bytes | None) -> str | None:
-    """What a frame of valid JSON holds when it is not an object (`a list`, ...); None
-    for an object, and for text that is not JSON (OpenEnv answers that itself)."""
+def _as_text(message: dict[str, Any]) -> dict[str, Any]:
+    """A binary frame as the text frame it spells in UTF-8 (OpenEnv's `receive_text`
+    raised on a binary one and ended the session); bytes that are not UTF-8 keep no text,
+    which `_frame_problem` refuses."""
     try:
-        value = json.loads(raw) if raw is not None else {}
-    except (ValueError, TypeError):
+        text: str | None = (message.get("bytes") or b"").decode("utf-8")
+    except UnicodeDecodeError:
+        text = None
+    return {**message, "text": text, "bytes": None}
+
+
+def _frame_problem(raw: str | None) -> str | None:
+    """Why a frame is answered with an error here (the connection and its episode go
+    on), or None to pass it to OpenEnv: an object, or text that is not JSON at all,
+    which OpenEnv answers itself. OpenEnv caught only `JSONDecodeError`, so JSON that
+    Python refuses otherwise (an integer past 4,300 digits, nesting past the parser's
+    depth) ended the session."""
+    if raw is None:
+        return "a message must be UTF-8 JSON text; got a binary frame that is not UTF-8"
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError:
         return None
+    except (ValueError, RecursionError) as exc:
+        return f"a message this server cannot read: {str(exc)[:200]}"
     if isinstance(value, dict):
         return None
-    if value is None:
-        return "null"
     names = {
         bool: "true or false",
         str: "a string",
         list: "a list",
         int: "a number",
         float: "a number",
+        type(None): "null",
     }
-    return names.get(type(value), type(value).__name__)
+    kind = names.get(type(value), type(value).__name__)
+    return f'a message must be a JSON object, e.g. {{"type": "state"}}; got {kind}'
 
 
 class _SplitRequest(BaseModel):
