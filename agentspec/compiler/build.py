@@ -22,6 +22,8 @@ from agentspec import __version__
 from agentspec.compiler.emit import render_manifest, render_module
 from agentspec.compiler.frontend import load_checked
 from agentspec.compiler.lower import lower
+from agentspec.diagnostics import SpecError
+from agentspec.spec.load import read_source
 
 
 @dataclass(frozen=True)
@@ -109,6 +111,9 @@ def import_spec(path: str | Path, waive: Collection[str] = ()) -> ModuleType:
     apart, so that a plain import of the same spec still reports them."""
     from agentspec.stdlib.user import bind_spec_dir
 
+    if not Path(path).is_file():  # hashing a FIFO blocks; /dev/zero never ends
+        _, problem = read_source(path)
+        raise SpecError([problem] if problem is not None else [], {})
     digest = cache_key(path)
     if waive:
         digest = hashlib.sha256(f"{digest} waive {sorted(waive)}".encode()).hexdigest()

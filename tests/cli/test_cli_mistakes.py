@@ -4,6 +4,7 @@ the spec's line, never a traceback, and nothing written where the command failed
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 from pathlib import Path
@@ -346,3 +347,19 @@ def test_an_oracle_turn_that_fails_on_one_sample_ends_that_episode_only(tmp_path
     assert f"note: {failed} of 12 episodes ended in policy_error, e.g. oracle for sample" in output
     assert "calculator.yaml:40: UndefinedError" in output
     assert re.search(rf"ended: policy_error\s+│\s+{failed}", output), output
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize(
+    "command",
+    [["run", "-n", "1"], ["train"], ["eval", "--policy", "oracle"], ["test"], ["explore"]],
+)
+def test_a_spec_path_that_is_a_fifo_is_refused_not_waited_on(
+    tmp_path: Path, command: list[str]
+) -> None:
+    """`validate` refused a FIFO (E103); the commands that compile into the cache hashed
+    it first, which blocks until a writer comes (and read /dev/zero until memory ran out)."""
+    fifo = tmp_path / "spec.yaml"
+    os.mkfifo(fifo)
+    code, output = invoke(command[0], str(fifo), *command[1:])
+    assert code != 0 and "E103" in output and "a FIFO (named pipe)" in output, output
