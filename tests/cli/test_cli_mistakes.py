@@ -363,3 +363,13 @@ def test_a_spec_path_that_is_a_fifo_is_refused_not_waited_on(
     os.mkfifo(fifo)
     code, output = invoke(command[0], str(fifo), *command[1:])
     assert code != 0 and "E103" in output and "a FIFO (named pipe)" in output, output
+
+
+def test_a_split_the_data_source_does_not_have_is_a_usage_error(tmp_path: Path) -> None:
+    spec = ROOT / "specs" / "webshop.yaml"
+    code, output = invoke(
+        "run", str(spec), "--policy", "oracle", "--split", "nope", "-n", "1", "--out", str(tmp_path)
+    )
+    assert code == 2, output
+    assert "--split nope: webshop_goals: unknown split 'nope'; use ['dev', 'test'" in output
+    assert "Traceback" not in output
