@@ -94,6 +94,9 @@ def run(
     }
     kind = "hf" if model is not None else policy.split(":")[0]
     out_dir = output_path(out or Path("runs") / f"{module.SPEC_NAME}-{kind}", "--out", folder=True)
+    # what the run writes into it, checked before the episodes rather than after them
+    output_path(out_dir / "trajectories.jsonl", "--out", folder=False)
+    output_path(out_dir / "tokenizer", "--out", folder=True)
     with server_logs(out_dir):  # MCP servers' stderr: out_dir/mcp/NAME.log
         trajectories = _roll_out(module, chosen, policy, settings)
     names = [c.name for c in module.ENV_CLASS.reward_components]

@@ -373,3 +373,18 @@ def test_a_split_the_data_source_does_not_have_is_a_usage_error(tmp_path: Path) 
     assert code == 2, output
     assert "--split nope: webshop_goals: unknown split 'nope'; use ['dev', 'test'" in output
     assert "Traceback" not in output
+
+
+def test_what_run_writes_into_its_out_folder_is_checked_before_the_episodes(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "a" / "trajectories.jsonl").mkdir(parents=True)
+    (tmp_path / "b").mkdir()
+    (tmp_path / "b" / "tokenizer").write_text("")
+    for out, said in (("a", "trajectories.jsonl is a folder"), ("b", "tokenizer is a file")):
+        code, output = invoke(
+            "run", str(CALCULATOR), "--policy", "oracle", "-n", "1", "--out", str(tmp_path / out)
+        )
+        assert code == 2 and said in output and "Traceback" not in output, output
+    code, output = invoke("run", str(CALCULATOR), "--policy", f"scripted:{tmp_path}", "-n", "1")
+    assert code == 2 and f"scripted policy file '{tmp_path}' is a folder" in output, output

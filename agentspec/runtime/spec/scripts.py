@@ -60,7 +60,14 @@ def episode_script(module: ModuleType, policy: str) -> Callable[[Mapping[str, An
     if kind == "scripted":
         path = Path(location)
         if not path.is_file():
-            raise PolicyError(f"scripted policy file {location!r} does not exist")
+            what = (
+                "is a folder"
+                if path.is_dir()
+                else "is not a regular file"
+                if path.exists()
+                else "does not exist"
+            )
+            raise PolicyError(f"scripted policy file {location!r} {what}")
         try:
             text = path.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
