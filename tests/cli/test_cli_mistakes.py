@@ -388,3 +388,18 @@ def test_what_run_writes_into_its_out_folder_is_checked_before_the_episodes(
         assert code == 2 and said in output and "Traceback" not in output, output
     code, output = invoke("run", str(CALCULATOR), "--policy", f"scripted:{tmp_path}", "-n", "1")
     assert code == 2 and f"scripted policy file '{tmp_path}' is a folder" in output, output
+
+
+def test_an_openai_policy_s_tokenizer_must_be_a_local_tokenizer_folder(tmp_path: Path) -> None:
+    """A missing path was tried as a model hub's repository id (a download), an empty
+    folder or a file gave transformers' traceback."""
+    (tmp_path / "empty").mkdir()
+    for tokenizer, said in (
+        (tmp_path / "missing", "is not a folder"),
+        (tmp_path / "empty", "holds no tokenizer.json or tokenizer_config.json"),
+    ):
+        code, output = invoke(
+            "run", str(CALCULATOR), "--policy", "openai:http://127.0.0.1:9/v1",
+            "--tokenizer", str(tokenizer), "-n", "1", "--out", str(tmp_path / "out"),
+        )  # fmt: skip
+        assert code == 2 and f"--tokenizer {tokenizer}: {said}" in output, output

@@ -130,7 +130,24 @@ def make_policy(
             )
         from transformers import AutoTokenizer
 
-        served_tokenizer: Any = AutoTokenizer.from_pretrained(tokenizer_dir)
+        folder = Path(tokenizer_dir)
+        if (
+            not (folder / "tokenizer.json").is_file()
+            and not (folder / "tokenizer_config.json").is_file()
+        ):
+            what = (
+                "is not a folder"
+                if not folder.is_dir()
+                else "holds no tokenizer.json or tokenizer_config.json"
+            )
+            raise PolicyError(
+                f"--tokenizer {tokenizer_dir}: {what}; give the served model's tokenizer folder"
+                " (a run's `tokenizer/`, or the model's own folder)"
+            )
+        try:  # a local folder only: never a download from a model hub
+            served_tokenizer: Any = AutoTokenizer.from_pretrained(folder, local_files_only=True)
+        except (OSError, ValueError) as exc:
+            raise PolicyError(f"--tokenizer {tokenizer_dir}: cannot load it ({exc})") from None
         return OpenAIPolicy(location, model=served_model), served_tokenizer
     if kind == "chat":
         return chat_policy(location, served_model, task_tokenizer, api_key_env, max_concurrency)
