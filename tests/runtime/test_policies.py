@@ -170,6 +170,17 @@ def test_server_errors_reach_the_caller(server: Any) -> None:
     )
     assert resp.status_code == 400 and "each prompt must be" in resp.json()["error"]["message"]
     assert httpx.post(server.url + "/chat", json={}).status_code == 404
+    # hostile bodies are 400s, not dropped connections (a seed torch cannot take, nesting
+    # past the parser)
+    for bad_body in (
+        {"model": "tiny", "prompt": [[1]], "seed": "x"},
+        {"prompt": [[1]], "seed": -1},
+    ):
+        answer = httpx.post(server.url + "/completions", json=bad_body)
+        assert answer.status_code == 400 and "'seed' must be an integer" in answer.text
+    deep = b'{"prompt": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
+    answer = httpx.post(server.url + "/completions", content=deep)
+    assert answer.status_code == 400 and "nests too deep" in answer.text
     bad = OpenAIPolicy(server.url, "tiny", extra_body={"n": 2})
     # the server's refusals are the episode's `policy_error`, not the run's exception
     (refused,) = _gen(bad, [[1, 2]])

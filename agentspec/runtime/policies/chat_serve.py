@@ -33,6 +33,7 @@ from agentspec.runtime.episode.tools import ToolResult
 from agentspec.runtime.policies.base import SamplingParams
 from agentspec.runtime.policies.local_api import (
     LocalAPIServer,
+    request_seed,
     serve_until_interrupted,
     server_arguments,
 )
@@ -124,7 +125,7 @@ class ChatCompletionServer(LocalAPIServer):
             temperature=float(body.get("temperature", 1.0)),
             top_p=float(body.get("top_p", 1.0)),
             stop=(stop,) if isinstance(stop, str) else tuple(stop),
-            seed=body.get("seed"),
+            seed=request_seed(body),
         )
         with self._lock:
             (out,) = self.policy.generate_batch([prompt], params)

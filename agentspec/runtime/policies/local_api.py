@@ -12,10 +12,30 @@ from __future__ import annotations
 import argparse
 import json
 import threading
+from collections.abc import Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-__all__ = ["LocalAPIServer", "serve_until_interrupted", "server_arguments"]
+__all__ = [
+    "MAX_BODY_BYTES",
+    "LocalAPIServer",
+    "request_seed",
+    "serve_until_interrupted",
+    "server_arguments",
+]
+
+MAX_BODY_BYTES = 64 * 2**20
+"""The largest request body read (a test or evaluation server: prompts, not corpora)."""
+
+
+def request_seed(body: Mapping[str, Any]) -> int | None:
+    """The request's ``seed``: an integer torch can seed with, or None."""
+    seed = body.get("seed")
+    if seed is None:
+        return None
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**63:
+        raise ValueError(f"'seed' must be an integer 0..2**63-1, got {str(seed)[:40]!r}")
+    return seed
 
 
 class LocalAPIServer:
@@ -81,10 +101,15 @@ def _handler(server: LocalAPIServer) -> type[BaseHTTPRequestHandler]:
                 return self._no_route()
             try:
                 length = int(self.headers.get("Content-Length", "0"))
+                if not 0 <= length <= MAX_BODY_BYTES:  # -1 waited for the client to close
+                    raise ValueError(f"Content-Length must be 0..{MAX_BODY_BYTES:,}, got {length}")
                 body = json.loads(self.rfile.read(length) or b"{}")
                 if not isinstance(body, dict):
                     raise ValueError("the body must be a JSON object")
                 self._send(200, server.complete(body))
+            except RecursionError:
+                error = {"message": "the body nests too deep", "type": "invalid_request_error"}
+                self._send(400, {"error": error})
             except (ValueError, KeyError, TypeError) as exc:
                 error = {"message": str(exc), "type": "invalid_request_error"}
                 self._send(400, {"error": error})

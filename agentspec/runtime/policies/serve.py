@@ -17,6 +17,7 @@ from typing import Any
 from agentspec.runtime.policies.base import SamplingParams
 from agentspec.runtime.policies.local_api import (
     LocalAPIServer,
+    request_seed,
     serve_until_interrupted,
     server_arguments,
 )
@@ -63,7 +64,7 @@ class CompletionServer(LocalAPIServer):
             top_p=float(body.get("top_p", 1.0)),
             top_k=max(0, int(body.get("top_k", 0) or 0)),
             stop=(stop,) if isinstance(stop, str) else tuple(stop),
-            seed=body.get("seed"),
+            seed=request_seed(body),
             ignore_eos=bool(body.get("ignore_eos", False)),
         )
         with self._lock:
