@@ -66,7 +66,7 @@ def lower(checked: CheckResult, *, spec_file: str, spec_sha256: str, version: st
         layout=row_layout(context.policy),
         state_fields=state_fields,
         initial_exprs=initial_exprs,
-        locations=expression_locations(checked, spec_file, bool(initial_exprs)),
+        locations=expression_locations(checked, spec_file),
         constants=dict(spec.constants),
         tools=tools,
         rewards=_rewards(checked),

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from agentspec.compiler.ast import Let
 from agentspec.compiler.guards import expand, is_let, is_reference
 from agentspec.compiler.ir import CheckResult
-from agentspec.compiler.names import local_name, unique_names
+from agentspec.compiler.names import local_name, state_attribute, unique_names
 from agentspec.spec.model import OracleEach, ToolSpec
 
 if TYPE_CHECKING:
@@ -33,12 +33,16 @@ def location(checked: CheckResult, path: tuple[Any, ...], spec_file: str) -> str
     return f"{spec_file}:{checked.loaded.source_map.value_span(path).line}"
 
 
-def expression_locations(checked: CheckResult, spec_file: str, initial: bool) -> dict[str, str]:
+def expression_locations(checked: CheckResult, spec_file: str) -> dict[str, str]:
     """`file:line` of each expression the environment evaluates (rewards, episode
     rules, initial state), by the dotted path its errors are reported under."""
-    found = {"state.initial": location(checked, ("state",), spec_file)} if initial else {}
+    found: dict[str, str] = {}
     for path in checked.expressions:
-        if path[0] in ("rewards", "episode"):
+        if path[0] == "state":  # ("state", NAME, "initial"), reported by its State field
+            found[f"state.{state_attribute(str(path[1]))}.initial"] = location(
+                checked, path, spec_file
+            )
+        elif path[0] in ("rewards", "episode"):
             found[".".join(map(str, path))] = location(checked, path, spec_file)
     return found
 

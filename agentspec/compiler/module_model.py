@@ -136,7 +136,7 @@ class ModuleModel:
     def episode_rules(self) -> str:
         """The `EpisodeRules(...)` arguments: the methods the environment defines."""
         defined = {
-            "initial_state": "initial_state" if self.initial_exprs else None,
+            "initial_values": "initial_values" if self.initial_exprs else None,
             "success": "is_success" if self.success else None,
             "done_when": "is_done" if self.done_when else None,
             "anchor": "anchor_key" if self.anchor else None,

@@ -65,7 +65,8 @@ class RewardComponent:
 class EpisodeRules:
     """An environment's episode-level expressions; `None` where the spec has none."""
 
-    initial_state: Expression | None = None  # the state computed from the sample
+    initial_values: tuple[tuple[str, Expression], ...] = ()
+    """(State field, value) of the state variables computed from the sample at reset."""
     success: Callable[[Scope], bool | None] | None = None
     done_when: Callable[[Scope], bool] | None = None
     anchor: Expression | None = None

@@ -186,12 +186,14 @@ class SpecEnvMixin:
     def new_state(self) -> Any:
         """The state an episode starts in: declared initial values, then the
         ones computed from the sample (`initial: sample.x`)."""
-        initial = self.rules.initial_state
-        if initial is not None:
-            state = self.evaluate(initial, self.scope(), "state.initial", default=None)
-            if state is not None:
-                return state
-        return self.state_class() if self.state_class is not None else None
+        state = self.state_class() if self.state_class is not None else None
+        scope = self.scope()
+        for field_name, value in self.rules.initial_values:
+            # a value that fails on this sample keeps its declared default (recorded)
+            where = f"state.{field_name}.initial"
+            default = getattr(state, field_name)
+            setattr(state, field_name, self.evaluate(value, scope, where, default=default))
+        return state
 
     @staticmethod
     def own_sample(sample: Mapping[str, Any]) -> dict[str, Any]:

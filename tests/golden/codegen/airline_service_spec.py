@@ -288,7 +288,7 @@ class AirlineServiceEnv(SpecToolEnv):
     state_class = State
     constants = CONSTANTS
     locations: ClassVar[dict[str, str]] = {
-        "state.initial": "airline_service.yaml:34",
+        "state.db.initial": "airline_service.yaml:34",
         "rewards.database.value": "airline_service.yaml:112",
         "episode.success": "airline_service.yaml:110",
     }
@@ -300,11 +300,8 @@ class AirlineServiceEnv(SpecToolEnv):
         'I am {{ sample.user }}. Please {% if sample.kind == "change" %}move my reservation {{ sample.reservation }} to the cheapest other flight on the same route{% else %}cancel my reservation {{ sample.reservation }}{% endif %}.'
     )
 
-    @staticmethod
-    def initial_state(s: Scope) -> State:
-        initial = State()
-        initial.db = s.own(s.sample["db"])
-        return initial
+    # state computed from the sample at reset, each reported under its own line: (field, value)
+    initial_values = (("db", lambda s: s.own(s.sample["db"])),)
 
     @staticmethod
     def reward_0(s: Scope) -> float:
@@ -324,7 +321,7 @@ class AirlineServiceEnv(SpecToolEnv):
         RewardComponent("database", on="final", weight=1.0, value=reward_0),
         RewardComponent("policy_violation", on="guard_failed", weight=1.0, value=reward_1),
     )
-    rules = EpisodeRules(initial_state=initial_state, success=is_success)
+    rules = EpisodeRules(initial_values=initial_values, success=is_success)
 
 
 class AirlineServiceFlow(AgentEnvLoop):

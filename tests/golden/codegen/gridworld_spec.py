@@ -136,7 +136,8 @@ class GridworldEnv(SpecToolEnv):
     state_class = State
     constants = CONSTANTS
     locations: ClassVar[dict[str, str]] = {
-        "state.initial": "gridworld.yaml:22",
+        "state.x.initial": "gridworld.yaml:22",
+        "state.y.initial": "gridworld.yaml:23",
         "episode.anchor": "gridworld.yaml:45",
         "rewards.goal.value": "gridworld.yaml:55",
         "episode.success": "gridworld.yaml:46",
@@ -149,12 +150,11 @@ class GridworldEnv(SpecToolEnv):
         "Reach the goal at column {{ sample.goal[0] }}, row {{ sample.goal[1] }}."
     )
 
-    @staticmethod
-    def initial_state(s: Scope) -> State:
-        initial = State()
-        initial.x = s.own(s.sample["start"][0])
-        initial.y = s.own(s.sample["start"][1])
-        return initial
+    # state computed from the sample at reset, each reported under its own line: (field, value)
+    initial_values = (
+        ("x", lambda s: s.own(s.sample["start"][0])),
+        ("y", lambda s: s.own(s.sample["start"][1])),
+    )
 
     @staticmethod
     def reward_0(s: Scope) -> float:
@@ -178,7 +178,7 @@ class GridworldEnv(SpecToolEnv):
         RewardComponent("goal", on="final", weight=1.0, value=reward_0),
         RewardComponent("bump", on="tool_error:move", weight=1.0, value=reward_1),
     )
-    rules = EpisodeRules(initial_state=initial_state, success=is_success, anchor=anchor_key)
+    rules = EpisodeRules(initial_values=initial_values, success=is_success, anchor=anchor_key)
 
 
 class GridworldFlow(AgentEnvLoop):

@@ -169,7 +169,8 @@ class InventoryEnv(SpecToolEnv):
     state_class = State
     constants = CONSTANTS
     locations: ClassVar[dict[str, str]] = {
-        "state.initial": "collections_and_guards.yaml:16",
+        "state.stock.initial": "collections_and_guards.yaml:16",
+        "state.budget.initial": "collections_and_guards.yaml:17",
         "rewards.complete.value": "collections_and_guards.yaml:42",
         "episode.success": "collections_and_guards.yaml:40",
     }
@@ -179,15 +180,17 @@ class InventoryEnv(SpecToolEnv):
         "Order {{ sample.wanted | join(', ') }}; at most {{ constants.max_orders }} orders."
     )
 
-    @staticmethod
-    def initial_state(s: Scope) -> State:
-        initial = State()
-        initial.stock = s.own(s.sample["stock"])
-        initial.budget = s.own(
-            s.sample["start"]
-            + fn.sum([s.at(s.constants["prices"], k) for k in fn.keys(s.constants["prices"])])
-        )
-        return initial
+    # state computed from the sample at reset, each reported under its own line: (field, value)
+    initial_values = (
+        ("stock", lambda s: s.own(s.sample["stock"])),
+        (
+            "budget",
+            lambda s: s.own(
+                s.sample["start"]
+                + fn.sum([s.at(s.constants["prices"], k) for k in fn.keys(s.constants["prices"])])
+            ),
+        ),
+    )
 
     @staticmethod
     def reward_0(s: Scope) -> float:
@@ -213,7 +216,7 @@ class InventoryEnv(SpecToolEnv):
         RewardComponent("refused", on="guard_failed", weight=1.0, value=reward_1),
         RewardComponent("failed_order", on="tool_error:order", weight=1.0, value=reward_2),
     )
-    rules = EpisodeRules(initial_state=initial_state, success=is_success)
+    rules = EpisodeRules(initial_values=initial_values, success=is_success)
 
 
 class InventoryFlow(AgentEnvLoop):

@@ -198,18 +198,15 @@ class PantryEnv(SpecToolEnv):
     final_answer = "end"
     state_class = State
     locations: ClassVar[dict[str, str]] = {
-        "state.initial": "named_guards.yaml:12",
+        "state.stock.initial": "named_guards.yaml:12",
         "rewards.done.value": "named_guards.yaml:44",
     }
     max_steps = 8
     system_template = None
     user_template = template("Take {{ sample.wanted | join(' and ') }}.")
 
-    @staticmethod
-    def initial_state(s: Scope) -> State:
-        initial = State()
-        initial.stock = s.own(s.sample["stock"])
-        return initial
+    # state computed from the sample at reset, each reported under its own line: (field, value)
+    initial_values = (("stock", lambda s: s.own(s.sample["stock"])),)
 
     @staticmethod
     def reward_0(s: Scope) -> float:
@@ -225,7 +222,7 @@ class PantryEnv(SpecToolEnv):
         RewardComponent("done", on="final", weight=1.0, value=reward_0),
         RewardComponent("refused", on="guard_failed", weight=1.0, value=reward_1),
     )
-    rules = EpisodeRules(initial_state=initial_state)
+    rules = EpisodeRules(initial_values=initial_values)
 
 
 class PantryFlow(AgentEnvLoop):
