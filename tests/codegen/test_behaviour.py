@@ -368,3 +368,27 @@ def test_a_step_the_policy_could_not_answer_is_paid_nothing(tmp_path: Path) -> N
     assert traj.termination.value == "policy_error"
     assert traj.steps[-1].rewards == {} and traj.total_reward == 0.0
     assert traj.steps[-1].info["policy_error"] == "connection refused"
+
+
+def test_a_computed_initial_value_that_fails_is_named_at_its_own_line(tmp_path: Path) -> None:
+    """Each state variable computed from the sample is its own expression: the one that
+    fails on a sample is named with its line and keeps its default; the others are set
+    (all of them were one `state.initial`, at the line of `state:`)."""
+    module = build(
+        """
+state:
+  first: {type: str, initial: "sample.items[0]"}
+  third: {type: str, initial: "sample.items[2]"}
+  size: {type: int, initial: "len(sample.items)"}
+tools:
+  noop: {description: Nothing.}
+rewards:
+  r: {on: final, value: 1.0}
+""",
+        tmp_path,
+    )
+    traj, env = play(module, ["done"], {"q": "q", "n": 1, "items": ["a", "b"]})
+    assert (env.state.first, env.state.third, env.state.size) == ("a", "", 2)
+    (error,) = traj.steps[0].info["expression_errors"]
+    assert error.startswith("state.third.initial (spec") and ".yaml:8)" in error, error
+    assert "IndexError" in error
