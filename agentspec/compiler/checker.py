@@ -64,6 +64,10 @@ from agentspec.spec.yaml_loader import Path
 __all__ = ["ROOTS", "Checker", "Scope", "Site", "check"]
 
 
+YAML_11_BOOLEANS = frozenset({"yes", "no", "on", "off", "y", "n"})
+"""Words YAML 1.1 read as booleans; agentspec reads YAML 1.2, where they are names."""
+
+
 class Checker(CheckState):
     """Checks one spec. Use `check(loaded)`."""
 
@@ -262,8 +266,14 @@ class Checker(CheckState):
             constant = {"none": "None", "nil": "None", "TRUE": "true", "FALSE": "false"}
             if name in constant:
                 hint = f"did you mean `{constant[name]}`?"
+            elif name.lower() in YAML_11_BOOLEANS:  # `initial: no`, YAML 1.1's spelling
+                hint = (
+                    f"a boolean is `true` or `false`; a text is quoted inside the expression:"
+                    f" \"'{name}'\""
+                )
             elif (hint is None or hint.startswith("known:")) and name.isidentifier():
-                quoted = f"a text is quoted: '{name}'"  # `state.mode != off`
+                # `state.mode != off`; in YAML the quotes go inside the value's own
+                quoted = f"a text is quoted inside the expression: '{name}' (in YAML: \"'{name}'\")"
                 hint = quoted if hint is None else f"{quoted}; {hint}"
             self.error("E401", f"unknown name '{name}'", span, hint)
         return ANY

@@ -268,7 +268,19 @@ def test_a_bare_word_that_names_nothing_is_said_to_need_quotes() -> None:
     )
     (error,) = result.errors
     assert error.code == "E401" and error.hint is not None
-    assert error.hint.startswith("a text is quoted: 'off'; known: action")
+    # `off` is a boolean in YAML 1.1: both readings are offered
+    assert (
+        error.hint
+        == "a boolean is `true` or `false`; a text is quoted inside the expression: \"'off'\""
+    )
+    result = check(
+        TOOL + 'rewards:\n  r: {on: final, value: "1.0 if action.text == banana else 0.0"}\n'
+    )
+    (error,) = result.errors
+    assert error.hint is not None
+    assert error.hint.startswith(
+        "a text is quoted inside the expression: 'banana' (in YAML: \"'banana'\"); known: action"
+    )
 
 
 def test_a_template_calling_a_function_says_templates_call_nothing() -> None:
