@@ -275,9 +275,9 @@ def evaluation_samples(
     note = held_out_note(module, len(train_samples) + len(samples), held_out)
     if not note and episodes > len(samples):
         note = (
-            f"-n {episodes}: the spec's data has no eval split, so training held out its last "
+            f"the spec's data has no eval split, so training held out its last "
             f"{len(samples)} samples (`training.eval_samples`) and trained on the rest; "
-            f"evaluating on those {len(samples)}"
+            f"evaluating on those {len(samples)} (not -n's {episodes})"
         )
     return train_samples, samples[:episodes], note
 
