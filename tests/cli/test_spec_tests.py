@@ -477,3 +477,23 @@ tests:
 """
     result = runner.invoke(app, ["test", str(write(tmp_path, spec))])
     assert result.exit_code == 0, result.output
+
+
+@pytest.mark.parametrize("room", ["east", "west"])
+def test_an_oracle_turn_that_fails_on_a_sample_is_said_at_its_entry(
+    tmp_path: Path, room: str
+) -> None:
+    """The oracle's third turn fails to render on samples whose key is in `room`: those
+    samples fail at that entry's line, with the template's error (the episode ends with
+    `policy_error`; it used to end the whole `agentspec test`)."""
+    entry = f"  - \"{{{{ ['go[middle]'][(sample.key_room == '{room}') | int] }}}}\""
+    text = SPEC.replace('  - "go[middle]"', entry)
+    path = write(tmp_path, text)
+    result = runner.invoke(app, ["test", str(path)])
+    assert result.exit_code == 1, result.output
+    line = line_of(text, "['go[middle]']")
+    assert re.search(
+        rf"doors\.yaml:{line}:\d+: oracle gate .*turn 3: the oracle's turn could not be made:"
+        rf" oracle for sample .*doors\.yaml:{line}: UndefinedError",
+        result.output,
+    ), result.output

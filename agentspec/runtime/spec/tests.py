@@ -344,6 +344,19 @@ class SpecTestRunner:
                     self._env_error_span(traj.env_error),
                 )
             )
+        elif traj.termination == TerminationReason.POLICY_ERROR and traj.steps:
+            # the oracle's own turn failed on this sample (a template that fails on its
+            # fields, a hook that raised): said at that turn's entry
+            last = traj.steps[-1]
+            turn = entries[last.index] if last.index < len(entries) else None
+            error = str(last.info.get("policy_error"))
+            failures.append(
+                Failure(
+                    f"sample {sid}, turn {last.index + 1}{_entry_label(turn)}: the oracle's turn"
+                    f" could not be made: {error}",
+                    self._failed_entry_span(error) or self._oracle_span(turn),
+                )
+            )
         elif traj.termination == TerminationReason.CONTEXT_OVERFLOW:
             failures.append(
                 Failure(
@@ -389,6 +402,16 @@ class SpecTestRunner:
             for turn in self.module.oracle_actions(dict(sample)):
                 turns.append(turn)
         return turns
+
+    def _failed_entry_span(self, error: str) -> Span | None:
+        """The `oracle:` entry at the line an oracle error names (`spec.yaml:82: …`): a
+        turn that failed to render was never made, so no rendered turn knows its entry."""
+        found = re.search(rf"{re.escape(self.path.name)}:(\d+):", error)
+        oracle = self.spec.oracle
+        if found is None or not isinstance(oracle, list):
+            return None
+        spans = (self.span(("oracle", i)) for i in range(len(oracle)))
+        return next((span for span in spans if span.line == int(found.group(1))), None)
 
     def _oracle_span(self, turn: Any) -> Span:
         entry = getattr(turn, "entry", None)
