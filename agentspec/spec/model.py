@@ -453,7 +453,7 @@ class TaskSpec(Section):
 
     agentspec: Literal[1] = Field(description="Version of the spec language.")
     name: str = Field(
-        description="Identifier of the task, at most 100 characters (it names the generated module and run folders).",
+        description="Identifier of the task: a letter, then letters, digits, `_` or `-` (e.g. `my_task`), at most 100 characters (it names the generated module and run folders).",
         pattern=r"^[A-Za-z][A-Za-z0-9_-]*$",
         max_length=MAX_NAME_LENGTH,
     )
