@@ -122,11 +122,10 @@ def _say_when_every_episode_failed(trajectories: list[Any]) -> bool:
     if not failed:
         return False
     first = failed[0]
-    reason = first.env_error or (first.steps[-1].info.get("policy_error") if first.steps else None)
     endings = " or ".join(sorted({t.termination.value for t in failed}))
     every = len(failed) == len(trajectories)
     share = "every episode" if every else f"{len(failed)} of {len(trajectories)} episodes"
-    typer.echo(f"note: {share} ended in {endings}, e.g. {reason}", err=True)
+    typer.echo(f"note: {share} ended in {endings}, e.g. {first.failure}", err=True)
     return every
 
 

@@ -333,6 +333,14 @@ class Trajectory:
         last = self.steps[-1].info if self.steps else {}
         return str(self.info.get("env_error") or last.get("env_error") or "no reason recorded")
 
+    @property
+    def failure(self) -> str | None:
+        """Why an episode ended because its environment or its policy failed
+        (`env_error`, `policy_error`); None for any other ending."""
+        if self.termination == TerminationReason.POLICY_ERROR and self.steps:
+            return str(self.steps[-1].info.get("policy_error"))
+        return self.env_error
+
     def reward_components(self) -> dict[str, float]:
         """Each named component summed over the steps (before its weight)."""
         out: dict[str, float] = {}

@@ -37,10 +37,7 @@ def _endings(played: Sequence[Trajectory]) -> str:
     1 ended `policy_error`); e.g. oracle for sample s6: spec.yaml:40: UndefinedError: …`."""
     endings = Counter(t.termination.value for t in played)
     failed = ", ".join(f"{n} ended `{why}`" for why, n in endings.most_common())
-    errors = (
-        t.env_error or (t.steps[-1].info.get("policy_error") if t.steps else None) for t in played
-    )
-    example = next((f"; e.g. {error}" for error in errors if error), "")
+    example = next((f"; e.g. {t.failure}" for t in played if t.failure), "")
     return f"({failed}){example}"
 
 
