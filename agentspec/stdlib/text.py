@@ -77,25 +77,41 @@ def number(value: Any) -> float | None:
     Numbers pass through. In text, a GSM8K-style `#### N` answer wins;
     otherwise the whole text as a number (`"1,234"`, `"$5"`, `"42."`);
     otherwise the last number in it — the usual convention for reading a
-    model's final answer.
+    model's final answer. A whole number beyond float's exact range (2**53)
+    stays an integer, so an exact answer still compares equal to its reference.
     """
     if value is None or isinstance(value, bool):
         return None if value is None else float(value)
     if isinstance(value, (int, float)):
-        return float(value)
+        return _exact(value)
     text = str(value)
     if "####" in text:
         text = text.rsplit("####", 1)[1]
     cleaned = text.strip().replace(",", "").replace("$", "").rstrip(".").strip()
-    try:
-        return float(cleaned)
-    except ValueError:
-        pass
+    parsed = _parse_number(cleaned)
+    if parsed is not None:
+        return parsed
     matches = _NUMBER.findall(text)
-    if not matches:
-        return None
+    return _parse_number(matches[-1].replace(",", "")) if matches else None
+
+
+_FLOAT_EXACT = 2**53
+
+
+def _exact(value: int | float) -> float:
+    if isinstance(value, int) and abs(value) > _FLOAT_EXACT:
+        return value  # an int is a number too; float() would round it
+    return float(value)
+
+
+def _parse_number(text: str) -> float | None:
+    if re.fullmatch(r"[+-]?\d+", text):
+        try:
+            return _exact(int(text))
+        except ValueError:  # more digits than Python converts (4,300): as a float, inf
+            pass
     try:
-        return float(matches[-1].replace(",", ""))
+        return float(text)
     except ValueError:
         return None
 

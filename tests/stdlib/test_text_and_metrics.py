@@ -32,6 +32,16 @@ def test_number(value: object, expected: float | None) -> None:
     assert number(value) == expected
 
 
+def test_number_keeps_whole_numbers_beyond_float_precision_exact() -> None:
+    big = 2**53 + 1
+    assert number(str(big)) == big
+    assert number(f"so the answer is {big:,}") == big
+    assert number(f"#### {-big}") == -big
+    assert number(big) == big
+    assert number(str(big)) != big + 1  # a float would round both to 2**53
+    assert number("9" * 5000) == float("inf")  # past int()'s digit limit: read as a float
+
+
 def test_extract_and_regex() -> None:
     text = "think... <answer> 12 </answer> more <answer>13</answer>"
     assert extract(text, r"<answer>(.*?)</answer>") == " 12 "
