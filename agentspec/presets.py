@@ -46,6 +46,10 @@ REINFORCE)."""
 DEFAULT_CLIP_RATIO = 0.2
 """PPO's token clip ε (Schulman et al. 2017)."""
 
+VALUE_CLIP = 0.2
+"""The critic's value clip, in units of the return: a value moves at most this far from
+the rollout's value per update (both backends; verl's ``cliprange_value``)."""
+
 DEFAULT_KL_COEF = 0.02
 """The weight of the KL penalty to the reference (the warm-started policy) for an
 algorithm that learns from reward. It bounds the drift, not the first steps: on

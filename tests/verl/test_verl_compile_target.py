@@ -165,6 +165,8 @@ def test_main_ppo_cfg_job_accepts_the_generated_overrides(target_dir: Path) -> N
     assert config["trainer"]["v1"]["trainer_mode"] == "agentspec"
     assert config["trainer"]["v1"]["agentspec"]["omega"] == 1.0
     assert config["critic"]["enable"] is True
+    # the local critic's value clip, not verl's default 0.5
+    assert config["critic"]["cliprange_value"] == 0.2
     assert config["actor_rollout_ref"]["actor"]["optim"]["lr_warmup_steps"] == -1
     for model in (config["actor_rollout_ref"]["model"], config["critic"]["model"]):
         assert model["override_config"]["attn_implementation"] == "sdpa"

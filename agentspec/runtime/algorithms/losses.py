@@ -23,6 +23,7 @@ from typing import Literal, get_args
 import torch
 from torch import Tensor
 
+from agentspec.presets import VALUE_CLIP
 from agentspec.registry import Registry
 
 __all__ = [
@@ -425,7 +426,7 @@ def value_loss(
     old_values: Tensor,
     returns: Tensor,
     weights: Tensor,
-    clip_range: float | None = 0.2,
+    clip_range: float | None = VALUE_CLIP,
 ) -> LossOutput:
     """Clipped value loss of the critic.
 

@@ -122,8 +122,9 @@ def verl_loss(name: str) -> Callable[..., tuple[Tensor, dict[str, Any]]]:
 
     ``(old_log_prob, log_prob, advantages, response_mask, loss_agg_mode, config,
     rollout_is_weights) -> (loss, metrics)``; all tensors ``(rows, T)``. The clip
-    range comes from verl's ``clip_ratio_low`` / ``clip_ratio_high`` (and
-    ``clip_ratio_c`` as PPO's dual clip).
+    range comes from verl's ``clip_ratio_low`` / ``clip_ratio_high``. verl's dual
+    clip (``clip_ratio_c``, on at 3 by default) is not read: a spec's objective is
+    the documented plain clip on both backends.
     """
     fn = POLICY_LOSSES.get(name)
 
@@ -141,12 +142,9 @@ def verl_loss(name: str) -> Callable[..., tuple[Tensor, dict[str, Any]]]:
         clip = float(getattr(config, "clip_ratio", 0.2) or 0.2)
         low = getattr(config, "clip_ratio_low", None)
         high = getattr(config, "clip_ratio_high", None)
-        # verl's dual clip; only losses that dual-clip read it (``ppo_clip``)
-        dual = getattr(config, "clip_ratio_c", None)
         cfg = PolicyLossConfig(
             clip_low=float(low if low is not None else clip),
             clip_high=float(high if high is not None else clip),
-            dual_clip_c=float(dual) if dual is not None and float(dual) > 1.0 else None,
         )
         mask = response_mask.bool()
         weights = mask.to(log_prob.dtype) / mask.sum().clamp(min=1)

@@ -30,6 +30,7 @@ from agentspec.compiler.build import compile_spec, import_file, write_compiled
 from agentspec.compiler.frontend import load_checked
 from agentspec.presets import (
     ALGORITHMS,
+    VALUE_CLIP,
     Algorithm,
     clip_range,
     critic_warmup,
@@ -385,6 +386,8 @@ def _critic_overrides(target: VerlTarget, t: Mapping[str, Any], model: str) -> d
         "critic.model.path": model,
         "critic.optim.lr": str(float(t.get("critic_learning_rate", 1e-3))),
         "critic.optim.clip_grad": str(float(t.get("max_grad_norm", 1.0))),
+        # verl's default is 0.5
+        "critic.cliprange_value": str(VALUE_CLIP),
         "critic.ppo_mini_batch_size": _minibatch_prompts(t),
         "critic.ppo_micro_batch_size_per_gpu": "8",
     }
