@@ -215,6 +215,18 @@ def test_arguments_that_are_not_json_become_parse_errors(fmt: str) -> None:
         assert not parsed.ok, (fmt, arguments, text)
 
 
+@pytest.mark.parametrize("fmt", ["hermes", "json", "react", "bracket", "harmony"])
+@pytest.mark.parametrize(
+    "name", ["calculator foo", "calculator\nAction: calculator", "calculator\tx", "calc<|call|>"]
+)
+def test_a_native_call_of_an_unknown_name_never_runs_another_tool(fmt: str, name: str) -> None:
+    """A chat server's tool name with whitespace inside must not read as its first word
+    (harmony's recipient ends at whitespace)."""
+    text = render_calls(fmt, None, [ChatCall(name, '{"expression": "1+1"}')])
+    parsed = get_format(fmt).parse(text, {"calculator": CalculatorTool()})
+    assert "calculator" not in [c.name for c in parsed.calls], (fmt, text)
+
+
 def test_two_calls_in_a_one_call_format_are_a_parse_error() -> None:
     calls = [ChatCall("calculator", '{"expression": "1"}')] * 2
     for fmt in ("react", "bracket"):

@@ -192,7 +192,8 @@ def render_calls(tool_format: str, content: str | None, calls: Sequence[ChatCall
         return "\n".join([text, *blocks] if text else blocks)
     if tool_format == "harmony":
         return assistant_turn(
-            text, [(c.name, _json_text(_arguments_value(c.arguments))) for c in calls]
+            text,
+            [(_harmony_name(c.name), _json_text(_arguments_value(c.arguments))) for c in calls],
         )
     if tool_format == "bracket":
         # One line: the format reads the last line, and two actions there are `multiple_calls`.
@@ -224,6 +225,15 @@ def _json_text(value: Any) -> str:
     ``\\uXXXX`` (they occur only inside strings, so the value reads back the same)."""
     text = json.dumps(value, ensure_ascii=False)
     return text.translate(_JSON_TABLE)
+
+
+def _harmony_name(name: str) -> str:
+    """A tool name as harmony's recipient (`to=functions.NAME`), which ends at whitespace:
+    whitespace and special-token characters inside the name are written as ``\\uXXXX``, so
+    `calculator foo` reads as the unknown tool it is, not as a call of `calculator`."""
+    return "".join(
+        f"\\u{ord(ch):04x}" if ch.isspace() or ch in "<>|" else ch for ch in name.strip()
+    )
 
 
 def _react_input(arguments: str) -> str:
