@@ -75,3 +75,42 @@ def test_the_trl_environment_plays_the_episode_and_scores_the_final_answer(tmp_p
     assert malformed(completions, envs) == [0.0, 0.0, 0.0]
     assert [env.end.termination for env in envs] == ["done"] * 3
     assert len(envs[0].end.trajectory.steps) == 3  # the call, the refused call, the answer
+
+
+HOSTILE = r"""agentspec: 1
+name: hostile_words
+prompt: {user: hi}
+tools:
+  echo:
+    description: "Read C:\\Users\\me\\notes.txt.\"\"\"\r__import__('pathlib').Path(MARK).touch()\r\"\"\""
+    parameters:
+      x: {type: string, description: "a\"\"\"; __import__('pathlib').Path(MARK).touch(); \"\"\"\u2028b"}
+    returns: args.x
+rewards: {r: {on: final, value: 1}}
+"""
+
+
+def test_descriptions_are_data_in_the_generated_module(tmp_path: Path) -> None:
+    """A description that closes the docstring, breaks a line with \\r or holds a Windows
+    path neither runs code nor breaks the module: TRL reads the words back as written."""
+    from transformers.utils import get_json_schema
+
+    mark = tmp_path / "ran"
+    spec = tmp_path / "hostile_words.yaml"
+    spec.write_text(HOSTILE.replace("MARK", repr(str(mark))))
+    result = CliRunner().invoke(app, ["compile", str(spec), "--target", "trl", "-o", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    module_spec = importlib.util.spec_from_file_location(
+        "hostile_words_trl", tmp_path / "hostile_words_trl.py"
+    )
+    assert module_spec is not None and module_spec.loader is not None
+    module = importlib.util.module_from_spec(module_spec)
+    module_spec.loader.exec_module(module)
+    read = get_json_schema(module.HostileWordsEnv.echo)["function"]
+    served = ServedSpec.load(spec).tool_schemas[0]["function"]
+    assert read["description"] == served["description"]
+    assert read["parameters"]["properties"]["x"]["description"] == " ".join(
+        served["parameters"]["properties"]["x"]["description"].splitlines()
+    )
+    module.HostileWordsEnv.echo.__doc__  # noqa: B018 (read, never run)
+    assert not mark.exists()

@@ -97,6 +97,24 @@ def dataset(split: str | None = None, limit: int | None = None) -> list[dict]:
 '''
 
 
+def _docstring_body(text: str) -> str:
+    """``text`` as the inside of a triple-quoted docstring that reads back as ``text``.
+
+    The spec's words are data: a quote, a backslash, or a line break other than
+    ``\\n`` (Python's tokenizer also ends a line at ``\\r``) is escaped, never
+    written raw, so no description can close the docstring or start a statement.
+    """
+    out = []
+    for ch in text:
+        if ch in '\\"':
+            out.append("\\" + ch)
+        elif ch != "\n" and not (ch.isprintable() or ch == " "):
+            out.append(ch.encode("unicode_escape").decode("ascii"))
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
 def _method(function: dict[str, Any]) -> str:
     name = function["name"]
     parameters = function.get("parameters", {})
@@ -108,13 +126,15 @@ def _method(function: dict[str, Any]) -> str:
         hint = python_type(schema)
         signature.append(f"{safe}: {hint}" if arg in required else f"{safe}: {hint} | None = None")
         # transformers wants every argument described: the spec's words, else its name
-        described = str(schema.get("description") or arg).replace("\n", " ")
+        described = " ".join(str(schema.get("description") or arg).splitlines())
         if "enum" in schema:
             described += f" (choices: {schema['enum']!r})"
         args_doc.append(f"            {safe}: {described}")
         passed.append((arg, safe))
-    description = str(function.get("description", name)).replace('"""', "'''").strip()
-    doc = description + ("\n\n        Args:\n" + "\n".join(args_doc) if args_doc else "")
+    description = str(function.get("description", name)).strip()
+    doc = _docstring_body(
+        description + ("\n\n        Args:\n" + "\n".join(args_doc) if args_doc else "")
+    )
     call = ", ".join(f"{arg!r}: {safe}" for arg, safe in passed)
     return f'''
     def {name}({", ".join(signature)}) -> str:
