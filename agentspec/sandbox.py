@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextvars
 import operator
 import re
+import string
 from collections import ChainMap
 from collections.abc import Callable, Iterator
 from functools import cache
@@ -112,11 +113,25 @@ _FORMAT_SPEC_NUMBER = re.compile(r"\d+")
 
 def _modulo(left: Any, right: Any) -> Any:
     if isinstance(left, str):
-        _check_percent_format(left)
+        _check_percent_format(left, _percent_arguments(right))
     return operator.mod(left, right)
 
 
-def _check_percent_format(text: str) -> None:
+def _percent_arguments(right: Any) -> list[Any]:
+    if isinstance(right, tuple):
+        return list(right)
+    return list(right.values()) if isinstance(right, dict) else [right]
+
+
+def _argument_size(arguments: list[Any]) -> int:
+    """The most one field can write of any of ``arguments`` (`!r` / `%r` write the repr)."""
+    return max((len(repr(a)) if isinstance(a, str) else len(str(a)) for a in arguments), default=0)
+
+
+def _check_percent_format(text: str, arguments: list[Any]) -> None:
+    """Widths in `%` formats, e.g. '%1000000000s', and the size of the result: every
+    field may write the longest argument (`(range(3000)|join('%(a)s')) % {'a': long}`)."""
+    fields = widths = 0
     for match in _PERCENT_WIDTH.finditer(text):
         for number in match.groups():
             if number == "*" or (number and int(number) > MAX_FORMAT_WIDTH):
@@ -124,14 +139,28 @@ def _check_percent_format(text: str) -> None:
                     f"the format {match.group(0)!r} asks for a width or precision over"
                     f" {MAX_FORMAT_WIDTH:,} (or one given by an argument)"
                 )
+        fields += 1
+        widths += max(int(n) for n in (*match.groups(), "0") if n)
+    _check_size(len(text) + widths + fields * _argument_size(arguments), "a formatted string")
 
 
-def _check_format_spec(text: str) -> None:
-    """Widths in `str.format` fields, e.g. '{:1000000000}'."""
-    for field in re.findall(r"\{[^{}]*\}", text):
-        spec = field.partition(":")[2]
-        if "{" in spec or any(int(n) > MAX_FORMAT_WIDTH for n in _FORMAT_SPEC_NUMBER.findall(spec)):
-            raise TemplateLimitError(f"the format field {field!r} is too wide")
+def _check_format_spec(text: str, arguments: list[Any]) -> None:
+    """Widths in `str.format` fields, e.g. '{:1000000000}', none given by an argument
+    ('{:{}}'), and the size of the result, as for `%`."""
+    fields = widths = 0
+    try:
+        parsed = list(string.Formatter().parse(text))
+    except ValueError:
+        return  # not a format: str.format itself says why
+    for _, name, spec, _ in parsed:
+        if name is None:
+            continue
+        numbers = [int(n) for n in _FORMAT_SPEC_NUMBER.findall(spec or "")]
+        if "{" in (spec or "") or any(n > MAX_FORMAT_WIDTH for n in numbers):
+            raise TemplateLimitError(f"the format field {{{name}:{spec}}} is too wide")
+        fields += 1
+        widths += max(numbers, default=0)
+    _check_size(len(text) + widths + fields * _argument_size(arguments), "a formatted string")
 
 
 BINOPS: dict[str, Callable[[Any, Any], Any]] = {
@@ -388,8 +417,12 @@ class LimitedSandbox(ImmutableSandboxedEnvironment):
         # The sandbox hands out str.format wrapped; the bound method is inside.
         owner = getattr(getattr(__obj, "__wrapped__", __obj), "__self__", None)
         if isinstance(owner, str):
-            if method in ("format", "format_map"):
-                _check_format_spec(owner)
+            if method == "format":
+                _check_format_spec(owner, [*args, *kwargs.values()])
+            elif method == "format_map":
+                mapping = args[0] if args else {}
+                values = list(mapping.values()) if isinstance(mapping, dict) else []
+                _check_format_spec(owner, values)
             elif method in _SIZED_METHODS:
                 _check_size(_SIZED_METHODS[method](owner, *args, **kwargs), f"str.{method}()")
         return super().call(__context, __obj, *args, **kwargs)
@@ -405,7 +438,8 @@ def _width(width: Any) -> int:
 
 def _format_filter(original: Callable[..., Any]) -> Callable[..., Any]:
     def limited(value: Any, *args: Any, **kwargs: Any) -> Any:
-        _check_percent_format(str(value))
+        # Jinja's `format` filter is `value % (kwargs or args)`
+        _check_percent_format(str(value), list(kwargs.values()) or list(args))
         return original(value, *args, **kwargs)
 
     return limited
