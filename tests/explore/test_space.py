@@ -10,7 +10,12 @@ from typing import Any
 import jsonschema
 import pytest
 
-from agentspec.runtime.spec.explore.space import Vocabulary, draw_value, finite_values
+from agentspec.runtime.spec.explore.space import (
+    MAX_DRAWN_SIZE,
+    Vocabulary,
+    draw_value,
+    finite_values,
+)
 
 ENDS = [None, -1, 0, 0.5, 3, 7.5]
 SCHEMAS = [
@@ -56,3 +61,14 @@ def test_the_tighter_of_two_lower_bounds_holds() -> None:
     schema = {"type": "number", "minimum": 0, "exclusiveMinimum": 0}
     rng = random.Random(1)
     assert all(draw_value(schema, rng, Vocabulary(words=["0"])) > 0 for _ in range(20))
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [{"type": "array", "minItems": 10**12}, {"type": "string", "minLength": 10**12}],
+)
+def test_a_huge_minimum_is_drawn_short_not_filled(schema: dict[str, Any]) -> None:
+    """No call can hold 10**12 items: the draw stays small (an invalid call) instead of
+    hanging `explore`, `test` and the random policy."""
+    value = draw_value(schema, random.Random(0), Vocabulary(words=[]))
+    assert 0 < len(value) <= MAX_DRAWN_SIZE

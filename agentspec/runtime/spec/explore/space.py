@@ -106,6 +106,11 @@ def _number(value: Any) -> float | None:
         return None
 
 
+MAX_DRAWN_SIZE = 1_000
+"""The most items (or characters) a drawn array (or string) gets: a schema's `minItems` of
+10**12 is drawn short, an invalid call, instead of filling the memory."""
+
+
 def draw_value(schema: Mapping[str, Any], rng: random.Random, vocab: Vocabulary) -> Any:
     """A value valid for `schema` where the schema says enough (enum, const, type,
     bounds, lengths); strings come from the vocabulary."""
@@ -125,8 +130,8 @@ def draw_value(schema: Mapping[str, Any], rng: random.Random, vocab: Vocabulary)
         return _draw_number(schema, kind, rng, vocab)
     if kind == "array":
         items = schema.get("items", {}) if isinstance(schema.get("items"), Mapping) else {}
-        low = int(schema.get("minItems", 0))
-        high = max(low, min(int(schema.get("maxItems", low + 3)), low + 3))
+        low = min(int(schema.get("minItems", 0)), MAX_DRAWN_SIZE)
+        high = min(max(low, min(int(schema.get("maxItems", low + 3)), low + 3)), MAX_DRAWN_SIZE)
         return [draw_value(items, rng, vocab) for _ in range(rng.randint(low, high))]
     if kind == "object":
         properties = schema.get("properties", {})
@@ -262,7 +267,7 @@ def _draw_string(schema: Mapping[str, Any], rng: random.Random, vocab: Vocabular
             continue
         return value
     fitting = [s for s in vocab.strings() if pattern is None or _matches(pattern, s)]
-    return rng.choice(fitting) if fitting else "a" * max(low, 1)
+    return rng.choice(fitting) if fitting else "a" * min(max(low, 1), MAX_DRAWN_SIZE)
 
 
 def _matches(pattern: str, value: str) -> bool:
