@@ -49,6 +49,7 @@ from agentspec.compiler.static_signature import (
 from agentspec.compiler.types import TypeSyntaxError, assignable, parse_type, python_value_type
 from agentspec.diagnostics import Diagnostic
 from agentspec.spec.yaml_loader import Path
+from agentspec.stdlib.text import pattern_problem
 
 # Built-ins whose second argument is a regular expression.
 REGEX_FUNCTIONS = ("extract", "extract_all", "regex_match")
@@ -440,9 +441,8 @@ class DeepChecker(DataChecks):
                 pattern = call.args[1]
                 if not (isinstance(pattern, ast.Literal) and isinstance(pattern.value, str)):
                     continue
-                try:
-                    re.compile(pattern.value)
-                except re.error as exc:
+                problem = pattern_problem(pattern.value)
+                if problem is not None:
                     locator = self.map.locator(path)
                     span = (
                         locator.span(pattern.start, pattern.end)
@@ -452,10 +452,10 @@ class DeepChecker(DataChecks):
                     self.diagnostics.append(
                         Diagnostic(
                             "E908",
-                            f"invalid regular expression in {call.func}(): {exc.msg}"
-                            + (f" at position {exc.pos}" if exc.pos is not None else ""),
+                            f"invalid regular expression in {call.func}(): {problem}",
                             span,
-                            "Python `re` syntax; escape ( ) [ ] . * + ? with a backslash to match them literally",
+                            "Python's `regex` syntax (a superset of `re`); escape ( ) [ ] . * + ?"
+                            " with a backslash to match them literally",
                         )
                     )
 

@@ -8,7 +8,6 @@ compile (E908)."""
 from __future__ import annotations
 
 import difflib
-import re
 from collections.abc import Iterable
 from typing import Any
 
@@ -18,6 +17,7 @@ from agentspec.compiler.types import assignable, python_value_type
 from agentspec.diagnostics import Diagnostic
 from agentspec.spec.model import TextMatch
 from agentspec.spec.yaml_loader import Path
+from agentspec.stdlib.text import pattern_problem
 
 
 def check_tests(checked: CheckResult) -> list[Diagnostic]:
@@ -65,13 +65,12 @@ def check_tests(checked: CheckResult) -> list[Diagnostic]:
                     )
         for j, wanted in enumerate(expect.observations or []):
             if isinstance(wanted, TextMatch) and wanted.pattern is not None:
-                try:
-                    re.compile(wanted.pattern)
-                except re.error as exc:
+                problem = pattern_problem(wanted.pattern)
+                if problem is not None:
                     found.append(
                         Diagnostic(
                             "E908",
-                            f"invalid regular expression: {exc.msg}",
+                            f"invalid regular expression: {problem}",
                             source_map.value_span((*base, "expect", "observations", j, "pattern")),
                         )
                     )

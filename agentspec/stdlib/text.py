@@ -15,6 +15,25 @@ REGEX_TIMEOUT = 1.0
 """Seconds one regex call may take (patterns and texts may come from the model)."""
 
 
+def pattern_problem(pattern: str) -> str | None:
+    """Why `pattern` is not a regular expression the run-time engine (`regex`) takes, else
+    None: a syntax error (a repeat count past its limit too), nesting past the parser's
+    depth."""
+    try:
+        regex.compile(pattern, regex.DOTALL)
+    except regex.error as exc:
+        return str(exc)  # "… at position N"
+    except RecursionError:
+        return "groups are nested too deeply"
+    return None
+
+
+def search_text(pattern: str, text: str) -> bool:
+    """Whether `pattern` matches anywhere in `text`, within `REGEX_TIMEOUT` (raises
+    TimeoutError past it)."""
+    return _search(pattern, text) is not None
+
+
 def regex_match(text: str, pattern: str) -> bool:
     """Whether `pattern` matches anywhere in `text`."""
     return _search(pattern, text) is not None

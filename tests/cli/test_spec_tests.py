@@ -109,6 +109,16 @@ def test_a_wrong_expectation_fails_at_its_line(tmp_path: Path) -> None:
     assert "1 failed" in result.output
 
 
+def test_a_backtracking_pattern_fails_its_case_instead_of_hanging(tmp_path: Path) -> None:
+    text = SPEC.replace('"go[west]", "take[key]"', '"go[west]", "take[' + "a" * 40 + 'b]"').replace(
+        '{pattern: "take"}', "{pattern: '(a|aa)+$'}"
+    )
+    result = runner.invoke(app, ["test", str(write(tmp_path, text))])
+    assert result.exit_code == 1, result.output
+    line = line_of(text, "(a|aa)+$")
+    assert re.search(rf"doors\.yaml:{line}:\d+: .*took over 1 s", result.output), result.output
+
+
 def test_a_mismatch_is_explained_by_the_errors_of_its_own_turn(tmp_path: Path) -> None:
     # Turn 1 is a tool error; turn 2's observation is expected wrong. The observation's
     # failure must not blame turn 1's error, the reward's names the turn it came from.

@@ -5,7 +5,7 @@ import pytest
 from agentspec.compiler.builtins import BUILTINS
 from agentspec.stdlib.functions import BUILTIN_FUNCTIONS
 from agentspec.stdlib.metrics import exact_match, f1, f1_at_all, normalize_answer
-from agentspec.stdlib.text import extract, extract_all, number, regex_match
+from agentspec.stdlib.text import extract, extract_all, number, pattern_problem, regex_match
 
 
 def test_every_builtin_has_an_implementation() -> None:
@@ -67,3 +67,11 @@ def test_min_max_accept_a_list_or_arguments() -> None:
     assert BUILTIN_FUNCTIONS["max"](3, 1, 2) == 3
     assert BUILTIN_FUNCTIONS["get"]({"a": 1}, "b", 0) == 0
     assert BUILTIN_FUNCTIONS["int"]("1,200") == 1200
+
+
+def test_patterns_are_checked_by_the_engine_that_runs_them() -> None:
+    assert pattern_problem(r"\p{L}+") is None  # `regex` syntax, which `re` refuses
+    assert regex_match("été", r"^\p{L}+$")
+    assert "repeat count" in (pattern_problem("a{99999999999}") or "")
+    assert pattern_problem("(" * 2000 + ")" * 2000) == "groups are nested too deeply"
+    assert "position" in (pattern_problem("[") or "")

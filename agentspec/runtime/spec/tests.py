@@ -36,6 +36,7 @@ from agentspec.source import Span
 from agentspec.spec.model import SpecTest, TextMatch
 from agentspec.spec.yaml_loader import Path as YamlPath
 from agentspec.spec.yaml_loader import SourceMap
+from agentspec.stdlib.text import REGEX_TIMEOUT, pattern_problem, search_text
 
 TOLERANCE = 1e-6
 
@@ -493,10 +494,16 @@ def _text_problem(wanted: str | TextMatch, got: str | None) -> str | None:
     if isinstance(wanted, str):
         return None if got == wanted else f"expected {wanted!r}, got {got!r}"
     if wanted.pattern is not None:
+        problem = pattern_problem(wanted.pattern)
+        if problem is not None:
+            return f"invalid pattern {wanted.pattern!r}: {problem}"
         try:
-            found = re.search(wanted.pattern, got) is not None
-        except re.error as exc:
-            return f"invalid pattern {wanted.pattern!r}: {exc}"
+            found = search_text(wanted.pattern, got)
+        except TimeoutError:
+            return (
+                f"the pattern {wanted.pattern!r} took over {REGEX_TIMEOUT:g} s on the observation"
+                " (nested repeats such as (a|aa)+ backtrack exponentially): write one without"
+            )
         return None if found else f"expected a match of {wanted.pattern!r}, got {got!r}"
     assert wanted.contains is not None
     return (

@@ -21,6 +21,7 @@ from typing import Any
 
 from agentspec.formats import get_format
 from agentspec.runtime.text.conversation import ChatCall, render_calls
+from agentspec.stdlib.text import pattern_problem, search_text
 
 __all__ = ["ActionSpace", "ToolShape", "Vocabulary", "draw_value", "finite_values", "unseen"]
 
@@ -271,10 +272,12 @@ def _draw_string(schema: Mapping[str, Any], rng: random.Random, vocab: Vocabular
 
 
 def _matches(pattern: str, value: str) -> bool:
+    if pattern_problem(pattern) is not None:
+        return True  # validate reports the pattern (E701); any value will do here
     try:
-        return re.search(pattern, value) is not None
-    except re.error:
-        return True
+        return search_text(pattern, value)
+    except TimeoutError:
+        return False
 
 
 def finite_values(schema: Mapping[str, Any], strings: Sequence[str]) -> list[Any]:
