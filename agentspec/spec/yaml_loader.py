@@ -313,7 +313,7 @@ class _Builder:
         locator = None
         if isinstance(node, yaml.ScalarNode):
             _check_int_size(node)
-            value = self._scalars.construct_object(node, deep=True)
+            value = self.construct(node)
             if isinstance(value, str):
                 locator = ScalarLocator(
                     self.source, value, node.start_mark.index, node.end_mark.index, node.style
@@ -326,6 +326,22 @@ class _Builder:
         self.map.nodes[path] = NodeInfo(self.span(node), key, locator)
         return value
 
+    def construct(self, node: yaml.Node) -> Any:
+        """The node's value; a tag its text does not fit (`!!int abc`, `!!bool maybe`) is a
+        YAML error at the node, as PyYAML reports a bad timestamp."""
+        try:
+            return self._scalars.construct_object(node, deep=True)
+        except yaml.MarkedYAMLError:
+            raise
+        except (ValueError, TypeError, KeyError, IndexError, AttributeError) as exc:
+            tag = node.tag.replace("tag:yaml.org,2002:", "!!")
+            raise yaml.constructor.ConstructorError(
+                None,
+                None,
+                f"{node.value!r} is not a valid {tag}: remove the tag or write a value of its type",
+                node.start_mark,
+            ) from exc
+
     def mapping(self, node: yaml.MappingNode, path: Path) -> dict[Any, Any]:
         result: dict[Any, Any] = {}
         first_seen: dict[Any, Span] = {}
@@ -337,7 +353,7 @@ class _Builder:
                         for k, v in part.items():
                             result.setdefault(k, v)
                 continue
-            key = self._scalars.construct_object(key_node, deep=True)
+            key = self.construct(key_node)
             if not isinstance(key, Hashable) or isinstance(key, (list, dict)):
                 key = str(key)
             key_span = self.span(key_node)

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import pytest
+
 from agentspec.source import SourceFile
 from agentspec.spec.yaml_loader import load_yaml
 
@@ -93,3 +95,16 @@ def test_yaml_12_exponents_are_numbers() -> None:
         "a": 1e-4, "b": 1e5, "c": 2500.0, "d": -300.0, "e": 5.0, "f": "1e-4", "g": "1e", "h": "e5"
     }  # fmt: skip
     assert all(isinstance(value[k], float) for k in "abcde")
+
+
+@pytest.mark.parametrize(
+    "tagged",
+    ["!!int abc", "!!float ''", "!!int '-'", "!!timestamp garbage", "!!bool maybe", "!!int '0b'"],
+)
+@pytest.mark.parametrize("where", ["value", "key"])
+def test_a_tag_its_text_does_not_fit_is_an_error_at_the_scalar(tagged: str, where: str) -> None:
+    text = f"a: 1\nb: {tagged}\n" if where == "value" else f"a: 1\n{tagged}: 2\n"
+    value, _, diagnostics = load(text)
+    assert value is None
+    assert [(d.code, d.span.line) for d in diagnostics] == [("E101", 2)]  # type: ignore[union-attr]
+    assert "is not a valid !!" in diagnostics[0].message
