@@ -91,6 +91,8 @@ def output_path(path: Path, option: str, *, folder: bool) -> Path:
     leaves no folder): the nearest folder that exists is tried with a file written
     and removed."""
     try:
+        if path.is_symlink() and not path.exists():  # dangling, or a loop of links
+            raise fail(f"{option} {path} is a link that leads to nothing; give a folder", code=2)
         if folder and path.exists() and not path.is_dir():
             raise fail(f"{option} {path} is a file; give a folder to write into", code=2)
         if not folder and path.is_dir():

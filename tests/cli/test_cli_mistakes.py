@@ -73,6 +73,15 @@ def test_an_output_of_the_wrong_kind_is_named(tmp_path: Path, command: list[str]
     assert spec.read_bytes() == before
 
 
+@pytest.mark.parametrize("link", ["dangling", "loop"])
+def test_an_output_that_is_a_broken_link_is_named(tmp_path: Path, link: str) -> None:
+    out = tmp_path / "out"
+    out.symlink_to(tmp_path / "nowhere" if link == "dangling" else out)
+    code, output = invoke("compile", str(CALCULATOR), "--output", str(out))
+    assert code == 2
+    assert "is a link that leads to nothing" in output
+
+
 def test_validating_a_folder_skips_what_agentspec_wrote_there(tmp_path: Path) -> None:
     shutil.copyfile(CALCULATOR, tmp_path / "calculator.yaml")
     for target in ("python", "verl", "openenv"):
