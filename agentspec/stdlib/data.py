@@ -262,6 +262,9 @@ def _spelling(value: Any) -> str:
 
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
 
+MAX_ROW_CHARS = 64 * 2**20
+"""The longest JSONL row read: a file of one endless line is an error, not all of memory."""
+
 
 def _jsonl_rows(path: Path) -> Iterator[tuple[int, Sample]]:
     """The rows of a JSONL file, each with its line number. Whatever a row holds that
@@ -271,7 +274,13 @@ def _jsonl_rows(path: Path) -> Iterator[tuple[int, Sample]]:
     number = 0
     try:
         with path.open(encoding="utf-8") as handle:
-            for number, line in enumerate(handle, 1):
+            while line := handle.readline(MAX_ROW_CHARS + 1):
+                number += 1
+                if len(line) > MAX_ROW_CHARS and not line.endswith("\n"):
+                    raise DataError(
+                        f"{path}:{number}: a row longer than {MAX_ROW_CHARS:,} characters"
+                        " (one sample per line: is this JSONL?)"
+                    )
                 if not line.strip():
                     continue
                 try:

@@ -153,6 +153,15 @@ def test_a_row_no_sample_can_hold_is_a_data_error_at_its_line(
         load_samples(f"jsonl:{path}")
 
 
+def test_a_file_of_one_endless_line_is_a_data_error_not_all_of_memory(tmp_path: Path) -> None:
+    path = tmp_path / "rows.jsonl"
+    path.write_text('{"q": "a"}\n')
+    with path.open("r+b") as handle:
+        handle.truncate(3 * 2**30)  # sparse: 3 GiB of NUL after the first row, no newline
+    with pytest.raises(DataError, match=r"rows\.jsonl:2: a row longer than 67,108,864 characters"):
+        load_samples(f"jsonl:{path}")
+
+
 def test_a_device_or_a_broken_parquet_file_is_a_data_error(tmp_path: Path) -> None:
     with pytest.raises(DataError, match="not a regular file"):
         load_samples("jsonl:/dev/zero")
