@@ -182,9 +182,26 @@ def _location(diagnostic: Diagnostic) -> str:
     return f"{span.file}:{span.line}:{span.column}"
 
 
+# One visible character for each that a terminal would act on (an escape sequence, a
+# carriage return, a bidirectional override): the spec's text is shown, never obeyed,
+# and the caret under it stays in its column.
+_CONTROL_PICTURES = {c: 0x2400 + c for c in range(0x20) if c != 0x09} | {0x7F: 0x2421}
+_INVISIBLE = {
+    c: 0xFFFD for c in [*range(0x80, 0xA0), *range(0x202A, 0x202F), *range(0x2066, 0x206A)]
+}
+_VISIBLE = _CONTROL_PICTURES | _INVISIBLE
+
+
+def visible(text: str) -> str:
+    """``text`` safe to print on a terminal: control characters shown as pictures (␛, ␍)."""
+    return text.translate(_VISIBLE)
+
+
 def render_text(diagnostic: Diagnostic, sources: dict[str, SourceFile]) -> str:
     """Render like a compiler: location, code, message, source line, caret, hint."""
-    head = f"{_location(diagnostic)}: {diagnostic.severity.value}[{diagnostic.code}]: {diagnostic.message}"
+    head = visible(
+        f"{_location(diagnostic)}: {diagnostic.severity.value}[{diagnostic.code}]: {diagnostic.message}"
+    )
     lines = [head]
     span = diagnostic.span
     source = sources.get(span.file) if span is not None else None
@@ -196,19 +213,19 @@ def render_text(diagnostic: Diagnostic, sources: dict[str, SourceFile]) -> str:
                 width = span.end_column - span.column
             else:
                 width = 1
-            text, column = _clip_line(text, span.column)
-            lines.append(gutter + text)
+            text, column = clip_line(text, span.column)
+            lines.append(gutter + visible(text))
             width = max(1, min(width, len(text) - column + 2))
             lines.append(" " * (len(gutter) + column - 1) + "^" * width)
     if diagnostic.hint:
-        lines.append(f"  hint: {diagnostic.hint}")
+        lines.append(visible(f"  hint: {diagnostic.hint}"))
     return "\n".join(lines)
 
 
 _SHOWN_LINE = 120  # characters of a source line shown around the caret
 
 
-def _clip_line(text: str, column: int) -> tuple[str, int]:
+def clip_line(text: str, column: int) -> tuple[str, int]:
     """A long line (a hostile spec's 1 MB line) cut to a window around `column`;
     returns the text to show and the caret's column in it."""
     if len(text) <= _SHOWN_LINE:

@@ -412,3 +412,17 @@ def test_an_openai_policy_s_tokenizer_must_be_a_local_tokenizer_folder(tmp_path:
             "--tokenizer", str(tokenizer), "-n", "1", "--out", str(tmp_path / "out"),
         )  # fmt: skip
         assert code == 2 and f"--tokenizer {tokenizer}: {said}" in output, output
+
+
+def test_a_specs_control_characters_are_shown_not_sent_to_the_terminal(tmp_path: Path) -> None:
+    """An escape sequence in a spec (a clipboard write, a colour, a carriage return that
+    overwrites the error line) reaches the terminal only as visible pictures."""
+    spec = tmp_path / "escapes.yaml"
+    spec.write_text(
+        CALCULATOR.read_text() + '"A\\e]52;c;cHduZWQ=\\aC\\x9b31mD\\bE\\rF\\e[31mG\\u202eH": 1\n',
+        encoding="utf-8",
+    )
+    code, output = invoke("validate", str(spec))
+    assert code == 1
+    assert "E201" in output and "A␛]52;c;cHduZWQ=␇C" in output
+    assert not set(output) & {"\x1b", "\x07", "\x9b", "\x08", "\r", "\u202e"}

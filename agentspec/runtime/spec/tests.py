@@ -29,7 +29,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from agentspec.diagnostics import SpecError
+from agentspec.diagnostics import SpecError, clip_line, visible
 from agentspec.runtime.episode.trajectory import EventKind, TerminationReason, Trajectory
 from agentspec.runtime.spec.scope import state_fields
 from agentspec.source import Span
@@ -625,7 +625,7 @@ def report_results(
             if not github:
                 note = f" ({case.skipped})" if case.skipped else ""
                 shown = case.status.upper()
-                echo(f"{case.spec}::{case.name} {shown}{note} [{case.seconds:.2f}s]")
+                echo(visible(f"{case.spec}::{case.name} {shown}{note} [{case.seconds:.2f}s]"))
             failed += [(case, f) for f in case.failures]
     sources: dict[str, SourceFile] = {}
     if failed and not github:
@@ -636,14 +636,15 @@ def report_results(
             continue
         span = failure.span
         location = f"{span.file}:{span.line}:{span.column}" if span else case.spec
-        echo(f"{location}: {case.name}: {failure.message}")
+        echo(visible(f"{location}: {case.name}: {failure.message}"))
         if span is not None:
             source = sources.get(span.file) or SourceFile(span.file, Path(span.file).read_text())
             sources[span.file] = source
             text = source.line_text(span.line)
             if text is not None:
                 gutter = f"{span.line:>4} | "
-                echo(gutter + text + "\n" + " " * (len(gutter) + span.column - 1) + "^")
+                text, column = clip_line(text, span.column)
+                echo(gutter + visible(text) + "\n" + " " * (len(gutter) + column - 1) + "^")
     summary = ", ".join(f"{n} {k}" for k, n in counts.items() if n or k == "passed")
     echo(f"{'=' * 8} {summary} in {start_total:.2f}s {'=' * 8}")
     return counts["failed"] == 0
