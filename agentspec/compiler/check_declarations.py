@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import difflib
 import re
-from typing import TYPE_CHECKING
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
 
 from agentspec.compiler import check_names, sections
 from agentspec.compiler.builtins import BUILTINS, EFFECT_CALLS, Signature
@@ -141,11 +142,37 @@ def declare(checker: CheckState) -> None:
         }
 
 
+_DATA_KEYWORDS = frozenset({"enum", "const", "default", "examples"})
+
+
+def _references(schema: Any, path: Path) -> Iterator[Path]:
+    """Where a parameter schema holds `$ref` or `$dynamicRef` (not inside data: an enum's
+    values may hold any key)."""
+    if isinstance(schema, list):
+        for i, item in enumerate(schema):
+            yield from _references(item, (*path, i))
+    elif isinstance(schema, dict):
+        for key, value in schema.items():
+            if key in ("$ref", "$dynamicRef"):
+                yield (*path, key)
+            elif key not in _DATA_KEYWORDS:
+                yield from _references(value, (*path, key))
+
+
 def tool_schemas(checker: CheckState) -> None:
     for tool_name, tool in checker.spec.tools.items():
         base: Path = ("tools", tool_name, "parameters")
         for arg, schema in tool.parameters.items():
-            for problem in schema_problems(schema):
+            references = list(_references(schema, (*base, arg)))
+            for where in references:
+                checker.error(
+                    "E701",
+                    f"parameter '{arg}' of tool '{tool_name}': a `$ref` cannot be resolved here",
+                    checker.map.key_span(where),
+                    hint="write the referenced schema inline: the model and the runtime read each"
+                    " parameter inside the tool's object schema, where `#/…` points elsewhere",
+                )
+            for problem in [] if references else schema_problems(schema):
                 where = (*base, arg, *problem.absolute_path)
                 message = problem.message
                 hint = "parameters are JSON Schema, e.g. {type: string, description: …}"
