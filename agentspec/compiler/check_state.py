@@ -49,6 +49,7 @@ class CheckState(ABC):
         self.frames: list[dict[str, Type]] = [{}]
         self.lets: dict[Any, dict[str, Type]] = {}
         self.used_guards: set[str] = set()  # named guards some tool's `when` uses
+        self.parsed_chars = 0  # of expressions and statements, against MAX_TOTAL_CHARS
         self._reported: set[Diagnostic] = set()
 
     def error(self, code: str, message: str, span: Span | None, hint: str | None = None) -> None:

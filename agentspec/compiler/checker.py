@@ -32,7 +32,12 @@ from agentspec.compiler.builtins import BUILTINS, EFFECT_CALLS, Signature
 from agentspec.compiler.check_state import CheckState
 from agentspec.compiler.ir import CheckResult, TypedExpr
 from agentspec.compiler.mcp import check_mcp
-from agentspec.compiler.parser import ExprSyntaxError, parse_expression, parse_statement
+from agentspec.compiler.parser import (
+    MAX_TOTAL_CHARS,
+    ExprSyntaxError,
+    parse_expression,
+    parse_statement,
+)
 from agentspec.compiler.scopes import (
     ACTION_FIELDS,
     ENV_FIELDS,
@@ -142,6 +147,19 @@ class Checker(CheckState):
         text = self._text(site.path)
         if site.kind == "template":
             check_templates.check_template(self, site, text)
+            return
+        self.parsed_chars += len(text)
+        if self.parsed_chars > MAX_TOTAL_CHARS:
+            if self.parsed_chars - len(text) <= MAX_TOTAL_CHARS:  # said once, at the first past it
+                self.error(
+                    "E310",
+                    f"the spec's expressions hold more than {MAX_TOTAL_CHARS:,} characters in all;"
+                    " this one and those after it are not checked",
+                    self.map.value_span(site.path),
+                    hint="move long computations into a function (`impl:`) or `data.derived`",
+                )
+            if site.path[-1] == "returns" and site.tool is not None:
+                self.result_types[site.tool] = ANY
             return
         try:
             if site.kind in ("statement", "let"):

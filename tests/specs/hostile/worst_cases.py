@@ -78,4 +78,12 @@ def worst_cases() -> dict[str, tuple[str, str]]:
             + 'prompt:\n  user: "{{ sample.question }}"\n',
         ),
         "file_2mb.yaml": ("E105", _fill(HEAD, "# {i}\n", size=2 * MEGABYTE)),
+        # each under the 10,000 characters of one expression; 1 MB of them took 22 s to parse
+        "expressions_1mb.yaml": (
+            "E310",
+            _fill(
+                HEAD.replace("rewards:\n", 'prompt:\n  user: "{{ sample.question }}"\nrewards:\n'),
+                "  r{i}: {{on: final, value: \"len([" + ",".join(["1"] * 4_990) + "])\"}}\n",
+            ),
+        ),
     }
