@@ -8,7 +8,9 @@ come back as text starting with "error:", because the model reads them.
 from __future__ import annotations
 
 import ast
+import math
 import operator
+import warnings
 from collections.abc import Callable
 from fractions import Fraction
 from typing import Any
@@ -45,7 +47,9 @@ def evaluate(expression: str) -> Number:
     if len(text) > MAX_LENGTH:
         raise CalcError(f"expression longer than {MAX_LENGTH} characters")
     try:
-        tree = ast.parse(text, mode="eval")
+        with warnings.catch_warnings():  # `1if 1else 0` warns on stderr before it parses
+            warnings.simplefilter("ignore", SyntaxWarning)
+            tree = ast.parse(text, mode="eval")
     except SyntaxError:
         raise CalcError(f"cannot parse {expression!r}") from None
     return _value(tree.body)
@@ -82,6 +86,8 @@ def _value(node: ast.expr) -> Number:
     if isinstance(node, ast.Constant) and type(node.value) is int:
         return node.value
     if isinstance(node, ast.Constant) and type(node.value) is float:
+        if not math.isfinite(node.value):  # `1e999` reads as inf
+            raise CalcError("a number is too large (past 1.8e308)")
         return Fraction(str(node.value))  # the decimal the user wrote, not its binary float
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.UAdd, ast.USub)):
         operand = _value(node.operand)

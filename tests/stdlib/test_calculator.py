@@ -69,3 +69,11 @@ def test_evaluate_terms_is_evaluate_without_the_parse(numbers: list[int], ops: l
     for op, number in zip(ops, numbers[1:], strict=False):
         terms += [op, str(number)]
     assert _outcome(lambda: evaluate_terms(terms)) == _outcome(lambda: evaluate(" ".join(terms)))
+
+
+def test_a_literal_past_float_range_is_an_error_for_the_model(
+    recwarn: pytest.WarningsRecorder,
+) -> None:
+    assert calc("1e999") == "error: a number is too large (past 1.8e308)"
+    assert calc("1if 1else 0").startswith("error: ")
+    assert not [w for w in recwarn if issubclass(w.category, SyntaxWarning)]
