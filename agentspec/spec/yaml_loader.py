@@ -59,6 +59,10 @@ _FLOAT_TAG = "tag:yaml.org,2002:float"
 # (1.1 wants a dot and a signed exponent), so that `learning_rate: 1e-4` and a tool
 # parameter's `minimum: 1e-3` are the numbers they look like.
 _EXPONENT_FLOAT = re.compile(r"^[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9_]+)[eE][-+]?[0-9]+$")
+# YAML 1.2's integers: decimal (`017` is 17), `0o` octal, `0x` hex. YAML 1.1 also read
+# `017` as octal 15, `1:30` as 90, `1_000` and `0b101` as numbers; 1.2 reads those as text.
+_INT = re.compile(r"^(?:[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+)$")
+_INT_TAG = "tag:yaml.org,2002:int"
 
 
 class _BudgetedComposer(yaml.composer.Composer):
@@ -124,13 +128,30 @@ class _FastLoader(_BudgetedComposer, CParser, SafeConstructor, yaml.resolver.Res
 
 for _loader in (_Loader, _FastLoader):
     _loader.yaml_implicit_resolvers = {
-        first: [(tag, rx) for tag, rx in resolvers if tag not in (_BOOL_TAG, _TIMESTAMP_TAG)]
+        first: [
+            (tag, rx) for tag, rx in resolvers if tag not in (_BOOL_TAG, _TIMESTAMP_TAG, _INT_TAG)
+        ]
         for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
     }
     _loader.add_implicit_resolver(
         _BOOL_TAG, re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF")
     )
     _loader.add_implicit_resolver(_FLOAT_TAG, _EXPONENT_FLOAT, list("-+.0123456789"))
+    _loader.add_implicit_resolver(_INT_TAG, _INT, list("-+0123456789"))
+
+
+class _Constructor(SafeConstructor):
+    """PyYAML's safe constructor, with YAML 1.2's integers (see `_INT`)."""
+
+    def construct_yaml_int(self, node: yaml.ScalarNode) -> int:
+        text = str(self.construct_scalar(node))
+        sign, digits = (-1, text[1:]) if text[:1] == "-" else (1, text.lstrip("+"))
+        if digits[:2] in ("0o", "0x"):
+            return sign * int(digits[2:], 8 if digits[1] == "o" else 16)
+        return sign * int(digits, 10)
+
+
+_Constructor.add_constructor(_INT_TAG, _Constructor.construct_yaml_int)  # type: ignore[type-var]
 
 
 @dataclass
@@ -304,7 +325,7 @@ class _Builder:
         self.source = source
         self.map = SourceMap(source)
         self.diagnostics: list[Diagnostic] = []
-        self._scalars = SafeConstructor()
+        self._scalars = _Constructor()
 
     def span(self, node: yaml.Node) -> Span:
         return self.source.span(node.start_mark.index, node.end_mark.index)
@@ -374,9 +395,6 @@ class _Builder:
             first_seen[key] = key_span
             result[key] = self.build(value_node, (*path, key), key_span)
         return result
-
-
-_INT_TAG = "tag:yaml.org,2002:int"
 
 
 def _check_int_size(node: yaml.ScalarNode) -> None:

@@ -108,3 +108,9 @@ def test_a_tag_its_text_does_not_fit_is_an_error_at_the_scalar(tagged: str, wher
     assert value is None
     assert [(d.code, d.span.line) for d in diagnostics] == [("E101", 2)]  # type: ignore[union-attr]
     assert "is not a valid !!" in diagnostics[0].message
+
+
+def test_integers_read_as_yaml_12_does() -> None:
+    value, _, diagnostics = load("a: [017, 0o17, 0x1f, -5, +7, 1:30, 1_000, 0b101]\n")
+    assert diagnostics == []
+    assert value == {"a": [17, 15, 31, -5, 7, "1:30", "1_000", "0b101"]}
