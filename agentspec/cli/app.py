@@ -34,7 +34,9 @@ def expand_paths(paths: list[str]) -> list[Path]:
     folders nor in what agentspec wrote: see `_agentspec_output`) and globs."""
     found: list[Path] = []
     for raw in paths:
-        matches = sorted(glob.glob(raw, recursive=True)) if glob.has_magic(raw) else [raw]
+        # a file whose name has glob characters (`spec[1].yaml`) is that file
+        literal = not glob.has_magic(raw) or os.path.lexists(raw)
+        matches = [raw] if literal else sorted(glob.glob(raw, recursive=True))
         if not matches:
             raise typer.BadParameter(f"no file matches {raw!r}", param_hint="PATH")
         for match in matches:

@@ -41,6 +41,13 @@ def test_globs_and_directories() -> None:
     assert len(files) == len(list(INVALID.glob("yaml_*.yaml")))
 
 
+def test_a_file_named_with_glob_characters_is_that_file(tmp_path: Path) -> None:
+    spec = tmp_path / "calculator[1].yaml"
+    spec.write_text((ROOT / "specs" / "calculator.yaml").read_text())
+    result = runner.invoke(app, ["validate", str(spec)])
+    assert result.exit_code == 0, result.output
+
+
 def test_usage_errors_exit_2() -> None:
     assert runner.invoke(app, ["validate", "does/not/exist.yaml"]).exit_code == 2
     assert runner.invoke(app, ["validate", "nothing-matches-*.yaml"]).exit_code == 2
