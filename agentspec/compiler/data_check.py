@@ -63,6 +63,14 @@ class DataChecks:
         path = resolve_path(location, self.spec_dir)
         if not self._reachable(location, ("data", "source")):
             return
+        if _is_dir(path) and kind in ("jsonl", "parquet"):
+            self.error(
+                "E914",
+                f"{path} is a folder: a `{kind}:` source is one file",
+                ("data", "source"),
+                "name the file, or use `hf:` for a folder of split files",
+            )
+            return
         if _is_dir(path):
             # The split is the user's text, not a pattern: match names, never glob with it.
             every = sorted(path.glob("*.jsonl"))

@@ -302,6 +302,8 @@ def _jsonl_rows(path: Path) -> Iterator[tuple[int, Sample]]:
 def _require_file(path: Path) -> None:
     if path.is_file():
         return
+    if path.is_dir():
+        raise DataError(f"{path} is a folder, not a data file")
     if path.exists():
         raise DataError(f"{path} is not a regular file (a device, a pipe or a socket)")
     raise DataError(f"{path} does not exist (set ${DATA_ENV} to the data folder?)")

@@ -48,6 +48,21 @@ def test_a_file_named_with_glob_characters_is_that_file(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
 
 
+def test_a_jsonl_source_that_is_a_folder_is_e914(tmp_path: Path) -> None:
+    (tmp_path / "rows.jsonl").mkdir()
+    spec = tmp_path / "s.yaml"
+    spec.write_text(
+        "agentspec: 1\nname: t\ndata: {source: 'jsonl:rows.jsonl', fields: {q: str}}\n"
+        "prompt: {user: '{{ sample.q }}'}\nrewards: {r: {on: final, value: 1}}\n"
+    )
+    result = runner.invoke(app, ["validate", str(spec)])
+    assert result.exit_code == 1
+    assert (
+        "error[E914]" in result.output
+        and "is a folder: a `jsonl:` source is one file" in result.output
+    )
+
+
 def test_usage_errors_exit_2() -> None:
     assert runner.invoke(app, ["validate", "does/not/exist.yaml"]).exit_code == 2
     assert runner.invoke(app, ["validate", "nothing-matches-*.yaml"]).exit_code == 2

@@ -162,6 +162,12 @@ def test_a_file_of_one_endless_line_is_a_data_error_not_all_of_memory(tmp_path: 
         load_samples(f"jsonl:{path}")
 
 
+def test_a_folder_named_as_a_file_is_a_data_error_that_says_so(tmp_path: Path) -> None:
+    (tmp_path / "rows.jsonl").mkdir()
+    with pytest.raises(DataError, match="is a folder, not a data file"):
+        load_samples(f"jsonl:{tmp_path / 'rows.jsonl'}")
+
+
 def test_a_device_or_a_broken_parquet_file_is_a_data_error(tmp_path: Path) -> None:
     with pytest.raises(DataError, match="not a regular file"):
         load_samples("jsonl:/dev/zero")
