@@ -121,7 +121,13 @@ class ExploreGateSpec(Section):
 
     samples: int = Field(8, ge=1, description="How many samples (the first of the data) to play.")
     budget: int = Field(600, ge=1, description="Most episodes the search plays.")
-    seconds: float = Field(40.0, gt=0, description="Most seconds the search takes (a safety stop).")
+    seconds: float = Field(
+        40.0,
+        gt=0,
+        le=3600,
+        description="Most seconds the search takes (a safety stop; an hour at most, so a spec"
+        " cannot hold `agentspec test` forever).",
+    )
     depth: int = Field(
         4, ge=1, le=50, description="Longest sequence breadth-first search enumerates."
     )
