@@ -95,6 +95,10 @@ def _print_github(diagnostics: list[Any], found: list[Any]) -> None:
         )
 
 
+SHOWN_DIAGNOSTICS = 200
+"""Diagnostics printed per spec as text: a generated file can have tens of thousands."""
+
+
 def _print_text(results: list[Any], found: list[Any], failed: list[Any]) -> None:
     """Imports, then each diagnostic with its source line and caret, then the summary."""
     from agentspec.diagnostics import render_text
@@ -105,9 +109,16 @@ def _print_text(results: list[Any], found: list[Any], failed: list[Any]) -> None
     if found:
         typer.echo("")
     sources = {k: v for r in results for k, v in r.sources.items()}
-    for d in (d for r in results for d in r.diagnostics):
-        typer.echo(render_text(d, sources), err=False)
-        typer.echo("")
+    for result in results:
+        for d in result.diagnostics[:SHOWN_DIAGNOSTICS]:
+            typer.echo(render_text(d, sources), err=False)
+            typer.echo("")
+        hidden = len(result.diagnostics) - SHOWN_DIAGNOSTICS
+        if hidden > 0:
+            typer.echo(
+                f"… and {hidden:,} more in {result.path}: the first {SHOWN_DIAGNOSTICS} are"
+                " shown (`--format json` lists them all)\n"
+            )
     errors = sum(len(r.errors) for r in results)
     warnings = sum(len(r.warnings) for r in results)
     summary = (

@@ -63,6 +63,18 @@ def test_a_jsonl_source_that_is_a_folder_is_e914(tmp_path: Path) -> None:
     )
 
 
+def test_text_output_shows_the_first_200_diagnostics_of_a_spec(tmp_path: Path) -> None:
+    spec = tmp_path / "s.yaml"
+    rewards = "".join(f"  r{i}: {{on: final, value: 'x{i}'}}\n" for i in range(250))
+    spec.write_text("agentspec: 1\nname: t\nprompt: {user: hi}\nrewards:\n" + rewards)
+    result = runner.invoke(app, ["validate", str(spec)])
+    assert result.exit_code == 1
+    assert result.output.count("error[E401]") == 200
+    assert "… and 50 more in" in result.output and "(250 errors, 0 warnings)" in result.output
+    as_json = runner.invoke(app, ["validate", str(spec), "--format", "json"])
+    assert as_json.output.count('"E401"') == 250
+
+
 def test_usage_errors_exit_2() -> None:
     assert runner.invoke(app, ["validate", "does/not/exist.yaml"]).exit_code == 2
     assert runner.invoke(app, ["validate", "nothing-matches-*.yaml"]).exit_code == 2
