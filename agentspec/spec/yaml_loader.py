@@ -55,10 +55,13 @@ _MERGE_TAG = "tag:yaml.org,2002:merge"
 _BOOL_TAG = "tag:yaml.org,2002:bool"
 _TIMESTAMP_TAG = "tag:yaml.org,2002:timestamp"
 _FLOAT_TAG = "tag:yaml.org,2002:float"
-# YAML 1.2's exponent forms that YAML 1.1 reads as text: `1e-4`, `1E5`, `2.5e3`
-# (1.1 wants a dot and a signed exponent), so that `learning_rate: 1e-4` and a tool
-# parameter's `minimum: 1e-3` are the numbers they look like.
-_EXPONENT_FLOAT = re.compile(r"^[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9_]+)[eE][-+]?[0-9]+$")
+# YAML 1.2's floats, among them the exponent forms YAML 1.1 reads as text (`1e-4`,
+# `1E5`: 1.1 wants a dot and a signed exponent), so that `learning_rate: 1e-4` is the
+# number it looks like; 1.1's `1_000.5` and `1:30.0` (sexagesimal) are text in 1.2.
+_FLOAT = re.compile(
+    r"^[-+]?(?:\.[0-9]+|[0-9]+\.[0-9]*|[0-9]+(?:\.[0-9]*)?[eE][-+]?[0-9]+"
+    r"|[0-9]*\.[0-9]+[eE][-+]?[0-9]+)$|^[-+]?\.(?:inf|Inf|INF)$|^\.(?:nan|NaN|NAN)$"
+)
 # YAML 1.2's integers: decimal (`017` is 17), `0o` octal, `0x` hex. YAML 1.1 also read
 # `017` as octal 15, `1:30` as 90, `1_000` and `0b101` as numbers; 1.2 reads those as text.
 _INT = re.compile(r"^(?:[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+)$")
@@ -129,14 +132,16 @@ class _FastLoader(_BudgetedComposer, CParser, SafeConstructor, yaml.resolver.Res
 for _loader in (_Loader, _FastLoader):
     _loader.yaml_implicit_resolvers = {
         first: [
-            (tag, rx) for tag, rx in resolvers if tag not in (_BOOL_TAG, _TIMESTAMP_TAG, _INT_TAG)
+            (tag, rx)
+            for tag, rx in resolvers
+            if tag not in (_BOOL_TAG, _TIMESTAMP_TAG, _INT_TAG, _FLOAT_TAG)
         ]
         for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
     }
     _loader.add_implicit_resolver(
         _BOOL_TAG, re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF")
     )
-    _loader.add_implicit_resolver(_FLOAT_TAG, _EXPONENT_FLOAT, list("-+.0123456789"))
+    _loader.add_implicit_resolver(_FLOAT_TAG, _FLOAT, list("-+.0123456789"))
     _loader.add_implicit_resolver(_INT_TAG, _INT, list("-+0123456789"))
 
 

@@ -114,3 +114,5 @@ def test_integers_read_as_yaml_12_does() -> None:
     value, _, diagnostics = load("a: [017, 0o17, 0x1f, -5, +7, 1:30, 1_000, 0b101]\n")
     assert diagnostics == []
     assert value == {"a": [17, 15, 31, -5, 7, "1:30", "1_000", "0b101"]}
+    value, _, diagnostics = load("a: [5., .5e2, -.inf, 1_000.5, 1:30.0]\n")
+    assert value == {"a": [5.0, 50.0, float("-inf"), "1_000.5", "1:30.0"]}
