@@ -345,9 +345,11 @@ class _Builder:
                     self.source, value, node.start_mark.index, node.end_mark.index, node.style
                 )
         elif isinstance(node, yaml.SequenceNode):
+            _check_collection_tag(node, "tag:yaml.org,2002:seq", "list")
             value = [self.build(item, (*path, i)) for i, item in enumerate(node.value)]
         else:
             assert isinstance(node, yaml.MappingNode)
+            _check_collection_tag(node, "tag:yaml.org,2002:map", "mapping")
             value = self.mapping(node, path)
         self.map.nodes[path] = NodeInfo(self.span(node), key, locator)
         return value
@@ -400,6 +402,16 @@ class _Builder:
             first_seen[key] = key_span
             result[key] = self.build(value_node, (*path, key), key_span)
         return result
+
+
+def _check_collection_tag(node: yaml.Node, plain: str, kind: str) -> None:
+    """A tag on a list or mapping (`!!set`, `!!omap`, `!!python/tuple`) would be dropped
+    without a word: it is an error, as a scalar's unknown tag is."""
+    if node.tag != plain:
+        tag = node.tag.replace("tag:yaml.org,2002:", "!!")
+        raise yaml.constructor.ConstructorError(
+            None, None, f"the tag {tag} is not read: write a plain {kind}", node.start_mark
+        )
 
 
 def _check_int_size(node: yaml.ScalarNode) -> None:

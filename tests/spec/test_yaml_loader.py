@@ -116,3 +116,13 @@ def test_integers_read_as_yaml_12_does() -> None:
     assert value == {"a": [17, 15, 31, -5, 7, "1:30", "1_000", "0b101"]}
     value, _, diagnostics = load("a: [5., .5e2, -.inf, 1_000.5, 1:30.0]\n")
     assert value == {"a": [5.0, 50.0, float("-inf"), "1_000.5", "1:30.0"]}
+
+
+@pytest.mark.parametrize(
+    "tagged", ["!!set {x, y}", "!!python/tuple [1, 2]", "!!omap [{x: 1}]", "!mine [1]"]
+)
+def test_a_tag_on_a_collection_is_an_error_not_dropped(tagged: str) -> None:
+    value, _, diagnostics = load(f"a: 1\nb: {tagged}\n")
+    assert value is None
+    assert [(d.code, d.span.line) for d in diagnostics] == [("E101", 2)]  # type: ignore[union-attr]
+    assert "is not read: write a plain" in diagnostics[0].message
