@@ -157,7 +157,7 @@ async def _first_prompt(module: Any, chat: Any, sample: Any, tokenizer: Any) -> 
                         )
                 except ContextOverflowError as exc:
                     ids = flow.context.build(view)
-                    overflow = f"{exc}: the run stops (overflow: error)"
+                    overflow = f"{exc}: the episode ends as env_error here (overflow: error)"
         except (ChatTemplateError, _NotRendered):
             raise
         except PromptError as exc:

@@ -132,7 +132,10 @@ BUILTINS: dict[str, Signature] = {
     ),
     "extract_all": Signature((STR, STR), ListOf(STR), "Every match of a regex in the text."),
     "number": Signature(
-        (ANY,), Optional(FLOAT), "The number in a text ('1,234', '$5', '#### 42'), else none."
+        (ANY,),
+        Optional(FLOAT),
+        "The number a text gives as its answer: a '#### N' answer, else the whole text"
+        " ('1,234', '$5'), else its last number; else none.",
     ),
     "normalize_answer": Signature(
         (STR,), STR, "SQuAD answer normalisation: lower, no punctuation or articles."
@@ -140,7 +143,11 @@ BUILTINS: dict[str, Signature] = {
     "exact_match": Signature(
         (ANY, ANY), FLOAT, "1.0 if two answers are equal after normalisation, else 0.0."
     ),
-    "f1": Signature((ANY, ANY), FLOAT, "Token F1 of two answers after normalisation."),
+    "f1": Signature(
+        (ANY, ANY),
+        FLOAT,
+        "Token F1 of two answers after normalisation (SQuAD's; 1.0 when both are empty).",
+    ),
     "min": Signature(
         (ANY,), _numeric_join, "Smallest of the arguments, or of one list.", variadic=ANY
     ),
@@ -153,7 +160,12 @@ BUILTINS: dict[str, Signature] = {
         (NUMBER, INT), FLOAT, "Number rounded to n digits (0 by default).", optional=1
     ),
     "clip": Signature((NUMBER, NUMBER, NUMBER), FLOAT, "Value clipped to [low, high]."),
-    "calc": Signature((STR,), STR, "Exact value of an arithmetic expression, or an error message."),
+    "calc": Signature(
+        (STR,),
+        STR,
+        "The value of an arithmetic expression, computed exactly (fractions) and written"
+        " as an integer or with 10 significant digits; or an error message.",
+    ),
     "keys": Signature((DICT,), ListOf(STR), "Keys of a dict, in order."),
     "values": Signature((DICT,), ListOf(ANY), "Values of a dict, in key order."),
     "items": Signature(

@@ -12,8 +12,13 @@ MAX_ERROR_CHARS = 2000
 """Longest error message shown to the model (it goes back into the context)."""
 
 
+_NOTE_ROOM = 48  # "… [truncated N characters]" for any N a str can have
+
+
 def cap_error(text: str, limit: int = MAX_ERROR_CHARS) -> str:
-    """``text`` cut to ``limit`` characters with a visible note of how much was cut."""
+    """``text`` cut to at most ``limit`` characters, a visible note of how much was cut
+    included, so that a message capped twice (a tool's, then the step's) says it once."""
     if len(text) <= limit:
         return text
-    return f"{text[:limit]}… [truncated {len(text) - limit} characters]"
+    keep = max(limit - _NOTE_ROOM, 0)
+    return f"{text[:keep]}… [truncated {len(text) - keep} characters]"

@@ -40,6 +40,8 @@ def f1(prediction: Any, truth: Any) -> float:
     if (pred in special or gold in special) and pred != gold:
         return 0.0
     pred_tokens, gold_tokens = pred.split(), gold.split()
+    if not pred_tokens or not gold_tokens:  # SQuAD's convention: 1 when both are empty
+        return float(pred_tokens == gold_tokens)
     common = Counter(pred_tokens) & Counter(gold_tokens)
     same = sum(common.values())
     if same == 0:

@@ -128,3 +128,17 @@ def test_a_folder_without_a_model_or_tokenizer_is_refused(tmp_path: Path) -> Non
     # `eval` and `run` refused such a folder; `prompt` showed ChatML as if it were a model
     code, _, err = invoke(str(CALCULATOR), "--model", str(tmp_path))
     assert code != 0 and f"{tmp_path} holds no model or tokenizer" in err
+
+
+def test_an_overflow_under_error_says_the_episode_ends_not_the_run(tmp_path: Path) -> None:
+    spec = tmp_path / "calculator.yaml"
+    spec.write_text(
+        CALCULATOR.read_text().replace(
+            "context: {policy: full_history, max_prompt_tokens: 512}",
+            "context: {policy: full_history, max_prompt_tokens: 50, overflow: error}",
+        )
+    )
+    code, out, err = invoke(str(spec))
+    assert code == 0, out + err
+    assert "the episode ends as env_error here (overflow: error)" in out + err, out + err
+    assert "the run stops" not in out + err

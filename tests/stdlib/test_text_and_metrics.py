@@ -75,3 +75,9 @@ def test_patterns_are_checked_by_the_engine_that_runs_them() -> None:
     assert "repeat count" in (pattern_problem("a{99999999999}") or "")
     assert pattern_problem("(" * 2000 + ")" * 2000) == "groups are nested too deeply"
     assert "position" in (pattern_problem("[") or "")
+
+
+def test_f1_of_two_empty_answers_is_1_as_in_squad() -> None:
+    assert f1("", "") == 1.0 == exact_match("", "")
+    assert f1("the", "") == 1.0  # both empty after normalisation (articles are dropped)
+    assert f1("Paris", "") == 0.0 == f1("", "Paris")
