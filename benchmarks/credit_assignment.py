@@ -369,18 +369,20 @@ def table(summary: dict[str, dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+COMPARISON_HEADER = (
+    f"| `{{reference}}` vs | seeds paired | ratio of mean env steps to {THRESHOLD:.0%} "
+    "[paired 95 % CI] | significant | AUC difference [paired 95 % CI] | significant "
+    "| seeds to show 0.7× at this spread |\n|---|---|---|---|---|---|---|"
+)
+
+
 def comparisons(summary: dict[str, dict[str, Any]], reference: str = "steppo") -> str:
     """StepPO against every other algorithm, paired by seed (each seed's runs start from
     the same warm start): the ratio of mean env steps to 90 % with its bootstrap interval
     (seeds resampled together), the AUC difference, and the seeds a 0.7× effect needs."""
     if reference not in summary:
         return ""
-    lines = [
-        f"| `{reference}` vs | ratio of mean env steps to {THRESHOLD:.0%} [paired 95 % CI] "
-        "| significant | AUC difference [paired 95 % CI] | significant "
-        "| seeds to show 0.7× at this spread |",
-        "|---|---|---|---|---|---|",
-    ]
+    lines = [COMPARISON_HEADER.format(reference=reference)]
     ref = summary[reference]
     for algorithm, s in summary.items():
         if algorithm == reference or len(s["steps"]) != len(ref["steps"]):
@@ -389,7 +391,7 @@ def comparisons(summary: dict[str, dict[str, Any]], reference: str = "steppo") -
         rlo, rhi = paired_bootstrap(ref["steps"], s["steps"], _ratio_of_means)
         alo, ahi = paired_bootstrap(ref["auc"], s["auc"], _difference_of_means)
         lines.append(
-            f"| `{algorithm}` | {ratio:.2f}× [{rlo:.2f}, {rhi:.2f}] "
+            f"| `{algorithm}` | {len(s['steps'])} | {ratio:.2f}× [{rlo:.2f}, {rhi:.2f}] "
             f"| {'yes' if rlo > 1 or rhi < 1 else 'no'} "
             f"| {statistics.fmean(ref['auc']) - statistics.fmean(s['auc']):+.3f} "
             f"[{alo:+.3f}, {ahi:+.3f}] | {'yes' if alo > 0 or ahi < 0 else 'no'} "
@@ -543,6 +545,21 @@ def _rate(task: str, algorithm: str) -> float:
     return float(spec["training"].get("learning_rate", 1e-3))
 
 
+def paired_rows(variants: dict[str, dict[int, Records]], reference: str = "steppo") -> list[str]:
+    """One comparison row per algorithm against ``reference``, each over the seeds the two
+    share (an algorithm run on more seeds than another is paired on all of its own)."""
+    if reference not in variants:
+        return []
+    rows = []
+    for name, seeds in variants.items():
+        both = sorted(set(seeds) & set(variants[reference]))
+        if name == reference or not both:
+            continue
+        pair = {reference: [variants[reference][s] for s in both], name: [seeds[s] for s in both]}
+        rows += comparisons(summarize(pair), reference).splitlines()[2:]
+    return rows
+
+
 def report(jobs: Sequence[Job], sweep: bool, figure: Path) -> str:
     """The markdown tables and the plot, from the committed results of ``jobs`` alone."""
     by_seed: dict[str, dict[str, dict[int, Records]]] = {}
@@ -556,17 +573,16 @@ def report(jobs: Sequence[Job], sweep: bool, figure: Path) -> str:
     }
     sections = []
     for task, variants in by_seed.items():
-        shared = sorted(set.intersection(*(set(seeds) for seeds in variants.values())))
         counts = sorted({len(seeds) for seeds in variants.values()})
         summary = summarize(results[task])
         sections.append(
             f"#### {task} ({'/'.join(map(str, counts))} seeds; budget "
             f"{next(iter(summary.values()))['budget']:,} env steps)\n\n" + table(summary)
         )
-        if not sweep and shared:
-            paired = summarize({n: [seeds[s] for s in shared] for n, seeds in variants.items()})
-            sections[-1] += f"\n\nPaired over seeds {shared[0]}–{shared[-1]} ({len(shared)}):\n\n"
-            sections[-1] += comparisons(paired)
+        rows = [] if sweep else paired_rows(variants)
+        if rows:
+            sections[-1] += "\n\nPaired by seed, each row over the seeds both algorithms have:\n\n"
+            sections[-1] += "\n".join([COMPARISON_HEADER.format(reference="steppo"), *rows])
     if results:
         plot(results, figure)
     return "\n\n".join(sections)

@@ -195,3 +195,17 @@ def test_a_report_with_no_results_says_so_and_leaves_the_readme(
     with pytest.raises(SystemExit, match="no results yet for these 40 runs"):
         credit.main()
     assert written == [] and not figure.exists()
+
+
+def test_each_algorithm_is_paired_on_the_seeds_it_shares_with_steppo() -> None:
+    """An algorithm run on more seeds (switches' extra StepPO/GRPO seeds) is compared on
+    all of them, one run on fewer on its own, instead of every row on the fewest."""
+    run = curve((0, 0.2), (100, 0.95), (300, 1.0))
+    slow = curve((0, 0.2), (200, 0.95), (300, 1.0))
+    variants = {
+        "steppo": {0: run, 1: run, 2: run},
+        "grpo": {0: slow, 1: slow, 2: slow},
+        "ppo": {1: slow},
+    }
+    rows = credit.paired_rows(variants)
+    assert rows[0].startswith("| `grpo` | 3 | 0.50×") and rows[1].startswith("| `ppo` | 1 | 0.50×")
