@@ -26,7 +26,7 @@ interval of the difference of means excludes 0.
         [--lr steppo=3e-4 ...] [--set KEY=VALUE ...] [--out runs/credit]
 
     # the README's table and plot from the committed results alone (trains nothing):
-    .venv/bin/python benchmarks/credit_assignment.py --report [--write-readme]
+    .venv/bin/python benchmarks/credit_assignment.py --report [--write-readme]   # every committed seed
 
     # the sweeps that choose the settings (3 seeds on keys_and_doors by default):
     .venv/bin/python benchmarks/credit_assignment.py --sweep lr
@@ -545,6 +545,12 @@ def _rate(task: str, algorithm: str) -> float:
     return float(spec["training"].get("learning_rate", 1e-3))
 
 
+def committed_seeds() -> set[int]:
+    """Every seed some committed result is of (the report reads them all: an algorithm
+    may have more seeds than another)."""
+    return {int(p.stem.removeprefix("seed")) for p in RESULTS.glob("*/*/seed*.json")}
+
+
 def paired_rows(variants: dict[str, dict[int, Records]], reference: str = "steppo") -> list[str]:
     """One comparison row per algorithm against ``reference``, each over the seeds the two
     share (an algorithm run on more seeds than another is paired on all of its own)."""
@@ -610,7 +616,12 @@ def main() -> None:
     )
     parser.add_argument("--tasks", nargs="+", default=list(TASKS), choices=TASKS)
     parser.add_argument("--algorithms", nargs="+", default=list(ALGORITHMS))
-    parser.add_argument("--seeds", type=int, default=None, help="8 (3 with --sweep)")
+    parser.add_argument(
+        "--seeds",
+        type=int,
+        default=None,
+        help="8 (3 with --sweep); with --report, every seed that has results",
+    )
     parser.add_argument("--iterations", type=int, default=None, help="default: the spec's")
     parser.add_argument("--lr", nargs="*", default=[], help="ALGORITHM=LEARNING_RATE")
     parser.add_argument(
@@ -629,6 +640,8 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=ROOT / "runs" / "credit")
     parser.add_argument("--figure", type=Path, default=None)
     args = parser.parse_args()
+    if args.report and args.seeds is None:
+        args.seeds = max(committed_seeds(), default=-1) + 1 or None
 
     jobs = benchmark_jobs(args)
     failed = [] if args.report else run_all(jobs, args.out, args.jobs)

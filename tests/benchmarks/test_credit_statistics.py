@@ -209,3 +209,11 @@ def test_each_algorithm_is_paired_on_the_seeds_it_shares_with_steppo() -> None:
     }
     rows = credit.paired_rows(variants)
     assert rows[0].startswith("| `grpo` | 3 | 0.50×") and rows[1].startswith("| `ppo` | 1 | 0.50×")
+
+
+def test_report_reads_every_committed_seed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(credit, "RESULTS", tmp_path)
+    for path in ("switches/steppo/seed12.json", "keys_and_doors/grpo/seed0.json"):
+        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / path).write_text("{}")
+    assert credit.committed_seeds() == {0, 12}
