@@ -93,7 +93,7 @@ def schema_problems(schema: Any) -> Iterator[Any]:
 
 
 # Keywords whose values are data, not schemas: a "pattern" key inside is not a regex.
-_DATA_KEYWORDS = {"enum", "const", "default", "examples"}
+DATA_KEYWORDS = frozenset({"enum", "const", "default", "examples"})
 
 
 def _regex_problems(schema: Any, path: tuple[Any, ...]) -> Iterator[Any]:
@@ -121,7 +121,7 @@ def _regex_problems(schema: Any, path: tuple[Any, ...]) -> Iterator[Any]:
                 instance=pattern,
             )
     for key, value in schema.items():
-        if key not in _DATA_KEYWORDS:
+        if key not in DATA_KEYWORDS:
             yield from _regex_problems(value, (*path, key))
 
 

@@ -26,7 +26,7 @@ from agentspec.compiler.types import (
     python_value_type,
 )
 from agentspec.contexts import CONTEXT_POLICIES
-from agentspec.json_schema import schema_problems
+from agentspec.json_schema import DATA_KEYWORDS, schema_problems
 from agentspec.presets import ALGORITHMS, SPEC_NEEDS, unread_setting_note
 from agentspec.source import dotted
 from agentspec.spec.yaml_loader import Path
@@ -142,9 +142,6 @@ def declare(checker: CheckState) -> None:
         }
 
 
-_DATA_KEYWORDS = frozenset({"enum", "const", "default", "examples"})
-
-
 def _references(schema: Any, path: Path) -> Iterator[Path]:
     """Where a parameter schema holds `$ref` or `$dynamicRef` (not inside data: an enum's
     values may hold any key)."""
@@ -155,7 +152,7 @@ def _references(schema: Any, path: Path) -> Iterator[Path]:
         for key, value in schema.items():
             if key in ("$ref", "$dynamicRef"):
                 yield (*path, key)
-            elif key not in _DATA_KEYWORDS:
+            elif key not in DATA_KEYWORDS:
                 yield from _references(value, (*path, key))
 
 

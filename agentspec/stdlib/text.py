@@ -28,14 +28,8 @@ def pattern_problem(pattern: str) -> str | None:
     return None
 
 
-def search_text(pattern: str, text: str) -> bool:
-    """Whether `pattern` matches anywhere in `text`, within `REGEX_TIMEOUT` (raises
-    TimeoutError past it)."""
-    return _search(pattern, text) is not None
-
-
 def regex_match(text: str, pattern: str) -> bool:
-    """Whether `pattern` matches anywhere in `text`."""
+    """Whether `pattern` matches anywhere in `text` (TimeoutError past `REGEX_TIMEOUT`)."""
     return _search(pattern, text) is not None
 
 

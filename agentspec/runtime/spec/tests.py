@@ -36,7 +36,7 @@ from agentspec.source import Span
 from agentspec.spec.model import SpecTest, TextMatch
 from agentspec.spec.yaml_loader import Path as YamlPath
 from agentspec.spec.yaml_loader import SourceMap
-from agentspec.stdlib.text import REGEX_TIMEOUT, pattern_problem, search_text
+from agentspec.stdlib.text import REGEX_TIMEOUT, pattern_problem, regex_match
 
 TOLERANCE = 1e-6
 
@@ -498,7 +498,7 @@ def _text_problem(wanted: str | TextMatch, got: str | None) -> str | None:
         if problem is not None:
             return f"invalid pattern {wanted.pattern!r}: {problem}"
         try:
-            found = search_text(wanted.pattern, got)
+            found = regex_match(got, wanted.pattern)
         except TimeoutError:
             return (
                 f"the pattern {wanted.pattern!r} took over {REGEX_TIMEOUT:g} s on the observation"

@@ -21,7 +21,7 @@ from typing import Any
 
 from agentspec.formats import get_format
 from agentspec.runtime.text.conversation import ChatCall, render_calls
-from agentspec.stdlib.text import pattern_problem, search_text
+from agentspec.stdlib.text import pattern_problem, regex_match
 
 __all__ = ["ActionSpace", "ToolShape", "Vocabulary", "draw_value", "finite_values", "unseen"]
 
@@ -275,7 +275,7 @@ def _matches(pattern: str, value: str) -> bool:
     if pattern_problem(pattern) is not None:
         return True  # validate reports the pattern (E701); any value will do here
     try:
-        return search_text(pattern, value)
+        return regex_match(value, pattern)
     except TimeoutError:
         return False
 
