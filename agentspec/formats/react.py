@@ -180,8 +180,8 @@ def _unquoted(value: str) -> str:
         return value
     if value[0] == '"':
         try:
-            decoded = json.loads(value)
-        except ValueError:
+            decoded = strict_json_loads(value)
+        except (ValueError, RecursionError):
             return value[1:-1]
         return decoded if isinstance(decoded, str) else value
     return value[1:-1]

@@ -2,7 +2,9 @@
 
 NaN, ±Infinity, a float that overflows and an integer of more than
 :data:`MAX_INT_DIGITS` digits are parse errors in every format (Python's
-``json`` accepts the first three and chokes on the last).
+``json`` accepts the first three and chokes on the last). A ``\\u`` escape of half
+a character (``"\\ud800"``, a lone UTF-16 surrogate) decodes to U+FFFD: Python's
+``json`` would hand on a string no tool, tokenizer or wire can encode.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ __all__ = [
     "parse_call_object",
     "skip_whitespace",
     "strict_json_loads",
+    "valid_text",
 ]
 
 MAX_INT_DIGITS = 4000
@@ -64,6 +67,8 @@ _STRICT_JSON = json.JSONDecoder(
     parse_constant=_reject_constant, parse_float=_strict_float, parse_int=_strict_int
 )
 _JSON_WHITESPACE = re.compile(r"[ \t\n\r]*")
+LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 
 
 def skip_whitespace(text: str, pos: int) -> int:
@@ -78,7 +83,37 @@ def decode_prefix(text: str, pos: int = 0) -> tuple[Any, int]:
     Raises :class:`json.JSONDecodeError`, :class:`RecursionError` or
     :class:`NonStandardNumber`.
     """
-    return _STRICT_JSON.raw_decode(text, skip_whitespace(text, pos))
+    value, end = _STRICT_JSON.raw_decode(text, skip_whitespace(text, pos))
+    segment = text[pos:end]
+    if _SURROGATE_ESCAPE.search(segment) or LONE_SURROGATE.search(segment):
+        value = valid_text(value)
+    return value, end
+
+
+def valid_text(value: Any) -> Any:
+    """Decoded JSON ``value`` with every lone surrogate in its strings and keys replaced
+    by U+FFFD (in place for containers; iterative, as deep as the decoder went)."""
+    if isinstance(value, str):
+        return LONE_SURROGATE.sub("\ufffd", value)
+    pending = [value]
+    while pending:
+        node = pending.pop()
+        if isinstance(node, list):
+            for i, item in enumerate(node):
+                if isinstance(item, str):
+                    node[i] = LONE_SURROGATE.sub("\ufffd", item)
+                elif isinstance(item, (list, dict)):
+                    pending.append(item)
+        elif isinstance(node, dict):
+            items = list(node.items())
+            node.clear()
+            for key, item in items:
+                if isinstance(item, str):
+                    item = LONE_SURROGATE.sub("\ufffd", item)
+                elif isinstance(item, (list, dict)):
+                    pending.append(item)
+                node[LONE_SURROGATE.sub("\ufffd", key)] = item
+    return value
 
 
 def strict_json_loads(text: str) -> Any:

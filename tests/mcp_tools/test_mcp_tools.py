@@ -184,6 +184,28 @@ def test_server_errors_and_bad_arguments_are_tool_errors(tmp_path: Path) -> None
     assert len(traj.steps) == 3 and traj.termination.value == "max_steps"  # the run went on
 
 
+def test_half_a_character_in_the_arguments_never_reaches_the_server(tmp_path: Path) -> None:
+    # the model's `"\\ud800"` closed the shared server's connection: other episodes'
+    # calls failed with it, and fresh ones during the restart back-off
+    turns = [
+        '<tool_call>{"name": "convert", "arguments": {"value": 1, "source": "\\ud800",'
+        ' "target": "m"}}</tool_call>',
+        _call("add", a=2, b=3),
+    ]
+    traj = _episode(_copy(tmp_path), turns)
+    code, message = _tool_errors(traj)[0]  # the server's own answer to a unit it lacks
+    assert code == "failed" and "unknown unit '\ufffd'" in message
+    assert traj.steps[1].observation == "<tool_response>\n5\n</tool_response>"
+
+
+def test_arguments_no_wire_can_carry_are_named_before_the_call() -> None:
+    from agentspec.runtime.mcp.tools import unsendable_reason
+
+    assert unsendable_reason({"a": "x", "n": [1, 2.5]}) is None
+    assert "surrogates not allowed" in (unsendable_reason({"a": "\ud800"}) or "")
+    assert "Out of range float" in (unsendable_reason({"n": float("nan")}) or "")
+
+
 def test_a_slow_call_times_out_with_the_specs_timeout(tmp_path: Path) -> None:
     wait = (
         "    tools:\n"

@@ -55,6 +55,37 @@ def test_non_standard_numbers_are_parse_errors(fmt: str, number: str, code: str)
     assert len(get_format(fmt).render_errors(parsed.errors)) < 1000
 
 
+LONE_SURROGATE_ARGUMENTS = [
+    r'{"expression": "1+\ud800"}',  # an escape of half a character
+    r'{"expression": "1+\udfff", "\ud800": 1}',  # in a key too
+]
+
+
+@pytest.mark.parametrize(
+    ("fmt", "arguments"),
+    [
+        *((f, a) for f in ("hermes", "json", "react", "harmony") for a in LONE_SURROGATE_ARGUMENTS),
+        ("hermes", r'"{\"expression\": \"1+\\ud800\"}"'),  # arguments as a JSON string
+    ],
+)
+def test_an_escaped_lone_surrogate_reads_as_the_replacement_character(
+    fmt: str, arguments: str
+) -> None:
+    """A string no tool, tokenizer, server or wire can encode never leaves the parser
+    (a model's `"\\ud800"` once closed a shared MCP server's connection)."""
+    parsed = get_format(fmt).parse(_call(fmt, arguments), TOOLS)
+    assert len(parsed.calls) == 1, parsed.errors
+    args = parsed.calls[0].arguments
+    assert args["expression"] == "1+\ufffd"
+    assert set(args) <= {"expression", "\ufffd"}
+    json.dumps(args, ensure_ascii=False).encode("utf-8")  # encodable
+
+
+def test_an_escaped_surrogate_pair_stays_one_character() -> None:
+    parsed = get_format("hermes").parse(_call("hermes", r'{"expression": "\ud83d\ude00"}'), TOOLS)
+    assert parsed.calls[0].arguments == {"expression": "\U0001f600"}
+
+
 def test_arguments_given_as_a_json_string_are_strict_too() -> None:
     text = _call("hermes", json.dumps('{"expression": NaN}'))
     parsed = HermesFormat().parse(text, TOOLS)

@@ -182,6 +182,37 @@ def test_a_client_that_disconnects_mid_episode_leaves_nothing_behind(
     assert asyncio.run(still_serving()).observation["sample_id"] == "train-4"
 
 
+def test_a_client_that_leaves_before_its_reply_is_no_server_error(
+    server: InProcessServer,
+) -> None:
+    # the reply to a long step went to a closed socket: starlette's
+    # `WebSocketDisconnected` reached uvicorn, which logged a 70-line traceback each time
+    import logging
+
+    errors: list[str] = []
+    handler = logging.Handler(level=logging.ERROR)
+    handler.emit = lambda record: errors.append(record.getMessage())  # type: ignore[method-assign]
+    logger = logging.getLogger("uvicorn.error")
+    logger.addHandler(handler)
+
+    async def leave_mid_step() -> None:
+        ws = await websockets.connect(ws_url(server), max_size=None)
+        await ws.send(json.dumps({"type": "reset", "data": {"index": 5}}))
+        await ws.recv()
+        await ws.send(json.dumps({"type": "step", "data": {"text": "c" * (4 << 20)}}))
+        ws.transport.abort()
+        await asyncio.sleep(1.5)  # the step finishes and its reply finds the socket gone
+
+    baseline = server.quiet_tasks()
+    try:
+        for _ in range(2):
+            asyncio.run(leave_mid_step())
+        assert server.settled_tasks(baseline) <= baseline
+    finally:
+        logger.removeHandler(handler)
+    assert errors == []
+
+
 def test_the_stateless_http_routes_answer_without_a_500(server: InProcessServer) -> None:
     baseline = server.quiet_tasks()
     with httpx.Client(base_url=server.url) as http:

@@ -279,3 +279,70 @@ def test_every_turn_carries_the_declared_weights_other_than_one(tmp_path: Path) 
 
     first, second = asyncio.run(episode())
     assert first.weights == {"malformed": 3.0} == second.weights
+
+
+SURROGATE_SPEC = """\
+agentspec: 1
+name: halves
+description: A tool echoes its text; another writes half a character of its own.
+data:
+  source: generator:arithmetic
+  fields: {question: str, expression: str, answer: int}
+prompt:
+  user: "{{ sample.question }}"
+functions:
+  half: {impl: "halflib:half", params: [str], returns: str}
+state:
+  last: {type: str, initial: "''"}
+tools:
+  echo:
+    description: Say the text back.
+    parameters: {text: {type: string}}
+    effect: [state.last = args.text]
+    returns: args.text
+  half:
+    description: Half a character, then the text.
+    parameters: {text: {type: string}}
+    effect: [state.last = half(args.text)]
+    returns: half(args.text)
+episode: {max_steps: 4, tool_format: hermes}
+rewards:
+  correct: {on: final, value: "1.0"}
+"""
+
+
+@pytest.mark.parametrize(
+    ("call", "expected"),
+    [
+        # the model's escape of half a character reads as U+FFFD (the format's parser)
+        ('{"name": "echo", "arguments": {"text": "a\\ud800"}}', "a\ufffd"),
+        # a tool's own lone surrogate is U+FFFD on the wire (the session)
+        ('{"name": "half", "arguments": {"text": "b"}}', "\ufffdb"),
+    ],
+)
+def test_a_turn_holds_only_text_a_wire_can_encode(tmp_path: Path, call: str, expected: str) -> None:
+    """An OpenEnv client lost a played step (its reply failed to encode) and every
+    `state` request after it, when a tool's result held a lone surrogate."""
+    (tmp_path / "halflib.py").write_text("def half(text):\n    return chr(0xD800) + text\n")
+    spec = tmp_path / "halves.yaml"
+    spec.write_text(SURROGATE_SPEC)
+    served = ServedSpec.load(spec)
+
+    async def episode() -> Any:
+        session = EpisodeSession(served, full_prompt=True)
+        await session.start(index=0)
+        turn = await session.act(f"<tool_call>{call}</tool_call>")
+        return turn, session.state()
+
+    turn, state = asyncio.run(episode())
+    assert expected in turn.observation
+    assert turn.tool_results[0]["text"] == expected
+    assert state["last"] == expected
+    wire = json.dumps(
+        {
+            k: getattr(turn, k)
+            for k in ("observation", "messages", "tool_results", "state", "prompt")
+        },
+        ensure_ascii=False,
+    )
+    wire.encode("utf-8")

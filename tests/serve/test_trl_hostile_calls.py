@@ -108,6 +108,21 @@ def test_an_unwritable_call_is_no_step_and_no_parse_error(doors: object) -> None
     assert "west" in env.go("west")
 
 
+def test_a_call_too_long_for_one_step_is_an_error_for_that_call(tmp_path: Path) -> None:
+    # it was cut at the session's response limit: a parse error that ended the episode,
+    # so the final answer was never scored (docs/trl.md: an error for that call only)
+    module = generated("calculator.yaml", tmp_path)
+    row = module.dataset(split="test", limit=1)[0]
+    env = module.CalculatorEnv()
+    env.reset(**row)
+    with pytest.raises(ValueError, match="too long for one step"):
+        env.calculator("1+" * 40_000 + "1")
+    assert env.end is None and env.session.session.trajectory.steps == []
+    assert env.calculator("6*7") == "42"
+    answer = [[{"role": "assistant", "content": f"<answer>{row['answer']}</answer>"}]]
+    assert module.REWARD_FUNCS[0](answer, [env]) == [1.0]
+
+
 def test_a_token_budget_spec_plays_under_trl(tmp_path: Path) -> None:
     # the prompt budget lifted for TRL must not break a policy that reads it
     module = generated("hotpotqa.yaml", tmp_path)

@@ -92,6 +92,9 @@ class McpTool(BaseTool):
         session = _CALL_SESSION.get()
         if session is None:  # called without run(): no session was leased
             raise ToolFailure(f"{self.name} must be called through run()", code="unavailable")
+        unsendable = unsendable_reason(args)
+        if unsendable is not None:  # sent, it would break the connection other episodes share
+            raise ToolFailure(f"{self.name}: its arguments cannot be sent: {unsendable}")
         if self.server.openenv:
             return await self._call_openenv(session, args, context)
         try:
@@ -167,3 +170,13 @@ async def list_server_tools(server: McpServer) -> dict[str, dict[str, Any]]:
         tool.name: {"description": tool.description or "", "parameters": tool.input_schema}
         for tool in tools
     }
+
+
+def unsendable_reason(args: dict[str, Any]) -> str | None:
+    """Why ``args`` cannot travel to a server as UTF-8 JSON (a lone surrogate a Python
+    caller left in them, a non-finite number), else None."""
+    try:
+        json.dumps(args, ensure_ascii=False, allow_nan=False).encode("utf-8")
+    except (ValueError, TypeError, RecursionError) as exc:  # UnicodeEncodeError is a ValueError
+        return reason(exc)
+    return None

@@ -465,13 +465,14 @@ class _WebSocketGuard:
       limit): each error's `input` is cut to `_ECHO_LIMIT` characters;
     - OpenEnv 0.3 closes a WebSocket its client already closed, and the resulting
       disconnect reaches the ASGI server as an error (logged with a traceback) after
-      the session was cleaned up: a client leaving is no error."""
+      the session was cleaned up, and a reply sent after the client left raises
+      starlette's `WebSocketDisconnected`: a client leaving is no error."""
 
     def __init__(self, app: Any) -> None:
         self.app = app
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        from starlette.websockets import WebSocketDisconnect
+        from starlette.websockets import WebSocketDisconnect, WebSocketDisconnected
 
         if scope["type"] != "websocket":
             await self.app(scope, receive, send)
@@ -498,7 +499,7 @@ class _WebSocketGuard:
                 message = {**message, "text": _error_frame_cut(text)}
             await send(message)
 
-        with contextlib.suppress(WebSocketDisconnect):
+        with contextlib.suppress(WebSocketDisconnect, WebSocketDisconnected):
             await self.app(scope, objects_only, short_errors)
 
 

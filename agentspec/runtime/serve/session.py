@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from agentspec.runtime.episode.loop import EpisodeRun
-from agentspec.runtime.episode.trajectory import Event, Step, Trajectory
+from agentspec.runtime.episode.trajectory import Event, Step, Trajectory, strict_json_value
 from agentspec.runtime.policies.scripted import REMOTE_MAX_RESPONSE_TOKENS, text_generation
 from agentspec.runtime.serve.spec import ServedSpec, SessionError
 from agentspec.runtime.text.conversation import ChatCall, ConversationError, conversation_of
@@ -280,21 +280,25 @@ class EpisodeSession:
         if step is not None:
             rewards.update(step.rewards)
         assert self._episode is not None
+        # What tools wrote goes to a wire as JSON: a lone surrogate in it (a tool's own
+        # `chr(0xD800)`) becomes U+FFFD here, not an error after the step was played.
         return {
             "sample_id": self._sample_id,
             "step_index": len(self._episode.trajectory.steps),
-            "messages": messages,
-            "observation": None if step is None else step.observation,
-            "tool_results": list(step.info.get("tool_results", [])) if step else [],
+            "messages": strict_json_value(messages),
+            "observation": None if step is None else strict_json_value(step.observation),
+            "tool_results": strict_json_value(list(step.info.get("tool_results", [])))
+            if step
+            else [],
             "tools": self.spec.tool_schemas,
             "tool_format": self.spec.tool_format,
             "tool_instructions": self.spec.tool_instructions,
             "rewards": rewards,
             # the declared weights other than 1, on every turn (`reward` is the weighted sum)
             "weights": {k: w for k, w in self.spec.reward_weights.items() if w != 1.0},
-            "events": [] if step is None else [_event(e) for e in step.events],
+            "events": [] if step is None else strict_json_value([_event(e) for e in step.events]),
             "state": self.state(),
-            "prompt": self._prompt_messages() if self.full_prompt else None,
+            "prompt": strict_json_value(self._prompt_messages()) if self.full_prompt else None,
         }
 
     async def _end(self, step: Step | None, messages: list[dict[str, Any]]) -> End:
@@ -338,8 +342,11 @@ def _event(event: Event) -> dict[str, Any]:
 
 def json_safe(value: Any) -> Any:
     """``value`` as plain JSON (dataclasses and mappings as objects, sets and tuples as
-    lists, non-finite floats as strings, anything else as its text)."""
-    if value is None or isinstance(value, (str, bool, int)):
+    lists, non-finite floats as strings, lone surrogates as U+FFFD, anything else as its
+    text)."""
+    if isinstance(value, str):
+        return _LONE_SURROGATE.sub("\ufffd", value)
+    if value is None or isinstance(value, (bool, int)):
         return value
     if isinstance(value, float):
         return value if math.isfinite(value) else str(value)
@@ -350,7 +357,7 @@ def json_safe(value: Any) -> Any:
     if isinstance(value, (list, tuple, set, frozenset)):
         items = sorted(value, key=repr) if isinstance(value, (set, frozenset)) else value
         return [json_safe(v) for v in items]
-    return str(value)
+    return _LONE_SURROGATE.sub("\ufffd", str(value))
 
 
 T = TypeVar("T")

@@ -28,7 +28,9 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from agentspec.formats import get_format
+from agentspec.runtime.policies.scripted import encode_head
 from agentspec.runtime.serve.session import (
+    SERVED_MAX_RESPONSE_TOKENS,
     End,
     SessionError,
     SyncEpisodeSession,
@@ -115,6 +117,12 @@ class AgentspecTRLEnv:
         """Why `call` cannot be carried by the spec's tool format (it would not read back
         as itself), else None."""
         text = self.session.session.response_text("", [call])
+        limit = SERVED_MAX_RESPONSE_TOKENS  # a step's response is cut there (EOS included)
+        if len(encode_head(self.session.session.flow.tokenizer, text, limit)) >= limit:
+            return (
+                f"the call of {call['name']} is too long for one step (more than {limit:,}"
+                " tokens as the spec's tool format writes it): shorten its arguments"
+            )
         parsed = get_format(self.spec.tool_format).parse(text, None)
         if parsed.errors:
             return f"the call of {call['name']} cannot be written: {parsed.errors[0].message}"
