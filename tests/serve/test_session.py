@@ -346,3 +346,15 @@ def test_a_turn_holds_only_text_a_wire_can_encode(tmp_path: Path, call: str, exp
         ensure_ascii=False,
     )
     wire.encode("utf-8")
+
+
+def test_native_arguments_json_cannot_write_say_why(calculator: ServedSpec) -> None:
+    # a 5,000-digit integer was reported as "must be JSON (no cycles)"
+    async def episode() -> str:
+        session = EpisodeSession(calculator)
+        await session.start(index=0)
+        with pytest.raises(SessionError) as refused:
+            await session.act("", [{"name": "calculator", "arguments": {"expression": 10**5000}}])
+        return str(refused.value)
+
+    assert "4300 digits" in asyncio.run(episode())

@@ -326,8 +326,10 @@ def _chat_call(call: Mapping[str, Any]) -> ChatCall:
         # as it refuses the same call written as text: one rule for every way in.
         try:
             arguments = json.dumps(arguments, ensure_ascii=False, default=str)
-        except (ValueError, RecursionError):
-            raise SessionError("a tool call's arguments must be JSON (no cycles)") from None
+        except (ValueError, RecursionError) as exc:  # a cycle, an integer of 5,000 digits
+            raise SessionError(
+                f"a tool call's arguments cannot be written as JSON: {exc}"
+            ) from None
     return ChatCall(call["name"], arguments, str(call.get("id", "")))
 
 
