@@ -43,13 +43,16 @@ class DataChecks:
     def _user_object(self, impl: str, path: Path) -> Any:
         raise NotImplementedError
 
+    def _signature_of(self, impl: str, target: Any) -> inspect.Signature | None:
+        raise NotImplementedError
+
     def _data(self) -> None:
         data = self.spec.data
         if data is None:
             return
         kind, _, location = data.source.partition(":")
         if kind == "generator" and ":" in location:
-            self._user_object(location, ("data", "source"))
+            self._user_generator(location)
             return
         if kind == "generator":
             self._generator(location)
@@ -108,6 +111,43 @@ class DataChecks:
         assert self.spec.data is not None
         for field, what, fix in field_type_problems(row, self.spec.data.fields):
             self.error("E907", f"{where}: field '{field}' {what}", ("data", "fields", field), fix)
+
+    def _user_generator(self, impl: str) -> None:
+        """A generator of the user's code takes `split=` and `data.params` as keyword
+        arguments: checked against its signature (read from its source, without running
+        it, unless `--import`)."""
+        assert self.spec.data is not None
+        target = self._user_object(impl, ("data", "source"))
+        signature = self._signature_of(impl, target)
+        if signature is None:
+            return
+        params = dict(self.spec.data.params)
+        name = impl.partition(":")[2]
+        hint = f"its signature is {name}{signature}: data.params are its keyword arguments, besides split"
+        takes_any = any(p.kind is p.VAR_KEYWORD for p in signature.parameters.values())
+        unknown = [k for k in params if k not in signature.parameters and not takes_any]
+        for key in unknown:
+            close = close_name(key, [p for p in signature.parameters if p != "split"])
+            self.diagnostics.append(
+                Diagnostic(
+                    "E906",
+                    f"generator '{impl}' has no parameter '{key}'",
+                    self.map.key_span(("data", "params", key)),
+                    f"did you mean '{close[0]}'?" if close else hint,
+                )
+            )
+        if unknown:
+            return
+        try:
+            signature.bind(split=self.spec.data.split, **params)
+        except TypeError as exc:
+            where: Path = ("data", "params") if params else ("data", "source")
+            self.error(
+                "E906",
+                f"generator '{impl}' cannot be called with split= and data.params: {exc}",
+                where,
+                hint,
+            )
 
     def _generator(self, name: str) -> None:
         from agentspec.stdlib.data import _GENERATORS, GENERATOR_FIELDS, available_generators

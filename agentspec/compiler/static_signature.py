@@ -74,6 +74,21 @@ def static_signature(path: Path, attribute: str) -> inspect.Signature | None:
     return None
 
 
+class SourceDefault:
+    """A parameter's default as its source spells it (never evaluated): a signature in
+    a hint reads `make(*, style='short')`, as the user wrote it."""
+
+    def __init__(self, node: ast.expr) -> None:
+        try:
+            text = ast.unparse(node)
+        except (ValueError, RecursionError):
+            text = "…"
+        self.text = text if len(text) <= 60 else text[:59] + "…"
+
+    def __repr__(self) -> str:
+        return self.text
+
+
 def _signature(args: ast.arguments, skip_self: bool) -> inspect.Signature:
     kind = inspect.Parameter
     positional: list[tuple[ast.arg, inspect._ParameterKind]]
@@ -83,14 +98,24 @@ def _signature(args: ast.arguments, skip_self: bool) -> inspect.Signature:
         positional = positional[1:]
     first_default = len(positional) - len(args.defaults)
     parameters = [
-        kind(a.arg, k, default=None if i >= first_default else kind.empty)
+        kind(
+            a.arg,
+            k,
+            default=SourceDefault(args.defaults[i - first_default])
+            if i >= first_default
+            else kind.empty,
+        )
         for i, (a, k) in enumerate(positional)
     ]
     if args.vararg is not None:
         parameters.append(kind(args.vararg.arg, kind.VAR_POSITIONAL))
     for a, default in zip(args.kwonlyargs, args.kw_defaults, strict=True):
         parameters.append(
-            kind(a.arg, kind.KEYWORD_ONLY, default=kind.empty if default is None else None)
+            kind(
+                a.arg,
+                kind.KEYWORD_ONLY,
+                default=kind.empty if default is None else SourceDefault(default),
+            )
         )
     if args.kwarg is not None:
         parameters.append(kind(args.kwarg.arg, kind.VAR_KEYWORD))

@@ -105,6 +105,22 @@ def user_generator(target: str) -> Generator:
     return found  # type: ignore[no-any-return,unused-ignore]
 
 
+def _user_rows(target: str, split: str, params: dict[str, Any]) -> Iterator[Sample]:
+    """The rows of the user's generator: what fails in its code (a parameter it does not
+    take, an error of its own) is a DataError naming it, not a traceback."""
+    generate = user_generator(target)
+    try:
+        yield from generate(split=split, **params)
+    except DataError:
+        raise
+    except Exception as exc:
+        hint = " (data.params are its keyword arguments, besides split)"
+        raise DataError(
+            f"the generator {target!r} failed: {type(exc).__name__}: {exc}"
+            + (hint if isinstance(exc, TypeError) else "")
+        ) from None
+
+
 def load_samples(
     source: str,
     *,
@@ -121,7 +137,7 @@ def load_samples(
     params = resolve_config_paths(dict(params or {}), base_dir)
     where = source
     if kind == "generator" and ":" in location:
-        rows: Iterator[Sample] = user_generator(location)(split=split, **params)
+        rows: Iterator[Sample] = _user_rows(location, split, params)
     elif kind == "generator":
         if location not in _GENERATORS:
             _load_generator_modules()
@@ -162,6 +178,8 @@ def _checked(
         label = f"row {index + 1} of {where}"
         if line is not None and line != index + 1:
             label += f" (line {line})"
+        if not isinstance(row, Mapping):  # a generator's own row
+            raise DataError(f"{label} is {type(row).__name__}, not a mapping of field names")
         samples.append(check_sample(row, fields, label))
     return samples
 
