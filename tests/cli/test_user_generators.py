@@ -13,7 +13,7 @@ from agentspec.cli import app
 
 runner = CliRunner()
 
-GENERATORS = '''\
+GENERATORS = """\
 def samples(*, split="train", count=200):
     for i in range(count):
         yield {"id": f"{split}-{i}", "amount": i, "answer": i * 1000}
@@ -30,7 +30,7 @@ def broken(*, split="train"):
 
 def numbers(*, split="train"):
     yield from range(3)
-'''
+"""
 
 SPEC = """\
 agentspec: 1
@@ -60,7 +60,10 @@ def _spec(tmp_path: Path, generator: str, params: str = "{}") -> Path:
 def test_validate_names_a_parameter_the_generator_does_not_take(tmp_path: Path) -> None:
     result = runner.invoke(app, ["validate", str(_spec(tmp_path, "samples", "{cnt: 300}"))])
     assert result.exit_code == 1
-    assert "kilograms.yaml:6:12: error[E906]: generator 'units:samples' has no parameter 'cnt'" in result.output
+    assert (
+        "kilograms.yaml:6:12: error[E906]: generator 'units:samples' has no parameter 'cnt'"
+        in result.output
+    )
     assert "did you mean 'count'?" in result.output
 
 
@@ -74,7 +77,9 @@ def test_validate_says_a_generator_must_take_split(tmp_path: Path) -> None:
 def test_a_good_generator_validates_and_runs(tmp_path: Path) -> None:
     spec = _spec(tmp_path, "samples", "{count: 5}")
     assert runner.invoke(app, ["validate", str(spec)]).exit_code == 0
-    result = runner.invoke(app, ["run", str(spec), "--policy", "oracle", "-n", "2", "--out", str(tmp_path / "out")])
+    result = runner.invoke(
+        app, ["run", str(spec), "--policy", "oracle", "-n", "2", "--out", str(tmp_path / "out")]
+    )
     assert result.exit_code == 0, result.output
 
 
@@ -96,6 +101,5 @@ def test_a_failing_generator_is_one_error_line_in_every_command(
     result = runner.invoke(app, [command[0], str(spec), *command[1:]])
     assert result.exit_code != 0
     assert message in result.output
-    assert "Traceback" not in result.output and result.exception is None or isinstance(
-        result.exception, SystemExit
-    )
+    assert "Traceback" not in result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit)
