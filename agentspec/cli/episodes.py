@@ -103,7 +103,7 @@ def run(
     summary = summarize(trajectories, names)
     played = f"{len(trajectories)} episodes" + (f" of {len(samples)} samples" if repeats else "")
     print_summary(f"{module.SPEC_NAME} · policy {policy} · {played}", summary)
-    every_one_failed = _say_when_every_episode_failed(trajectories)
+    every_one_failed = _say_when_every_episode_failed(summary)
     out_dir.mkdir(parents=True, exist_ok=True)
     write_jsonl(out_dir / "trajectories.jsonl", trajectories)
     _keep_tokenizer(tokenizer_source, out_dir / "tokenizer")
@@ -112,20 +112,19 @@ def run(
         raise typer.Exit(1)
 
 
-def _say_when_every_episode_failed(trajectories: list[Any]) -> bool:
+def _say_when_every_episode_failed(summary: Any) -> bool:
     """One line when episodes ended because their policy or environment failed (a
     server that is down, an oracle turn that fails on a sample, a spec that breaks),
     with how many and the first one's error: the table alone reads as a low success
-    rate. True when no episode got past such a failure (`run` then exits 1)."""
-    failures = ("policy_error", "env_error")
-    failed = [t for t in trajectories if t.termination.value in failures]
-    if not failed:
+    rate. True when no episode got past such a failure (`run` and `eval` then exit 1)."""
+    from agentspec.runtime.episode.summary import FAILURE_ENDINGS
+
+    if not summary.failed:
         return False
-    first = failed[0]
-    endings = " or ".join(sorted({t.termination.value for t in failed}))
-    every = len(failed) == len(trajectories)
-    share = "every episode" if every else f"{len(failed)} of {len(trajectories)} episodes"
-    typer.echo(f"note: {share} ended in {endings}, e.g. {first.failure}", err=True)
+    endings = " or ".join(e for e in sorted(summary.terminations) if e in FAILURE_ENDINGS)
+    every = summary.failed == summary.episodes
+    share = "every episode" if every else f"{summary.failed} of {summary.episodes} episodes"
+    typer.echo(f"note: {share} ended in {endings}, e.g. {summary.first_failure}", err=True)
     return every
 
 
@@ -320,6 +319,8 @@ def eval_command(
         raise fail(str(exc), code=2) from None
     source = policy if policy is not None else checkpoint
     print_summary(f"{spec.name} · {source} · {summary.episodes} episodes", summary)
+    if _say_when_every_episode_failed(summary):  # a CI job must not take it for a result
+        raise typer.Exit(1)
 
 
 @app.command()

@@ -296,20 +296,32 @@ def test_a_learning_rate_in_exponent_notation_validates(tmp_path: Path) -> None:
 
 def test_a_run_where_every_episode_failed_says_why(capsys: pytest.CaptureFixture[str]) -> None:
     from agentspec.cli.episodes import _say_when_every_episode_failed
+    from agentspec.runtime.episode.summary import summarize
     from agentspec.runtime.episode.trajectory import Step, TerminationReason, Trajectory
 
     failed = Step(0, [], [], [], info={"policy_error": "ConnectError: refused"})
     down = [Trajectory([failed], termination=TerminationReason.POLICY_ERROR) for _ in range(2)]
-    assert _say_when_every_episode_failed(down)
+    assert _say_when_every_episode_failed(summarize(down))
     assert (
         "every episode ended in policy_error, e.g. ConnectError: refused" in capsys.readouterr().err
     )
     # one got through: said as a share, not an exit 1
-    assert not _say_when_every_episode_failed([*down, Trajectory([Step(0, [], [], [])])])
+    assert not _say_when_every_episode_failed(
+        summarize([*down, Trajectory([Step(0, [], [], [])])])
+    )
     said = capsys.readouterr().err
     assert "note: 2 of 3 episodes ended in policy_error, e.g. ConnectError: refused" in said
-    assert not _say_when_every_episode_failed([Trajectory([Step(0, [], [], [])])])
+    assert not _say_when_every_episode_failed(summarize([Trajectory([Step(0, [], [], [])])]))
     assert capsys.readouterr().err == ""
+
+
+def test_an_eval_where_every_episode_failed_says_why_and_exits_1(tmp_path: Path) -> None:
+    # it printed the table (`ended: policy_error 1`) and exited 0: a CI job read it as a result
+    code, output = invoke(
+        "eval", str(CALCULATOR), "--policy", "chat:http://127.0.0.1:9/v1", "-n", "1"
+    )
+    assert code == 1, output
+    assert "note: every episode ended in policy_error, e.g." in output
 
 
 def test_a_misspelt_or_empty_policy_is_named() -> None:

@@ -9,6 +9,10 @@ from dataclasses import dataclass, field
 from agentspec.runtime.episode.trajectory import EventKind, Trajectory
 
 
+FAILURE_ENDINGS = ("policy_error", "env_error")
+"""Endings no policy earned: its server or model failed, or the environment did."""
+
+
 @dataclass
 class RolloutSummary:
     episodes: int
@@ -21,6 +25,10 @@ class RolloutSummary:
     tool_error_rate: float  # share of steps with a tool error
     expression_errors: int = 0
     extra: dict[str, float] = field(default_factory=dict)
+    # Episodes ended because their policy or environment failed, and the first one's
+    # error: the table alone reads as a low success rate.
+    failed: int = 0
+    first_failure: str = ""
 
     def rows(self) -> list[tuple[str, str]]:
         rows = [
@@ -55,6 +63,7 @@ def summarize(
             components[name] = components.get(name, 0.0) + value
     steps = [s for t in trajectories for s in t.steps]
     n_steps = max(len(steps), 1)
+    failed = [t for t in trajectories if t.termination.value in FAILURE_ENDINGS]
     return RolloutSummary(
         episodes=len(trajectories),
         success_rate=sum(bool(t.success) for t in trajectories) / n,
@@ -65,4 +74,6 @@ def summarize(
         parse_error_rate=sum(s.has_event(EventKind.PARSE_ERROR) for s in steps) / n_steps,
         tool_error_rate=sum(s.has_event(EventKind.TOOL_ERROR) for s in steps) / n_steps,
         expression_errors=sum(len(s.info.get("expression_errors", [])) for s in steps),
+        failed=len(failed),
+        first_failure=failed[0].failure if failed else "",
     )
