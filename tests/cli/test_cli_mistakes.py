@@ -306,9 +306,7 @@ def test_a_run_where_every_episode_failed_says_why(capsys: pytest.CaptureFixture
         "every episode ended in policy_error, e.g. ConnectError: refused" in capsys.readouterr().err
     )
     # one got through: said as a share, not an exit 1
-    assert not _say_when_every_episode_failed(
-        summarize([*down, Trajectory([Step(0, [], [], [])])])
-    )
+    assert not _say_when_every_episode_failed(summarize([*down, Trajectory([Step(0, [], [], [])])]))
     said = capsys.readouterr().err
     assert "note: 2 of 3 episodes ended in policy_error, e.g. ConnectError: refused" in said
     assert not _say_when_every_episode_failed(summarize([Trajectory([Step(0, [], [], [])])]))

@@ -8,7 +8,6 @@ from dataclasses import dataclass, field
 
 from agentspec.runtime.episode.trajectory import EventKind, Trajectory
 
-
 FAILURE_ENDINGS = ("policy_error", "env_error")
 """Endings no policy earned: its server or model failed, or the environment did."""
 
