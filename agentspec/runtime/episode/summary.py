@@ -74,5 +74,5 @@ def summarize(
         tool_error_rate=sum(s.has_event(EventKind.TOOL_ERROR) for s in steps) / n_steps,
         expression_errors=sum(len(s.info.get("expression_errors", [])) for s in steps),
         failed=len(failed),
-        first_failure=failed[0].failure if failed else "",
+        first_failure=(failed[0].failure or "") if failed else "",
     )
