@@ -43,6 +43,7 @@ IMPORTS: dict[str, str] = {
     "make_adapter": "from agentspec.stdlib.adapters import make_adapter",
     "load_source": "from agentspec.stdlib.data import load_samples as load_source",
     "check_sample": "from agentspec.stdlib.data import check_sample",
+    "no_data": "from agentspec.stdlib.data import no_data",
     "fn": "from agentspec.stdlib.functions import fn",
     "UserFunctions": "from agentspec.stdlib.user import UserFunctions",
 }

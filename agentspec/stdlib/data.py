@@ -105,6 +105,15 @@ def user_generator(target: str) -> Generator:
     return found  # type: ignore[no-any-return,unused-ignore]
 
 
+def no_data(spec_name: str) -> DataError:
+    """The error of a command (or caller) that plays a spec's samples when it has none."""
+    return DataError(
+        f"spec {spec_name!r} has no `data:` section, and this command plays its samples:"
+        ' add one (docs/reference.md#dataspec), e.g. `data: {source: "jsonl:samples.jsonl"}`'
+        " (from Python, give the samples themselves)"
+    )
+
+
 def _user_rows(target: str, split: str, params: dict[str, Any]) -> Iterator[Sample]:
     """The rows of the user's generator: what fails in its code (a parameter it does not
     take, an error of its own) is a DataError naming it, not a traceback."""

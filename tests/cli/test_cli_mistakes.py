@@ -436,3 +436,23 @@ def test_a_specs_control_characters_are_shown_not_sent_to_the_terminal(tmp_path:
     assert code == 1
     assert "E201" in output and "A␛]52;c;cHduZWQ=␇C" in output
     assert not set(output) & {"\x1b", "\x07", "\x9b", "\x08", "\r", "\u202e"}
+
+
+@pytest.mark.parametrize(
+    "command", [["prompt"], ["compile", "--target", "verl"], ["run", "-n", "1"]]
+)
+def test_a_spec_without_data_says_to_add_it_in_every_command(
+    tmp_path: Path, command: list[str]
+) -> None:
+    # prompt and compile --target verl said "declares no `data`; pass samples directly"
+    spec = tmp_path / "nodata.yaml"
+    spec.write_text(
+        "agentspec: 1\nname: nodata\nprompt: {user: Say hi.}\nepisode: {max_steps: 1}\n"
+        "rewards: {ok: {on: final, value: 1.0}}\n"
+    )
+    extra = ["-o", str(tmp_path / "out")] if command[0] == "compile" else []
+    extra += ["--out", str(tmp_path / "run"), "--policy", "random"] if command[0] == "run" else []
+    code, output = invoke(command[0], str(spec), *command[1:], *extra)
+    assert code in (1, 2), output
+    assert "spec 'nodata' has no `data:` section" in output
+    assert "docs/reference.md#dataspec" in output and "Traceback" not in output

@@ -248,13 +248,9 @@ def held_out_note(module: ModuleType, total: int, eval_samples: int) -> str:
 
 def no_data(module: ModuleType) -> Exception:
     """The DataError of a command that plays a spec's samples when the spec has none."""
-    from agentspec.stdlib.data import DataError
+    from agentspec.stdlib.data import no_data as spec_without_data
 
-    return DataError(
-        f"spec {module.SPEC_NAME!r} has no `data:` section, and this command plays its "
-        "samples: add one (docs/reference.md#dataspec), e.g. "
-        '`data: {source: "jsonl:samples.jsonl"}`'
-    )
+    return spec_without_data(module.SPEC_NAME)
 
 
 def evaluation_samples(
