@@ -25,7 +25,7 @@ def _py(value: Any) -> str:
     return py_literal(value)
 
 
-def _py_comment(value: Any) -> str:
+def py_comment(value: Any) -> str:
     """Text safe inside a comment or a docstring: one printable line, no quotes or backslashes."""
     text = " ".join(str(value).split())
     text = "".join(ch if ch.isprintable() else "?" for ch in text)
@@ -58,7 +58,7 @@ def _environment() -> Any:
         keep_trailing_newline=True,
         autoescape=False,
     )
-    env.filters.update(py=_py, py_comment=_py_comment, py_docstring=_py_docstring, as_bool=_as_bool)
+    env.filters.update(py=_py, py_comment=py_comment, py_docstring=_py_docstring, as_bool=_as_bool)
     return env
 
 

@@ -27,6 +27,7 @@ from types import ModuleType
 from typing import Any
 
 from agentspec.compiler.build import compile_spec, import_file, write_compiled
+from agentspec.compiler.emit import py_comment
 from agentspec.compiler.frontend import load_checked
 from agentspec.presets import (
     ALGORITHMS,
@@ -175,7 +176,7 @@ def _write_agent_loop(
     loop_path = _write(
         out / f"{module_name.removesuffix('_spec')}_verl.py",
         _LOOP_TEMPLATE.format(
-            spec_path=Path(spec_path).as_posix(),
+            spec_path=py_comment(Path(spec_path).name),  # the same bytes for any spelling
             spec_dir=repr(str(Path(spec_path).resolve().parent)),
             name=name,
             module_name=module_name,
