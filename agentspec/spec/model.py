@@ -116,7 +116,9 @@ class DataSpec(Section):
         default_factory=dict,
         description="Fields computed from each sample by an expression over `sample`.",
     )
-    limit: int | None = Field(None, ge=1, description="Use at most this many samples.")
+    limit: int | None = Field(
+        None, ge=1, description="Use at most this many samples (of every split: the first ones)."
+    )
 
 
 class PromptSpec(Section):

@@ -367,6 +367,20 @@ def test_a_sample_index_past_the_data_fails_at_its_line(tmp_path: Path) -> None:
     assert "sample_index 5 is past the data's 3 samples" in result.output
 
 
+def test_a_sample_index_counts_only_the_samples_data_limit_keeps(tmp_path: Path) -> None:
+    # reference.md, data.limit: "Use at most this many samples" — index 4 played row 4
+    (tmp_path / "rooms.jsonl").write_text(
+        "".join(f'{{"id": "{i}", "key_room": "west"}}\n' for i in range(6)), encoding="utf-8"
+    )
+    limited = SPEC.replace(
+        "data: {source: generator:keys_and_doors,", "data: {source: jsonl:rooms.jsonl, limit: 3,"
+    )
+    text = limited.replace("      sample: {id: a, key_room: west}\n", "      sample_index: 4\n")
+    result = runner.invoke(app, ["test", str(write(tmp_path, text))])
+    assert result.exit_code == 1
+    assert "sample_index 4 is past the data's 3 samples" in result.output
+
+
 NAMES = """\
 agentspec: 1
 name: names

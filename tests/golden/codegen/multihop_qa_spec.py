@@ -201,7 +201,7 @@ def load_samples(split: str | None = None, limit: int | None = None) -> list[dic
         split=split or "train",
         params={},
         fields=DATA_FIELDS,
-        limit=limit if limit is not None else 500,
+        limit=500 if limit is None else min(limit, 500),
         base_dir=SPEC_DIR,
     )
     for sample in samples:
