@@ -134,8 +134,10 @@ BUILTINS: dict[str, Signature] = {
     "number": Signature(
         (ANY,),
         Optional(FLOAT),
-        "The number a text gives as its answer: a '#### N' answer, else the whole text"
-        " ('1,234', '$5'), else its last number; else none.",
+        "The number a text gives as its answer: a '#### N' answer (the first number after"
+        " the last '####'), else the whole text ('1,234', '$5', '1e-3'), else its last number"
+        " (a '-' or '−' is its sign only where it starts a word: 'pages 10-20' gives 20);"
+        " else none.",
     ),
     "normalize_answer": Signature(
         (STR,), STR, "SQuAD answer normalisation: lower, no punctuation or articles."

@@ -74,14 +74,16 @@ def numeric_match(prediction: Any, truth: Any, tolerance: float = 1e-6) -> float
 
     Both sides go through `number`, so a GSM8K reference answer (`... #### 1,234`)
     compares equal to a model's `1234`, `1,234.0` or `$1234`. A missing number on
-    either side is a mismatch.
+    either side is a mismatch. The tolerance is relative to the truth,
+    |prediction − truth| ≤ tolerance · |truth|, at every size: a probability of
+    0.005 is not 0.001 whatever the tolerance below 4, and only 0 matches 0.
     """
     from agentspec.stdlib.text import number
 
     pred, gold = number(prediction), number(truth)
     if pred is None or gold is None:
         return 0.0
-    return float(abs(pred - gold) <= tolerance * max(1.0, abs(gold)))
+    return float(pred == gold or abs(pred - gold) <= tolerance * abs(gold))
 
 
 # The metrics as `impl: stdlib:NAME` functions (factories over a spec's `config`).
@@ -90,7 +92,8 @@ def numeric_match(prediction: Any, truth: Any, tolerance: float = 1e-6) -> float
 @register("numeric_match", CallSignature(("any", "any"), "float"))
 def _numeric_match_function(tolerance: float = 1e-6) -> Callable[[Any, Any], float]:
     """`numeric_match(prediction, truth) -> float`: 1.0 when both denote the same
-    number within a relative `tolerance` (GSM8K `#### N` aware), else 0.0."""
+    number within a relative `tolerance` (|prediction − truth| ≤ tolerance · |truth|, so
+    only 0 matches 0), read by `number` (GSM8K `#### N` aware), else 0.0."""
     return lambda prediction, truth: numeric_match(prediction, truth, tolerance)
 
 

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Iterator
 from typing import Any
 
 import regex
 
-_NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?|-?\.\d+")
+# A number in running text, its sign read apart (see `_numbers`): `1,234`, `2.5`, `.5`, `1e-3`.
+_UNSIGNED_NUMBER = re.compile(r"(?:\d[\d,]*(?:\.\d+)?|\.\d+)(?:[eE][-+]?\d+)?")
+_MINUS_SIGNS = "-\u2212"  # ASCII hyphen-minus and the Unicode minus sign
 
 
 REGEX_TIMEOUT = 1.0
@@ -87,10 +90,12 @@ def _between(text: str, open_tag: str, close_tag: str) -> str | None:
 def number(value: Any) -> float | None:
     """The number a value denotes, else None.
 
-    Numbers pass through. In text, a GSM8K-style `#### N` answer wins;
-    otherwise the whole text as a number (`"1,234"`, `"$5"`, `"42."`);
+    Numbers pass through. In text, a GSM8K-style `#### N` answer wins (the
+    first number after the last `####`, whatever follows it); otherwise the
+    whole text as a number (`"1,234"`, `"$5"`, `"42."`, `"1e-3"`, `"−5"`);
     otherwise the last number in it — the usual convention for reading a
-    model's final answer. A whole number beyond float's exact range (2**53)
+    model's final answer. A minus sign (`-` or `−`) belongs to a number only
+    where it starts a word: the last number of `pages 10-20` is 20. A whole number beyond float's exact range (2**53)
     stays an integer, so an exact answer still compares equal to its reference.
     """
     if value is None or isinstance(value, bool):
@@ -98,14 +103,31 @@ def number(value: Any) -> float | None:
     if isinstance(value, (int, float)):
         return _exact(value)
     text = str(value)
-    if "####" in text:
-        text = text.rsplit("####", 1)[1]
-    cleaned = text.strip().replace(",", "").replace("$", "").rstrip(".").strip()
-    parsed = _parse_number(cleaned)
+    if "####" in text:  # the answer is the number right after the last marker
+        return next(_numbers(text.rsplit("####", 1)[1]), None)
+    cleaned = text.strip().replace(",", "").replace("$", "").replace("\u2212", "-")
+    parsed = _parse_number(cleaned.rstrip(".").strip())
     if parsed is not None:
         return parsed
-    matches = _NUMBER.findall(text)
-    return _parse_number(matches[-1].replace(",", "")) if matches else None
+    last = None
+    for last in _numbers(text):  # noqa: B007 (the last one is the answer)
+        pass
+    return last
+
+
+def _numbers(text: str) -> Iterator[float]:
+    """The numbers of running text, in order. A minus sign counts only where it starts a
+    word: `10-20` and `2024-01-01` are ranges and dates, not negative numbers."""
+    for match in _UNSIGNED_NUMBER.finditer(text):
+        start = match.start()
+        signed = (
+            start > 0
+            and text[start - 1] in _MINUS_SIGNS
+            and (start == 1 or not (text[start - 2].isalnum() or text[start - 2] in "._"))
+        )
+        parsed = _parse_number(("-" if signed else "") + match.group().replace(",", ""))
+        if parsed is not None:
+            yield parsed
 
 
 _FLOAT_EXACT = 2**53

@@ -26,6 +26,20 @@ def test_every_builtin_has_an_implementation() -> None:
         (None, None),
         (7, 7.0),
         (True, 1.0),
+        # an independent reference of the documented rule found these read wrong:
+        ("#### 42 (because 6*7)", 42.0),  # the number right after ####, not the last
+        ("#### 7\nExplanation: 3 apples", 7.0),
+        ("answer #### 7 then 9", 7.0),
+        ("#### nothing", None),
+        ("pages 10-20", 20.0),  # a hyphen after a digit is no minus sign
+        ("2024-01-01", 1.0),
+        ("x -3", -3.0),
+        ("(-3)", -3.0),
+        ("x 1e-3", 0.001),  # an exponent belongs to its number
+        ("x 1.5e3", 1500.0),
+        ("\u22125", -5.0),  # the Unicode minus sign
+        ("#### \u22125", -5.0),
+        ("so \u22122.5 it is", -2.5),
     ],
 )
 def test_number(value: object, expected: float | None) -> None:
@@ -40,6 +54,19 @@ def test_number_keeps_whole_numbers_beyond_float_precision_exact() -> None:
     assert number(big) == big
     assert number(str(big)) != big + 1  # a float would round both to 2**53
     assert number("9" * 5000) == float("inf")  # past int()'s digit limit: read as a float
+
+
+def test_numeric_match_is_relative_at_every_size() -> None:
+    from agentspec.stdlib.metrics import numeric_match
+
+    # library.md: "within a relative `tolerance`" — it was absolute below 1
+    assert numeric_match(0.005, 0.001, 0.01) == 0.0
+    assert numeric_match(0.0099, 0, 0.01) == 0.0 and numeric_match("0", 0) == 1.0
+    assert numeric_match(5e-7, 1e-7) == 0.0
+    assert numeric_match(0.001009, 0.001, 0.01) == 1.0
+    assert numeric_match("1,000,000.5", 1_000_000) == 1.0  # 5e-7 relative: within 1e-6
+    assert numeric_match("pages 10-20", 20) == 1.0
+    assert numeric_match("#### 42 (because 6*7)", "#### 42") == 1.0
 
 
 def test_extract_and_regex() -> None:
