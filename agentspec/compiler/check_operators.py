@@ -50,7 +50,19 @@ def arith(checker: CheckState, op: str, left: Type, right: Type, node: ast.Node)
     elif op == "+" and a == b == STR:
         return STR
     elif op == "+" and isinstance(a, ListOf) and isinstance(b, ListOf):
-        return ListOf(join(a.item, b.item))
+        item = join(a.item, b.item)
+        if item != ANY or ANY in (a.item, b.item):
+            return ListOf(item)
+        # both item types known and unlike: the result would be a list[any] that any
+        # typed target takes, and `state.names = state.names + [1]` would pass unseen
+        checker.error(
+            "E501",
+            f"operator '+' joins {left} and {right}: their items ({a.item} and {b.item})"
+            " cannot share one list type",
+            checker.node_span(node),
+            hint=f"convert the items first, e.g. `[str(x)]` for a {ListOf(STR)}",
+        )
+        return ListOf(ANY)
     elif op == "*" and (a == STR or isinstance(a, ListOf)) and b in (INT, BOOL):
         return a
     elif is_numeric(a) and is_numeric(b):
