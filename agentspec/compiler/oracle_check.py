@@ -7,7 +7,9 @@ bracket); every call must name a declared tool with the declared arguments.
 The sample is the data's first row when the data is a file on this machine
 (then argument values are validated against the JSON Schemas too); else a
 placeholder built from the declared field types (`str` → "x", `int` → 1, …),
-which checks the template's fixed text: tool names, argument names, syntax.
+which checks the template's fixed text: tool names, argument names, syntax,
+and each argument's JSON type when every field has a declared one (a quoted
+`"{{ sample.n }}"` is a string whatever the sample).
 A template that cannot render with a placeholder is not reported (its
 rendering depends on real values); with a real row, it is. An `each` step's
 action is rendered once, with a placeholder `item` of the list's element type
@@ -26,6 +28,7 @@ from agentspec.compiler.data_check import close_name, first_data_row
 from agentspec.compiler.ir import CheckResult
 from agentspec.compiler.mcp import mcp_tools, pinned_parameter_problems
 from agentspec.compiler.types import (
+    ANY,
     BOOL,
     DICT,
     FLOAT,
@@ -277,6 +280,18 @@ class _OracleChecker:
                 )
         if real:
             self._values(turn, name, schema, arguments, constant)
+        elif self._placeholders_keep_json_types:
+            self._values(turn, name, schema, arguments, constant, types_only=True)
+
+    @functools.cached_property
+    def _placeholders_keep_json_types(self) -> bool:
+        """Whether a placeholder sample renders every argument as the JSON type real
+        samples give it: each field has a declared type (a quoted `"{{ sample.n }}"` is a
+        string for every sample; an `any` field could render as anything)."""
+        return all(
+            strip_optional(t) != ANY and not (isinstance(t, ListOf) and t.item == ANY)
+            for t in self.checked.sample_types.values()
+        )
 
     def _values(
         self,
@@ -285,11 +300,30 @@ class _OracleChecker:
         schema: dict[str, Any],
         arguments: dict[str, Any],
         constant: bool,
+        types_only: bool = False,
     ) -> None:
-        which = "" if constant else " for the first sample"
+        """E910 for argument values the tool's schema refuses; with `types_only` (values
+        rendered from placeholders) only their JSON type, which every sample shares."""
+        which = "" if constant else " for every sample" if types_only else " for the first sample"
         for arg, value in arguments.items():
             argument_schema = _argument_schema(schema, arg)
             if argument_schema is None:
+                continue
+            if types_only:
+                wanted = argument_schema.get("type")
+                if wanted is not None and value_problems({"type": wanted}, value):
+                    from agentspec.formats.strict_json import json_type
+
+                    takes = " or ".join(wanted) if isinstance(wanted, list) else wanted
+                    self._report(
+                        "E910",
+                        turn,
+                        f"{self._label(turn)}: argument '{arg}' of '{name}' is {json_type(value)}"
+                        f" for every sample, and the tool takes {takes}",
+                        "a number field: write `{{ sample.n }}` without quotes; a text"
+                        " field: convert it (`{{ sample.s | int }}`)",
+                        word=arg,
+                    )
                 continue
             for problem in value_problems(argument_schema, value):
                 self._report(

@@ -270,6 +270,40 @@ def test_oracle_argument_values_are_checked_against_the_first_row(tmp_path: Path
     assert codes(result) == ["E910"] and "'km' is not one of" in result.diagnostics[0].message
 
 
+@pytest.mark.parametrize(
+    ("argument", "found"),
+    [
+        ('"{{ sample.value }}"', ["E910"]),  # quoted: a string for every sample
+        ("{{ sample.value }}", []),
+        ("{{ sample.unit | tojson }}", ["E910"]),  # a str field: a string for every sample
+        ("{{ sample.unit | length }}", []),
+    ],
+)
+def test_oracle_argument_types_are_checked_without_a_readable_first_row(
+    tmp_path: Path, argument: str, found: list[str]
+) -> None:
+    # the data is not on this machine: placeholders render, and their JSON types are the
+    # ones every sample gives (a quoted number failed every oracle episode at run time)
+    body = """
+    tools:
+      scale:
+        description: Scale.
+        parameters: {factor: {type: number}}
+    episode: {tool_format: hermes}
+    rewards:
+      r: {on: final, value: 1.0}
+    oracle:
+      - '<tool_call>{"name": "scale", "arguments": {"factor": ARG}}</tool_call>'
+    """.replace("ARG", argument)
+    spec = write(tmp_path / "f", body, module=None)
+    spec.write_text(spec.read_text().replace("jsonl:rows.jsonl", "jsonl:elsewhere/rows.jsonl"))
+    result = check_file(spec)
+    errors = [d for d in result.diagnostics if d.code.startswith("E")]
+    assert [d.code for d in errors] == found, [d.message for d in errors]
+    if found:
+        assert "is a string for every sample, and the tool takes number" in errors[0].message
+
+
 PICK = """
 tools:
   pick:
