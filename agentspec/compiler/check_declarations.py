@@ -382,11 +382,16 @@ def state_usage(checker: CheckState) -> None:
     for name in checker.state_types:
         path = ("state", name)
         if name in checker.usage.reads and name not in checker.usage.writes:
+            initial = getattr(checker.spec.state.get(name), "initial", None)
+            from_sample = isinstance(initial, str) and re.search(r"\bsample\b", initial)
             checker.error(
                 "W801",
                 f"state.{name} is read but no tool ever writes it: it keeps its initial value",
                 checker.usage.reads[name],
-                hint=f"assign it in a tool's effect (`state.{name} = …`) or make it a constant",
+                hint=f"read `{initial}` where state.{name} is read (a sample's value needs no"
+                " state), or assign it in a tool's effect"
+                if from_sample
+                else f"assign it in a tool's effect (`state.{name} = …`) or make it a constant",
             )
         elif (
             name not in checker.usage.reads

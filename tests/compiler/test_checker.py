@@ -134,6 +134,24 @@ def test_state_usage_warnings() -> None:
     assert sorted(codes(result)) == ["W801", "W802"]
 
 
+def test_read_only_state_copied_from_the_sample_says_to_read_the_sample() -> None:
+    # "make it a constant" cannot be done for a value that differs per sample
+    result = check(
+        """
+        state:
+          q: {type: str, initial: "sample.question"}
+        tools:
+          t:
+            description: x
+            returns: state.q
+        """
+    )
+    (warning,) = [d for d in result.diagnostics if d.code == "W801"]
+    assert (
+        warning.hint is not None and "read `sample.question` where state.q is read" in warning.hint
+    )
+
+
 def test_env_scope_only_with_an_environment() -> None:
     result = check(
         """
