@@ -281,6 +281,16 @@ def _unexpected_token(exc: UnexpectedToken, text: str, start: str) -> ExprSyntax
             end,
             hint="write the product out (`x * x * x`), or declare a function under `functions:`",
         )
+    if token.value == ":" and text[:pos].count("[") > text[:pos].count("]"):
+        # `xs[1:3]`, `text[::-1]`: Python's slices, which the language leaves out
+        return ExprSyntaxError(
+            "E301",
+            "slicing (`x[a:b]`) is not in the agentspec language: an index takes one value",
+            pos,
+            end,
+            hint="take items with a comprehension (`[x for x in xs if …]`), or declare a"
+            " function under `functions:` that slices in Python",
+        )
     if expected & _OPERAND_TERMINALS:
         before = text[:pos].rstrip()
         after = f" after '{before.split()[-1]}'" if before.split() else ""
