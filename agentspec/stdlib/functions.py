@@ -63,24 +63,41 @@ def _sorted(values: Any) -> list[Any]:
     return builtins.sorted(values)
 
 
+def _takes_text(name: str, function: Callable[..., Any], count: int) -> Callable[..., Any]:
+    """`function`, refusing none in its first `count` (text) arguments by name: Python
+    says `descriptor 'lower' for 'str' objects doesn't apply to a 'NoneType' object`."""
+
+    def call(*args: Any) -> Any:
+        for i, arg in enumerate(args[:count]):
+            if arg is None:
+                raise TypeError(
+                    f"{name}(): argument {i + 1} is none, not text (a value that may be"
+                    " missing, such as action.answer: test it with `x is not None` first)"
+                )
+        return function(*args)
+
+    call.__name__ = call.__qualname__ = name
+    return call
+
+
 BUILTIN_FUNCTIONS: dict[str, Callable[..., Any]] = {
     "len": len,
     "str": str,
     "int": _to_int,
     "float": _to_float,
     "bool": bool,
-    "lower": str.lower,
-    "upper": str.upper,
-    "strip": str.strip,
+    "lower": _takes_text("lower", str.lower, 1),
+    "upper": _takes_text("upper", str.upper, 1),
+    "strip": _takes_text("strip", str.strip, 1),
     "contains": contains,
-    "startswith": str.startswith,
-    "endswith": str.endswith,
-    "replace": str.replace,
-    "split": split,
+    "startswith": _takes_text("startswith", str.startswith, 2),
+    "endswith": _takes_text("endswith", str.endswith, 2),
+    "replace": _takes_text("replace", str.replace, 3),
+    "split": _takes_text("split", split, 1),
     "join": join,
-    "regex_match": regex_match,
-    "extract": extract,
-    "extract_all": extract_all,
+    "regex_match": _takes_text("regex_match", regex_match, 2),
+    "extract": _takes_text("extract", extract, 2),
+    "extract_all": _takes_text("extract_all", extract_all, 2),
     "number": number,
     "normalize_answer": normalize_answer,
     "exact_match": exact_match,

@@ -108,3 +108,23 @@ def test_f1_of_two_empty_answers_is_1_as_in_squad() -> None:
     assert f1("", "") == 1.0 == exact_match("", "")
     assert f1("the", "") == 1.0  # both empty after normalisation (articles are dropped)
     assert f1("Paris", "") == 0.0 == f1("", "Paris")
+
+
+@pytest.mark.parametrize(
+    ("name", "args", "position"),
+    [
+        ("extract", (None, r"\d"), 1),
+        ("regex_match", (None, "x"), 1),
+        ("lower", (None,), 1),
+        ("split", (None, ","), 1),
+        ("startswith", ("abc", None), 2),
+        ("replace", ("abc", "a", None), 3),
+    ],
+)
+def test_text_functions_name_a_missing_value(name: str, args: tuple, position: int) -> None:
+    # `extract(action.answer, …)` without an answer said "a bytes-like object is required"
+    from agentspec.stdlib.functions import BUILTIN_FUNCTIONS
+
+    with pytest.raises(TypeError, match=rf"{name}\(\): argument {position} is none, not text"):
+        BUILTIN_FUNCTIONS[name](*args)
+    assert BUILTIN_FUNCTIONS["split"]("a b") == ["a", "b"]  # a none separator stays allowed
