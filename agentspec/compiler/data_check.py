@@ -90,7 +90,7 @@ class DataChecks:
                 "point `source` at a data file",
             )
             return
-        if path.suffix == ".jsonl":
+        if path.suffix == ".jsonl" or kind == "jsonl":  # the loader reads by kind, not name
             unusable = _unusable_jsonl(path)
             if unusable is not None:
                 message, hint = unusable
@@ -101,9 +101,18 @@ class DataChecks:
                 self._fields_present(list(row), f"the first row of {path.name}")
                 self._field_types(row, f"row 1 of {path.name}")
             return
-        columns = _first_row_fields(path)
-        if columns is not None:
-            self._fields_present(columns, f"the first row of {path.name}")
+        if path.suffix == ".parquet" or kind == "parquet":
+            columns, problem = _parquet_columns(path)
+            if problem is not None:
+                self.error(
+                    "E914",
+                    f"{path.name} cannot be read as parquet: {problem}",
+                    ("data", "source"),
+                    "point `source` at a parquet file (or use `jsonl:` for JSON lines)",
+                )
+                return
+            if columns is not None:
+                self._fields_present(columns, f"the columns of {path.name}")
 
     def _field_types(self, row: dict[str, Any], where: str) -> None:
         """The declared fields' values in a row validate read, against their types
@@ -349,19 +358,17 @@ def field_type_problems(
                 yield field, *problem
 
 
-def _first_row_fields(path: FsPath) -> list[str] | None:
-    """Column names of a data file's first row (None when they cannot be read cheaply)."""
+def _parquet_columns(path: FsPath) -> tuple[list[str] | None, str | None]:
+    """A parquet file's column names from its footer (no rows read), or why it cannot be
+    read; (None, None) when pyarrow is not installed here."""
     try:
-        if path.suffix == ".jsonl":
-            row = first_jsonl_row(path)
-            return None if row is None else list(row)
-        if path.suffix == ".parquet":
-            import pyarrow.parquet as pq
-
-            return list(pq.read_schema(path).names)
-    except (OSError, ValueError, ImportError):
-        return None
-    return None
+        import pyarrow.parquet as pq
+    except ImportError:
+        return None, None
+    try:
+        return list(pq.read_schema(path).names), None
+    except Exception as exc:  # pyarrow's errors for a file that is not parquet vary
+        return None, str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
 
 
 def close_name(wrong: str, names: list[str]) -> list[str]:

@@ -6,6 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from agentspec.cli import app
@@ -61,6 +62,30 @@ def test_a_jsonl_source_that_is_a_folder_is_e914(tmp_path: Path) -> None:
         "error[E914]" in result.output
         and "is a folder: a `jsonl:` source is one file" in result.output
     )
+
+
+@pytest.mark.parametrize(
+    ("source", "content", "said"),
+    [
+        # the loader reads a `jsonl:` source as JSON lines whatever its name: validate did not
+        ("jsonl:rows.txt", "name,answer\n", "rows.txt: line 1 is not JSON"),
+        # an unreadable parquet file validated clean and failed the run
+        ("parquet:rows.parquet", "not parquet\n", "rows.parquet cannot be read as parquet"),
+        ("parquet:rows.txt", '{"q": "a"}\n', "rows.txt cannot be read as parquet"),
+    ],
+)
+def test_data_validate_cannot_read_as_its_kind_is_e914(
+    tmp_path: Path, source: str, content: str, said: str
+) -> None:
+    (tmp_path / source.split(":")[1]).write_text(content)
+    spec = tmp_path / "s.yaml"
+    spec.write_text(
+        f"agentspec: 1\nname: t\ndata: {{source: '{source}', fields: {{q: str}}}}\n"
+        "prompt: {user: '{{ sample.q }}'}\nrewards: {r: {on: final, value: 1}}\n"
+    )
+    result = runner.invoke(app, ["validate", str(spec)])
+    assert result.exit_code == 1
+    assert "error[E914]" in result.output and said in result.output, result.output
 
 
 def test_text_output_shows_the_first_200_diagnostics_of_a_spec(tmp_path: Path) -> None:
