@@ -228,10 +228,14 @@ class _Phases:
 
     def iteration(self, iteration: int, record: dict[str, float]) -> None:
         """An RL iteration's metrics: success (held-out when evaluated), reward, speed."""
-        success = record.get("eval/success", record.get("rollout/success"))
+        # held-out greedy success where this iteration evaluated, else the sampled one:
+        # labelled, as the rollout's sampled reward beside it can read 1.00 against 0.00
+        held_out = record.get("eval/success")
+        success = held_out if held_out is not None else record.get("rollout/success")
         errors = int(record.get("rollout/expression_errors", 0))
-        detail = f"success {success:.2f}  " if success is not None else ""
-        detail += f"reward {record.get('rollout/reward', float('nan')):.2f}"
+        which = "held-out" if held_out is not None else "sampled"
+        detail = f"{which} success {success:.2f}  " if success is not None else ""
+        detail += f"sampled reward {record.get('rollout/reward', float('nan')):.2f}"
         detail += f" ({errors} expression errors)" if errors else ""
         detail += f"  {record.get('perf/tokens_per_s', 0):.0f} tok/s"
         self._bar().update(self.task, completed=iteration, detail=detail)

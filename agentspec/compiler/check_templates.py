@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from agentspec.compiler.builtins import BUILTINS
 from agentspec.compiler.check_names import close_match_hint, missing_field, unavailable
 from agentspec.compiler.scopes import ROOTS
+from agentspec.compiler.types import BOOL, FLOAT, INT, STR, ListOf, Type, strip_optional
 
 if TYPE_CHECKING:
     from agentspec.compiler.check_state import CheckState
@@ -132,7 +133,12 @@ def _check_fields(checker: CheckState, site: Site, parsed: ParsedTemplate) -> No
         if not isinstance(target, nodes.Name) or target.name not in allowed:
             continue
         record = allowed[target.name]
-        if not isinstance(record, dict) or target.name in site.scope.open_roots:
+        if target.name in site.scope.open_roots:
+            continue
+        if isinstance(record, Type):
+            _check_value_attribute(checker, parsed, getattr_node, target.name, record)
+            continue
+        if not isinstance(record, dict):
             continue
         if getattr_node.attr not in record:
             offset = parsed.attr_offset(getattr_node)
@@ -140,6 +146,28 @@ def _check_fields(checker: CheckState, site: Site, parsed: ParsedTemplate) -> No
             missing_field(checker, target.name, getattr_node.attr, span, record)
         elif target.name == "state":
             checker.usage.reads.setdefault(getattr_node.attr, checker.span(0, 1))
+
+
+def _check_value_attribute(
+    checker: CheckState, parsed: ParsedTemplate, node: Any, root: str, typ: Type
+) -> None:
+    """E411 for `{{ result.titles }}` where `result` is a list, a text or a number: Jinja
+    reads a dict's key as an attribute, and a text's method (`result.upper()`) is one,
+    but a list has no `titles` (it failed every call at run time)."""
+    inner = strip_optional(typ)
+    python_type = list if isinstance(inner, ListOf) else _PYTHON_TYPES.get(inner)
+    if python_type is None or hasattr(python_type, node.attr):
+        return
+    offset = parsed.attr_offset(node)
+    checker.error(
+        "E411",
+        f"'{root}' is a value of type {typ}; it has no attribute '{node.attr}'",
+        checker.span(offset, offset + len(node.attr)),
+        hint="return a dict from the tool to read fields of it, or show the value as it is",
+    )
+
+
+_PYTHON_TYPES: dict[Type, type] = {STR: str, INT: int, FLOAT: float, BOOL: bool}
 
 
 def _line_offset(text: str, line: int) -> int:

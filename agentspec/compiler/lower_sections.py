@@ -44,6 +44,11 @@ def expression_locations(checked: CheckResult, spec_file: str) -> dict[str, str]
             )
         elif path[0] in ("rewards", "episode"):
             found[".".join(map(str, path))] = location(checked, path, spec_file)
+    for name, tool in checked.spec.tools.items():  # observe templates fail at run time too
+        if getattr(tool, "observe", None) is not None:
+            found[f"tools.{name}.observe"] = location(
+                checked, ("tools", name, "observe"), spec_file
+            )
     return found
 
 

@@ -470,7 +470,9 @@ class TaskSpec(Section):
         default_factory=dict, description="Typed episode state, readable as `state.NAME`."
     )
     functions: dict[Identifier, FunctionSpec] = Field(
-        default_factory=dict, description="Python functions the expressions may call."
+        default_factory=dict,
+        description="Python functions the expressions may call (templates cannot: compute the"
+        " value in an expression, such as the tool's `returns:`, and show `result`).",
     )
     guards: dict[Identifier, Guard] = Field(
         default_factory=dict,

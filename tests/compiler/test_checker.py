@@ -152,6 +152,22 @@ def test_read_only_state_copied_from_the_sample_says_to_read_the_sample() -> Non
     )
 
 
+def test_an_observe_template_reading_a_field_of_a_list_result_is_e411() -> None:
+    # it validated, and every call of the tool failed at run time
+    result = check(
+        """
+        tools:
+          search:
+            description: x
+            parameters: {q: {type: string}}
+            returns: "[args.q]"
+            observe: "Hits: {{ result.titles }} {{ result.count('x') }}"
+        """
+    )
+    (error,) = [d for d in result.diagnostics if d.code == "E411"]
+    assert "'result' is a value of type list[str]; it has no attribute 'titles'" in error.message
+
+
 def test_env_scope_only_with_an_environment() -> None:
     result = check(
         """

@@ -429,6 +429,28 @@ def test_oracle_findings_name_the_entry_and_its_turn(tmp_path: Path) -> None:
     assert each is not None and each.column == 40  # `pikc` inside the `action` template
 
 
+def test_a_conditional_oracle_turn_is_not_judged_on_a_placeholder_sample(tmp_path: Path) -> None:
+    # with `derived` fields the first row is not read: the placeholder rendered the
+    # `{% if %}` empty, and validate called the documented pattern a final answer (E911)
+    body = """
+    tools:
+      ping: {description: p, returns: "'pong'"}
+    rewards:
+      r: {on: final, value: 1.0}
+    oracle:
+      - "{% if sample.unit == 'km' %}<tool_call>{\\"name\\": \\"ping\\", \\"arguments\\": {}}</tool_call>{% endif %}"
+      - "done"
+    """
+    spec = write(tmp_path / "f", body, module=None)
+    spec.write_text(
+        spec.read_text().replace(
+            "fields: {value: float, unit: str}}",
+            "fields: {value: float, unit: str}, derived: {double: sample.value * 2}}",
+        )
+    )
+    assert [d.code for d in check_file(spec).diagnostics if d.code.startswith("E")] == []
+
+
 @pytest.mark.parametrize(("final_answer", "expected"), [("end", ["E911"]), ("continue", [])])
 def test_an_oracle_turn_written_in_another_format_ends_the_episode_early(
     tmp_path: Path, final_answer: str, expected: list[str]

@@ -142,7 +142,11 @@ class SpecTool(BaseTool):
             env.expression_error(f"tools.{self.name} ({self.location})", exc)
             raise
         env.on_tool_success(self.name, s)
-        text = self.render(s)
+        try:
+            text = self.render(s)
+        except Exception as exc:  # the observe template failed: located, then a tool error
+            env.expression_error(f"tools.{self.name}.observe", exc)
+            raise
         return ToolOutput(text, done=s.ended or self.terminal)
 
     @staticmethod

@@ -291,6 +291,10 @@ class AirlineServiceEnv(SpecToolEnv):
         "state.db.initial": "airline_service.yaml:34",
         "rewards.database.value": "airline_service.yaml:112",
         "episode.success": "airline_service.yaml:110",
+        "tools.get_reservation.observe": "airline_service.yaml:47",
+        "tools.find_flights.observe": "airline_service.yaml:60",
+        "tools.change_flight.observe": "airline_service.yaml:87",
+        "tools.cancel_reservation.observe": "airline_service.yaml:105",
     }
     max_steps = 6
     system_template = template(

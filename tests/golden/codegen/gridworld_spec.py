@@ -141,6 +141,7 @@ class GridworldEnv(SpecToolEnv):
         "episode.anchor": "gridworld.yaml:45",
         "rewards.goal.value": "gridworld.yaml:55",
         "episode.success": "gridworld.yaml:46",
+        "tools.move.observe": "gridworld.yaml:39",
     }
     max_steps = 24
     system_template = template(

@@ -213,6 +213,9 @@ class KeysAndChestsEnv(SpecToolEnv):
         "episode.anchor": "keys_and_chests.yaml:60",
         "rewards.treasure.value": "keys_and_chests.yaml:64",
         "episode.success": "keys_and_chests.yaml:61",
+        "tools.take.observe": "keys_and_chests.yaml:35",
+        "tools.open.observe": "keys_and_chests.yaml:45",
+        "tools.go.observe": "keys_and_chests.yaml:55",
     }
     max_steps = 12
     system_template = template(

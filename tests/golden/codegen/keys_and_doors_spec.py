@@ -189,6 +189,9 @@ class KeysAndDoorsEnv(SpecToolEnv):
         "episode.anchor": "keys_and_doors.yaml:55",
         "rewards.treasure.value": "keys_and_doors.yaml:59",
         "episode.success": "keys_and_doors.yaml:56",
+        "tools.take.observe": "keys_and_doors.yaml:31",
+        "tools.open.observe": "keys_and_doors.yaml:40",
+        "tools.go.observe": "keys_and_doors.yaml:50",
     }
     max_steps = 8
     system_template = template(

@@ -202,6 +202,9 @@ class MiniShopEnv(SpecToolEnv):
         "rewards.purchase.value": "shop_state_machine.yaml:59",
         "rewards.purchase.when": "shop_state_machine.yaml:60",
         "episode.success": "shop_state_machine.yaml:53",
+        "tools.search.observe": "shop_state_machine.yaml:27",
+        "tools.click.observe": "shop_state_machine.yaml:37",
+        "tools.choose.observe": "shop_state_machine.yaml:48",
     }
     max_steps = 8
     system_template = template("Use search, click and choose to buy what the user asks for.")

@@ -124,6 +124,7 @@ class MultihopQaEnv(SpecToolEnv):
         "rewards.f1.value": "react_sliding_window.yaml:44",
         "rewards.em.value": "react_sliding_window.yaml:45",
         "episode.success": "react_sliding_window.yaml:35",
+        "tools.search.observe": "react_sliding_window.yaml:30",
     }
     max_steps = 6
     system_template = template(

@@ -197,6 +197,7 @@ class PaperSearchEnv(SpecToolEnv):
         "rewards.f1.value": "paper_search.yaml:87",
         "rewards.recall.value": "paper_search.yaml:90",
         "episode.success": "paper_search.yaml:82",
+        "tools.submit.observe": "paper_search.yaml:77",
     }
     max_steps = 8
     system_template = template(

@@ -133,6 +133,7 @@ class SwitchesEnv(SpecToolEnv):
         "episode.anchor": "switches.yaml:40",
         "rewards.switch.value": "switches.yaml:44",
         "episode.success": "switches.yaml:41",
+        "tools.set.observe": "switches.yaml:33",
     }
     max_steps = 6
     system_template = template(

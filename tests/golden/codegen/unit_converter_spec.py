@@ -159,6 +159,7 @@ class UnitConverterEnv(SpecToolEnv):
         "rewards.answer.value": "all_reward_events.yaml:46",
         "rewards.used_tool.when": "all_reward_events.yaml:47",
         "episode.success": "all_reward_events.yaml:41",
+        "tools.convert.observe": "all_reward_events.yaml:33",
     }
     max_steps = 5
     system_template = None

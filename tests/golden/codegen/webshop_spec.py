@@ -294,6 +294,11 @@ class WebshopEnv(SpecToolEnv):
         "episode.anchor": "webshop.yaml:116",
         "rewards.purchase.value": "webshop.yaml:128",
         "episode.success": "webshop.yaml:117",
+        "tools.search.observe": "webshop.yaml:68",
+        "tools.click.observe": "webshop.yaml:80",
+        "tools.choose.observe": "webshop.yaml:90",
+        "tools.buy.observe": "webshop.yaml:101",
+        "tools.back.observe": "webshop.yaml:110",
     }
     max_steps = 15
     system_template = template(
