@@ -67,8 +67,9 @@ def write_openenv_package(spec_path: Path, out: Path) -> list[Path]:
         "models.py": MODELS,
         "client.py": CLIENT.format(cls=_class_name(name)),
         "server/__init__.py": '"""The OpenEnv server of this package."""\n',
-        "server/app.py": APP.format(name=name, spec=spec_path.name),
-        "oracle/solve.py": SOLVE.format(spec=spec_path.name),
+        # the file name as a literal: a name is text from anyone, never source
+        "server/app.py": APP.format(name=name, spec=repr(spec_path.name)),
+        "oracle/solve.py": SOLVE.format(spec=repr(spec_path.name)),
         "Dockerfile": DOCKERFILE,
         "README.md": README.format(name=name, description=served.description),
     }
@@ -220,7 +221,7 @@ from agentspec.runtime.serve.openenv_server import build_app
 from agentspec.runtime.serve.spec import ServedSpec
 from agentspec.source import GENERATED_YAML_MARK
 
-SPEC = Path(__file__).resolve().parent.parent / "spec" / "{spec}"
+SPEC = Path(__file__).resolve().parent.parent / "spec" / {spec}
 
 app = build_app(ServedSpec.load(SPEC))
 
@@ -257,7 +258,7 @@ from pathlib import Path
 from agentspec.runtime.serve.openenv_client import play_oracle
 from agentspec.runtime.serve.spec import SessionError
 
-SPEC = Path(__file__).resolve().parent.parent / "spec" / "{spec}"
+SPEC = Path(__file__).resolve().parent.parent / "spec" / {spec}
 
 
 def at_least_one(text: str) -> int:

@@ -19,6 +19,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from agentspec.compiler.emit import py_comment
 from agentspec.runtime.serve.package_files import copy_spec_files
 from agentspec.runtime.serve.spec import ServedSpec
 
@@ -68,7 +69,7 @@ def _module(spec: ServedSpec, spec_file: str) -> str:
     weights = ", ".join(repr(w) for w in spec.reward_weights.values())
     return f'''"""TRL `environment_factory` of the agentspec spec `{spec.name}`.
 
-Written by `agentspec compile --target trl`; the spec is `{spec_file}` beside this file.
+Written by `agentspec compile --target trl`; the spec is `{py_comment(spec_file)}` beside this file.
 """
 
 from pathlib import Path

@@ -21,6 +21,7 @@ import json
 import shutil
 from pathlib import Path
 
+from agentspec.compiler.emit import py_comment
 from agentspec.runtime.serve.package_files import (
     copy_spec_files,
     package_data,
@@ -49,7 +50,9 @@ def write_verifiers_target(spec_path: Path, out: Path) -> list[Path]:
     )
     files = {
         out / "pyproject.toml": pyproject,
-        init: MODULE.format(name=spec.name, spec=spec_path.name, cls=cls),
+        init: MODULE.format(
+            name=spec.name, spec=spec_path.name, spec_doc=py_comment(spec_path.name), cls=cls
+        ),
         out / "README.md": README.format(name=spec.name, package=package),
     }
     for path, text in files.items():
@@ -86,7 +89,7 @@ docs/verifiers.md).
 
 MODULE = '''"""The agentspec spec `{name}` as a verifiers v1 taskset and env.
 
-Written by `agentspec compile --target verifiers`; the spec is `{spec}` beside this file.
+Written by `agentspec compile --target verifiers`; the spec is `{spec_doc}` beside this file.
 """
 
 from collections.abc import Iterator
