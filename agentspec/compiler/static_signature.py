@@ -231,7 +231,11 @@ def has_submodule(package_dir: Path | None, name: str) -> bool:
 
 
 def _mentions(path: Path, word: str) -> bool:
+    """Whether the source at `path` may mention `word` (True when it is not read: too
+    large, as a sparse file of gigabytes would be, or unreadable)."""
     try:
+        if path.stat().st_size > MAX_SOURCE_BYTES:
+            return True
         return word in path.read_text(encoding="utf-8", errors="replace")
     except OSError:
         return True

@@ -568,3 +568,20 @@ def test_an_oracle_call_in_a_spec_without_tools_is_an_unknown_tool(tmp_path: Pat
     result = check_file(write(tmp_path / "n", body, module=None))
     assert codes(result) == ["E909"]
     assert "declares no tools" in (result.diagnostics[0].hint or "")
+
+
+def test_a_package_init_of_gigabytes_is_not_read(tmp_path: Path) -> None:
+    # validate read a sparse 3 GB `__init__.py` whole (3.2 GB, then MemoryError)
+    body = """
+    functions:
+      g: {impl: "bigpkg.sub:f", params: [int], returns: int}
+    rewards:
+      r: {on: final, value: "g(1) * 1.0"}
+    """
+    spec = write(tmp_path / "f", body, module=None)
+    package = spec.parent / "bigpkg"
+    package.mkdir()
+    (package / "sub.py").write_text("def f(x):\n    return x\n")
+    with (package / "__init__.py").open("wb") as handle:
+        handle.truncate(3 << 30)
+    assert [d.code for d in check_file(spec).diagnostics if d.code.startswith("E")] == []

@@ -348,6 +348,40 @@ def test_a_relative_path_outside_the_spec_folder_is_an_error_that_says_what_to_d
     assert not [p for p in out.rglob("*") if p.is_file()]  # nothing half-written
 
 
+@pytest.mark.parametrize("target", ["trl", "verifiers", "openenv"])
+@pytest.mark.parametrize("linked", ["data/rates.json", "data"])
+def test_a_link_out_of_the_spec_folder_is_an_error_not_a_copy(
+    project: Path, tmp_path: Path, target: str, linked: str
+) -> None:
+    # `cfg -> /etc/passwd` beside the spec: the package carried the machine's file
+    secret = tmp_path / "secret"
+    secret.mkdir()
+    (secret / "rates.json").write_text('{"kg": 1}\n', encoding="utf-8")
+    (secret / "train.jsonl").write_text((project / "data" / "train.jsonl").read_text())
+    (secret / "catalog.json").write_text((project / "data" / "catalog.json").read_text())
+    place = project / linked
+    shutil.rmtree(place) if place.is_dir() else place.unlink()
+    place.symlink_to(secret / "rates.json" if linked.endswith(".json") else secret)
+    out = tmp_path / "build"
+    spec = project / "file_spec.yaml"
+    result = CliRunner().invoke(app, ["compile", str(spec), "--target", target, "-o", str(out)])
+    assert result.exit_code == 1, result.output
+    message = " ".join(result.output.split())
+    assert f"is a link to {secret.resolve()}" in message and "outside the spec's folder" in message
+    assert not list(out.rglob("rates.json"))
+
+
+def test_a_module_of_gigabytes_is_not_read_to_find_its_imports(tmp_path: Path) -> None:
+    from agentspec.compiler.static_signature import MAX_SOURCE_BYTES
+    from agentspec.runtime.serve.package_files import _imported_modules
+
+    big = tmp_path / "big.py"
+    with big.open("wb") as handle:  # sparse: no disk used, a MemoryError to read whole
+        handle.truncate(3 << 30)
+    assert big.stat().st_size > MAX_SOURCE_BYTES
+    assert _imported_modules(big) == []
+
+
 def test_machine_paths_are_read_where_they_are_and_not_copied(
     project: Path, tmp_path: Path
 ) -> None:

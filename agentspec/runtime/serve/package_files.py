@@ -38,6 +38,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from agentspec.compiler.static_signature import MAX_SOURCE_BYTES
 from agentspec.stdlib.data import DATA_ENV, DataError, resolve_path
 
 __all__ = [
@@ -88,13 +89,14 @@ def copy_spec_files(
     itself, which a copy must not replace; ``exclude``: folders never copied into
     the package (the package's own, when it lies inside a copied folder)."""
     found = spec_files(spec_path, into)
+    spec_dir = spec_path.resolve().parent
     taken = {p.resolve() for p in reserved}
     skipped = {p.resolve() for p in [into, *exclude]}
     written: dict[Path, None] = {}  # in order, once each (a file may be in a copied folder too)
     for item in found:
         destination = into.joinpath(*item.relative.parts)
         if item.source.is_dir():
-            sources = [p for p in _tree(item.source, skipped) if p.is_file()]
+            sources = [p for p in _tree(item.source, skipped, root=spec_dir) if p.is_file()]
             pairs = [(p, destination / p.relative_to(item.source)) for p in sources]
         else:
             pairs = [(item.source, destination)]
@@ -128,9 +130,12 @@ def package_folders(folder: Path, files: Iterable[Path]) -> list[str]:
     return sorted(found)
 
 
-def _tree(folder: Path, skipped: set[Path], seen: set[Path] | None = None) -> list[Path]:
+def _tree(
+    folder: Path, skipped: set[Path], seen: set[Path] | None = None, *, root: Path
+) -> list[Path]:
     """The files and folders under ``folder``, without caches, VCS folders and ``skipped``
-    (a folder linked from inside itself is walked once)."""
+    (a folder linked from inside itself is walked once); a link out of ``root`` (the
+    spec's folder) is a PackageFileError."""
     seen = set() if seen is None else seen
     seen.add(folder.resolve())
     found: list[Path] = []
@@ -139,10 +144,24 @@ def _tree(folder: Path, skipped: set[Path], seen: set[Path] | None = None) -> li
             continue
         if path.resolve() in skipped or path.resolve() in seen:
             continue
+        outside_link(path, root, str(folder))
         found.append(path)
         if path.is_dir():
-            found.extend(_tree(path, skipped, seen))
+            found.extend(_tree(path, skipped, seen, root=root))
     return found
+
+
+def outside_link(path: Path, root: Path, field: str) -> None:
+    """A PackageFileError when ``path`` (in the spec's folder) resolves outside ``root``
+    through a link: a package would carry whatever the link names (`/etc/passwd`, a
+    home folder) under the spec's own paths."""
+    real, inside = path.resolve(), root.resolve()
+    if real != inside and inside not in real.parents:
+        raise PackageFileError(
+            f"{field}: {path} is a link to {real}, outside the spec's folder ({inside}), so a"
+            " compiled package would carry that file; put a copy in the spec's folder, or give"
+            f" its absolute path or ${{{DATA_ENV}}}/... to read it where it is"
+        )
 
 
 class _Finder:
@@ -232,8 +251,13 @@ class _Finder:
     def _add(self, field: str, source: Path, relative: PurePosixPath) -> None:
         if relative in self.found:
             return
+        outside_link(source, self.spec_dir, field)
         self.found[relative] = SpecFile(field, source, relative)
-        files = [source] if source.is_file() else [p for p in _tree(source, set()) if p.is_file()]
+        files = (
+            [source]
+            if source.is_file()
+            else [p for p in _tree(source, set(), root=self.spec_dir) if p.is_file()]
+        )
         for file in files:
             if file.suffix == ".py":
                 for module in _imported_modules(file):
@@ -261,6 +285,8 @@ class _Finder:
 def _imported_modules(path: Path) -> list[str]:
     """The absolute imports of a Python file (its top-level code and functions)."""
     try:
+        if path.stat().st_size > MAX_SOURCE_BYTES:  # validate does not read it either
+            return []
         tree = ast.parse(path.read_text(encoding="utf-8"))
     except (OSError, SyntaxError, UnicodeDecodeError, ValueError, RecursionError):
         return []
