@@ -255,3 +255,24 @@ def test_list_imports_names_server_commands_and_generator_sources() -> None:
     (command,) = json.loads(result.stdout)["imports"]
     assert command["kind"] == "command" and command["module"] is None
     assert command["target"] == "python units_server.py"
+
+
+def test_values_of_a_data_file_outside_the_spec_folder_are_not_repeated(tmp_path: Path) -> None:
+    # validate runs in CI on specs from anyone: `jsonl:/home/ci/token.json` printed the token
+    secret = tmp_path / "machine" / "cred.json"
+    secret.parent.mkdir()
+    secret.write_text('{"token": "SECRET-abc123"}\n')
+    folder = tmp_path / "spec"
+    folder.mkdir()
+    spec = folder / "s.yaml"
+    spec.write_text(
+        f"agentspec: 1\nname: t\ndata: {{source: 'jsonl:{secret}', fields: {{token: int}}}}\n"
+        "prompt: {user: hi}\nrewards: {r: {on: final, value: 1}}\n"
+    )
+    for output in ("text", "json"):
+        result = runner.invoke(app, ["validate", str(spec), "--format", output])
+        assert result.exit_code == 1
+        assert "E907" in result.output and "SECRET" not in result.output
+    (folder / "cred.json").write_text(secret.read_text())  # the spec's own data: shown
+    spec.write_text(spec.read_text().replace(str(secret), "cred.json"))
+    assert "'SECRET-abc123'" in runner.invoke(app, ["validate", str(spec)]).output
