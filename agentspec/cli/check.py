@@ -221,6 +221,7 @@ def compile_command(
         compiled = compile_spec(spec)
     except SpecError as exc:
         raise report_spec_error(exc) from None
+    original = spec.read_bytes()  # a generated file named like the spec must not replace it
     if target == "verl":
         from agentspec.runtime.backends.verl.compile_target import write_verl_target
 
@@ -232,6 +233,13 @@ def compile_command(
         paths = _serving_target(target, spec, output)
     else:
         paths = write_compiled(compiled, output)
+    if not spec.is_file() or spec.read_bytes() != original:
+        spec.write_bytes(original)
+        raise fail(
+            f"{spec.name} is also the name of a file `compile --target {target}` writes into"
+            f" {output}: the spec was put back; compile into another folder (-o build)",
+            code=2,
+        )
     for path in paths:
         typer.echo(f"wrote {path}")
 

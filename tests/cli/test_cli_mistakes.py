@@ -456,3 +456,18 @@ def test_a_spec_without_data_says_to_add_it_in_every_command(
     assert code in (1, 2), output
     assert "spec 'nodata' has no `data:` section" in output
     assert "docs/reference.md#dataspec" in output and "Traceback" not in output
+
+
+@pytest.mark.parametrize(
+    ("name", "target"), [("manifest.json", "python"), ("calculator_trl.py", "trl")]
+)
+def test_compiling_over_the_spec_itself_puts_it_back_and_says_so(
+    tmp_path: Path, name: str, target: str
+) -> None:
+    # `compile -o . manifest.json` replaced the spec with the generated manifest
+    spec = tmp_path / name
+    spec.write_bytes(CALCULATOR.read_bytes())
+    code, output = invoke("compile", str(spec), "--target", target, "-o", str(tmp_path))
+    assert code == 2, output
+    assert f"{name} is also the name of a file" in output and "the spec was put back" in output
+    assert spec.read_bytes() == CALCULATOR.read_bytes()
