@@ -471,3 +471,27 @@ def test_compiling_over_the_spec_itself_puts_it_back_and_says_so(
     assert code == 2, output
     assert f"{name} is also the name of a file" in output and "the spec was put back" in output
     assert spec.read_bytes() == CALCULATOR.read_bytes()
+
+
+def test_a_weighted_reward_that_overflows_counts_0_and_is_recorded(tmp_path: Path) -> None:
+    # each weight finite (1e308), their sum infinite: `run` showed `mean reward inf`
+    spec = tmp_path / "infr.yaml"
+    spec.write_text(
+        "agentspec: 1\nname: infr\ndata: {source: generator:arithmetic, fields: {question: str}}\n"
+        "prompt: {user: '{{ sample.question }}'}\n"
+        "tools: {t: {description: T., returns: \"'ok'\"}}\n"
+        "episode: {max_steps: 2, tool_format: hermes}\n"
+        "rewards:\n"
+        "  a: {on: 'tool:t', value: 1.0, weight: 1e308}\n"
+        "  b: {on: 'tool:t', value: 1.0, weight: 1e308}\n"
+        "  c: {on: final, value: 1.0}\n"
+        'oracle: [\'<tool_call>{"name": "t", "arguments": {}}</tool_call>\', done]\n'
+    )
+    code, output = invoke(
+        "run", str(spec), "--policy", "oracle", "-n", "2", "--out", str(tmp_path / "r")
+    )
+    assert code == 0, output
+    assert re.search(r"mean reward\s+│\s+1\.000", output), output
+    trajectory = json.loads((tmp_path / "r" / "trajectories.jsonl").read_text().splitlines()[0])
+    errors = trajectory["steps"][0]["info"]["expression_errors"]
+    assert "the step's weighted reward is inf: every component counts 0" in errors[0]
