@@ -90,6 +90,11 @@ MAX_NAME_LENGTH = 100
 and a file name has at most 255 bytes."""
 
 
+MAX_TOKENS = 1 << 20
+"""The most tokens a turn or a prompt may be given: past any model's context, and a
+bound on what one step may generate (10**12 hung training's first evaluation)."""
+
+
 class DataSpec(Section):
     """Where samples come from and what fields each sample has."""
 
@@ -346,7 +351,9 @@ class EpisodeSpec(Section):
         None,
         description="Key of the environment state before each step; steps with equal anchors in one prompt group form GiGPO's step groups.",
     )
-    max_response_tokens: int = Field(256, ge=1, description="Token limit of one model turn.")
+    max_response_tokens: int = Field(
+        256, ge=1, le=MAX_TOKENS, description="Token limit of one model turn."
+    )
     max_parse_errors: int | None = Field(
         None, ge=1, description="End the episode after this many malformed turns."
     )
@@ -368,7 +375,9 @@ class ContextSpec(Section):
     window: int | None = Field(
         None, ge=1, description="`sliding_window`: number of most recent steps kept."
     )
-    max_prompt_tokens: int = Field(2048, ge=16, description="Token budget of one prompt.")
+    max_prompt_tokens: int = Field(
+        2048, ge=16, le=MAX_TOKENS, description="Token budget of one prompt."
+    )
     overflow: Literal["truncate", "end", "error"] = Field(
         "end",
         description="When the prompt exceeds the budget: `truncate` the oldest steps, `end` the episode (reason context_overflow), or `error`: the episode ends as `env_error` naming the overflow (a failure `agentspec test` reports; other episodes and the run go on).",

@@ -495,3 +495,17 @@ def test_a_weighted_reward_that_overflows_counts_0_and_is_recorded(tmp_path: Pat
     trajectory = json.loads((tmp_path / "r" / "trajectories.jsonl").read_text().splitlines()[0])
     errors = trajectory["steps"][0]["info"]["expression_errors"]
     assert "the step's weighted reward is inf: every component counts 0" in errors[0]
+
+
+@pytest.mark.parametrize(
+    "field", ["episode: {max_response_tokens: ", "context: {max_prompt_tokens: "]
+)
+def test_token_limits_past_any_context_are_refused(tmp_path: Path, field: str) -> None:
+    # max_response_tokens: 10**12 validated, and training hung in its first evaluation
+    spec = tmp_path / "big.yaml"
+    spec.write_text(
+        "agentspec: 1\nname: big\nprompt: {user: hi}\nrewards: {r: {on: final, value: 1}}\n"
+        f"{field}1000000000000}}\n"
+    )
+    code, output = invoke("validate", str(spec))
+    assert code == 1 and "error[E204]" in output and "less than or equal to 1048576" in output
