@@ -58,10 +58,12 @@ TypeName = Annotated[
     ),
 ]
 Identifier = Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")]
+DOTTED_NAME = r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*"
+"""`a.b.c`: names joined by single dots (`f.` and `f..g` name nothing)."""
 ImportPath = Annotated[
     str,
     Field(
-        pattern=r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$",
+        pattern=rf"^{DOTTED_NAME}:{DOTTED_NAME}$",
         description="A Python object as `module.path:attribute`.",
     ),
 ]

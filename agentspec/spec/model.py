@@ -19,6 +19,7 @@ from pydantic import Field, field_validator, model_validator
 
 from agentspec.contexts import CONTEXT_POLICIES
 from agentspec.spec.base import (
+    DOTTED_NAME,
     LANGUAGE_VERSION,
     Algorithm,
     ContextPolicyName,
@@ -149,7 +150,7 @@ class FunctionSpec(Section):
 
     impl: str = Field(
         description="`module.path:attribute` of the user's code, or `stdlib:NAME` for agentspec's library.",
-        pattern=r"^([A-Za-z_][\w.]*:[A-Za-z_][\w.]*|stdlib:[A-Za-z_]\w*)$",
+        pattern=rf"^({DOTTED_NAME}:{DOTTED_NAME}|stdlib:[A-Za-z_]\w*)$",
     )
     params: list[TypeName] | None = Field(
         None, description="Parameter types, in order; omit to accept any arguments."
@@ -316,7 +317,7 @@ class EnvironmentSpec(Section):
 
     adapter: str = Field(
         description="`textworld`, `alfworld`, `openenv` (a running OpenEnv server: docs/openenv.md), or `module.path:attribute` (your own `EnvironmentAdapter` class).",
-        pattern=r"^(textworld|alfworld|openenv|[A-Za-z_][\w.]*:[A-Za-z_][\w.]*)$",
+        pattern=rf"^(textworld|alfworld|openenv|{DOTTED_NAME}:{DOTTED_NAME})$",
     )
     config: dict[str, Any] = Field(default_factory=dict, description="Adapter configuration.")
     admissible_commands: bool = Field(

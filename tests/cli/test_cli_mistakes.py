@@ -509,3 +509,15 @@ def test_token_limits_past_any_context_are_refused(tmp_path: Path, field: str) -
     )
     code, output = invoke("validate", str(spec))
     assert code == 1 and "error[E204]" in output and "less than or equal to 1048576" in output
+
+
+@pytest.mark.parametrize("impl", ["mymod:f.", "mymod:f..g", "os.path.:join", "mymod.:f"])
+def test_an_import_path_with_an_empty_name_is_refused(tmp_path: Path, impl: str) -> None:
+    # `mymod:f.` passed plain validate and failed at import
+    spec = tmp_path / "s.yaml"
+    spec.write_text(
+        "agentspec: 1\nname: s\nprompt: {user: hi}\nrewards: {r: {on: final, value: 1}}\n"
+        f"functions: {{f: {{impl: '{impl}'}}}}\n"
+    )
+    code, output = invoke("validate", str(spec))
+    assert code == 1 and "error[E204]: functions.f.impl" in output, output
