@@ -85,10 +85,18 @@ def _assignment(checker: CheckState, statement: ast.Assign) -> None:
     if not assignable(value_type, var_type, bool_is_number=statement.op != "="):
         checker.error(
             "E504",
-            f"cannot assign {value_type} to state.{var} of type {var_type}",
+            f"cannot assign {value_type} to {_target_text(target, var)} of type {var_type}",
             checker.node_span(statement.value),
             hint=check_operators.conversion_hint(value_type, var_type),
         )
+
+
+def _target_text(target: ast.Node, var: str) -> str:
+    """`state.hist[…]` for an item (its type is not the list's), else `state.hist`."""
+    depth = 0
+    while isinstance(target, ast.Index):
+        target, depth = target.obj, depth + 1
+    return f"state.{var}" + "[…]" * depth
 
 
 def assignment_target(checker: CheckState, target: ast.Node) -> tuple[str | None, str]:

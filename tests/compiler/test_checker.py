@@ -168,6 +168,22 @@ def test_an_observe_template_reading_a_field_of_a_list_result_is_e411() -> None:
     assert "'result' is a value of type list[str]; it has no attribute 'titles'" in error.message
 
 
+def test_assigning_an_item_names_the_item_not_the_list() -> None:
+    # "cannot assign int to state.hist of type str": state.hist is a list[str]
+    result = check(
+        """
+        state:
+          hist: {type: "list[str]"}
+        tools:
+          t:
+            description: x
+            effect: ["state.hist[0] = 5"]
+        """
+    )
+    (error,) = [d for d in result.diagnostics if d.code == "E504"]
+    assert error.message == "cannot assign int to state.hist[…] of type str"
+
+
 def test_env_scope_only_with_an_environment() -> None:
     result = check(
         """
