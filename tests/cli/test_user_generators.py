@@ -4,6 +4,8 @@ never a traceback."""
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -12,6 +14,16 @@ from typer.testing import CliRunner
 from agentspec.cli import app
 
 runner = CliRunner()
+
+
+@pytest.fixture(autouse=True)
+def fresh_module() -> Iterator[None]:
+    """Each test imports the generators from its own folder (a module of that name
+    another test imported first would be the one used)."""
+    sys.modules.pop("kilogram_generators", None)
+    yield
+    sys.modules.pop("kilogram_generators", None)
+
 
 GENERATORS = """\
 def samples(*, split="train", count=200):
@@ -37,7 +49,7 @@ agentspec: 1
 name: kilograms
 description: Kilograms to grams.
 data:
-  source: generator:units:{generator}
+  source: generator:kilogram_generators:{generator}
   params: {params}
   fields: {{id: str, amount: int, answer: int}}
 prompt:
@@ -51,7 +63,7 @@ oracle:
 
 
 def _spec(tmp_path: Path, generator: str, params: str = "{}") -> Path:
-    (tmp_path / "units.py").write_text(GENERATORS)
+    (tmp_path / "kilogram_generators.py").write_text(GENERATORS)
     spec = tmp_path / "kilograms.yaml"
     spec.write_text(SPEC.format(generator=generator, params=params))
     return spec
@@ -61,7 +73,7 @@ def test_validate_names_a_parameter_the_generator_does_not_take(tmp_path: Path) 
     result = runner.invoke(app, ["validate", str(_spec(tmp_path, "samples", "{cnt: 300}"))])
     assert result.exit_code == 1
     assert (
-        "kilograms.yaml:6:12: error[E906]: generator 'units:samples' has no parameter 'cnt'"
+        "kilograms.yaml:6:12: error[E906]: generator 'kilogram_generators:samples' has no parameter 'cnt'"
         in result.output
     )
     assert "did you mean 'count'?" in result.output
@@ -86,8 +98,15 @@ def test_a_good_generator_validates_and_runs(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("generator", "message"),
     [
-        ("broken", "the generator 'units:broken' failed: RuntimeError: the unit table is missing"),
-        ("numbers", "row 1 of generator:units:numbers is int, not a mapping of field names"),
+        (
+            "broken",
+            "the generator 'kilogram_generators:broken' failed: RuntimeError: the unit table is"
+            " missing",
+        ),
+        (
+            "numbers",
+            "row 1 of generator:kilogram_generators:numbers is int, not a mapping of field names",
+        ),
     ],
 )
 @pytest.mark.parametrize(
