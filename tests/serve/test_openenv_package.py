@@ -108,3 +108,19 @@ def test_the_packaged_oracle_refuses_what_it_cannot_play_in_one_line(
     refused = solve(package, running, *args)
     assert refused.returncode == 2, refused.stdout + refused.stderr
     assert said in refused.stderr and "Traceback" not in refused.stderr
+
+
+def test_the_packaged_oracle_says_which_sample_a_split_lacks() -> None:
+    # `solve.py --samples 8` on a split of 5 ended in an IndexError traceback; it now
+    # plays at most the split's samples, and play_oracle names an index past them
+    import asyncio
+
+    from agentspec.runtime.serve.openenv_client import play_oracle
+    from agentspec.runtime.serve.spec import ServedSpec, SessionError
+
+    spec = ROOT / "specs" / "calculator.yaml"
+    count = len(ServedSpec.load(spec).samples("test"))
+    with pytest.raises(
+        SessionError, match=f"the test split has {count} samples: no sample {count}"
+    ):
+        asyncio.run(play_oracle("http://127.0.0.1:9", spec, "test", count))

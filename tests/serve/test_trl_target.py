@@ -42,7 +42,9 @@ def as_trl_says_it(schema: dict[str, Any]) -> dict[str, Any]:
     return {**schema, "parameters": parameters}
 
 
-@pytest.mark.parametrize("spec", ["calculator.yaml", "airline_service.yaml", "keys_and_doors.yaml"])
+@pytest.mark.parametrize(
+    "spec", ["calculator.yaml", "airline_service.yaml", "keys_and_doors.yaml", "gridworld.yaml"]
+)
 def test_trl_reads_every_tool_as_the_spec_declares_it(spec: str, tmp_path: Path) -> None:
     from transformers.utils import get_json_schema
 
@@ -55,6 +57,19 @@ def test_trl_reads_every_tool_as_the_spec_declares_it(spec: str, tmp_path: Path)
         read = get_json_schema(getattr(env_class, tool["function"]["name"]))["function"]
         read.pop("return", None)
         assert read == as_trl_says_it(tool["function"])
+
+
+def test_enum_choices_are_written_as_json(tmp_path: Path) -> None:
+    # newer transformers read `(choices: [...])` with json.loads: a Python repr
+    # (['up', 'down']) failed get_json_schema for every spec with an enum argument
+    import json
+    import re
+
+    module = generated("gridworld.yaml", tmp_path)
+    doc = module.GridworldEnv.move.__doc__
+    choices = re.search(r"\(choices: (\[.*?\])\)", doc)
+    assert choices is not None, doc
+    assert json.loads(choices.group(1)) == ["up", "down", "left", "right"]
 
 
 def test_the_trl_environment_plays_the_episode_and_scores_the_final_answer(tmp_path: Path) -> None:

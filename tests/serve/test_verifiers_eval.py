@@ -83,3 +83,15 @@ def test_vf_eval_runs_the_generated_environment_with_every_reward_named(
             {"correct": 0.0, "malformed": 0.0},
             {"correct": 1.0, "malformed": 0.0},
         ]
+    # an unknown split is a config error (it was a 28-line traceback from the first load)
+    refused = subprocess.run(
+        [*command, "--env.taskset.split", "bogus"],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    said = refused.stdout + refused.stderr
+    assert refused.returncode != 0 and "unknown split 'bogus'" in said, said[-3000:]
+    assert "Traceback" not in said, said[-3000:]

@@ -42,14 +42,17 @@ class AgentspecEnvClient(EnvClient[AgentspecAction, AgentspecObservation, Agents
 async def play_oracle(url: str, spec: str | Path, split: str, index: int) -> AgentspecObservation:
     """Play the spec's oracle on one sample through the server at ``url``; the last
     observation (``success``, ``termination``, this step's ``rewards``)."""
-    from agentspec.runtime.serve.spec import ServedSpec
+    from agentspec.runtime.serve.spec import ServedSpec, SessionError
     from agentspec.runtime.spec.run import episode_script
 
     served = ServedSpec.load(spec)
     script = episode_script(served.module, "oracle")
     if script is None:
         raise ValueError("the spec has no oracle")
-    turns = script(served.samples(split)[index])
+    samples = served.samples(split)
+    if not 0 <= index < len(samples):
+        raise SessionError(f"the {split} split has {len(samples)} samples: no sample {index}")
+    turns = script(samples[index])
     async with AgentspecEnvClient(base_url=url) as env:
         result = await env.reset(split=split, index=index)
         k = 0

@@ -256,7 +256,7 @@ import sys
 from pathlib import Path
 
 from agentspec.runtime.serve.openenv_client import play_oracle
-from agentspec.runtime.serve.spec import SessionError
+from agentspec.runtime.serve.spec import ServedSpec, SessionError
 
 SPEC = Path(__file__).resolve().parent.parent / "spec" / {spec}
 
@@ -276,7 +276,9 @@ def main() -> int:
     options = parser.parse_args()
     ok = True
     try:
-        for index in range(options.samples):
+        # at most the split's samples (`--samples 8` of a split of 5 plays 5)
+        count = min(options.samples, len(ServedSpec.load(SPEC).samples(options.split)))
+        for index in range(count):
             last = asyncio.run(play_oracle(options.url, SPEC, options.split, index))
             print(f"{{last.sample_id}}: success={{last.success}} ending={{last.termination}}")
             ok = ok and last.success is not False

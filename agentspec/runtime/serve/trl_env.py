@@ -179,6 +179,8 @@ def dataset_rows(
 ) -> list[dict[str, Any]]:
     """TRL dataset rows of a spec: `prompt` (the first messages, tools passed apart by TRL)
     and the sample's fields, which `reset` receives back."""
+    if limit is not None and limit < 1:  # `[:-1]` would drop the last row instead
+        raise SessionError(f"limit must be at least 1, not {limit}")
     spec = served(spec_path)
     return [
         {"prompt": first_turn(spec, sample).messages, **json_safe(sample)}

@@ -14,6 +14,7 @@ function per declared component and the spec's samples as TRL dataset rows::
 
 from __future__ import annotations
 
+import json
 import keyword
 import shutil
 from pathlib import Path
@@ -128,8 +129,8 @@ def _method(function: dict[str, Any]) -> str:
         signature.append(f"{safe}: {hint}" if arg in required else f"{safe}: {hint} | None = None")
         # transformers wants every argument described: the spec's words, else its name
         described = " ".join(str(schema.get("description") or arg).splitlines())
-        if "enum" in schema:
-            described += f" (choices: {schema['enum']!r})"
+        if "enum" in schema:  # transformers reads the choices back with json.loads
+            described += f" (choices: {json.dumps(schema['enum'], ensure_ascii=False)})"
         args_doc.append(f"            {safe}: {described}")
         passed.append((arg, safe))
     description = str(function.get("description", name)).strip()

@@ -96,6 +96,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import verifiers.v1 as vf
+from pydantic import Field, field_validator
 
 from agentspec.runtime.serve.session import EpisodeSession, first_turn, json_safe
 from agentspec.runtime.serve.spec import ServedSpec
@@ -114,8 +115,17 @@ def served() -> ServedSpec:
 class {cls}Config(vf.TasksetConfig):
     split: str = "train"
     """The spec's split the tasks come from."""
-    limit: int | None = None
+    limit: int | None = Field(None, ge=1)
     """At most this many tasks (the split's first)."""
+
+    @field_validator("split")
+    @classmethod
+    def _known_split(cls, split: str) -> str:
+        """An unknown split is a config error, said before any task loads."""
+        splits = served().splits()
+        if split not in splits:
+            raise ValueError(f"unknown split {{split!r}}; splits: {{', '.join(splits)}}")
+        return split
 
 
 class {cls}Data(vf.TaskData):
