@@ -30,7 +30,6 @@ import itertools
 import json
 import math
 import os
-import re
 import uuid
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields
@@ -39,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from agentspec.formats.base import ToolCall  # what a format parses a call into
+from agentspec.formats.strict_json import LONE_SURROGATE
 
 __all__ = [
     "FORMAT_NAME",
@@ -395,7 +395,7 @@ class Trajectory:
         record = self.to_dict()
         try:
             text = _dumps(record)
-            if _SURROGATE.search(text) is None:
+            if LONE_SURROGATE.search(text) is None:
                 return text
         except (ValueError, TypeError, RecursionError):
             pass
@@ -429,14 +429,13 @@ def _dumps(record: Any) -> str:
     return json.dumps(record, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
 
 
-_SURROGATE = re.compile("[\ud800-\udfff]")
 _MAX_DEPTH = 200
 
 
 def strict_json_value(value: Any, depth: int = 0) -> Any:
     """``value`` with everything strict JSON (and UTF-8) cannot hold made representable."""
     if isinstance(value, str):
-        return _SURROGATE.sub("\ufffd", value)
+        return LONE_SURROGATE.sub("\ufffd", value)
     if value is None or isinstance(value, bool):
         return value
     if isinstance(value, float):
@@ -459,7 +458,7 @@ def strict_json_value(value: Any, depth: int = 0) -> Any:
     if isinstance(value, (list, tuple)):
         return [strict_json_value(v, depth + 1) for v in value]
     try:
-        return _SURROGATE.sub("\ufffd", str(value))
+        return LONE_SURROGATE.sub("\ufffd", str(value))
     except Exception:
         return f"<unprintable {type(value).__name__}>"
 

@@ -26,13 +26,13 @@ import asyncio
 import email.utils
 import json
 import random
-import re
 import time
 from collections.abc import Sequence
 from typing import Any
 
 import httpx
 
+from agentspec.formats.strict_json import LONE_SURROGATE
 from agentspec.runtime.policies.base import Generation, SamplingParams
 from agentspec.runtime.policies.scripted import REMOTE_MAX_RESPONSE_TOKENS, encode_head
 from agentspec.runtime.text.conversation import ChatCall, Conversation, render_calls
@@ -41,7 +41,6 @@ from agentspec.runtime.text.tokenizer import Tokenizer
 __all__ = ["ChatPolicy", "ChatPolicyError"]
 
 RETRY_STATUS = frozenset({408, 429, 500, 502, 503, 504})
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 class ChatPolicyError(RuntimeError):
@@ -134,7 +133,7 @@ class ChatPolicy:
             return Generation([], [], error=str(exc))
         text = render_calls(conversation.tool_format, content, calls)
         # a lone surrogate (JSON's "\\ud800") cannot be encoded: it reads as U+FFFD
-        text = _LONE_SURROGATE.sub("\ufffd", text)
+        text = LONE_SURROGATE.sub("\ufffd", text)
         # the server cut the reply at `max_tokens` in its own tokens, not ours; one that
         # ignores it and sends megabytes is cut at a bound, the rest never encoded
         ids = encode_head(self.tokenizer, text, REMOTE_MAX_RESPONSE_TOKENS)

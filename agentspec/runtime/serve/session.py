@@ -26,20 +26,18 @@ import asyncio
 import dataclasses
 import json
 import math
-import re
 import threading
 from collections.abc import Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from agentspec.formats.strict_json import LONE_SURROGATE
 from agentspec.runtime.episode.loop import EpisodeRun
 from agentspec.runtime.episode.trajectory import Event, Step, Trajectory, strict_json_value
 from agentspec.runtime.policies.scripted import REMOTE_MAX_RESPONSE_TOKENS, text_generation
 from agentspec.runtime.serve.spec import ServedSpec, SessionError
 from agentspec.runtime.text.conversation import ChatCall, ConversationError, conversation_of
 from agentspec.runtime.text.conversation import render_calls as write_calls
-
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 # The most tokens (agentspec's) of one response a session encodes: a caller's text is
 # not cut at the spec's `max_response_tokens`, but a runaway or hostile one is bounded.
@@ -208,7 +206,7 @@ class EpisodeSession:
         if episode.ended:
             raise SessionError("the episode is over: start a new one (reset) before acting")
         response = self.response_text(text, tool_calls)
-        if _LONE_SURROGATE.search(response):  # a tokenizer cannot encode it
+        if LONE_SURROGATE.search(response):  # a tokenizer cannot encode it
             raise SessionError(
                 "the response is not valid Unicode text (a lone surrogate, e.g. \\ud800):"
                 " send the text as the model wrote it, decoded"
@@ -347,7 +345,7 @@ def json_safe(value: Any) -> Any:
     lists, non-finite floats as strings, lone surrogates as U+FFFD, anything else as its
     text)."""
     if isinstance(value, str):
-        return _LONE_SURROGATE.sub("\ufffd", value)
+        return LONE_SURROGATE.sub("\ufffd", value)
     if value is None or isinstance(value, (bool, int)):
         return value
     if isinstance(value, float):
@@ -359,7 +357,7 @@ def json_safe(value: Any) -> Any:
     if isinstance(value, (list, tuple, set, frozenset)):
         items = sorted(value, key=repr) if isinstance(value, (set, frozenset)) else value
         return [json_safe(v) for v in items]
-    return _LONE_SURROGATE.sub("\ufffd", str(value))
+    return LONE_SURROGATE.sub("\ufffd", str(value))
 
 
 T = TypeVar("T")

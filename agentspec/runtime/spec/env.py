@@ -290,7 +290,7 @@ class SpecEnvMixin:
                 value = self._component(component, s)
                 if value is not None:
                     values[component.name] = values.get(component.name, 0.0) + value
-        weights = {c.name: c.weight for c in self.reward_components}
+        weights = self.reward_weights()
         total = sum(weights.get(name, 1.0) * value for name, value in values.items())
         if not math.isfinite(total):  # finite parts, weights or sums can still overflow
             message = f"the step's weighted reward is {total}: every component counts 0"
