@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -16,6 +17,11 @@ from agentspec.cli.app import (
     report_spec_error,
 )
 from agentspec.presets import MAX_SEED
+
+if TYPE_CHECKING:
+    from agentspec.compiler.build import CompiledSpec
+    from agentspec.spec.imports import PythonImport
+    from agentspec.stdlib.user import SpecCodeRefused
 
 FormatOption = Annotated[
     OutputFormat,
@@ -209,10 +215,24 @@ def compile_command(
             "for TRL: docs/trl.md) or verifiers (a verifiers v1 environment: docs/verifiers.md)."
         ),
     ] = "python",
+    run_spec_code: Annotated[
+        bool,
+        typer.Option(
+            "--run-spec-code",
+            help="Let the target run the spec's own code where it needs it (the code "
+            "`validate --list-imports` lists): a user generator or functions for the samples "
+            "(verl's parquet, OpenEnv's task counts), and for OpenEnv the oracle and random "
+            "episodes that measure the reward range (tools, hooks, MCP servers). Without it "
+            "compile runs nothing of the spec's (docs/security.md).",
+        ),
+    ] = False,
 ) -> None:
     """Generate the Python module (ToolEnv/AgentEnv, tools, flow, rewards) and manifest of a spec."""
-    from agentspec.compiler.build import compile_spec, write_compiled
+    import contextlib
+
+    from agentspec.compiler.build import compile_spec
     from agentspec.diagnostics import SpecError
+    from agentspec.stdlib.user import SpecCodeRefused, spec_code_refused
 
     if target not in TARGETS:
         raise fail(f"unknown target {target!r}: use {', '.join(TARGETS)}", code=2)
@@ -222,17 +242,12 @@ def compile_command(
     except SpecError as exc:
         raise report_spec_error(exc) from None
     original = spec.read_bytes()  # a generated file named like the spec must not replace it
-    if target == "verl":
-        from agentspec.runtime.backends.verl.compile_target import write_verl_target
-
-        try:
-            paths = write_verl_target(spec, output)
-        except (ValueError, FileNotFoundError) as exc:  # settings verl cannot run
-            raise fail(str(exc), code=2) from None
-    elif target in ("openenv", "trl", "verifiers"):
-        paths = _serving_target(target, spec, output)
-    else:
-        paths = write_compiled(compiled, output)
+    guard = contextlib.nullcontext() if run_spec_code else spec_code_refused()
+    try:
+        with guard:
+            paths = _write_target(target, spec, output, compiled, run_spec_code)
+    except SpecCodeRefused as exc:
+        raise fail(_refusal(target, compiled.spec_code, exc)) from None
     if not spec.is_file() or spec.read_bytes() != original:
         spec.write_bytes(original)
         raise fail(
@@ -244,7 +259,38 @@ def compile_command(
         typer.echo(f"wrote {path}")
 
 
-def _serving_target(target: str, spec: Path, output: Path) -> list[Path]:
+def _write_target(
+    target: str, spec: Path, output: Path, compiled: CompiledSpec, run_spec_code: bool
+) -> list[Path]:
+    from agentspec.compiler.build import write_compiled
+
+    if target == "verl":
+        from agentspec.runtime.backends.verl.compile_target import write_verl_target
+
+        try:
+            return write_verl_target(spec, output)
+        except (ValueError, FileNotFoundError) as exc:  # settings verl cannot run
+            raise fail(str(exc), code=2) from None
+    if target in ("openenv", "trl", "verifiers"):
+        # playing episodes runs every tool: only where the spec has no code, or it may run
+        measure = run_spec_code or not compiled.spec_code
+        return _serving_target(target, spec, output, measure=measure)
+    return write_compiled(compiled, output)
+
+
+def _refusal(target: str, code: Sequence[PythonImport], exc: SpecCodeRefused) -> str:
+    """What `compile --target TARGET` would have run, where the spec says so, and the flag."""
+    from agentspec.spec.imports import render_import
+
+    listed = "".join(f"\n  {render_import(item)}" for item in code) or f"\n  {exc.what}"
+    return (
+        f"compile --target {target} needs to run the spec's own code, which compile does not"
+        f" run unless asked:{listed}\nread that code, then pass --run-spec-code to run it"
+        " (docs/security.md)"
+    )
+
+
+def _serving_target(target: str, spec: Path, output: Path, *, measure: bool) -> list[Path]:
     """The OpenEnv package, TRL environment or verifiers environment of a spec; its
     data must load."""
     from agentspec.stdlib.data import DataError
@@ -260,6 +306,14 @@ def _serving_target(target: str, spec: Path, output: Path) -> list[Path]:
             return write_verifiers_target(spec, output)
         from agentspec.runtime.serve.openenv_package import write_openenv_package
 
-        return write_openenv_package(spec, output)
+        written = write_openenv_package(spec, output, measure=measure)
+        if not measure:
+            typer.echo(
+                "note: the reward range in openenv.yaml is not measured: measuring plays the"
+                " oracle and random episodes, which runs the spec's code; pass"
+                " --run-spec-code to measure it",
+                err=True,
+            )
+        return written
     except DataError as exc:
         raise fail(str(exc)) from None

@@ -23,6 +23,7 @@ from agentspec.compiler.emit import render_manifest, render_module
 from agentspec.compiler.frontend import load_checked
 from agentspec.compiler.lower import lower
 from agentspec.diagnostics import SpecError
+from agentspec.spec.imports import PythonImport, python_imports
 from agentspec.spec.load import read_source
 
 
@@ -33,6 +34,8 @@ class CompiledSpec:
     module_name: str
     source: str
     manifest: str
+    spec_code: tuple[PythonImport, ...] = ()
+    """What of the spec's own runs when it is played (`validate --list-imports`)."""
 
 
 def spec_sha256(path: str | Path) -> str:
@@ -48,7 +51,12 @@ def compile_spec(path: str | Path, waive: Collection[str] = ()) -> CompiledSpec:
     module_name = f"{checked.spec.name.replace('-', '_')}_spec"
     source = render_module(model)
     return CompiledSpec(
-        checked.spec.name, digest, module_name, source, render_manifest(model, f"{module_name}.py")
+        checked.spec.name,
+        digest,
+        module_name,
+        source,
+        render_manifest(model, f"{module_name}.py"),
+        tuple(python_imports(checked.loaded)),
     )
 
 

@@ -5,7 +5,9 @@ the attribute is a factory called once with the config as keyword arguments
 (say, to build a search index) that returns the callable. `stdlib:NAME`
 names a function of agentspec's library (`agentspec.stdlib.library`).
 Nothing is imported until the first call, so compiling a spec never runs
-user code.
+user code; `spec_code_refused()` makes that a guarantee for a whole command
+(`compile`'s package targets): every import of the spec's code goes through
+`import_target`, every MCP server it starts through `check_spec_code_allowed`.
 
 User modules are found in the spec's own folder first (`bind_spec_dir` puts
 it at the front of `sys.path`, as Python does for a script's folder), then on
@@ -16,9 +18,11 @@ without PYTHONPATH. The same holds for every `module:attr` a spec names
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import sys
-from collections.abc import Callable, Mapping
+import threading
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -45,10 +49,47 @@ def bind_spec_dir(module: ModuleType, folder: str | Path) -> None:
     setattr(module, "SPEC_DIR", add_import_root(folder))  # noqa: B010 (a generated module's global)
 
 
+class SpecCodeRefused(RuntimeError):
+    """The spec's own code (a hook, a generator, an MCP server's program) was about to
+    run inside `spec_code_refused()`. ``what`` names it (``module:attr`` or the command)."""
+
+    def __init__(self, what: str) -> None:
+        super().__init__(f"refused to run the spec's code: {what}")
+        self.what = what
+
+
+_refusals = 0
+_refusals_lock = threading.Lock()
+
+
+@contextlib.contextmanager
+def spec_code_refused() -> Iterator[None]:
+    """Inside, nothing of the spec's own runs: importing a module outside agentspec
+    for the spec, or starting an MCP server's program, raises `SpecCodeRefused`.
+    Process-wide (threads the command starts are covered too)."""
+    global _refusals
+    with _refusals_lock:
+        _refusals += 1
+    try:
+        yield
+    finally:
+        with _refusals_lock:
+            _refusals -= 1
+
+
+def check_spec_code_allowed(what: str) -> None:
+    """Raise `SpecCodeRefused` for ``what`` inside `spec_code_refused()`."""
+    if _refusals:
+        raise SpecCodeRefused(what)
+
+
 def import_target(target: str) -> Any:
     """The object a `module.path:attr.sub` names. Raises ImportError (the module)
-    or AttributeError (an attribute on the way)."""
+    or AttributeError (an attribute on the way), and `SpecCodeRefused` for a module
+    outside agentspec inside `spec_code_refused()`."""
     module_name, _, attribute = target.partition(":")
+    if module_name != "agentspec" and not module_name.startswith("agentspec."):
+        check_spec_code_allowed(target)
     found: Any = importlib.import_module(module_name)
     for part in attribute.split(".") if attribute else ():
         found = getattr(found, part)

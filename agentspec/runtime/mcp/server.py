@@ -28,6 +28,7 @@ from typing import Any
 
 from agentspec.runtime.mcp.session import Session, sdk
 from agentspec.runtime.mcp.stderr import StderrCapture
+from agentspec.stdlib.user import check_spec_code_allowed
 
 __all__ = ["McpServer"]
 
@@ -97,6 +98,7 @@ class McpServer:
 
             return streamable_http_client(self.url)
         assert self.command is not None and capture is not None
+        check_spec_code_allowed(" ".join(self.command))
         program = self.command[0]
         if program in ("python", "python3"):  # the interpreter (and packages) agentspec runs on
             program = sys.executable

@@ -11,7 +11,9 @@ The ``validation:`` block of ``openenv.yaml`` is derived from the spec: its
 tools, the task count of each split, and a reward range measured by playing the
 spec's oracle and a random policy on the first samples (the oracle's lowest
 episode reward sets ``oracle_tolerance``; the gap above the random policy's best
-sets ``floor_margin``).
+sets ``floor_margin``). Playing runs every tool, hook and MCP server of the spec:
+without ``measure`` the range is not written, and a task count that only the
+spec's own code can give (a user generator) is left out.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from typing import Any
 
 import yaml
 
+from agentspec.runtime.serve.dependency import agentspec_requirement
 from agentspec.runtime.serve.package_files import (
     copy_spec_files,
     package_data,
@@ -32,15 +35,17 @@ from agentspec.runtime.serve.package_files import (
 from agentspec.runtime.serve.spec import ServedSpec
 from agentspec.runtime.spec.scripts import has_oracle
 from agentspec.source import GENERATED_YAML_MARK
+from agentspec.stdlib.user import SpecCodeRefused
 
 __all__ = ["write_openenv_package"]
 
 MEASURED_SAMPLES = 8
 
 
-def write_openenv_package(spec_path: Path, out: Path) -> list[Path]:
-    """Write the package into ``out``; the paths written."""
-    served = ServedSpec.load(spec_path)
+def write_openenv_package(spec_path: Path, out: Path, *, measure: bool = True) -> list[Path]:
+    """Write the package into ``out``; the paths written. ``measure``: play episodes
+    to measure the reward range (runs the spec's tools and hooks)."""
+    served = ServedSpec.unplayed(spec_path)
     name = served.name
     out.mkdir(parents=True, exist_ok=True)
     spec_dir = out / "spec"
@@ -54,7 +59,7 @@ def write_openenv_package(spec_path: Path, out: Path) -> list[Path]:
     folders = package_folders(out, [spec_copy, *copied, out / "oracle" / "solve.py"])
     data = [f"spec/{f}" for f in package_data(spec_dir, [spec_copy, *copied])]
     files = {
-        "openenv.yaml": _manifest(served),
+        "openenv.yaml": _manifest(served, spec_path, measure=measure),
         "pyproject.toml": PYPROJECT.format(
             name=name,
             package=package,
@@ -62,6 +67,7 @@ def write_openenv_package(spec_path: Path, out: Path) -> list[Path]:
                 [package, f"{package}.server", *(f"{package}.{f}" for f in folders)]
             ),
             data=json.dumps([*data, "oracle/*", "openenv.yaml"]),
+            agentspec=json.dumps(agentspec_requirement(("openenv",))),
         ),
         "__init__.py": INIT.format(name=name, cls=_class_name(name)),
         "models.py": MODELS,
@@ -83,14 +89,15 @@ def write_openenv_package(spec_path: Path, out: Path) -> list[Path]:
     return written
 
 
-def _manifest(served: ServedSpec) -> str:
-    low, high, tolerance, margin = _reward_declaration(served)
+def _manifest(served: ServedSpec, spec_path: Path, *, measure: bool) -> str:
     capabilities: dict[str, Any] = {
         "verifier": {"kind": "reward_channel"},
         "task_api": True,
         "declared_tools": [t["function"]["name"] for t in served.tool_schemas],
-        "declared_task_count": {split: len(served.samples(split)) for split in served.splits()},
     }
+    counts = _task_counts(served)
+    if counts is not None:
+        capabilities["declared_task_count"] = counts
     if has_oracle(served.module):
         capabilities["oracle"] = {"form": "script", "location": "oracle/solve.py"}
     manifest = {
@@ -102,7 +109,6 @@ def _manifest(served: ServedSpec) -> str:
         "app": "server.app:app",
         "port": 8000,
         "validation": {
-            "reward": {"range": [low, high], "oracle_tolerance": tolerance, "floor_margin": margin},
             "resources": {
                 "cpu": 1.0,
                 "memory_mb": 2048,
@@ -114,12 +120,33 @@ def _manifest(served: ServedSpec) -> str:
             "types": {"tags": ["agentspec", f"agentspec:{served.name}"]},
         },
     }
+    if measure:
+        served.tokenizer = served.task_tokenizer(spec_path)
+        low, high, tolerance, margin = _reward_declaration(served)
+        reward = {"range": [low, high], "oracle_tolerance": tolerance, "floor_margin": margin}
+        manifest["validation"] = {"reward": reward, **manifest["validation"]}
+        measured = (
+            "# The reward range is measured: the oracle and a random policy on "
+            f"{MEASURED_SAMPLES} samples.\n"
+        )
+    else:
+        measured = (
+            "# No reward range: measuring it plays the spec, which runs its own code;"
+            " compile with --run-spec-code to measure it.\n"
+        )
     header = (
         f"# OpenEnv manifest of the agentspec spec `{served.name}` "
         f"({GENERATED_YAML_MARK} --target openenv`).\n"
-        f"# The reward range is measured: the oracle and a random policy on {MEASURED_SAMPLES} samples.\n"
-    )
+    ) + measured
     return header + yaml.safe_dump(manifest, sort_keys=False)
+
+
+def _task_counts(served: ServedSpec) -> dict[str, int] | None:
+    """The number of tasks of each split, or None where only the spec's code can say."""
+    try:
+        return {split: len(served.samples(split)) for split in served.splits()}
+    except SpecCodeRefused:
+        return None
 
 
 def _reward_declaration(served: ServedSpec) -> tuple[float, float, float, float]:
@@ -164,7 +191,7 @@ name = "openenv-agentspec-{name}"
 version = "0.1.0"
 description = "The agentspec spec `{name}` as an OpenEnv environment"
 requires-python = ">=3.10"
-dependencies = ["agentspec[openenv]", "openenv-core>=0.2.0"]
+dependencies = [{agentspec}, "openenv-core>=0.2.0"]
 
 [project.scripts]
 server = "{package}.server.app:main"
@@ -211,10 +238,12 @@ __all__ = ["{cls}"]
 
 APP = '''"""The OpenEnv server of the agentspec spec `{name}`.
 
-    uvicorn server.app:app --host 0.0.0.0 --port 8000
-    python -m server.app --port 8000
+    server --port 8000                      # this machine only (127.0.0.1)
+    server --host 0.0.0.0 --port 8000       # every interface: see agentspec's docs/security.md
+    uvicorn server.app:app --port 8000
 """
 
+import argparse
 from pathlib import Path
 
 from agentspec.runtime.serve.openenv_server import build_app
@@ -226,20 +255,19 @@ SPEC = Path(__file__).resolve().parent.parent / "spec" / {spec}
 app = build_app(ServedSpec.load(SPEC))
 
 
-def main(host: str = "0.0.0.0", port: int = 8000) -> None:
+def main(argv: list[str] | None = None) -> None:
+    """The `server` command: serve on --host (default 127.0.0.1) and --port (8000)."""
     import uvicorn
 
-    uvicorn.run(app, host=host, port=port)
+    parser = argparse.ArgumentParser(prog="server", description=__doc__.splitlines()[0])
+    parser.add_argument("--host", default="127.0.0.1", help="0.0.0.0: every interface")
+    parser.add_argument("--port", type=int, default=8000)
+    options = parser.parse_args(argv)
+    uvicorn.run(app, host=options.host, port=options.port)
 
 
 if __name__ == "__main__":
-    import argparse
-
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--host", default="0.0.0.0")
-    parser.add_argument("--port", type=int, default=8000)
-    options = parser.parse_args()
-    main(options.host, options.port)
+    main()
 '''
 
 SOLVE = '''"""The spec's oracle, played through a running server of this package.

@@ -59,14 +59,25 @@ class ServedSpec:
         """Compile (cached) and import the spec at ``path``; its task tokenizer is
         built from its data once and kept in the compile cache (as `run` does). A
         spec with errors raises :class:`~agentspec.diagnostics.SpecError`."""
+        served = cls.unplayed(path)
+        served.tokenizer = served.task_tokenizer(path)
+        return served
+
+    @classmethod
+    def unplayed(cls, path: str | Path) -> ServedSpec:
+        """The compiled spec without its tokenizer: what writing a package of it needs.
+        Nothing of the spec's own code runs (its hooks load at their first use)."""
         from agentspec.compiler.build import import_spec
+
+        return cls(import_spec(path), None)
+
+    def task_tokenizer(self, path: str | Path) -> Any:
+        """The task tokenizer `run` builds from the spec's data (cached)."""
         from agentspec.runtime.text.task_text import cached_task_tokenizer
 
-        module = import_spec(path)
-        served = cls(module, None)
-        samples = served.samples() if module.DATA_SOURCE else []
-        served.tokenizer, _ = cached_task_tokenizer(path, module, samples)
-        return served
+        samples = self.samples() if self.module.DATA_SOURCE else []
+        tokenizer, _ = cached_task_tokenizer(path, self.module, samples)
+        return tokenizer
 
     # ------------------------------------------------------------ the spec
 

@@ -47,7 +47,7 @@ def python_type(schema: dict[str, Any]) -> str:
 
 
 def write_trl_target(spec_path: Path, out: Path) -> list[Path]:
-    spec = ServedSpec.load(spec_path)
+    spec = ServedSpec.unplayed(spec_path)
     out.mkdir(parents=True, exist_ok=True)
     module = out / f"{spec.name.replace('-', '_')}_trl.py"
     # the spec's data and modules beside its copy, where the copy reads them

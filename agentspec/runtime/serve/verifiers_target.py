@@ -22,6 +22,7 @@ import shutil
 from pathlib import Path
 
 from agentspec.compiler.emit import py_comment
+from agentspec.runtime.serve.dependency import agentspec_requirement
 from agentspec.runtime.serve.package_files import (
     copy_spec_files,
     package_data,
@@ -33,7 +34,7 @@ __all__ = ["write_verifiers_target"]
 
 
 def write_verifiers_target(spec_path: Path, out: Path) -> list[Path]:
-    spec = ServedSpec.load(spec_path)
+    spec = ServedSpec.unplayed(spec_path)
     package = f"{spec.name.replace('-', '_')}_vf"
     module_dir = out / package
     module_dir.mkdir(parents=True, exist_ok=True)
@@ -46,7 +47,11 @@ def write_verifiers_target(spec_path: Path, out: Path) -> list[Path]:
     packages = [package, *(f"{package}.{d}" for d in package_folders(module_dir, copied))]
     data = [spec_path.name, *package_data(module_dir, copied)]
     pyproject = PYPROJECT.format(
-        name=spec.name, package=package, packages=json.dumps(packages), data=json.dumps(data)
+        name=spec.name,
+        package=package,
+        packages=json.dumps(packages),
+        data=json.dumps(data),
+        agentspec=json.dumps(agentspec_requirement()),
     )
     files = {
         out / "pyproject.toml": pyproject,
@@ -70,7 +75,7 @@ name = "{package}"
 version = "0.1.0"
 description = "The agentspec spec `{name}` as a verifiers v1 environment"
 requires-python = ">=3.11"
-dependencies = ["verifiers>=0.4,<0.5", "agentspec"]
+dependencies = ["verifiers>=0.4,<0.5", {agentspec}]
 
 [tool.setuptools]
 packages = {packages}
