@@ -10,12 +10,17 @@ writes nothing and lists what differs (for CI: the pins are current).
 The edit is textual, located by the YAML parser's marks: a block-style server
 gets a block `tools:` entry whose values are one-line JSON (valid YAML); a
 flow-style server (`units: {command: ...}`) is rewritten as one JSON mapping.
+What a server says is written so that it loads back unchanged
+(:func:`yaml_value`): characters YAML refuses or reads as line breaks are
+escaped, names YAML would read as something else (`null`, `yes`) are quoted,
+and the new text is loaded with the spec's own loader before it is written.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import math
 import re
 import shlex
 from dataclasses import dataclass, field
@@ -26,8 +31,10 @@ import yaml
 
 from agentspec.runtime.mcp.server import McpServer
 from agentspec.runtime.mcp.tools import list_server_tools
+from agentspec.source import SourceFile
+from agentspec.spec.yaml_loader import load_yaml
 
-__all__ = ["PinError", "PinReport", "pin_spec"]
+__all__ = ["PinError", "PinReport", "pin_spec", "pinned_text", "yaml_value"]
 
 
 class PinError(RuntimeError):
@@ -60,7 +67,9 @@ def pin_spec(path: Path, *, check: bool = False) -> PinReport:
         pinned = config.get("tools") if isinstance(config, dict) else None
         report.changes += _differences(name, pinned or {}, live)
     if not check and report.changes:
-        path.write_text(_rewrite(text, root, report.tools), encoding="utf-8")
+        new_text = _rewrite(text, root, report.tools)
+        _check_loads_back(path, new_text, report.tools)
+        path.write_text(new_text, encoding="utf-8")
     return report
 
 
@@ -113,9 +122,7 @@ def _rewrite(text: str, root: yaml.Node, tools: dict[str, dict[str, Any]]) -> st
         if node.flow_style:
             config = yaml.safe_load(text[node.start_mark.index : node.end_mark.index])
             config["tools"] = pinned
-            edits.append(
-                (node.start_mark.index, node.end_mark.index, json.dumps(config, ensure_ascii=False))
-            )
+            edits.append((node.start_mark.index, node.end_mark.index, yaml_value(config)))
             continue
         indent = node.value[0][0].start_mark.column
         block = _tools_block(pinned, indent)
@@ -138,11 +145,80 @@ def _tools_block(tools: dict[str, Any], indent: int) -> str:
     pad = " " * (indent + 2)
     lines = ["tools:"]
     for name, pin in tools.items():
-        key = name if re.fullmatch(r"[A-Za-z_][\w.-]*", name) else json.dumps(name)
-        lines.append(f"{pad}{key}:")
-        lines.append(f"{pad}  description: {json.dumps(pin['description'], ensure_ascii=False)}")
-        lines.append(f"{pad}  parameters: {json.dumps(pin['parameters'], ensure_ascii=False)}")
+        lines.append(f"{pad}{_key(name)}:")
+        lines.append(f"{pad}  description: {pinned_text(pin['description'])}")
+        lines.append(f"{pad}  parameters: {yaml_value(pin['parameters'])}")
     return "\n".join(lines)
+
+
+def _key(name: str) -> str:
+    """A tool's name as a block mapping key: bare when YAML reads it back as that same
+    text (not `null`, `yes`, `on` or `1e3`, which YAML 1.1 reads as other things)."""
+    if re.fullmatch(r"[A-Za-z_][\w.-]*", name) and yaml.safe_load(f"{name}: 0") == {name: 0}:
+        return name
+    return pinned_text(name)
+
+
+# What a double-quoted YAML scalar cannot hold as it is: the characters PyYAML's reader
+# refuses (C0 and C1 controls, DEL, surrogates, U+FFFE, U+FFFF), those its scanner folds
+# as line breaks (NEL, U+2028, U+2029), and the byte-order mark. JSON escapes only C0.
+_NOT_LITERAL_IN_YAML = re.compile(
+    "[^\t\n\r\x20-\x7e\xa0-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]|[\u2028\u2029\ufeff]"
+)
+
+
+def pinned_text(text: str) -> str:
+    """``text`` as a double-quoted scalar that is JSON and YAML alike and reads back as
+    ``text``: JSON's escapes (which YAML shares), with ``\\uXXXX`` for what YAML cannot
+    hold literally (JSON would keep a U+0080 or a U+2028 as it is)."""
+    quoted = json.dumps(text, ensure_ascii=False)
+    return _NOT_LITERAL_IN_YAML.sub(lambda m: f"\\u{ord(m.group()):04x}", quoted)
+
+
+def yaml_value(value: Any) -> str:
+    """A JSON value (a tool's schema, a server's settings) as one line of JSON that YAML
+    reads back as the same value. Two things JSON writes differ in YAML 1.1: text (see
+    :func:`pinned_text`) and exponents without a point (`1e-05` is a string in YAML), so
+    floats keep a point (`1.0e-05`); NaN and infinities have no JSON at all."""
+    if isinstance(value, str):
+        return pinned_text(value)
+    if value is None or isinstance(value, (bool, int)):
+        return json.dumps(value)
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise PinError(f"the server sent {value!r}, not a finite number: it cannot be pinned")
+        written = repr(value)
+        mantissa, exponent = written.partition("e")[::2]
+        if exponent and "." not in mantissa:
+            written = f"{mantissa}.0e{exponent}"
+        return written
+    if isinstance(value, dict):
+        items = (f"{pinned_text(str(k))}: {yaml_value(v)}" for k, v in value.items())
+        return "{" + ", ".join(items) + "}"
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(yaml_value(v) for v in value) + "]"
+    raise PinError(f"the server sent a {type(value).__name__}, which is not JSON")
+
+
+def _check_loads_back(path: Path, text: str, tools: dict[str, dict[str, Any]]) -> None:
+    """Refuse to write pins that the spec's loader would not read back as ``tools``
+    (one string over its size limit, say): the file is left as it was."""
+    data, _, diagnostics = load_yaml(SourceFile(str(path), text))
+    errors = [d for d in diagnostics if d.is_error]
+    if errors:
+        raise PinError(
+            f"{path}: the pinned tools would not load back ({errors[0].code}: {errors[0].message});"
+            " nothing was written"
+        )
+    servers = data.get("mcp") if isinstance(data, dict) else None
+    for name, pinned in tools.items():
+        server = servers.get(name) if isinstance(servers, dict) else None
+        loaded = server.get("tools") if isinstance(server, dict) else None
+        if loaded != pinned:
+            raise PinError(
+                f"{path}: the tools of mcp.{name} would not load back as the server wrote"
+                " them; nothing was written"
+            )
 
 
 def _value(mapping: yaml.Node, key: str) -> yaml.Node | None:
