@@ -105,6 +105,33 @@ def test_a_stalled_call_stalls_only_its_own_episode(tmp_path: Path, sessions: st
         assert call_outcomes(traj) == ["ok", "ok"] and traj.success
 
 
+def test_a_timeout_restarts_a_shared_server(tmp_path: Path) -> None:
+    # `hang` blocks the one server all calls share; left running, it timed out every
+    # later call (mcp-server-duckdb on a long query: 30 of 30)
+    spec = flaky(tmp_path, (SESSIONS, "sessions: shared"), ("timeout: 5", "timeout: 2"))
+    traj = play(spec, [call("hang"), call("add", a=1, b=2), "<answer>3</answer>"])
+    assert call_outcomes(traj) == ["timeout", "ok"]
+    assert traj.success
+
+
+def test_a_shared_server_restarted_after_a_timeout_fails_only_the_calls_in_flight(
+    tmp_path: Path,
+) -> None:
+    # Sample 0 calls `hang` while the others add: their calls in flight on the wedged
+    # server end with it (as for a crash, or at their own timeout); every next call runs.
+    spec = flaky(tmp_path, (SESSIONS, "sessions: shared"), ("timeout: 5", "timeout: 2"))
+    stalled, *others = play_oracle(spec, count=4)
+    assert call_outcomes(stalled) == ["timeout", "ok"]
+    assert stalled.success
+    for traj in others:
+        first, second = call_outcomes(traj)
+        assert first in ("ok", "crashed", "timeout") and second == "ok"
+        assert traj.success
+    for code, message in (e for traj in others for e in tool_errors(traj)):
+        if code == "crashed":
+            assert "was restarted during the call: another call on it timed out" in message
+
+
 def test_episode_sessions_start_one_server_per_episode_and_stop_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -95,6 +95,13 @@ class OpenEnvSession:
     def stderr_tail(self) -> str:
         return ""  # a server reached by URL: its stderr is its own
 
+    generation = 0
+    """One session per episode: a restart after a timeout always ends this one."""
+
+    async def restart(self, generation: int, why: str) -> None:
+        """A call timed out: end the session (the next call connects and resets anew)."""
+        await self.close()
+
     async def close(self) -> None:
         client, self._client = self._client, None
         if client is not None:

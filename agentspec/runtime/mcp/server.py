@@ -11,9 +11,11 @@ rollout):
 - ``"episode"``: a session per episode, started on its first call and stopped
   when the episode ends; nothing the server keeps leaks between episodes.
 
-With a pool or per-episode sessions, a call that times out restarts its
-session (the server may be wedged on it); a shared server is left running,
-since other calls are in flight on it.
+A call that times out restarts the server it ran on, which may be wedged on
+it (a blocking call, a huge query): with a pool or per-episode sessions that
+is the call's own session; with ``shared`` it is the one server, and the other
+calls in flight on it fail as for a crash (left running, it would time out
+every later call).
 """
 
 from __future__ import annotations
@@ -116,11 +118,15 @@ class McpServer:
         async with self._on_this_loop().lease(episode) as session:
             yield session
 
-    async def after_timeout(self, session: Session) -> None:
-        """A call on ``session`` timed out: stop its server (it may be wedged on that call;
-        the next call starts a new one), unless other episodes' calls share it."""
-        if self.sessions != "shared":
-            await session.close()
+    async def after_timeout(self, session: Session, generation: int) -> None:
+        """A call on start ``generation`` of ``session``'s server timed out: stop that
+        server (it may be wedged on the call; the next call starts a new one). Other calls
+        in flight on it (``shared``) fail as ``crashed``."""
+        why = (
+            f"was restarted during the call: another call on it timed out after"
+            f" {self.timeout:g} s, and the server may be stuck on it"
+        )
+        await session.restart(generation, why)
 
     async def end_episode(self, episode: object) -> None:
         """Stop the session of ``episode`` (per-episode sessions); nothing otherwise."""

@@ -84,9 +84,16 @@ class Session:
     def __init__(self, server: McpServer) -> None:
         self.server = server
         self._connection: _Connection | None = None
+        self._starts = 0  # connections opened so far: the current one's number
         self._failures = 0  # in a row: reset by a call that succeeds
         self._retry_at = 0.0
         self.last_failure = ""
+
+    @property
+    def generation(self) -> int:
+        """Which start of the server the session is on (a call notes it before it runs,
+        so that a restart after its timeout stops that start and never a newer one)."""
+        return self._starts
 
     def _current(self) -> _Connection:
         """The live connection, or a new one; :class:`McpError` while backing off."""
@@ -98,7 +105,8 @@ class Session:
                     f"MCP server {self.server.describe()} failed {self._failures} times in a"
                     f" row; it is started again in {wait:.1f} s. Last time: {self.last_failure}"
                 )
-            connection = self._connection = _Connection(self)
+            self._starts += 1
+            connection = self._connection = _Connection(self, self._starts)
         return connection
 
     async def client(self) -> Any:
@@ -135,7 +143,15 @@ class Session:
         """The last stderr lines of the current server process, as an error's ending."""
         return self._connection.stderr_tail() if self._connection is not None else ""
 
-    async def close(self) -> None:
+    async def restart(self, generation: int, why: str) -> None:
+        """Stop start ``generation`` of the server, if it is still the current one (a call
+        on it timed out: the server may be wedged on it); the next call starts a new one.
+        The other calls in flight on it fail as for a crash, with ``why``."""
+        connection = self._connection
+        if connection is not None and connection.generation == generation:
+            await self.close(why)
+
+    async def close(self, why: str = "") -> None:
         """Stop the server and wait until it is stopped; the next call starts a new one.
 
         The wait goes on even if the caller is cancelled meanwhile (Ctrl-C): a stop
@@ -145,7 +161,7 @@ class Session:
         connection, self._connection = self._connection, None
         if connection is None:
             return
-        connection.stop()
+        connection.stop(why)
         try:
             await asyncio.wait([connection.task])  # unlike gather, never cancels the task
         except asyncio.CancelledError:
@@ -156,9 +172,11 @@ class Session:
 class _Connection:
     """One start of the server, held open by a background task until it ends or is stopped."""
 
-    def __init__(self, session: Session) -> None:
+    def __init__(self, session: Session, generation: int) -> None:
         loop = asyncio.get_running_loop()
         self.session = session
+        self.generation = generation
+        self.stop_reason = ""  # why it was stopped while calls were in flight, if it was
         self.ready: asyncio.Future[Any] = loop.create_future()
         self.ready.add_done_callback(_retrieve)  # nobody may be left waiting to read it
         self.ended = False  # the server's messages ended, or it was stopped: use a new one
@@ -234,7 +252,8 @@ class _Connection:
             self._counted = True
             self.session.failed(why)
 
-    def stop(self) -> None:
+    def stop(self, why: str = "") -> None:
+        self.stop_reason = why
         self.stopping = True
         self.ended = True
         if self.ready.done():
@@ -247,6 +266,8 @@ class _Connection:
 
     def crash_message(self, exc: BaseException) -> str:
         name = self.session.server.describe()
+        if self.stop_reason:
+            return f"MCP server {name} {self.stop_reason}; it is started again for the next call"
         return (
             f"MCP server {name} stopped during the call ({reason(exc)}); it is started again"
             f" for the next call{self.stderr_tail()}"

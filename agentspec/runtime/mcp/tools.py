@@ -79,13 +79,14 @@ class McpTool(BaseTool):
                 await session.client()
             except McpError as exc:
                 return self._error(f"{self.name} failed: {exc}", "unavailable")
+            started = session.generation  # the server process this call runs on
             token = _CALL_SESSION.set(session)
             try:
                 result = await super().run(args, ctx)
             finally:
                 _CALL_SESSION.reset(token)
-            if result.code == "timeout":
-                await self.server.after_timeout(session)
+            if result.code == "timeout":  # the server may be wedged: it is restarted
+                await self.server.after_timeout(session, started)
         return result
 
     async def execute(self, args: dict[str, Any], context: ToolContext) -> str:
