@@ -22,7 +22,7 @@ import jsonschema
 
 from agentspec.formats.caps import MAX_ERROR_CHARS, cap_error
 from agentspec.json_schema import JSON_TYPE_TESTS, validator_of
-from agentspec.runtime.episode.blocking import run_blocking
+from agentspec.runtime.episode.blocking import TooManyStuckCalls, run_blocking
 
 _timeout = getattr(asyncio, "timeout", None)  # Python 3.11+
 
@@ -89,8 +89,9 @@ class ToolResult:
     ok: bool
     code: str = ""
     """Empty when ok; else ``unknown_tool``, ``invalid_arguments``, ``guard``, ``failed``,
-    ``exception`` or ``timeout``, or a kind the tool names (MCP tools: ``crashed``,
-    ``unavailable``)."""
+    ``exception`` or ``timeout`` (also a blocking call not run because the episode's
+    timed-out calls still hold their threads), or a kind the tool names (MCP tools:
+    ``crashed``, ``unavailable``, ``too_large``)."""
     done: bool = False
     success: bool | None = None
     info: dict[str, Any] = field(default_factory=dict)
@@ -265,7 +266,11 @@ class BaseTool:
             args = {**args, **left_out}
         try:
             if self.blocking:
-                out = await run_blocking(lambda: self._guarded_call(args, ctx), self.timeout)
+                # The episode (its environment) is whom a thread stuck past the timeout
+                # counts against: it, and not the other episodes, runs out of them.
+                out = await run_blocking(
+                    lambda: self._guarded_call(args, ctx), self.timeout, owner=ctx.env
+                )
             else:
                 out = await self._guarded_execute(args, ctx)
         except _Refused as refused:
@@ -280,6 +285,8 @@ class BaseTool:
             return self._error(str(failure), failure.code)
         except (asyncio.TimeoutError, TimeoutError):  # the same class from Python 3.11 on
             return self._error(f"{self.name} timed out after {self.timeout:g} s", "timeout")
+        except TooManyStuckCalls as exc:  # this episode's earlier calls still hold threads
+            return self._error(f"{self.name} {exc}", "timeout")
         except Exception as exc:  # a tool's failure is an observation, not a crash
             return self._error(f"{self.name} failed: {type(exc).__name__}: {exc}", "exception")
         if isinstance(out, ToolOutput):
