@@ -122,6 +122,7 @@ CODES: dict[str, str] = {
     "E914": "data file is empty or unreadable",
     "W901": "data not reachable from this machine",
     "W902": "a render field the corpus does not have",
+    "W903": "the data is too small for training.eval_samples",
 }
 
 TRAINING_SETTING_CODES = {"E211": "warm_start", "E212": "algorithm"}

@@ -101,6 +101,7 @@ class DataChecks:
                 self._fields_present(list(row), f"the first row of {path.name}")
                 inside = self.spec_dir.resolve() in path.resolve().parents
                 self._field_types(row, f"row 1 of {path.name}", show_values=inside)
+            self._held_out_share(path)
             return
         if path.suffix == ".parquet" or kind == "parquet":
             columns, problem = _parquet_columns(path)
@@ -114,6 +115,28 @@ class DataChecks:
                 return
             if columns is not None:
                 self._fields_present(columns, f"the columns of {path.name}")
+
+    def _held_out_share(self, path: FsPath) -> None:
+        """W903 when the data is too small to hold out `training.eval_samples` and train
+        on the rest: `train` and `eval` then hold out half of it (`held_out_split`)."""
+        assert self.spec.data is not None
+        eval_samples = self.spec.training.eval_samples
+        # a spec with no `training` section is not (yet) meant to be trained
+        if self.spec.data.eval_split is not None or "training" not in self.spec.model_fields_set:
+            return
+        rows = count_jsonl_rows(path)
+        if rows is None or rows < 2 or rows > eval_samples:
+            return
+        self.error(
+            "W903",
+            f"{path.name} holds {rows} samples, no more than training.eval_samples"
+            f" ({eval_samples}): train and eval hold out half of them ({rows // 2})"
+            f" and train on {rows - rows // 2}",
+            ("training", "eval_samples")
+            if "eval_samples" in self.spec.training.model_fields_set
+            else ("data", "source"),
+            f"set training.eval_samples below {rows}, add samples, or declare an eval_split",
+        )
 
     def _field_types(self, row: dict[str, Any], where: str, show_values: bool = True) -> None:
         """The declared fields' values in a row validate read, against their types
@@ -268,6 +291,8 @@ def is_file(path: FsPath) -> bool:
 
 # The most of a data file validate reads: its first rows, never a whole file.
 FIRST_ROW_BYTES = 1 << 20
+# The largest data file validate counts the rows of (W903).
+COUNT_ROWS_BYTES = 16 << 20
 
 
 def first_data_row(spec: TaskSpec, spec_dir: FsPath) -> dict[str, Any] | None:
@@ -305,6 +330,18 @@ def first_jsonl_row(path: FsPath) -> dict[str, Any] | None:
     except (OSError, ValueError, RecursionError):
         return None
     return None
+
+
+def count_jsonl_rows(path: FsPath) -> int | None:
+    """The non-empty lines of a JSONL file of at most `COUNT_ROWS_BYTES` (None for a larger
+    or unreadable one: validate never reads a whole large file)."""
+    try:
+        if path.stat().st_size > COUNT_ROWS_BYTES:
+            return None
+        with path.open("rb") as handle:
+            return sum(1 for line in handle if line.strip())
+    except OSError:
+        return None
 
 
 def _unusable_jsonl(path: FsPath) -> tuple[str, str] | None:

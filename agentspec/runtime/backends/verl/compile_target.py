@@ -117,17 +117,12 @@ def _write(path: Path, text: str) -> Path:
 def _splits(
     module: ModuleType, n_train: int, n_eval: int
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """Training and held-out samples, chosen as the local backend chooses them: the spec's
-    own split for training; its ``eval_split``, a generator's ``test`` split, or else the
-    last ``n_eval`` samples of the data (removed from training) for validation."""
-    eval_split = getattr(module, "EVAL_SPLIT", None) or (
-        "test" if str(getattr(module, "DATA_SOURCE", "")).startswith("generator:") else None
-    )
-    if eval_split is not None:
-        return module.load_samples(limit=n_train), module.load_samples(eval_split, limit=n_eval)
-    samples = module.load_samples()
-    cut = max(1, len(samples) - n_eval)
-    return samples[:cut][:n_train], samples[cut:]
+    """Training and held-out samples, chosen by the local backend's own function
+    (`held_out_split`): the same held-out samples on both backends."""
+    from agentspec.runtime.spec.run import held_out_split
+
+    train, held_out = held_out_split(module, n_eval, train_limit=n_train)
+    return train[:n_train], held_out
 
 
 def _rows(
