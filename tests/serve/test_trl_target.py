@@ -129,3 +129,55 @@ def test_descriptions_are_data_in_the_generated_module(tmp_path: Path) -> None:
     )
     module.HostileWordsEnv.echo.__doc__  # noqa: B018 (read, never run)
     assert not mark.exists()
+
+
+def test_rows_through_arrow_start_the_true_sample(tmp_path: Path) -> None:
+    """docs/trl.md's `Dataset.from_list(rows)`: Arrow merged the keys of dict fields
+    across rows and filled the missing ones with None (airline_service's `expected_db`,
+    on which success then compared a corrupted copy). Reset starts the spec's own sample."""
+    from datasets import Dataset
+
+    module = generated("airline_service.yaml", tmp_path)
+    rows = module.dataset()
+    truth = module.AirlineServiceEnv().spec.samples("train")
+    assert all(isinstance(v, str | int | float | bool | list) for row in rows for v in row.values())
+    for i, row in enumerate(Dataset.from_list(rows)):
+        env = module.AirlineServiceEnv()
+        env.reset(**row)
+        assert env.session.session._open_env.sample == truth[i]
+
+
+CONTINUE = """\
+agentspec: 1
+name: keeps_going
+prompt: {user: "Say something."}
+tools:
+  noop: {description: Do nothing., parameters: {}}
+episode: {max_steps: 6, tool_format: hermes, final_answer: continue, max_response_tokens: 32}
+rewards:
+  per_step: {on: step, value: "1.0"}
+"""
+
+
+def test_a_continue_answer_ends_the_rollout_unpadded(tmp_path: Path) -> None:
+    """`final_answer: continue`: the answer does not end the episode, but TRL's rollout is
+    over; the episode was padded with empty turns to max_steps, each paid `on: step`."""
+    spec = tmp_path / "keeps_going.yaml"
+    spec.write_text(CONTINUE)
+    result = CliRunner().invoke(
+        app, ["compile", str(spec), "--target", "trl", "-o", str(tmp_path / "out")]
+    )
+    assert result.exit_code == 0, result.output
+    module_spec = importlib.util.spec_from_file_location(
+        "keeps_going_trl", tmp_path / "out" / "keeps_going_trl.py"
+    )
+    assert module_spec is not None and module_spec.loader is not None
+    module = importlib.util.module_from_spec(module_spec)
+    module_spec.loader.exec_module(module)
+    env = module.KeepsGoingEnv()
+    env.reset()
+    (per_step,) = module.REWARD_FUNCS
+    completion = [{"role": "assistant", "content": "hello"}]
+    assert per_step([completion], [env]) == [1.0]
+    assert env.end.termination == "agent_stopped"
+    assert len(env.end.trajectory.steps) == 1

@@ -9,7 +9,8 @@ The generated class therefore:
 
 - has one typed method per spec tool, which plays that call as a step of the
   episode (a failed call raises, which TRL shows the model as `{"error": ...}`);
-- starts the episode in `reset` on the row's sample (the spec's fields);
+- starts the episode in `reset` on the row's sample (the spec's own, by the row's
+  `split` and `index`: Arrow rewrites dict fields, so rows never carry the sample whole);
 - hands the final answer over when the generated reward functions score the
   rollout (one per declared component, each the episode's total of it): they
   play the completion's last assistant text as the episode's last step.
@@ -34,6 +35,7 @@ from agentspec.runtime.serve.session import (
     End,
     SessionError,
     SyncEpisodeSession,
+    Turn,
     first_turn,
     json_safe,
 )
@@ -77,10 +79,13 @@ class AgentspecTRLEnv:
         )
 
     def reset(self, **row: Any) -> str | None:
-        """Start the episode on the row's sample (its fields; TRL's `prompt` column aside)."""
-        sample = {k: v for k, v in row.items() if k != "prompt"}
+        """Start the episode on the row's sample: the spec's own sample at the row's
+        `split` and `index` (a `dataset()` row), else the row's fields as the sample."""
         self.end = None
-        turn = self.session.start(sample=sample)
+        if isinstance(row.get("index"), int) and isinstance(row.get("split"), str):
+            turn = self.session.start(split=row["split"], index=row["index"])
+        else:
+            turn = self.session.start(sample={k: v for k, v in row.items() if k != "prompt"})
         if turn.done:
             self.end = turn  # type: ignore[assignment]
         return None
@@ -132,14 +137,18 @@ class AgentspecTRLEnv:
         return None
 
     def _finish(self, answer: str) -> End:
-        """The episode's end: the final answer played as the last step (once)."""
+        """The episode's end: the final answer played as the last step (once). Where the
+        answer does not end the episode (`final_answer: continue`), TRL's rollout is over
+        all the same: the episode ends there as `agent_stopped`, as verifiers ends it,
+        never padded with empty turns that would earn `on: step` rewards."""
         if self.end is None:
-            try:
-                turn = self.session.act(answer)
-            except SessionError:  # never started: the row had no sample
-                raise
-            while not turn.done:  # a spec that wants more than one final turn: stop here
-                turn = self.session.act("")
+            turn = self.session.act(answer)  # a SessionError: the row had no sample
+            if not turn.done:
+                trajectory = self.session.trajectory
+                assert trajectory is not None
+                fields = {f.name: getattr(turn, f.name) for f in dataclasses.fields(Turn)}
+                turn = End(**fields, termination="agent_stopped", trajectory=trajectory)
+                self.session.close()
             self.end = turn  # type: ignore[assignment]
         assert self.end is not None
         return self.end
@@ -177,12 +186,29 @@ def component_reward(name: str) -> Any:
 def dataset_rows(
     spec_path: str | Path, split: str | None = None, limit: int | None = None
 ) -> list[dict[str, Any]]:
-    """TRL dataset rows of a spec: `prompt` (the first messages, tools passed apart by TRL)
-    and the sample's fields, which `reset` receives back."""
+    """TRL dataset rows of a spec: `prompt` (the first messages, tools passed apart by TRL),
+    the sample's place (`split`, `index`), by which `reset` starts that very sample, and
+    its text, number and boolean fields. Rows survive `Dataset.from_list`: Arrow merges
+    the keys of dict fields across rows and fills the missing ones with None (a corrupted
+    sample), so dict and list fields are never columns."""
     if limit is not None and limit < 1:  # `[:-1]` would drop the last row instead
         raise SessionError(f"limit must be at least 1, not {limit}")
     spec = served(spec_path)
+    split = split or spec.default_split
     return [
-        {"prompt": first_turn(spec, sample).messages, **json_safe(sample)}
-        for sample in spec.samples(split)[:limit]
+        {
+            "prompt": first_turn(spec, sample).messages,
+            **{k: v for k, v in json_safe(sample).items() if _scalar(v) and k not in ROW_KEYS},
+            "split": split,
+            "index": index,
+        }
+        for index, sample in enumerate(spec.samples(split)[:limit])
     ]
+
+
+ROW_KEYS = ("prompt", "split", "index")
+"""The columns of a row that are not sample fields."""
+
+
+def _scalar(value: Any) -> bool:
+    return isinstance(value, str | int | float | bool)
