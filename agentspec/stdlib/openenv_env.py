@@ -18,11 +18,17 @@ The environment's reward reaches the spec as ``env.reward`` (this step's) and
 
 ``env.done`` ends the episode; ``env.observation`` is the whole observation.
 Config: ``url`` (required), ``action_field`` (default ``text``),
-``observation_field``, ``reset``, ``reset_from_sample``, ``timeout_s``.
+``observation_field``, ``reset``, ``reset_from_sample``, ``timeout_s``, and
+``capacity`` (default 1, OpenEnv's own default of ``max_concurrent_envs``): the
+most sessions this process holds open on the server at once. Episodes beyond it
+wait for a session to close, so a server of capacity 1 plays them one after
+another instead of refusing all but one; a server that refuses a session all the
+same is an error that names the setting.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Mapping
 from typing import Any
@@ -43,9 +49,16 @@ class OpenEnvAdapter(EnvironmentAdapter):
         reset: Mapping[str, Any] | None = None,
         reset_from_sample: Mapping[str, str] | None = None,
         timeout_s: float = 60.0,
+        capacity: int = 1,
     ) -> None:
         if not isinstance(url, str) or not url.startswith(("http://", "https://")):
             raise ValueError(f"the openenv adapter's url must be http(s)://HOST:PORT, not {url!r}")
+        if isinstance(capacity, bool) or not isinstance(capacity, int) or capacity < 1:
+            raise ValueError(
+                f"the openenv adapter's capacity must be an integer >= 1, not {capacity!r}"
+            )
+        self.capacity = capacity
+        self._slot: asyncio.Semaphore | None = None
         self.url = url
         self.action_field = action_field
         self.observation_field = observation_field
@@ -64,9 +77,15 @@ class OpenEnvAdapter(EnvironmentAdapter):
             if field not in sample:
                 raise KeyError(f"reset_from_sample: the sample has no field {field!r}")
             arguments[argument] = sample[field]
-        self.client = GenericEnvClient(base_url=self.url, message_timeout_s=self.timeout_s)
-        await self.client.connect()
-        result = await self.client.reset(**arguments)
+        self._slot = _sessions(self.url, self.capacity)
+        await self._slot.acquire()
+        try:
+            self.client = GenericEnvClient(base_url=self.url, message_timeout_s=self.timeout_s)
+            await self.client.connect()
+            result = await self.client.reset(**arguments)
+        except Exception as exc:
+            await self.close()
+            raise self._refused(exc) from None
         self.info = {"reward": 0.0, "total_reward": 0.0, "done": bool(result.done)}
         return self._seen(result)
 
@@ -87,10 +106,36 @@ class OpenEnvAdapter(EnvironmentAdapter):
         self.info["observation"] = dict(observation)
         return observation_text(observation, self.observation_field)
 
+    def _refused(self, exc: Exception) -> Exception:
+        """The error of a session the server would not open, naming `capacity`."""
+        return RuntimeError(
+            f"the OpenEnv server at {self.url} did not open a session"
+            f" ({type(exc).__name__}: {exc or 'connection closed'}); this process holds at most"
+            f" {self.capacity} at once (environment.config.capacity): set it to the server's"
+            " max_concurrent_envs, and check that the server is running"
+        )
+
     async def close(self) -> None:
         client, self.client = self.client, None
-        if client is not None:
-            await client.close()
+        slot, self._slot = self._slot, None
+        try:
+            if client is not None:
+                await client.close()
+        finally:
+            if slot is not None:
+                slot.release()
+
+
+_SLOTS: dict[tuple[str, int, int], asyncio.Semaphore] = {}
+
+
+def _sessions(url: str, capacity: int) -> asyncio.Semaphore:
+    """The sessions this process may hold on ``url``, shared by its episodes (per event
+    loop: a semaphore belongs to the loop it waits on)."""
+    key = (url, capacity, id(asyncio.get_running_loop()))
+    if key not in _SLOTS:
+        _SLOTS[key] = asyncio.Semaphore(capacity)
+    return _SLOTS[key]
 
 
 def observation_text(observation: Mapping[str, Any], field: str | None = None) -> str:

@@ -174,3 +174,31 @@ def test_the_pages_remote_echo_spec_plays_on_openenvs_echo_environment(
     played = agentspec_cli("run", str(spec), "--policy", "random", "-n", "2", "--out", str(out))
     assert played.returncode == 0, played.stdout + played.stderr
     assert (out / "trajectories.jsonl").read_text().count("\n") == 2
+
+
+def test_concurrent_episodes_wait_for_the_servers_one_session(
+    echo_url: str, tmp_path: Path
+) -> None:
+    """The echo environment holds one session: 3 of 4 concurrent episodes failed (some
+    with `ConnectionClosedOK`). `capacity` (default 1) makes them take turns."""
+    import re
+
+    page = (ROOT / "docs" / "openenv.md").read_text(encoding="utf-8")
+    example = next(b for b in re.findall(r"```yaml\n(.*?)```", page, re.S) if "remote_echo" in b)
+    spec = tmp_path / "remote_echo.yaml"
+    spec.write_text(example.replace("http://127.0.0.1:8001", echo_url))
+    topics = "".join(f'{{"id": "t{i}", "topic": "tea {i}"}}\n' for i in range(4))
+    (tmp_path / "topics.jsonl").write_text(topics)
+    out = tmp_path / "out"
+    played = agentspec_cli("run", str(spec), "--policy", "random", "-n", "4", "--out", str(out))
+    assert played.returncode == 0, played.stdout + played.stderr
+    lines = (out / "trajectories.jsonl").read_text().splitlines()
+    assert len(lines) == 4
+    assert not [line for line in lines if "env_error" in line], lines
+
+
+def test_a_capacity_that_is_not_a_count_is_refused() -> None:
+    from agentspec.stdlib.openenv_env import OpenEnvAdapter
+
+    with pytest.raises(ValueError, match="capacity must be an integer >= 1"):
+        OpenEnvAdapter(url="http://127.0.0.1:1", capacity=0)
