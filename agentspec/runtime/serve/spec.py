@@ -25,6 +25,10 @@ from agentspec.stdlib.data import DataError
 
 __all__ = ["ServedSpec", "SessionError"]
 
+HELD_OUT = "test"
+"""The held-out split's name for data without an eval split of its own (its last
+`training.eval_samples` samples)."""
+
 
 class SessionError(ValueError):
     """A request a session cannot take: no such sample, an action before the start or
@@ -129,13 +133,21 @@ class ServedSpec:
         return "train"
 
     def splits(self) -> list[str]:
-        """The splits an episode can be drawn from: train, and the held-out split."""
+        """The splits an episode can be drawn from: `train`, what `agentspec train` trains
+        on, and the held-out split, what `agentspec eval` reports on (the spec's
+        `eval_split`, a generator's `test`, else `test`: the data's last
+        `training.eval_samples` samples, which `train` leaves out)."""
         if not self.module.DATA_SOURCE:
             return []
-        held_out = self.module.EVAL_SPLIT or (
-            "test" if self.module.DATA_SOURCE.startswith("generator:") else None
-        )
-        return ["train"] + ([held_out] if held_out and held_out != "train" else [])
+        held_out = self.held_out_split
+        return ["train"] + ([held_out] if held_out != "train" else [])
+
+    @property
+    def held_out_split(self) -> str:
+        """The name of the split held out for evaluation."""
+        from agentspec.runtime.spec.run import eval_split_name
+
+        return eval_split_name(self.module) or HELD_OUT
 
     def samples(self, split: str | None = None) -> list[dict[str, Any]]:
         """Every sample of ``split`` (default train), loaded once."""
@@ -145,9 +157,21 @@ class ServedSpec:
             raise SessionError(f"unknown split {split!r}; splits: {known}")
         with self._lock:
             if split not in self._samples:
-                loaded = self.module.load_samples(split=None if split == "train" else split)
-                self._samples[split] = loaded
+                self._samples.update(self._load(split))
             return self._samples[split]
+
+    def _load(self, split: str) -> dict[str, list[dict[str, Any]]]:
+        """`split`'s samples (and any other split read with them), carved as `agentspec
+        train` and `agentspec eval` carve them, so that an outside trainer never trains
+        on what `eval` reports on."""
+        from agentspec.runtime.spec.run import eval_split_name, hold_out_last
+        from agentspec.spec.training import TrainingSpec
+
+        if eval_split_name(self.module) is not None:  # a split of its own, never trained on
+            return {split: self.module.load_samples(split=None if split == "train" else split)}
+        eval_samples = TrainingSpec.model_validate(self.module.TRAINING).eval_samples
+        train, held_out = hold_out_last(self.module.load_samples(), eval_samples)
+        return {"train": train, HELD_OUT: held_out}
 
     def task(self, split: str, index: int) -> dict[str, Any]:
         """One sample as a task: its fields, id and index (the Task API's record)."""

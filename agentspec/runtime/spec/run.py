@@ -216,7 +216,7 @@ def held_out_split(
     """
     if module.DATA_SOURCE is None:
         raise no_data(module)
-    eval_split = _eval_split(module)
+    eval_split = eval_split_name(module)
     if eval_split is not None:
         train_samples = module.load_samples(limit=train_limit)
         return train_samples, module.load_samples(split=eval_split, limit=eval_samples)
@@ -229,14 +229,27 @@ def held_out_split(
             " split, and training and evaluation need one sample to learn from and one held"
             " out: add samples, or an `eval_split`"
         )
+    return hold_out_last(samples, eval_samples)
+
+
+def hold_out_last(
+    samples: list[dict[str, Any]], eval_samples: int
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Data without an eval split, split as `train` and `eval` split it: the last
+    `eval_samples` samples held out, or half of data of no more than `eval_samples`
+    (the last `eval_samples` would leave one sample to train on). A single sample has
+    nothing to hold out: it is all training (`held_out_split` refuses such data; a served
+    spec plays it)."""
     held = eval_samples if len(samples) > eval_samples else len(samples) // 2
+    if held == 0:
+        return list(samples), []
     return samples[:-held], samples[-held:]
 
 
 def held_out_note(module: ModuleType, total: int, eval_samples: int) -> str:
     """What `held_out_split` did when the data is too small to hold out `eval_samples`
     and train on the rest ("" otherwise)."""
-    if _eval_split(module) is not None or total > eval_samples:
+    if eval_split_name(module) is not None or total > eval_samples:
         return ""
     return (
         f"the spec's data holds {total} samples, no more than training.eval_samples"
@@ -264,7 +277,7 @@ def evaluation_samples(
     `held_out` (`training.eval_samples` of the run) — those training never saw — and
     `eval` never reaches past them into what was trained on.
     """
-    if _eval_split(module) is not None:
+    if eval_split_name(module) is not None:
         train_samples, samples = held_out_split(module, episodes, train_limit)
         return train_samples, samples, ""
     train_samples, samples = held_out_split(module, held_out)
@@ -278,7 +291,10 @@ def evaluation_samples(
     return train_samples, samples[:episodes], note
 
 
-def _eval_split(module: ModuleType) -> str | None:
+def eval_split_name(module: ModuleType) -> str | None:
+    """The split held out for evaluation when the data has one of its own: the spec's
+    `eval_split`, or a generator's `test`; None when the held-out samples are the last of
+    the data (`hold_out_last`)."""
     if module.EVAL_SPLIT:
         return str(module.EVAL_SPLIT)
     source = module.DATA_SOURCE or ""
