@@ -188,7 +188,11 @@ BUILTINS: dict[str, Signature] = {
 
 # Calls that are statements, not values: they end the episode.
 EFFECT_CALLS: dict[str, Signature] = {
-    "done": Signature((), ANY, "End the episode (normally)."),
+    "done": Signature(
+        (),
+        ANY,
+        "End the episode (normally) after this call; the effect's later statements still run.",
+    ),
     "fail": Signature(
         (STR,), ANY, "End the tool call with an error message the model sees.", optional=1
     ),

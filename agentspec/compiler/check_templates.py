@@ -111,7 +111,12 @@ def _check_names(
             checker.error("E602", message, span, hint)
             continue
         message = f"undefined template variable '{name}'"
-        if name in checker.functions or name in BUILTINS:
+        if site.tool is not None and name in _effect_lets(checker, site.tool):
+            hint = (  # a `let` lives for the effect's statements, not the observation after
+                f"'{name}' is a `let` of the tool's effect, which ends with the effect: keep"
+                f" the value in state (`state.{name} = …`) and show `{{{{ state.{name} }}}}`"
+            )
+        elif name in checker.functions or name in BUILTINS:
             hint = (  # `{{ fmt(state.temp) }}`: templates render, they call nothing
                 f"a template cannot call '{name}': compute the value in the tool's"
                 " `returns:` and show `{{ result }}`, or use a Jinja filter (`| round`)"
@@ -183,3 +188,16 @@ def _line_offset(text: str, line: int) -> int:
 def _word_offset(text: str, word: str) -> int:
     match = re.search(r"\b" + re.escape(word) + r"\b", text)
     return 0 if match is None else match.start()
+
+
+def _effect_lets(checker: CheckState, tool: str) -> set[str]:
+    """The names `let NAME = …` binds in ``tool``'s effect."""
+    spec_tool = checker.spec.tools.get(tool)
+    if spec_tool is None:
+        return set()
+    effect = spec_tool.effect
+    statements = [effect] if isinstance(effect, str) else list(effect or [])
+    return {m.group(1) for text in statements if (m := _LET.match(str(text)))}
+
+
+_LET = re.compile(r"\s*let\s+([A-Za-z_]\w*)\s*=")

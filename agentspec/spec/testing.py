@@ -114,6 +114,11 @@ class OracleGateSpec(Section):
     random_below: bool = Field(
         True, description="Also require a random policy to score below the oracle."
     )
+    tool_errors: list[str] = Field(
+        default_factory=list,
+        description="Tools whose errors the oracle means to cause (a call it expects a guard"
+        " to refuse): their tool errors do not fail the gate. Any other tool error does.",
+    )
 
 
 class ExploreGateSpec(Section):

@@ -174,6 +174,18 @@ def test_an_oracle_with_tool_errors_fails_at_the_oracle_turn(tmp_path: Path) -> 
     )
 
 
+def test_an_oracle_may_declare_the_tool_errors_it_means(tmp_path: Path) -> None:
+    """The oracle gate refused every tool error, with no way to declare an intended one
+    (an oracle that shows a guard refusing): `tests.oracle.tool_errors` names the tools."""
+    text = SPEC.replace(
+        '"take[key]"\n  - "go[middle]"', '"take[sword]"\n  - "take[key]"\n  - "go[middle]"'
+    ).replace("oracle: {samples: 4}", "oracle: {samples: 4, tool_errors: [take]}")
+    result = runner.invoke(app, ["test", str(write(tmp_path, text))])
+    assert result.exit_code == 0, result.output
+    other = text.replace("tool_errors: [take]", "tool_errors: [go]")
+    assert runner.invoke(app, ["test", str(write(tmp_path, other))]).exit_code == 1
+
+
 def test_a_failing_turn_after_an_each_entry_is_blamed_on_its_own_entry(tmp_path: Path) -> None:
     # Issue 26: turn 3 comes from the second entry (the `each` gives turns 1
     # and 2); it used to be blamed on the third entry, `take[key]`.

@@ -186,3 +186,28 @@ def test_a_read_the_set_may_not_reach_is_e602_at_that_read(user: str, nth: int) 
     reads = [i for i in range(len(line)) if line.startswith("{{ z }}", i)]
     assert d.span is not None and d.span.column == reads[nth] + 4
     assert "may not have run" in d.message
+
+
+def test_a_let_read_by_the_observation_says_to_keep_it_in_state() -> None:
+    """A `let` of a tool's effect ends with the effect: the observation cannot read it,
+    and E602's hint said only 'undefined', not where the value must live."""
+    text = """agentspec: 1
+name: letc
+prompt: {user: hi}
+state:
+  total: {type: int, initial: 0}
+tools:
+  add:
+    description: add
+    parameters: {n: {type: integer}}
+    effect:
+      - let doubled = args.n * 2
+      - state.total += doubled
+    observe: "Added {{ doubled }}."
+episode: {max_steps: 2}
+rewards:
+  r: {on: final, value: "1.0"}
+"""
+    found = [d for d in check_source(SourceFile("letc.yaml", text)).diagnostics if d.code == "E602"]
+    assert len(found) == 1 and found[0].hint is not None
+    assert "keep the value in state" in found[0].hint and "state.doubled" in found[0].hint

@@ -325,7 +325,10 @@ class SpecTestRunner:
             where = self._oracle_span(turn)
             at = f"sample {sid}, turn {step.index + 1}{_entry_label(turn)}"
             for event in step.events:
-                if event.kind in (EventKind.TOOL_ERROR, EventKind.PARSE_ERROR):
+                intended = (
+                    event.kind == EventKind.TOOL_ERROR and event.tool in self.gate.tool_errors
+                )
+                if event.kind in (EventKind.TOOL_ERROR, EventKind.PARSE_ERROR) and not intended:
                     failures.append(
                         Failure(
                             f"{at}: {event.kind.replace('_', ' ')}"
