@@ -22,8 +22,6 @@ def main(directory: Path, name: str) -> None:
     from datasets import Dataset
     from trl import GRPOConfig, GRPOTrainer
 
-    from agentspec.runtime.text.tiny_model import build_tiny_model, build_tiny_tokenizer
-
     warnings.filterwarnings("ignore")
     torch.manual_seed(0)
     sys.path.insert(0, str(directory))
@@ -32,11 +30,12 @@ def main(directory: Path, name: str) -> None:
         v for k, v in vars(module).items() if k.endswith("Env") and k != "AgentspecTRLEnv"
     )
     rows = module.dataset(limit=4)
-    texts = [m["content"] for row in rows for m in row["prompt"]] + ["<tool_call>", "</tool_call>"]
-    tokenizer = build_tiny_tokenizer(texts * 20, vocab_size=600)
-    templates = Path(trl.__file__).parent / "chat_templates"
-    tokenizer.chat_template = (templates / "qwen2_5.jinja").read_text(encoding="utf-8")
-    model = build_tiny_model(tokenizer).train()
+    # docs/trl.md's offline recipe, run as the page writes it
+    page = (Path(__file__).resolve().parents[2] / "docs" / "trl.md").read_text(encoding="utf-8")
+    recipe = page.split("## Offline, on a CPU", 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
+    made: dict = {"rows": rows}
+    exec(compile(recipe, "docs/trl.md", "exec"), made)
+    tokenizer, model = made["tokenizer"], made["model"].train()
 
     seen: list[dict] = []
 
