@@ -16,10 +16,10 @@ import pytest
 from typer.testing import CliRunner
 
 from agentspec.cli import app
+from agentspec.runtime.serve.oracle_chat import scripted_chat
 from agentspec.runtime.serve.spec import ServedSpec
 
 from .helpers import ROOT, checkout_env, side_venvs
-from .scripted_chat import scripted_chat
 
 SAMPLES = 3
 PAGE = (ROOT / "docs" / "verifiers.md").read_text(encoding="utf-8")

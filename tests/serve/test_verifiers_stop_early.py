@@ -14,10 +14,10 @@ import pytest
 from typer.testing import CliRunner
 
 from agentspec.cli import app
+from agentspec.runtime.serve.oracle_chat import scripted_chat
 from agentspec.runtime.serve.spec import ServedSpec
 
 from .helpers import ROOT, checkout_env, side_venvs
-from .scripted_chat import scripted_chat
 
 NOT_A_RESERVATION = (
     '<tool_call>{"name": "cancel_reservation", "arguments": {"reservation_id": "NOPE"}}</tool_call>'
