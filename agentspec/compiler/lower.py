@@ -273,6 +273,12 @@ def _connection(name: str, server: McpServerSpec) -> dict[str, Any]:
         "url": server.url,
         "env": dict(server.env),
         "timeout": server.timeout,
+        # the size limits only where the spec sets them: the runtime has the same defaults
+        **{
+            key: getattr(server, key)
+            for key in ("max_result_bytes", "max_log_bytes")
+            if key in server.model_fields_set
+        },
         "sessions": "episode" if server.openenv else server.sessions,
         "openenv": server.openenv or None,
         "reset": dict(server.reset) or None,

@@ -33,6 +33,7 @@ from agentspec.spec.base import (
     ToolFormat,
     TypeName,
 )
+from agentspec.spec.mcp_limits import MAX_LOG_BYTES, MAX_RESULT_BYTES
 from agentspec.spec.testing import (
     Ending,
     ExploreGateSpec,
@@ -253,6 +254,18 @@ class McpServerSpec(Section):
         default_factory=dict, description="Environment variables for a stdio server."
     )
     timeout: float = Field(30.0, gt=0, description="Seconds before one call is abandoned.")
+    max_result_bytes: int = Field(
+        MAX_RESULT_BYTES,
+        ge=1024,
+        le=1 << 30,
+        description="The most bytes of one message the server sends (a call's result, as JSON): a larger answer fails its call (`too_large`) and is never read whole. Default 1 MiB (1048576). See docs/mcp.md.",
+    )
+    max_log_bytes: int = Field(
+        MAX_LOG_BYTES,
+        ge=0,
+        le=1 << 40,
+        description="The most bytes of a stdio server's stderr kept: of each process (then only its last lines when it ends), and in `RUN_DIR/mcp/NAME.log` for all its processes together. Default 10 MiB (10485760).",
+    )
     sessions: Literal["shared", "episode"] | Annotated[int, Field(ge=1, le=MAX_MCP_SESSIONS)] = (
         Field(
             "shared",

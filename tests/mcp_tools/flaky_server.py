@@ -1,12 +1,15 @@
 """An MCP server that misbehaves on purpose, written with the official SDK (for the tests of
 crashes, stalls, start failures and clean-up). Run as `python flaky_server.py` (stdio).
 
-Tools: `add` (two numbers) and `hang` (blocks the whole server: a synchronous sleep
-on its event loop, as a database stuck on a huge query does).
+Tools: `add` (two numbers), `hang` (blocks the whole server: a synchronous sleep
+on its event loop, as a database stuck on a huge query does), `big` (a result of
+`size` characters) and `chatty` (writes `size` bytes of log lines on stderr).
 
 Options: `--database PATH` must name an existing file (a missing one is a start
 failure, reported on stderr as real servers do); an unknown option is argparse's
-usage error. Environment variables:
+usage error; `--http PORT` serves Streamable HTTP at http://127.0.0.1:PORT/mcp
+instead of stdio, answering with server-sent events, or with plain JSON bodies
+under `--json-response`. Environment variables:
 
 - ``FLAKY_CRASH_ON=N``: exit (status 3) when `add` is called for the Nth time in
   this process, without answering;
@@ -71,9 +74,27 @@ async def hang() -> str:
     return "woke up"
 
 
+@server.tool()
+async def big(size: int) -> str:
+    """Answer with a text of `size` characters."""
+    return "A" * size
+
+
+@server.tool()
+async def chatty(size: int) -> str:
+    """Write `size` bytes of log lines on stderr, then answer."""
+    line = "flaky: a chatty log line, as some servers write for every request\n"
+    sys.stderr.write(line * (size // len(line)))
+    sys.stderr.write("flaky: the last chatty line\n")
+    sys.stderr.flush()
+    return "done"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(prog="flaky_server.py")
     parser.add_argument("--database", help="a file that must exist")
+    parser.add_argument("--http", type=int, metavar="PORT", help="Streamable HTTP on this port")
+    parser.add_argument("--json-response", action="store_true", help="answers as JSON bodies")
     options = parser.parse_args()
     if options.database and not Path(options.database).is_file():
         print(
@@ -85,7 +106,15 @@ def main() -> None:
         with open(pids, "a") as f:
             f.write(f"{os.getpid()}\n")
     print("flaky: ready (this line goes to stderr, not to agentspec's output)", file=sys.stderr)
-    server.run()
+    if options.http:
+        server.run(
+            "streamable-http",
+            host="127.0.0.1",
+            port=options.http,
+            json_response=options.json_response,
+        )
+    else:
+        server.run()
 
 
 if __name__ == "__main__":

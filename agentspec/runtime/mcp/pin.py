@@ -84,6 +84,8 @@ def _server_tools(name: str, config: Any, base_dir: Path) -> dict[str, Any]:
         "env": config.get("env") or {},
         "timeout": config.get("timeout", 30.0),
         "openenv": config.get("openenv") is True,
+        # the spec's own limits, if any (checked by the schema before pinning)
+        **{k: config[k] for k in ("max_result_bytes", "max_log_bytes") if k in config},
     }
     try:
         server = McpServer(connection, base_dir=base_dir)

@@ -30,6 +30,7 @@ from typing import Any
 
 from agentspec.runtime.mcp.session import Session, sdk
 from agentspec.runtime.mcp.stderr import StderrCapture
+from agentspec.spec.mcp_limits import MAX_LOG_BYTES, MAX_RESULT_BYTES
 from agentspec.stdlib.user import check_spec_code_allowed
 
 __all__ = ["McpServer"]
@@ -46,7 +47,10 @@ class McpServer:
             (Streamable HTTP; with ``openenv``, an OpenEnv environment's base URL:
             :mod:`agentspec.runtime.mcp.openenv`); ``env`` (extra environment variables of a stdio
             server); ``timeout`` (seconds per call); ``sessions`` (``"shared"``,
-            ``"episode"`` or a pool size).
+            ``"episode"`` or a pool size); ``max_result_bytes`` (one message the
+            server sends: a larger answer fails its call, ``too_large``, unread) and
+            ``max_log_bytes`` (its stderr kept): :mod:`agentspec.runtime.mcp.launch`,
+            :mod:`agentspec.runtime.mcp.stderr`.
         base_dir: the spec's folder, or a callable giving it when the server
             starts (a generated module learns its folder after import); None
             means the working directory.
@@ -64,6 +68,8 @@ class McpServer:
         self.name = str(config.get("name") or "server")
         self.env = {str(k): str(v) for k, v in (config.get("env") or {}).items()}
         self.timeout = float(config.get("timeout", 30.0))
+        self.max_result_bytes = int(config.get("max_result_bytes", MAX_RESULT_BYTES))
+        self.max_log_bytes = int(config.get("max_log_bytes", MAX_LOG_BYTES))
         # An OpenEnv environment keeps an episode's state in its session: one per episode.
         self.openenv = bool(config.get("openenv", False))
         if self.openenv and self.url is None:
@@ -90,23 +96,26 @@ class McpServer:
 
     def stderr_capture(self) -> StderrCapture | None:
         """Where the next process's stderr goes (None for a server reached by URL)."""
-        return StderrCapture(self.name, " ".join(self.command)) if self.command else None
+        if not self.command:
+            return None
+        return StderrCapture(self.name, " ".join(self.command), self.max_log_bytes)
 
     def transport(self, capture: StderrCapture | None) -> Any:
         """The SDK transport to the server: Streamable HTTP, or a stdio process."""
         mcp = sdk()
         if self.url is not None:
-            from mcp.client.streamable_http import streamable_http_client
+            from agentspec.runtime.mcp.http import bounded_http_client
 
-            return streamable_http_client(self.url)
+            return bounded_http_client(self.url, self.max_result_bytes)
         assert self.command is not None and capture is not None
         check_spec_code_allowed(" ".join(self.command))
         program = self.command[0]
         if program in ("python", "python3"):  # the interpreter (and packages) agentspec runs on
             program = sys.executable
         command, args = program, self.command[1:]
-        if os.name == "posix":  # started by the launcher, which tells its pid (and execs)
-            command, args = sys.executable, ["-I", "-S", str(LAUNCHER), program, *args]
+        if os.name == "posix":  # the launcher tells its pid, bounds its output, and execs
+            limits = [str(self.max_result_bytes), str(self.max_log_bytes)]
+            command, args = sys.executable, ["-I", "-S", str(LAUNCHER), *limits, program, *args]
         parameters = mcp.StdioServerParameters(
             command=command, args=args, env={**os.environ, **self.env}, cwd=str(self.base_dir)
         )

@@ -30,12 +30,13 @@ import signal
 from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING, Any
 
+from agentspec.runtime.mcp.launch import TOO_LARGE, too_large_message
 from agentspec.runtime.mcp.stderr import StderrCapture, quote_tail
 
 if TYPE_CHECKING:
     from agentspec.runtime.mcp.server import McpServer
 
-__all__ = ["McpError", "ServerCrashed", "Session", "reason", "sdk"]
+__all__ = ["McpError", "ResultTooLarge", "ServerCrashed", "Session", "reason", "sdk"]
 
 BACKOFF_FIRST = 0.25
 """Doubled per failure in a row: the wait before starting a failing server again."""
@@ -53,6 +54,11 @@ class McpError(RuntimeError):
 
 class ServerCrashed(RuntimeError):
     """The server stopped (or its connection closed) while a call was in flight."""
+
+
+class ResultTooLarge(RuntimeError):
+    """The call's answer was larger than the server's ``max_result_bytes`` and was
+    dropped unread (by the launcher over stdio, by the transport over HTTP)."""
 
 
 def sdk() -> Any:
@@ -125,6 +131,9 @@ class Session:
                 name, arguments, read_timeout_seconds=self.server.timeout + 1.0
             )
         except Exception as exc:
+            too_large = _too_large(exc, self.server.max_result_bytes)
+            if too_large is not None:  # the connection is fine: only this answer is gone
+                raise ResultTooLarge(too_large) from None
             if connection.ended or _connection_lost(exc):
                 message = connection.crash_message(exc)
                 connection.lost(message)
@@ -322,6 +331,26 @@ def _running(pid: int) -> bool:
 def _retrieve(future: asyncio.Future[Any]) -> None:
     if not future.cancelled():
         future.exception()  # marks it retrieved: no "never retrieved" noise at exit
+
+
+_SSE_EVENT_TOO_LARGE = "Server-sent event exceeded the"  # the SDK's words (httpx2's)
+
+
+def _too_large(exc: BaseException, limit: int) -> str | None:
+    """The message of a call whose answer was dropped for its size, else None. Over
+    stdio the launcher answers with its own error code; over HTTP the SDK reports a JSON
+    body cut by our transport as a parse error, and an event over its own bound as a
+    closed stream."""
+    if not isinstance(exc, sdk().MCPError):
+        return None
+    message = str(exc)
+    if exc.code == TOO_LARGE:
+        return message
+    if "max_result_bytes" in message and "dropped unread" in message:
+        return message[message.index("the server's answer") :]
+    if _SSE_EVENT_TOO_LARGE in message:
+        return too_large_message(limit)
+    return None
 
 
 def _connection_lost(exc: BaseException) -> bool:

@@ -6,6 +6,12 @@ crash is usually there (a wrong flag, a missing database). When the process
 ends, its output is appended to ``RUN_DIR/mcp/NAME.log`` if a run directory is
 set (:func:`server_logs`, used by `run` and `train`), under a header naming
 the command; without one it is dropped with the temporary file.
+
+Both are bounded by the server's ``max_log_bytes`` (a chatty server once wrote
+160 MB of log for 8 calls): the launcher passes on at most that much of one
+process's stderr, then only its last lines when it ends
+(:mod:`agentspec.runtime.mcp.launch`), and ``NAME.log`` takes at most that much
+of all the server's processes together, besides one header line each.
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ from pathlib import Path
 from typing import IO
 
 from agentspec.runtime.mcp.launch import PID_MARKER
+from agentspec.spec.mcp_limits import MAX_LOG_BYTES
 
 __all__ = ["StderrCapture", "quote_tail", "server_logs"]
 
@@ -28,6 +35,7 @@ TAIL_LINES = 8
 """Lines of a server's stderr quoted in an error."""
 _TAIL_BYTES = 4096  # the tail is read from the end of the file: at most this much
 _LINE_CHARS = 300  # one quoted line, at most
+_LOG_ENDING_BYTES = 4096  # of a process's stderr cut in the run's log: its last bytes, kept
 
 
 @contextlib.contextmanager
@@ -44,10 +52,11 @@ def server_logs(run_dir: str | os.PathLike[str] | None) -> Iterator[None]:
 class StderrCapture:
     """One server process's stderr: a temporary file it writes to (``file``)."""
 
-    def __init__(self, server_name: str, command: str) -> None:
+    def __init__(self, server_name: str, command: str, max_log_bytes: int = MAX_LOG_BYTES) -> None:
         # open for the life of the process, closed by close()
         self.file: IO[bytes] = tempfile.TemporaryFile(prefix="agentspec-mcp-")  # noqa: SIM115
         self.command = command
+        self.max_log_bytes = max_log_bytes
         folder = _LOG_DIR.get()
         self.log = folder / "mcp" / f"{server_name}.log" if folder is not None else None
 
@@ -86,26 +95,45 @@ class StderrCapture:
             self.file.close()
 
     def _append_to_log(self) -> None:
+        """Append the process's stderr to the run's log, within what is left of the
+        server's ``max_log_bytes`` (all its processes together): what does not fit is
+        cut from the middle, so that its last lines (a crash's cause) stay."""
         assert self.log is not None
         fd = self.file.fileno()
         size = os.fstat(fd).st_size
         pid = self.pid()
         # the launcher's line becomes part of the header
-        offset = os.pread(fd, 64, 0).index(b"\n") + 1 if pid is not None else 0
+        start = os.pread(fd, 64, 0).index(b"\n") + 1 if pid is not None else 0
         with contextlib.suppress(OSError):  # a log that cannot be written loses only the log
             self.log.parent.mkdir(parents=True, exist_ok=True)
             with self.log.open("ab") as log:
+                room = max(0, self.max_log_bytes - log.tell())
                 log.write(f"--- {self.command} (pid {pid}) ---\n".encode())
-                last = b"\n"
-                while offset < size:
-                    chunk = os.pread(fd, min(1 << 20, size - offset), offset)
-                    if not chunk:
-                        break
-                    log.write(chunk)
-                    offset += len(chunk)
-                    last = chunk
-                if not last.endswith(b"\n"):
-                    log.write(b"\n")
+                if size - start <= room:
+                    _copy(fd, start, size, log)
+                    return
+                ending = min(room, _LOG_ENDING_BYTES)
+                _copy(fd, start, start + room - ending, log)
+                log.write(
+                    f"[agentspec: {size - start - room:,} bytes of this process's stderr not"
+                    f" kept: this log reached its max_log_bytes ({self.max_log_bytes:,})"
+                    f"{'; its last ones:' if ending else ''}]\n".encode()
+                )
+                _copy(fd, size - ending, size, log)
+
+
+def _copy(fd: int, start: int, end: int, log: IO[bytes]) -> None:
+    """Bytes ``start`` to ``end`` of file ``fd`` to ``log``, ending with a newline."""
+    last = b"\n"
+    while start < end:
+        chunk = os.pread(fd, min(1 << 20, end - start), start)
+        if not chunk:
+            break
+        log.write(chunk)
+        start += len(chunk)
+        last = chunk
+    if not last.endswith(b"\n"):
+        log.write(b"\n")
 
 
 def _short(line: str) -> str:

@@ -17,7 +17,9 @@ starts the server if needed, then sends ``tools/call`` with the server's
   again (with a backoff, :mod:`agentspec.runtime.mcp.session`);
 - the server cannot be started or reached: code ``unavailable``, with the
   last lines of its stderr;
-- a call longer than ``timeout``: code ``timeout``.
+- a call longer than ``timeout``: code ``timeout`` (its server is restarted);
+- an answer larger than the server's ``max_result_bytes``, dropped unread by the
+  launcher (:mod:`agentspec.runtime.mcp.launch`): code ``too_large``.
 
 None of them ends the run: each is a tool error on its step.
 """
@@ -32,7 +34,13 @@ from typing import Any, ClassVar
 from agentspec.runtime.episode.tools import BaseTool, ToolContext, ToolFailure, ToolResult
 from agentspec.runtime.mcp.openenv import call_text, list_openenv_tools, record_step
 from agentspec.runtime.mcp.server import McpServer
-from agentspec.runtime.mcp.session import McpError, ServerCrashed, Session, reason
+from agentspec.runtime.mcp.session import (
+    McpError,
+    ResultTooLarge,
+    ServerCrashed,
+    Session,
+    reason,
+)
 
 __all__ = ["McpError", "McpServer", "McpTool", "list_server_tools", "result_text"]
 
@@ -104,6 +112,8 @@ class McpTool(BaseTool):
             raise ToolFailure(f"{self.name} failed: {exc}", code="unavailable") from None
         except ServerCrashed as exc:
             raise ToolFailure(f"{self.name} failed: {exc}", code="crashed") from None
+        except ResultTooLarge as exc:
+            raise ToolFailure(f"{self.name} failed: {exc}", code="too_large") from None
         except (asyncio.TimeoutError, TimeoutError):
             raise
         except Exception as exc:  # protocol errors (unknown tool, bad params) are the call's
