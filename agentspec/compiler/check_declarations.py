@@ -252,6 +252,25 @@ def unused_context_settings(checker: CheckState) -> None:
             )
 
 
+def public_fields(checker: CheckState) -> None:
+    """E404 for a `data.public` entry that names no field: it would make nothing public,
+    silently (a served spec gives its clients only the fields the agent sees)."""
+    data = checker.spec.data
+    if data is None:
+        return
+    known = [*data.fields, *data.derived]
+    for i, name in enumerate(data.public):
+        if name not in known:
+            check_names.unknown(
+                checker,
+                "E404",
+                f"data.public names '{name}', but the samples have no such field",
+                checker.map.value_span(("data", "public", i)),
+                name,
+                known,
+            )
+
+
 def data_splits(checker: CheckState) -> None:
     """E210 for a split of a `jsonl:` or `parquet:` file (`data.split`, `eval_split`, a
     test's `split`): one file has no splits, so the loader reads all of it whatever the

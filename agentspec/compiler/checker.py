@@ -90,6 +90,7 @@ class Checker(CheckState):
         check_declarations.reward_events(self)
         check_declarations.something_to_learn(self)
         check_declarations.data_splits(self)
+        check_declarations.public_fields(self)
         check_declarations.warm_start_needs_an_oracle(self)
         check_declarations.algorithm_needs(self)
         check_declarations.unread_settings(self)

@@ -131,6 +131,10 @@ class ModuleModel:
     """`context.custom`: the user's target and its spec file:line."""
     oracle_hook_location: str = ""
     """Spec file:line of `oracle.hook`, for the hook's errors."""
+    public_fields: tuple[str, ...] | None = ()
+    """The sample fields a served spec gives its clients (None: all): `visibility.py`."""
+    public_state: tuple[str, ...] | None = ()
+    """The `State` fields a served spec's `state` reply holds (None: all)."""
 
     @property
     def episode_rules(self) -> str:

@@ -67,6 +67,8 @@ TEMPLATE_NAMES = frozenset(
         "derive_fields",
         "DATA_SOURCE",
         "EVAL_SPLIT",
+        "PUBLIC_FIELDS",
+        "PUBLIC_STATE",
         "ORACLE",
         "oracle_actions",
         "ORACLE_HOOK",

@@ -203,7 +203,10 @@ class _OracleChecker:
                     )
                 continue
             parsed = fmt.parse(text, cast(Any, tools))
-            for error in parsed.errors:
+            # placeholder values ("x" for a text field that holds JSON) can break a call
+            # that the real data writes well: only real or fixed text is judged
+            judged = parsed.errors if real_turn or constant else []
+            for error in judged:
                 self._report(
                     "E911",
                     i,

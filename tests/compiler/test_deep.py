@@ -585,3 +585,37 @@ def test_a_package_init_of_gigabytes_is_not_read(tmp_path: Path) -> None:
     with (package / "__init__.py").open("wb") as handle:
         handle.truncate(3 << 30)
     assert [d.code for d in check_file(spec).diagnostics if d.code.startswith("E")] == []
+
+
+def test_a_missing_data_file_does_not_make_the_oracle_invalid(tmp_path: Path) -> None:
+    """Without its data file, validate renders the oracle with placeholder values: a text
+    field holding a call's JSON arguments rendered as `x` and was a false E911, failing a
+    valid spec on a machine without the data. A missing file is W901 alone; with the
+    data, the real first row is judged (and a broken one is still E911)."""
+    (tmp_path / "spec.yaml").write_text(
+        textwrap.dedent(
+            """\
+            agentspec: 1
+            name: args_from_data
+            data:
+              source: jsonl:rows.jsonl
+              fields: {city: str, arguments: str}
+            prompt: {user: "Look up {{ sample.city }}."}
+            tools:
+              lookup: {description: Look up., parameters: {city: {type: string}}, returns: "'ok'"}
+            episode: {max_steps: 3, tool_format: hermes, max_response_tokens: 64}
+            rewards:
+              correct: {on: final, value: "1.0 if contains(action.text, 'ok') else 0.0"}
+            oracle:
+              - '<tool_call>{"name": "lookup", "arguments": {{ sample.arguments }}}</tool_call>'
+              - "ok"
+            """
+        )
+    )
+    assert codes(check_file(tmp_path / "spec.yaml")) == ["W901"]
+    (tmp_path / "rows.jsonl").write_text(
+        '{"city": "Oslo", "arguments": "{\\"city\\": \\"Oslo\\"}"}\n'
+    )
+    assert codes(check_file(tmp_path / "spec.yaml")) == []
+    (tmp_path / "rows.jsonl").write_text('{"city": "Oslo", "arguments": "city=Oslo"}\n')
+    assert codes(check_file(tmp_path / "spec.yaml")) == ["E911"]

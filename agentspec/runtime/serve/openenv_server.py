@@ -13,8 +13,10 @@ The wire contract (docs/openenv.md):
 - ``reset(split=, index=)`` / ``reset(sample_id=)`` / ``reset(seed=)`` /
   ``reset(sample=)``, plus ``full_prompt=true``;
 - the Task API (``/{name}/splits``, ``tasks``, ``num_tasks``, ``task``,
-  ``task_range``) over the spec's data;
-- ``state``: the spec's typed state as JSON, with the episode's reward totals.
+  ``task_range``) over the spec's data: of each sample, only the fields the agent sees
+  (``ServedSpec.public_fields``), never the grader's (an answer);
+- ``state``: the spec's typed state as JSON, the variables the agent sees, with the
+  episode's reward totals.
 
 Bad input is answered with an error message (the WebSocket's ``error`` reply,
 HTTP 400/422) and the server keeps serving. Works with ``openenv-core`` 0.3
@@ -99,7 +101,8 @@ class AgentspecObservation(Observation):
 
 
 class AgentspecState(State):
-    """The episode's state: the spec's typed state and the reward totals so far."""
+    """The episode's state: the spec's typed state as the agent may see it (the variables
+    its templates read, and those declared public) and the reward totals so far."""
 
     spec: str = ""
     sample_id: str | None = None
@@ -197,7 +200,7 @@ class AgentspecEnvironment(Environment[AgentspecAction, AgentspecObservation, Ag
             step_count=len(trajectory.steps) if trajectory is not None else 0,
             spec=self.served.name,
             sample_id=trajectory.sample_id if trajectory is not None else None,
-            spec_state=self.session.state(),
+            spec_state=self.served.public_state(self.session.state()),  # not the grader's
             reward_totals=totals,
             done=self.session.done,
             termination=trajectory.termination.value

@@ -174,11 +174,30 @@ class ServedSpec:
         return {"train": train, HELD_OUT: held_out}
 
     def task(self, split: str, index: int) -> dict[str, Any]:
-        """One sample as a task: its fields, id and index (the Task API's record)."""
+        """One sample as a client may see it (the Task API's record): the fields the
+        agent sees (:meth:`public_fields`), its id and index."""
         pool = self.samples(split)
         if not 0 <= index < len(pool):
             raise IndexError(f"index {index} is outside split {split!r} (0..{len(pool) - 1})")
-        return {**pool[index], "id": id_of(pool[index], index), "index": index}
+        return {**self.public_fields(pool[index]), "id": id_of(pool[index], index), "index": index}
+
+    def public_fields(self, sample: Mapping[str, Any]) -> dict[str, Any]:
+        """The fields of ``sample`` the agent's templates read (the prompt, `observe`, guard
+        messages, the state summary) and those `data.public` names; never one only the
+        grader reads (an answer, an expected database): the compiler lists them
+        (`compiler/visibility.py`)."""
+        public = self.module.PUBLIC_FIELDS
+        if public is None:  # a template the agent sees shows the whole sample
+            return dict(sample)
+        return {name: sample[name] for name in public if name in sample}
+
+    def public_state(self, state: Mapping[str, Any]) -> dict[str, Any]:
+        """The variables of an episode's state (as JSON) the agent's templates read, and
+        those declared `public: true`; the grader's are left out."""
+        public = self.module.PUBLIC_STATE
+        if public is None:  # a template the agent sees shows the whole state
+            return dict(state)
+        return {name: value for name, value in state.items() if name in public}
 
     def choose(
         self,

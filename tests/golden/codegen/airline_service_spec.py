@@ -384,6 +384,10 @@ def prepare_sample(row: dict[str, Any]) -> dict[str, Any]:
 
 DATA_SOURCE = "generator:airline_service"
 EVAL_SPLIT = None
+# What a served spec gives its clients (None: all): the sample fields and state the
+# agent's templates read, and those the spec declares public; the rest is the grader's.
+PUBLIC_FIELDS = ("user", "reservation", "kind")
+PUBLIC_STATE = ("db",)
 ORACLE = (
     OracleStep(
         template(

@@ -242,6 +242,10 @@ def prepare_sample(row: dict[str, Any]) -> dict[str, Any]:
 
 DATA_SOURCE = "generator:gridworld"
 EVAL_SPLIT = None
+# What a served spec gives its clients (None: all): the sample fields and state the
+# agent's templates read, and those the spec declares public; the rest is the grader's.
+PUBLIC_FIELDS = ("rows", "goal")
+PUBLIC_STATE = ("x", "y")
 ORACLE = (
     OracleStep(template("move[{{ item }}]"), "gridworld.yaml:59", each=lambda s: s.sample["path"]),
 )

@@ -219,6 +219,10 @@ def derive_fields(sample: dict[str, Any]) -> None:
 
 DATA_SOURCE = "hf:${AGENTSPEC_DATA}/gsm8k"
 EVAL_SPLIT = "test"
+# What a served spec gives its clients (None: all): the sample fields and state the
+# agent's templates read, and those the spec declares public; the rest is the grader's.
+PUBLIC_FIELDS = ("question",)
+PUBLIC_STATE = ()
 ORACLE = (
     OracleStep(
         template(

@@ -301,6 +301,10 @@ def prepare_sample(row: dict[str, Any]) -> dict[str, Any]:
 
 DATA_SOURCE = "generator:keys_and_chests"
 EVAL_SPLIT = None
+# What a served spec gives its clients (None: all): the sample fields and state the
+# agent's templates read, and those the spec declares public; the rest is the grader's.
+PUBLIC_FIELDS = ("small_key_room", "chest_room", "colour")
+PUBLIC_STATE = ("room",)
 ORACLE = (
     OracleStep(template("go[{{ sample.small_key_room }}]"), "keys_and_chests.yaml:66"),
     OracleStep(template("take[key]"), "keys_and_chests.yaml:67"),

@@ -267,6 +267,10 @@ def prepare_sample(row: dict[str, Any]) -> dict[str, Any]:
 
 DATA_SOURCE = "generator:keys_and_doors"
 EVAL_SPLIT = None
+# What a served spec gives its clients (None: all): the sample fields and state the
+# agent's templates read, and those the spec declares public; the rest is the grader's.
+PUBLIC_FIELDS = ("key_room", "colour")
+PUBLIC_STATE = ("room",)
 ORACLE = (
     OracleStep(template("go[{{ sample.key_room }}]"), "keys_and_doors.yaml:61"),
     OracleStep(template("take[key]"), "keys_and_doors.yaml:62"),

@@ -294,6 +294,10 @@ def prepare_sample(row: dict[str, Any]) -> dict[str, Any]:
 
 DATA_SOURCE = "jsonl:data/shop_goals.jsonl"
 EVAL_SPLIT = None
+# What a served spec gives its clients (None: all): the sample fields and state the
+# agent's templates read, and those the spec declares public; the rest is the grader's.
+PUBLIC_FIELDS = ("goal",)
+PUBLIC_STATE = ("results", "item")
 ORACLE = (
     OracleStep(template("search[{{ sample.goal }}]"), "shop_state_machine.yaml:63"),
     OracleStep(template("click[{{ sample.item }}]"), "shop_state_machine.yaml:64"),

@@ -225,6 +225,10 @@ def derive_fields(sample: dict[str, Any]) -> None:
 
 DATA_SOURCE = "jsonl:data/questions.jsonl"
 EVAL_SPLIT = None
+# What a served spec gives its clients (None: all): the sample fields and state the
+# agent's templates read, and those the spec declares public; the rest is the grader's.
+PUBLIC_FIELDS = ("question",)
+PUBLIC_STATE = ()
 
 ENV_CLASS = MultihopQaEnv
 FLOW_CLASS = MultihopQaFlow

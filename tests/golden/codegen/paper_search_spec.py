@@ -296,6 +296,10 @@ def prepare_sample(row: dict[str, Any]) -> dict[str, Any]:
 
 DATA_SOURCE = "generator:csfcube"
 EVAL_SPLIT = "fold1_test"
+# What a served spec gives its clients (None: all): the sample fields and state the
+# agent's templates read, and those the spec declares public; the rest is the grader's.
+PUBLIC_FIELDS = ("facet", "query")
+PUBLIC_STATE = ()
 ORACLE_HOOK = "agentspec.stdlib.papers:oracle"
 ORACLE_HOOK_LOCATION = "paper_search.yaml:95"
 

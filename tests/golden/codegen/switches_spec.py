@@ -211,6 +211,10 @@ def prepare_sample(row: dict[str, Any]) -> dict[str, Any]:
 
 DATA_SOURCE = "generator:switches"
 EVAL_SPLIT = None
+# What a served spec gives its clients (None: all): the sample fields and state the
+# agent's templates read, and those the spec declares public; the rest is the grader's.
+PUBLIC_FIELDS = ("lamps",)
+PUBLIC_STATE = ("switch",)
 ORACLE = (
     OracleStep(
         template("set[{{ 'up' if item == 'red' else 'down' }}]"),

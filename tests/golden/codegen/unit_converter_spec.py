@@ -290,6 +290,10 @@ def derive_fields(sample: dict[str, Any]) -> None:
 
 DATA_SOURCE = "generator:my_units.conversions:samples"
 EVAL_SPLIT = None
+# What a served spec gives its clients (None: all): the sample fields and state the
+# agent's templates read, and those the spec declares public; the rest is the grader's.
+PUBLIC_FIELDS = ("target", "prompt_text")
+PUBLIC_STATE = ()
 ORACLE = (
     OracleStep(
         template(

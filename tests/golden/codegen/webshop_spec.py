@@ -391,6 +391,10 @@ def prepare_sample(row: dict[str, Any]) -> dict[str, Any]:
 
 DATA_SOURCE = "generator:webshop_goals"
 EVAL_SPLIT = "test"
+# What a served spec gives its clients (None: all): the sample fields and state the
+# agent's templates read, and those the spec declares public; the rest is the grader's.
+PUBLIC_FIELDS = ("instruction",)
+PUBLIC_STATE = ("view",)
 ORACLE_HOOK = "agentspec.stdlib.webshop:oracle"
 ORACLE_HOOK_LOCATION = "webshop.yaml:131"
 
