@@ -29,6 +29,7 @@ from agentspec.compiler.module_model import (
 )
 from agentspec.compiler.names import MODULE_NAMES, class_name, state_attribute, unique_names
 from agentspec.compiler.tool_cost import inline_reason
+from agentspec.compiler.visibility import agent_view
 from agentspec.row_layout import row_layout
 from agentspec.spec.model import McpServerSpec, TaskSpec, ToolSpec
 
@@ -96,7 +97,19 @@ def lower(checked: CheckResult, *, spec_file: str, spec_sha256: str, version: st
         adapter=spec.environment.adapter if spec.environment else None,
         adapter_config=_adapter_config(spec),
         training=spec.training.model_dump(),
+        **_public(spec),
     )
+
+
+def _public(spec: TaskSpec) -> dict[str, Any]:
+    """What a served spec may give its clients: the fields and state its agent sees."""
+    view = agent_view(spec)
+    return {
+        "public_fields": view.fields,
+        "public_state": None
+        if view.state is None
+        else tuple(state_attribute(name) for name in view.state),
+    }
 
 
 def _data(checked: CheckResult, plain: ExpressionWriter) -> dict[str, Any]:

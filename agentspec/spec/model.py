@@ -126,6 +126,10 @@ class DataSpec(Section):
     limit: int | None = Field(
         None, ge=1, description="Use at most this many samples (of every split: the first ones)."
     )
+    public: list[Identifier] = Field(
+        default_factory=list,
+        description="Fields a served spec (`agentspec serve`, the generated packages) gives its clients in each task besides those the agent's templates read (the prompt, `observe`, guard messages, `context.summary`), which are served anyway. Every other field is the grader's (an answer, an expected result) and is never served. See docs/openenv.md.",
+    )
 
 
 class PromptSpec(Section):
@@ -144,6 +148,10 @@ class StateVar(Section):
         description="Initial value at the start of each episode; defaults to the type's empty value ('' , 0, 0.0, false, [], {}), or null for optional types. A string is an expression over `sample` and `constants` (e.g. `sample.start`), evaluated when each episode starts, and the value is copied, so state never aliases the sample; except that for a `str` or `any` variable, a string that reads neither `sample` nor `constants` is the text itself (`initial: search`).",
     )
     description: str = Field("", description="What the variable means.")
+    public: bool = Field(
+        False,
+        description="Serve the variable in a served spec's `state` reply although no template the agent sees (`observe`, guard messages, `context.summary`) reads it; those a template reads are served anyway. Every other variable is the grader's and is never served. See docs/openenv.md.",
+    )
 
 
 class FunctionSpec(Section):
