@@ -68,3 +68,30 @@ def test_ten_megabytes_are_not_all_encoded(bpe: object) -> None:
     ids = encode_head(Counting(), text, 48)  # type: ignore[arg-type]
     assert ids[:48] == bpe.encode(text[:100_000], add_special_tokens=False)[:48]  # type: ignore[attr-defined]
     assert max(calls) < 100_000
+
+
+def test_a_text_far_past_the_limit_is_encoded_only_as_far_as_the_limit_needs(bpe: object) -> None:
+    # The first shape of the hostile output corpus (tests/runtime/test_hostile_rollout.py:
+    # a call with a huge number), far longer than the limit: at max_response_tokens 2^20
+    # an 8 MB one was encoded whole, 49 s and 3.1 GB for one episode. What is encoded
+    # must follow the limit, not the text.
+    encoded: list[int] = []
+
+    class Counting:
+        eos_token_id = bpe.eos_token_id  # type: ignore[attr-defined]
+
+        def encode(self, text: str, add_special_tokens: bool = False) -> list[int]:
+            encoded.append(len(text))
+            return bpe.encode(text, add_special_tokens=add_special_tokens)  # type: ignore[attr-defined]
+
+    limit = 4096
+    text = (
+        '<tool_call>{"name": "calculator", "arguments": {"expression": '
+        + "9" * (256 * limit)
+        + "}}</tool_call>"
+    )
+    ids = encode_head(Counting(), text, limit)  # type: ignore[arg-type]
+    full = bpe.encode(text[: 64 * limit], add_special_tokens=False)  # type: ignore[attr-defined]
+    assert ids[:limit] == full[:limit]
+    needed = len(bpe.decode(full[: limit + 8]))  # type: ignore[attr-defined]
+    assert sum(encoded) < 3 * needed  # all prefixes together (16 times `needed` before)
