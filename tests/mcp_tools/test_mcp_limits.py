@@ -61,14 +61,20 @@ def test_an_oversized_result_fails_only_its_own_call(tmp_path: Path) -> None:
     spec = flaky(tmp_path, ("timeout: 5", "timeout: 4"))
     started = time.monotonic()
     hog, *honest = play_together(
-        spec, [[call("big", size=10_000_000), *ADD], *[[call("add", a=i, b=1), "<answer>0</answer>"] for i in range(3)]]
+        spec,
+        [
+            [call("big", size=10_000_000), *ADD],
+            *[[call("add", a=i, b=1), "<answer>0</answer>"] for i in range(3)],
+        ],
     )
     took = time.monotonic() - started
     assert call_outcomes(hog) == ["too_large", "ok"]
     ((_, message),) = tool_errors(hog)
     # (the SDK's server sends the text twice: as content and as structured content)
     assert message.startswith("big failed: the server's answer (20,000,")
-    assert message.endswith("larger than its max_result_bytes (1,048,576 bytes), and was dropped unread")
+    assert message.endswith(
+        "larger than its max_result_bytes (1,048,576 bytes), and was dropped unread"
+    )
     for traj in honest:
         assert call_outcomes(traj) == ["ok"]
     assert took < 60  # the server's start-up, mostly: nothing waited for a timeout

@@ -25,9 +25,9 @@ runner = CliRunner()
 
 ODD_DESCRIPTION = (
     "C1 control \x80 and \x9f, NEL \x85, line\u2028and paragraph\u2029separators,"
-    " DEL \x7f, BOM \ufeff, NUL \x00, tab\t, quote \" and backslash \\, emoji 😀."
+    ' DEL \x7f, BOM \ufeff, NUL \x00, tab\t, quote " and backslash \\, emoji 😀.'
 )
-ODD_SERVER = f'''
+ODD_SERVER = f"""
 from mcp.server.mcpserver import MCPServer
 
 server = MCPServer("odd")
@@ -44,7 +44,7 @@ def yes_tool() -> str:
 
 
 server.run()
-'''
+"""
 
 
 def _spec(folder: Path) -> Path:

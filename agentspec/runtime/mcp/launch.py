@@ -197,7 +197,7 @@ class _Scan:
                 at = self._string(data, at)
                 continue
             if self.depth >= 2:
-                at = self.nested.match(data, at).end()
+                at = _skip(self.nested, data, at)
                 if at == end:
                     break
             byte = data[at : at + 1]
@@ -230,7 +230,7 @@ class _Scan:
             self.escaped = False
             self._keep(data[at : at + 1])
             at += 1
-        stop = self.string_body.match(data, at).end()
+        stop = _skip(self.string_body, data, at)
         self._keep(data[at:stop])
         if stop == len(data):
             return stop
@@ -274,6 +274,12 @@ class _Scan:
             + message.encode()
             + b'"}}\n'
         )
+
+
+def _skip(pattern: Any, data: bytes, at: int) -> int:
+    """Where a match of ``pattern`` (one that may be empty, so always matches) ends."""
+    match = pattern.match(data, at)
+    return match.end() if match is not None else at
 
 
 class _Log:
