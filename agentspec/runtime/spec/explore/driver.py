@@ -42,6 +42,12 @@ class Job:
     family: str = ""  # episodes that differ only in how often one turn repeats
     repeats: int = 0  # extra copies of that turn
     repeat_at: int = 0  # the step of its first copy
+    strategy: str = ""  # what it plays, the same on every sample (default: its origin)
+    privileged: bool = True  # it copies what only the oracle knows (its answer, its arguments)
+    # turns from this index on are written from the prompt by construction (a recipe, a
+    # rule): a number it makes up (a neighbour of one shown) is no value copied from the
+    # sample, so only the turns before it are checked for values the prompt never showed
+    written_from: int | None = None
 
 
 @dataclass
@@ -61,6 +67,9 @@ class Episode:
     repeats: int = 0
     repeat_at: int = 0
     blind: list[int] = field(default_factory=list)  # turns using values the prompt never showed
+    prompts: list[str] = field(default_factory=list)  # the prompt each turn answered
+    strategy: str = ""
+    privileged: bool = True
 
     @property
     def total(self) -> float:
@@ -121,8 +130,13 @@ class Driver:
         *,
         episodes: int,
         seconds: float,
+        probe: Callable[[Any, int, Sequence[str], str, str], None] | None = None,
     ) -> None:
+        """``probe(env, sample_index, turns so far, the turn, its prompt)`` is called once each turn
+        is chosen and before it is played (the explorer's guard probe), with the live
+        environment in the state the turn's calls meet."""
         self.module = module
+        self.probe = probe
         self.tokenizer = tokenizer
         self.samples = list(samples)
         self.left = episodes
@@ -162,14 +176,20 @@ class Driver:
         prompts = [""]
         blind: list[int] = []  # turns that write a value their prompt never showed
 
+        seen: list[str] = []
+
         def turn(prompt: str) -> str:
             env = envs[-1]
             prompts[0] = prompt
+            seen.append(prompt)
             if turns:
                 signatures.append(signature(env))
             text = str(job.chooser(env, prompt, len(turns)))
+            if self.probe is not None:
+                self.probe(env, job.sample_index, turns, text, prompt)
             turns.append(text)
-            if unseen(ActionSpace.of(env), prompt, text):
+            checked = job.written_from is None or len(turns) - 1 < job.written_from
+            if checked and unseen(ActionSpace.of(env), prompt, text):
                 blind.append(len(turns) - 1)
             return text
 
@@ -196,6 +216,8 @@ class Driver:
         episode = Episode(job.sample_index, turns, trajectory, state, job.origin, job.max_steps)
         episode.signatures, episode.prompt, episode.blind = signatures, prompts[0], blind
         episode.family, episode.repeats, episode.repeat_at = job.family, job.repeats, job.repeat_at
+        episode.prompts = seen if trajectory.success else []  # a win's are generalised
+        episode.strategy, episode.privileged = job.strategy or job.origin, job.privileged
         if job.at_end is not None and env is not None:
             episode.end = job.at_end(env)
         return episode

@@ -17,16 +17,20 @@ from pathlib import Path
 from typing import Any
 
 from agentspec.runtime.episode.trajectory import TerminationReason
+from agentspec.runtime.spec.explore.answers import Listing, answer_recipes, fixed_values
 from agentspec.runtime.spec.explore.detect import (
     Finding,
     SpecFacts,
     detect,
     repeatable,
     reward_ranges,
+    rule_witnesses,
 )
 from agentspec.runtime.spec.explore.driver import Driver, Episode
 from agentspec.runtime.spec.explore.policy import OracleFacts, oracle_turns
-from agentspec.runtime.spec.explore.search import Search
+from agentspec.runtime.spec.explore.probe import GuardProbe
+from agentspec.runtime.spec.explore.reading import Reading, read_spec
+from agentspec.runtime.spec.explore.search import GuidedSearch
 from agentspec.runtime.spec.explore.space import ActionSpace
 from agentspec.runtime.text.task_text import CORPUS_SAMPLES
 
@@ -61,6 +65,7 @@ class Report:
     oracle_success: float | None
     sources: dict[str, Any] = field(default_factory=dict)
     source_map: Any = None
+    coverage: list[tuple[tuple[str | int, ...], str]] = field(default_factory=list)
 
 
 def explore(path: Path, settings: ExploreSettings = ExploreSettings()) -> Report:
@@ -82,10 +87,17 @@ def explore(path: Path, settings: ExploreSettings = ExploreSettings()) -> Report
     tokenizer = _task_tokenizer(path, module, every)
     space = ActionSpace.of(module.ENV_CLASS())
     oracle = [OracleFacts(oracle_turns(module, s), space, s) for s in samples]
+    reading = read_spec(checked)
+    probe = GuardProbe(module, reading.guards, space, _first_arguments(oracle, space))
     left = settings.seconds - (time.monotonic() - start)
-    driver = Driver(module, tokenizer, samples, episodes=settings.episodes, seconds=left)
-    facts = spec_facts(checked)
-    _search(Search(driver, space, oracle, settings.seed), settings, facts)
+    driver = Driver(
+        module, tokenizer, samples, episodes=settings.episodes, seconds=left, probe=probe
+    )
+    facts = spec_facts(checked, reading)
+    facts.coverage = probe.coverage
+    facts.chance = answer_chance(every, reading)
+    search = GuidedSearch(driver, space, oracle, settings.seed, every)
+    _search(search, settings, facts, checked, every)
     played = driver.played
     if not played:
         # an empty search finds nothing: that is no pass
@@ -113,18 +125,46 @@ def explore(path: Path, settings: ExploreSettings = ExploreSettings()) -> Report
         oracle_success=_success_rate([e for e in played if e.origin == "oracle"]),
         sources=result.sources,
         source_map=checked.loaded.source_map,
+        coverage=facts.notes,
     )
 
 
-def _search(search: Search, settings: ExploreSettings, facts: SpecFacts) -> None:
-    """The strategies in order; breadth-first search and random actions each leave
-    part of the budget to the ones after them."""
+RULE_EPISODES = 120  # the most episodes the rules of winning episodes may take
+
+
+def _search(
+    search: GuidedSearch,
+    settings: ExploreSettings,
+    facts: SpecFacts,
+    checked: Any,
+    every: list[Any],
+) -> None:
+    """The strategies in order; each leaves part of the budget to the ones after it,
+    and rules generalised from winning episodes keep a reserve of their own."""
     driver = search.driver
+    reading = facts.reading
+    reserve = min(RULE_EPISODES, driver.left // 5)
     search.oracle_episodes()
-    search.mutations()
+    tests = getattr(getattr(checked.spec, "tests", None), "episodes", None) or []
+    search.spec_tests(tests)
+    listing = Listing(_common_words(search, reading, every), _fits(search, checked))
+    recipes = answer_recipes(reading, every, listing)
+    if not reading.checks.reads_action:  # no check reads the answer: only when it comes counts
+        recipes = [r for r in recipes if r.name == "''"]
+    search.recipe_answers(recipes, keep=reserve + (driver.left * 3) // 5)
+    search.extra_actions(keep=reserve + driver.left // 2)
+    search.mutations(keep=reserve)
+    search.guard_flips(search_probe(driver), keep=reserve)
+    search.state_drives(reading, keep=reserve)
+    fixed = fixed_values(every[:200])
+    done: list[Episode] = []
+    witnesses = rule_witnesses(driver.played, facts)
+    search.generalize(witnesses, fixed, keep=max(0, driver.left - reserve))
+    done += witnesses
     search.breadth_first(settings.depth, keep=driver.left // 2)
     search.repeated_calls(facts.guarded, keep=driver.left // 2)
     search.random_episodes(keep=driver.left // 5)
+    search.guard_flips(search_probe(driver))
     paid = repeatable(facts)
 
     def paid_steps(episode: Episode) -> list[int]:
@@ -134,8 +174,94 @@ def _search(search: Search, settings: ExploreSettings, facts: SpecFacts) -> None
 
     if paid:
         search.farm(sorted(driver.played, key=lambda e: e.steps)[:200], paid_steps)
+    later = [w for w in rule_witnesses(driver.played, facts) if w not in done]
+    search.generalize(later, fixed)
     if driver.played and not any(e.origin == "random actions" for e in driver.played):
         search.random_baseline()  # the search spent the budget before random actions
+
+
+def _common_words(search: GuidedSearch, reading: Reading, every: list[Any]) -> set[str]:
+    """Words every oracle episode's first prompt shows (the instructions, not the task),
+    less the values the checks compare the answer with (options `A`-`D` are in every
+    prompt too)."""
+    from agentspec.runtime.spec.explore.answers import _TOKEN, clean, sample_values
+
+    firsts = [
+        set(t.lower() for t in _TOKEN.findall(clean(f.episode.prompts[0])))
+        for f in search.facts.values()
+        if f.episode.prompts
+    ]
+    if len(firsts) < 2:
+        return set()
+    common = set.intersection(*firsts)
+    fields = set(reading.checks.answer_fields or reading.checks.fields)
+    for sample in every[:500]:
+        for name in fields:
+            common -= {v.lower() for v in sample_values({name: sample.get(name)})}
+    return common
+
+
+def _fits(search: GuidedSearch, checked: Any) -> Any:
+    """Whether a listing fits in a response (`max_response_tokens`, less the answer's
+    shape and a margin), in the task tokenizer's tokens."""
+    tokenizer = search.driver.tokenizer
+    limit = int(getattr(checked.spec.episode, "max_response_tokens", 0) or 256)
+    shapes = [f.oracle.shapes[-1] for f in search.facts.values() if f.oracle.shapes]
+    room = limit - 4 - (len(tokenizer.encode(shapes[0].format(""))) if shapes else 0)
+
+    def fits(text: str) -> bool:
+        try:
+            return len(tokenizer.encode(text)) <= room
+        except Exception:
+            return len(text) <= room * 2
+
+    return fits
+
+
+def search_probe(driver: Driver) -> GuardProbe | None:
+    probe = driver.probe
+    return probe if isinstance(probe, GuardProbe) else None
+
+
+def _first_arguments(
+    oracle: list[OracleFacts], space: ActionSpace
+) -> dict[int, dict[str, dict[str, Any]]]:
+    """Each sample's first oracle call of each tool (what the guard probe varies)."""
+    out: dict[int, dict[str, dict[str, Any]]] = {}
+    for index, facts in enumerate(oracle):
+        calls: dict[str, dict[str, Any]] = {}
+        for turn in facts.turns:
+            for name, arguments in space.calls_of(turn):
+                calls.setdefault(name, dict(arguments))
+        out[index] = calls
+    return out
+
+
+def answer_chance(split: list[Any], reading: Reading) -> float | None:
+    """1/k where the answer the checks compare with is one of k options: a list field
+    of the sample that holds it (a multiple-choice question), or a field with few
+    distinct values over the data (yes/no, A-D); None where the space is open."""
+    fields = reading.checks.answer_fields or reading.checks.fields
+    rows = [s for s in split[:CORPUS_SAMPLES] if isinstance(s, dict)]
+    for name in fields:
+        values = [s[name] for s in rows if isinstance(s.get(name), (str, int, float))]
+        if not values:
+            continue
+        for other in rows[0]:
+            if other == name:
+                continue
+            sizes = [
+                len(s[other])
+                for s in rows
+                if isinstance(s.get(other), (list, dict)) and s.get(name) in s[other]
+            ]
+            if sizes and len(sizes) * 2 >= len(rows):
+                k = sorted(sizes)[len(sizes) // 2]
+                return 1.0 / k if k > 1 else None
+        distinct = {str(v) for v in values}
+        if 1 < len(distinct) <= 12 and len(values) >= 2 * len(distinct):
+            return 1.0 / len(distinct)
+    return None
 
 
 def _success_rate(episodes: list[Episode]) -> float | None:
@@ -157,7 +283,7 @@ def _read_elsewhere(name: str, text: str) -> bool:
     return re.search(rf"state\.{name}\b", updates.sub(" ", text)) is not None
 
 
-def spec_facts(checked: Any) -> SpecFacts:
+def spec_facts(checked: Any, reading: Reading | None = None) -> SpecFacts:
     """What the detectors need from the checked spec."""
     from agentspec.compiler.checker import Checker
 
@@ -169,7 +295,16 @@ def spec_facts(checked: Any) -> SpecFacts:
     success = spec.episode.success
     source = None if success is None or isinstance(success, bool) else str(success)
     read = [str(r.value) for n, r in spec.rewards.items() if f"reward.{n}" in (source or "")]
+    source_map = checked.loaded.source_map
+    if source_map.has(("context", "max_prompt_tokens")):
+        budget: tuple[str | int, ...] = ("context", "max_prompt_tokens")
+    else:
+        budget = ("prompt", "system") if source_map.has(("prompt", "system")) else ("prompt",)
     return SpecFacts(
+        reading=reading if reading is not None else read_spec(checked),
+        schemas={name: dict(tool.parameters) for name, tool in spec.tools.items()},
+        done_when_text=" ".join(str(spec.episode.done_when).split()),
+        budget_path=budget,
         rewards={name: reward.on for name, reward in spec.rewards.items()},
         guarded={name for name, tool in spec.tools.items() if tool.when is not None},
         tools=list(spec.tools),

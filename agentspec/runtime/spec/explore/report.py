@@ -101,9 +101,26 @@ def _text(report: Report) -> str:
             parts.append(f"  witness ({finding.witness.origin}), as a `tests:` entry:")
             parts.append(witness_yaml(finding))
         parts.append("")
+    notes = _coverage(report)
+    if notes:
+        parts.append("coverage (what the search could not decide, so did not report):")
+        parts += [f"  {where}: {text}" for where, text in notes]
+        parts.append("")
     parts.append(_ranges(report))
     parts.append(_summary(report))
     return "\n".join(parts)
+
+
+def _coverage(report: Report) -> list[tuple[str, str]]:
+    """Each coverage note with its `file:line`."""
+    out = []
+    for path, text in report.coverage:
+        line = ""
+        if report.source_map is not None:
+            span = report.source_map.value_span(path)
+            line = f"{report.spec}:{span.line}"
+        out.append((line or ".".join(map(str, path)), text))
+    return out
 
 
 def _ranges(report: Report) -> str:
@@ -136,6 +153,7 @@ def _json(report: Report) -> dict[str, Any]:
     findings = []
     for finding in report.findings:
         record = to_json(diagnostic(report, finding))
+        record["evidence"] = finding.evidence
         record["witness"] = witness_entry(finding)
         findings.append(record)
     return {
@@ -148,4 +166,5 @@ def _json(report: Report) -> dict[str, Any]:
         "oracle_reward_ranges": {k: list(v) for k, v in report.oracle_ranges.items()},
         "oracle_success": report.oracle_success,
         "random_success": report.random_success,
+        "coverage": [{"where": w, "note": t} for w, t in _coverage(report)],
     }

@@ -18,16 +18,29 @@ the job's name, so the same seed plays the same episodes.
 from __future__ import annotations
 
 import random
+import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from agentspec.runtime.episode.trajectory import EventKind
+from agentspec.runtime.spec.explore.answers import (
+    Recipe,
+    clean,
+    rules_of,
+    sample_values,
+    token_shape,
+)
 from agentspec.runtime.spec.explore.driver import Driver, Episode, Job, scripted
 from agentspec.runtime.spec.explore.policy import OracleFacts, RandomActions
+from agentspec.runtime.spec.explore.probe import GuardProbe
+from agentspec.runtime.spec.explore.reading import strings_in
 from agentspec.runtime.spec.explore.space import (
     ActionSpace,
     Vocabulary,
+    _matches,
+    _NumberBounds,
     draw_value,
     finite_values,
 )
@@ -67,7 +80,7 @@ class Search:
     def job(self, sample: int, turns: Sequence[str], origin: str) -> Job:
         """A scripted episode; an adapter's ends after its turns (it has no answer to end it)."""
         limit = len(turns) if self.space.adapter and turns else None
-        return Job(sample, scripted(turns), origin, limit)
+        return Job(sample, scripted(turns), origin, limit, strategy=_strategy(origin))
 
     def repeating_job(
         self, sample: int, turns: Sequence[str], origin: str, family: str, at: int, repeats: int
@@ -88,11 +101,11 @@ class Search:
             self.facts[episode.sample_index] = SampleFacts(facts, vocab, self.space, episode)
         return played
 
-    def mutations(self) -> None:
+    def mutations(self, keep: int = 0) -> None:
         jobs: list[Job] = []
         for index, facts in sorted(self.facts.items()):
             jobs += self._mutations_of(index, facts)
-        self.driver.play(jobs)
+        self.driver.play(self.spare(jobs, keep))
 
     def _mutations_of(self, index: int, facts: SampleFacts) -> list[Job]:
         turns, rng = facts.oracle.turns, self.rng("mutate", index)
@@ -130,11 +143,9 @@ class Search:
                 (f"oracle calls, then the answer {value!r}", [*calls, shapes[-1].format(value)])
             )
         listing = ", ".join(dict.fromkeys([*facts.vocab.phrases, *map(str, facts.oracle.values)]))
-        every = ", ".join(facts.vocab.words[:40])
-        for label, text in (("every option", listing), ("every prompt word", every)):
-            if text:
-                out.append((f"answer listing {label}", [*calls, shapes[-1].format(text)]))
-                out.append((f"answer listing {label}, no call", [shapes[-1].format(text)]))
+        if listing:
+            out.append(("answer listing every option", [*calls, shapes[-1].format(listing)]))
+            out.append(("answer listing every option, no call", [shapes[-1].format(listing)]))
         return out
 
     def _argument_variants(
@@ -247,7 +258,7 @@ class Search:
                     # from the start: the random baseline, which knows only its prompt
                     chooser = _after(turns[:cut], RandomActions(rng, turns, privileged=cut > 0))
                     origin = f"random actions after {cut} oracle turns" if cut else "random actions"
-                    jobs.append(Job(index, chooser, origin))
+                    jobs.append(Job(index, chooser, origin, privileged=cut > 0))
             if not self.driver.play(self.spare(jobs, keep)) or self.driver.left <= keep:
                 return
 
@@ -258,7 +269,7 @@ class Search:
         jobs = []
         for index, oracle in enumerate(self.oracle):
             chooser = RandomActions(self.rng("random", 0, index, 0), oracle.turns, privileged=False)
-            jobs.append(Job(index, _after([], chooser), "random actions"))
+            jobs.append(Job(index, _after([], chooser), "random actions", privileged=False))
         self.driver.left = max(self.driver.left, len(jobs))
         # past the time budget too (by at most BASELINE_SECONDS): the figure the report gives
         self.driver.deadline = max(self.driver.deadline, time.monotonic() + BASELINE_SECONDS)
@@ -288,8 +299,310 @@ class Search:
         self.driver.play(jobs)
 
 
+def _strategy(origin: str) -> str:
+    """An origin without the values it names: the same strategy on every sample."""
+    return re.sub(r"'[^']*'|\"[^\"]*\"", "a value", origin)
+
+
 def _after(prefix: list[str], then: RandomActions) -> Callable[[Any, str, int], str]:
     def choose(env: Any, prompt: str, index: int) -> str:
         return prefix[index] if index < len(prefix) else then(env, prompt, index)
 
     return choose
+
+
+# ----------------------------------------------------------- guided by the spec
+
+EXTRA_PER_SAMPLE = 8  # calls on other entities inserted into each oracle episode
+RULES_PER_WITNESS = 3
+
+
+class GuidedSearch(Search):
+    """The strategies the spec's own expressions guide (`reading`, `answers`, `probe`):
+    its tests, answers built from its checks, calls on other entities inserted into
+    the oracle's episodes, calls its guards answer otherwise than every call played
+    so far, and rules generalised from winning episodes."""
+
+    def __init__(
+        self,
+        driver: Driver,
+        space: ActionSpace,
+        oracle: list[OracleFacts],
+        seed: int,
+        pool: Sequence[Any] = (),
+    ) -> None:
+        super().__init__(driver, space, oracle, seed)
+        self.pool = list(pool)  # every sample loaded (a test's sample_index may be past them)
+
+    def spec_tests(self, tests: Sequence[Any]) -> None:
+        """The spec's own `tests:` episodes: what its author showed a guard refusing or
+        a reward paying. They probe guards and rewards; they are never a loophole's
+        evidence (the author wrote them knowing the sample)."""
+        jobs = []
+        for test in tests:
+            if getattr(test, "constants", None) or getattr(test, "split", None):
+                continue
+            if test.sample is not None:
+                self.driver.samples.append(dict(test.sample))
+                index = len(self.driver.samples) - 1
+            elif test.sample_index < len(self.driver.samples):
+                index = test.sample_index
+            elif test.sample_index < len(self.pool):
+                self.driver.samples.append(dict(self.pool[test.sample_index]))
+                index = len(self.driver.samples) - 1
+            else:
+                continue
+            origin = f"the spec's tests: {test.name}"
+            jobs.append(
+                Job(index, scripted(list(test.turns)), origin, test.max_steps, strategy=TESTS)
+            )
+        self.driver.play(jobs)
+
+    # -------------------------------------------------------------- answers
+
+    def _calls(self, index: int) -> list[str]:
+        """The oracle's turns before its (last) answer."""
+        turns = self.facts[index].oracle.turns
+        if turns and self.space.final_of(turns[-1]) is not None:
+            return turns[:-1]
+        return list(turns)
+
+    def _cut(self, index: int, label: str) -> int:
+        calls = len(self._calls(index))
+        if label == "from the start":
+            return 0
+        if label == "after the oracle's calls":
+            return calls
+        return min(calls, int(label.split()[1]))  # "after K of the oracle's calls"
+
+    def recipe_answers(self, recipes: Sequence[Recipe], keep: int = 0) -> None:
+        """Each recipe as the final answer, from the start and after each prefix of the
+        oracle's calls, on two samples; a recipe that wins there is played on every
+        sample, which gives its success rate."""
+        samples = sorted(self.facts)
+        if not samples or self.space.adapter or not recipes:
+            return
+        screen = samples[:2]
+        jobs: list[Job] = []
+        built: dict[str, tuple[Recipe, str]] = {}
+        for index in screen:
+            calls = len(self._calls(index))
+            labels = ["from the start", "after the oracle's calls"] if calls else ["from the start"]
+            if index == screen[0]:
+                labels += [f"after {k} of the oracle's calls" for k in range(1, calls)]
+            for recipe in recipes:
+                for label in labels:
+                    job = self._recipe_job(index, recipe, label)
+                    built[job.strategy] = (recipe, label)
+                    jobs.append(job)
+        played = self.driver.play(self.spare(jobs, keep))
+        won = list(dict.fromkeys(e.strategy for e in played if e.success is True and not e.blind))
+        confirm = [
+            self._recipe_job(index, *built[strategy])
+            for strategy in won
+            for index in samples
+            if not any(e.strategy == strategy and e.sample_index == index for e in played)
+        ]
+        self.driver.play(self.spare(confirm, keep))
+
+    def _recipe_job(self, index: int, recipe: Recipe, label: str) -> Job:
+        facts = self.facts[index]
+        calls = self._calls(index)[: self._cut(index, label)]
+        shape = facts.oracle.shapes[-1] if facts.oracle.shapes else None
+        space = self.space
+
+        def choose(env: Any, prompt: str, i: int) -> str:
+            if i < len(calls):
+                return calls[i]
+            if i > len(calls):
+                return ""
+            text = recipe.write(clean(prompt))
+            if recipe.bare or shape is None:
+                return space.answer(text)
+            return shape.format(text)
+
+        strategy = f"answering {recipe.name}, {label}"
+        job = Job(index, choose, strategy, strategy=strategy, privileged=False)
+        job.written_from = len(calls)
+        return job
+
+    # ------------------------------------------------------- extra actions
+
+    def extra_actions(self, keep: int = 0) -> None:
+        """Calls the oracle never makes — its tools on other entities (other ids of the
+        sample, the state, the prompt), and the tools it never calls — inserted into
+        its episode before its last turn: reward kept while success is lost shows a
+        reward that does not see the damage."""
+        if self.space.adapter:
+            return
+        jobs: list[Job] = []
+        for index, facts in sorted(self.facts.items()):
+            turns = facts.oracle.turns
+            if not turns or facts.episode.success is not True:
+                continue
+            at = len(turns) - 1
+            for label, call in self._other_calls(index, facts)[:EXTRA_PER_SAMPLE]:
+                origin = f"oracle with {label} inserted before its last turn"
+                job = self.job(index, [*turns[:at], call, *turns[at:]], origin)
+                job.strategy = f"oracle with a call on another entity ({label.split('(')[0]})"
+                jobs.append(job)
+        self.driver.play(self.spare(jobs, keep))
+
+    def _other_calls(self, index: int, facts: SampleFacts) -> list[tuple[str, str]]:
+        rng = self.rng("extra", index)
+        pool = self._entities(index, facts)
+        made = [
+            (name, args) for turn in facts.oracle.turns for name, args in self.space.calls_of(turn)
+        ]
+        out: list[tuple[str, str]] = []
+        for tool in self.space.tools:
+            mine = [args for name, args in made if name == tool.name]
+            base = dict(mine[0]) if mine else self.space.random_arguments(tool, rng, facts.vocab)
+            used = {str(v) for args in mine for v in args.values()}
+            changed = False
+            for key, schema in tool.properties.items():
+                if not isinstance(schema, dict):
+                    continue
+                for value in _others(schema, base.get(key), pool, used)[:2]:
+                    out.append(
+                        (
+                            f"{tool.name}({key}={value!r})",
+                            self.space.call(tool.name, {**base, key: value}),
+                        )
+                    )
+                    changed = True
+            if not mine and not changed:
+                out.append((f"{tool.name}()", self.space.call(tool.name, base)))
+        # one per tool first, then the rest
+        firsts = list(
+            {label.split("(")[0]: (label, call) for label, call in reversed(out)}.values()
+        )
+        return list(dict.fromkeys([*reversed(firsts), *out]))
+
+    def _entities(self, index: int, facts: SampleFacts) -> list[str]:
+        """Names and ids an episode can show: the sample's values, the state's, and the
+        id-like tokens of the prompt."""
+        sample = self.driver.samples[index]
+        found = [*sample_values(sample), *strings_in(facts.episode.state, 200)]
+        found += _IDS.findall(clean(facts.episode.prompt))
+        return [v for v in dict.fromkeys(found) if 0 < len(v) <= 60]
+
+    # --------------------------------------------------------- guard flips
+
+    def guard_flips(self, probe: GuardProbe | None, keep: int = 0) -> None:
+        """Play the calls the guard probe found a guard answering otherwise than every
+        played call: a refusal of a guard that never refused, a pass of one that never
+        let a call through."""
+        if probe is None:
+            return
+        ran, refused = self._outcomes()
+        jobs = []
+        for name, coverage in probe.coverage.items():
+            kept = ([] if name in refused else coverage.refusals) + (
+                [] if name in ran else coverage.passes
+            )
+            for index, prefix, call in kept:
+                origin = f"{name} called where the guard probe saw its guard answer otherwise"
+                jobs.append(Job(index, scripted([*prefix, call]), origin, strategy=origin))
+        self.driver.play(self.spare(jobs, keep))
+
+    def state_drives(self, reading: Any, keep: int = 0) -> None:
+        """For a guarded tool that never ran or never was refused: each tool that writes
+        a state variable its guard reads, called 1, 2, 4 and 8 times, then the tool —
+        a permission earned in five moves is deeper than breadth-first search goes."""
+        ran, refused = self._outcomes()
+        limit = int(getattr(self.driver.module.ENV_CLASS, "max_steps", 8) or 8)
+        jobs: list[Job] = []
+        for name, guard in sorted(reading.guards.items()):
+            tool = self.space.tool(name)
+            if tool is None or (name in ran and name in refused):
+                continue
+            writers = sorted(
+                {w for var in guard.state for w in reading.writers.get(var, ()) if w != name}
+            )
+            for index in sorted(self.facts)[:2]:
+                facts = self.facts[index]
+                calls = self._tool_calls(tool, facts)[:1]
+                for writer in writers[:3]:
+                    shape = self.space.tool(writer)
+                    if shape is None or not calls:
+                        continue
+                    for drive in self._tool_calls(shape, facts)[:2]:
+                        for times in (1, 2, 4, 8):
+                            if times + 1 > limit:
+                                break
+                            origin = f"{writer} called {times}x, then {name}"
+                            jobs.append(
+                                Job(
+                                    index,
+                                    scripted([drive] * times + calls),
+                                    origin,
+                                    strategy=origin,
+                                )
+                            )
+        self.driver.play(self.spare(jobs, keep))
+
+    def _outcomes(self) -> tuple[set[str], set[str]]:
+        """The tools that ran, and those a guard refused, in the episodes played."""
+        refused: set[str] = set()
+        ran: set[str] = set()
+        for episode in self.driver.played:
+            ran |= episode.tools_run()
+            for step in episode.trajectory.steps:
+                for event in step.events:
+                    if event.kind == EventKind.TOOL_ERROR and event.code == "guard" and event.tool:
+                        refused.add(event.tool)
+        return ran, refused
+
+    # --------------------------------------------------------------- rules
+
+    def generalize(self, witnesses: Sequence[Episode], fixed: set[str], keep: int = 0) -> None:
+        """Each witness's rules (`answers.rules_of`) played on every sample."""
+        jobs: list[Job] = []
+        for witness in witnesses:
+            if witness.sample_index >= len(self.driver.samples):
+                continue
+            sample = self.driver.samples[witness.sample_index]
+            rules = rules_of(witness.turns, witness.prompts, sample, fixed)
+            for rule in rules[:RULES_PER_WITNESS]:
+                name = f"{rule.name}, from {witness.strategy} (sample {witness.sample_index})"
+                for index in sorted(self.facts):
+                    limit = len(rule.turns) if self.space.adapter else None
+                    chooser = (lambda r: lambda env, prompt, i: r.write(i, prompt))(rule)
+                    job = Job(index, chooser, name, limit, strategy=name, privileged=False)
+                    job.written_from = 0
+                    jobs.append(job)
+        self.driver.play(self.spare(jobs, keep))
+
+
+TESTS = "the spec's tests"
+_IDS = re.compile(r"(?<![\w\-])(?=[\w\-]*\d)(?=[\w\-]*[A-Za-z])[A-Za-z0-9][\w\-]{2,}(?![\w\-])")
+
+
+def _others(schema: dict[str, Any], current: Any, pool: list[str], used: set[str]) -> list[Any]:
+    """Values of one argument other than the oracle's: another `enum` value, the other
+    boolean, a neighbouring number, another entity of the same shape."""
+    if isinstance(schema.get("enum"), list):
+        return [v for v in schema["enum"] if v != current]
+    kind = schema.get("type", "string")
+    if kind == "boolean":
+        return [not current] if isinstance(current, bool) else [True, False]
+    if kind in ("integer", "number"):
+        if isinstance(current, (int, float)) and not isinstance(current, bool):
+            bounds = _NumberBounds.of(schema)
+            return [n for n in (current + 1, current - 1) if bounds.admits(n)]
+        return []
+    if kind != "string":
+        return []
+    shape = token_shape(str(current)) if current not in (None, "") else None
+    pattern = schema.get("pattern") if isinstance(schema.get("pattern"), str) else None
+    out = []
+    for value in pool:
+        if value == current or value in used:
+            continue
+        if shape is not None and not re.fullmatch(shape, value):
+            continue
+        if pattern is not None and not _matches(pattern, value):
+            continue
+        out.append(value)
+    return out

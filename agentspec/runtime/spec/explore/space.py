@@ -258,17 +258,170 @@ class _NumberBounds:
 
 
 def _draw_string(schema: Mapping[str, Any], rng: random.Random, vocab: Vocabulary) -> str:
+    """A string the schema accepts (`pattern`, `minLength`, `maxLength`): a vocabulary
+    value that fits, else one made from the pattern, else one padded to fit."""
     pattern = schema.get("pattern")
-    low, high = int(schema.get("minLength", 0)), schema.get("maxLength")
-    for _ in range(8):
-        value = vocab.draw_string(rng)
-        if len(value) < low or (high is not None and len(value) > int(high)):
+    pattern = pattern if isinstance(pattern, str) else None
+    low, high = _length_bounds(schema)
+
+    def fits(value: str) -> bool:
+        if len(value) < low or (high is not None and len(value) > high):
+            return False
+        return pattern is None or _matches(pattern, value)
+
+    # a pattern the vocabulary rarely fits (`^[1-6]{4}$`) is drawn from half the time
+    from_pattern = pattern is not None and rng.random() < 0.5
+    if not from_pattern:
+        for _ in range(8):
+            value = vocab.draw_string(rng)
+            if fits(value):
+                return value
+    if pattern is not None:
+        for _ in range(8):
+            made = string_for_pattern(pattern, rng, low, high)
+            if made is not None and fits(made):
+                return made
+    fitting = [s for s in vocab.strings()[:MAX_WORDS] if fits(s)]
+    if fitting:
+        return rng.choice(fitting)
+    return _padded(vocab.draw_string(rng), low, high, rng)
+
+
+def _length_bounds(schema: Mapping[str, Any]) -> tuple[int, int | None]:
+    """A string schema's `minLength` (at most `MAX_DRAWN_SIZE`) and `maxLength`."""
+    given_low, given_high = schema.get("minLength", 0), schema.get("maxLength")
+    low = 0
+    if _is_number(given_low) and given_low > 0:
+        low = min(int(given_low), MAX_DRAWN_SIZE)
+    high = None
+    if (
+        isinstance(given_high, (int, float))
+        and not isinstance(given_high, bool)
+        and given_high >= 0
+    ):
+        high = int(given_high)
+    return low, high
+
+
+def _padded(value: str, low: int, high: int | None, rng: random.Random) -> str:
+    """`value` cut or padded with letters to a length between `low` and `high`."""
+    if high is not None:
+        value = value[:high]
+    while len(value) < low:
+        value += rng.choice("abcdefghijklmnopqrstuvwxyz")
+    return value
+
+
+MAX_REPEAT_DRAWN = 3  # extra repetitions a `*`, `+` or `{n,}` draws beyond its minimum
+_CATEGORY_CHARS = {
+    "CATEGORY_DIGIT": "0123456789",
+    "CATEGORY_NOT_DIGIT": "abcXYZ_-",
+    "CATEGORY_SPACE": " ",
+    "CATEGORY_NOT_SPACE": "abc123XYZ",
+    "CATEGORY_WORD": "abcxyzABC0129_",
+    "CATEGORY_NOT_WORD": " -.,",
+}
+_PRINTABLE = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 -_.,"
+
+
+def string_for_pattern(
+    pattern: str, rng: random.Random, low: int = 0, high: int | None = None
+) -> str | None:
+    """A random string that `pattern` matches (JSON Schema's `pattern`, searched
+    anywhere), or None where the pattern uses what the generator cannot write
+    (lookarounds, back references it cannot honour): the caller checks the result."""
+    import re._parser as sre_parse  # the `re` module's parser: patterns JSON Schema allows
+
+    try:
+        parsed = sre_parse.parse(pattern)
+    except Exception:
+        return None
+    try:
+        out = _generate(list(parsed), rng, {}, [0])
+    except _CannotWrite:
+        return None
+    if high is not None and len(out) > high:
+        return None
+    return _padded(out, low, high, rng) if len(out) < low and not _anchored_end(pattern) else out
+
+
+class _CannotWrite(Exception):
+    pass
+
+
+def _anchored_end(pattern: str) -> bool:
+    return pattern.endswith("$") or pattern.endswith("\\Z")
+
+
+def _generate(
+    items: list[Any], rng: random.Random, groups: dict[int, str], budget: list[int]
+) -> str:
+    import re._constants as c
+
+    budget[0] += 1
+    if budget[0] > 10_000:
+        raise _CannotWrite
+    out: list[str] = []
+    for op, arg in items:
+        if op == c.LITERAL:
+            out.append(chr(arg))
+        elif op == c.NOT_LITERAL:
+            out.append(next(ch for ch in _PRINTABLE if ord(ch) != arg))
+        elif op == c.ANY:
+            out.append(rng.choice("abcxyz0129"))
+        elif op == c.IN:
+            out.append(_from_set(arg, rng))
+        elif op == c.BRANCH:
+            out.append(_generate(list(rng.choice(arg[1])), rng, groups, budget))
+        elif op == c.SUBPATTERN:
+            group, _add, _del, sub = arg
+            text = _generate(list(sub), rng, groups, budget)
+            if group is not None:
+                groups[group] = text
+            out.append(text)
+        elif op in (c.MAX_REPEAT, c.MIN_REPEAT, getattr(c, "POSSESSIVE_REPEAT", None)):
+            lo, hi, sub = arg
+            hi = lo + MAX_REPEAT_DRAWN if hi == c.MAXREPEAT else min(hi, lo + MAX_REPEAT_DRAWN)
+            count = rng.randint(lo, max(lo, hi))
+            if count > MAX_DRAWN_SIZE:
+                raise _CannotWrite
+            out.extend(_generate(list(sub), rng, groups, budget) for _ in range(count))
+        elif op == c.GROUPREF:
+            if arg not in groups:
+                raise _CannotWrite
+            out.append(groups[arg])
+        elif op == c.AT:
+            continue  # anchors: the string is written whole, start to end
+        elif op == getattr(c, "ATOMIC_GROUP", None):
+            out.append(_generate(list(arg), rng, groups, budget))
+        else:  # lookarounds, conditionals: written as if absent, checked by the caller
             continue
-        if pattern is not None and not _matches(pattern, value):
-            continue
-        return value
-    fitting = [s for s in vocab.strings() if pattern is None or _matches(pattern, s)]
-    return rng.choice(fitting) if fitting else "a" * min(max(low, 1), MAX_DRAWN_SIZE)
+    return "".join(out)
+
+
+def _from_set(items: list[Any], rng: random.Random) -> str:
+    import re._constants as c
+
+    allowed: list[str] = []
+    negate = False
+    for op, arg in items:
+        if op == c.NEGATE:
+            negate = True
+        elif op == c.LITERAL:
+            allowed.append(chr(arg))
+        elif op == c.RANGE:
+            lo, hi = arg
+            allowed += [chr(x) for x in range(lo, min(hi, lo + 200) + 1)]
+        elif op == c.CATEGORY:
+            allowed += list(_CATEGORY_CHARS.get(str(arg), ""))
+    if negate:
+        banned = set(allowed)
+        choices = [ch for ch in _PRINTABLE if ch not in banned]
+    else:
+        choices = allowed
+    if not choices:
+        raise _CannotWrite
+    return rng.choice(choices)
 
 
 def _matches(pattern: str, value: str) -> bool:
@@ -307,8 +460,29 @@ def finite_values(schema: Mapping[str, Any], strings: Sequence[str]) -> list[Any
         reals = [n for s in strings if (n := _number(s)) is not None] + [0.0, 1.0]
         return _unique([n for n in reals if valid(n)])
     if kind in ("string", None):
-        return list(strings)
+        return _fitting_strings(schema, strings)
     return []
+
+
+def _fitting_strings(schema: Mapping[str, Any], strings: Sequence[str]) -> list[str]:
+    """`strings` that the schema's `pattern` and lengths accept; one made from the
+    pattern where none does (a call every guard and tool would refuse tests nothing)."""
+    pattern = schema.get("pattern")
+    pattern = pattern if isinstance(pattern, str) else None
+    low, high = _length_bounds(schema)
+    if pattern is None and not low and high is None:
+        return list(strings)
+    fitting = [
+        s
+        for s in strings
+        if low <= len(s)
+        and (high is None or len(s) <= high)
+        and (pattern is None or _matches(pattern, s))
+    ]
+    if fitting:
+        return fitting
+    made = string_for_pattern(pattern, random.Random(pattern), low, high) if pattern else None
+    return [made] if made is not None else [_padded("", low, high, random.Random(0))]
 
 
 @dataclass
