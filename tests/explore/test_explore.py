@@ -240,3 +240,150 @@ def test_the_random_baseline_is_reported_when_time_stops_the_search(
     monkeypatch.setattr(Driver, "play", play_then_time_is_up)
     report = explore(ROOT / "specs" / "gridworld.yaml", ExploreSettings(seconds=600.0))
     assert report.stopped_by_time and report.random_success is not None
+
+
+# ------------------------------------------- issue 49: a search guided by the spec
+
+HERE = Path(__file__).parent
+
+
+def codes(path: Path, settings: ExploreSettings | None = None) -> dict[str, Any]:
+    """Each finding by its code (the last of a code wins)."""
+    report = explore(path, settings or ExploreSettings(seconds=600.0))
+    return {f.code: f for f in report.findings}
+
+
+def test_a_multiple_choice_guess_is_a_warning_with_its_rate_not_a_loophole() -> None:
+    """The oracle's answer without its lookup is one of the four options on screen:
+    X102 was raised on every multiple-choice task. The best strategy a model could
+    learn without the tool wins one time in four, as a guess does: W102, with the rate,
+    the oracle's and chance."""
+    found = codes(HERE / "multiple_choice.yaml")
+    assert not [c for c in found if c.startswith("X")], found
+    guess = found["W102"]
+    assert guess.evidence["chance"] == 0.25 and guess.evidence["rate"] == 0.25
+    assert (
+        guess.evidence["oracle_rate"] == 1.0 and guess.evidence["rate"] < guess.evidence["needed"]
+    )
+    assert "succeeds on 2 of 8 samples (0.25; the oracle 1.00, chance 1/4)" in guess.message
+
+
+def test_a_keyword_answer_is_a_loophole_with_its_rate() -> None:
+    """Saying "cancelled" without the tool succeeds on every sample: X102, at the
+    success line, with the strategy, its rate and the oracle's."""
+    found = codes(CORPUS / "keyword_without_tool.yaml")
+    skipped = found["X102"]
+    assert skipped.evidence["rate"] == 1.0 and skipped.evidence["played"] == 6
+    assert "'cancelled'" in skipped.evidence["strategy"]
+    assert skipped.witness is not None and skipped.witness.steps == 1
+
+
+@pytest.mark.parametrize("with_tests", [True, False], ids=["with its tests", "without"])
+def test_a_budget_guard_is_not_said_to_never_refuse(tmp_path: Path, with_tests: bool) -> None:
+    """The allowance (250 pages, a constant the prompt does not show) is past every
+    number the search drew: W112 and W113 were reported although the spec's own tests
+    show the guard refusing. The tests are played as probes, and the guard probe asks
+    the guard about the allowance ±1 at each state, so a refusal is played either way."""
+    spec = HERE / "print_budget.yaml"
+    if not with_tests:
+        text = spec.read_text(encoding="utf-8").split("tests:")[0]
+        spec = tmp_path / "print_budget.yaml"
+        spec.write_text(text, encoding="utf-8")
+        (tmp_path / "print_jobs.jsonl").write_text(
+            (HERE / "print_jobs.jsonl").read_text(encoding="utf-8"), encoding="utf-8"
+        )
+    report = explore(spec, ExploreSettings(seconds=600.0))
+    assert report.findings == []
+    refusals = [
+        e.origin
+        for e in report_episodes(spec)
+        for s in e.trajectory.steps
+        for ev in s.events
+        if ev.kind == "tool_error" and ev.code == "guard"
+    ]
+    assert refusals
+
+
+def report_episodes(path: Path) -> list[Any]:
+    """The episodes an exploration played (the detectors' input)."""
+    from agentspec.runtime.spec.explore import explorer as module
+
+    kept: list[Any] = []
+    detect = module.detect
+
+    def spy(played: Any, facts: Any) -> Any:
+        kept.extend(played)
+        return detect(played, facts)
+
+    module.detect = spy
+    try:
+        explore(path, ExploreSettings(seconds=600.0))
+    finally:
+        module.detect = detect
+    return kept
+
+
+def test_a_guard_that_never_fails_states_its_coverage() -> None:
+    """W112 says what the guard probe tried: the argument up to the schema's maximum,
+    and the comparison seen true every time, never false."""
+    (w112,) = [f for f in explore(CORPUS / "guard_past_schema.yaml").findings if f.code == "W112"]
+    assert "from 1 to 200" in w112.message and "maximum 200" in w112.message
+    assert "false 0" in w112.message and w112.evidence["refused"] == 0
+    assert w112.evidence["states"] > 0
+
+
+def test_hints_do_not_advise_removing_what_the_specs_tests_exercise(tmp_path: Path) -> None:
+    text = (CORPUS / "guard_past_schema.yaml").read_text(encoding="utf-8")
+    test = (
+        "tests:\n  episodes:\n    - name: a hint is bought\n      turns:\n"
+        '        - \'<tool_call>{"name": "buy", "arguments": {"credits": 5}}</tool_call>\'\n'
+        "        - <answer>blue</answer>\n      expect: {success: true}\n"
+    )
+    spec = tmp_path / "tested.yaml"
+    spec.write_text(text + test, encoding="utf-8")
+    (tmp_path / "quiz.jsonl").write_text((CORPUS / "quiz.jsonl").read_text(encoding="utf-8"))
+    (w112,) = [f for f in explore(spec).findings if f.code == "W112"]
+    assert "remove" not in w112.hint and "tests call" in w112.hint
+    (untested,) = [
+        f for f in explore(CORPUS / "guard_past_schema.yaml").findings if f.code == "W112"
+    ]
+    assert "remove" in untested.hint
+
+
+def test_a_never_holding_done_when_is_located_at_it() -> None:
+    """X106 was located at `final_answer: continue`, suggesting the `done_when` the
+    spec already has; it points at the `done_when` and says it never held."""
+    (x106,) = [f for f in explore(CORPUS / "done_when_never.yaml").findings if f.code == "X106"]
+    assert x106.path == ("episode", "done_when") and "never held" in x106.message
+    assert "done_when`, or `final_answer" not in x106.hint
+
+
+def test_a_prompt_over_its_budget_is_its_own_finding() -> None:
+    found = codes(CORPUS / "over_budget.yaml", ExploreSettings(episodes=60, seconds=600.0))
+    assert set(found) == {"X107"}
+    assert found["X107"].path == ("context", "max_prompt_tokens")
+
+
+def test_random_calls_satisfy_their_schema(tmp_path: Path) -> None:
+    """`pattern: ^[1-6]{4}$`, a range, an enum and string lengths: every call the random
+    policy writes is valid (35 % of its calls were tool errors on such a spec)."""
+    spec = HERE / "schema_args.yaml"
+    args = ["run", str(spec), "--policy", "random", "-n", "30", "--out", str(tmp_path)]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    calls = errors = 0
+    for line in (tmp_path / "trajectories.jsonl").read_text().splitlines():
+        for step in json.loads(line)["steps"]:
+            for event in step.get("events", []):
+                calls += event.get("kind") in ("tool", "tool_error")
+                errors += event.get("kind") == "tool_error"
+    assert calls >= 20 and errors == 0
+
+
+def test_another_entitys_call_inserted_into_the_oracle_keeps_the_reward() -> None:
+    """Cancelling the guest's other booking too keeps a reward that reads only the
+    requested one: the search inserts calls on other entities before the oracle's
+    last turn."""
+    (x101,) = [f for f in explore(CORPUS / "other_entity.yaml").findings if f.code == "X101"]
+    assert x101.witness is not None and "another entity" in x101.witness.strategy
+    assert x101.evidence["rate"] == 1.0

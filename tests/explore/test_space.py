@@ -72,3 +72,27 @@ def test_a_huge_minimum_is_drawn_short_not_filled(schema: dict[str, Any]) -> Non
     hanging `explore`, `test` and the random policy."""
     value = draw_value(schema, random.Random(0), Vocabulary(words=[]))
     assert 0 < len(value) <= MAX_DRAWN_SIZE
+
+
+@pytest.mark.parametrize(
+    "pattern",
+    [r"^[1-6]{4}$", r"^[A-Z]{2}\d{4}$", r"^(yes|no)$", r"\d+(\.\d)?", r"^[a-z]+@[a-z]+\.com$"],
+)
+def test_strings_are_drawn_from_their_pattern(pattern: str) -> None:
+    """A vocabulary no value of which fits the pattern still gives fitting strings."""
+    schema = {"type": "string", "pattern": pattern}
+    validator = jsonschema.Draft202012Validator(schema)
+    rng = random.Random(3)
+    vocab = Vocabulary(words=["hello", "world", "7"])
+    drawn = [draw_value(schema, rng, vocab) for _ in range(30)]
+    assert all(validator.is_valid(v) for v in drawn), drawn
+    assert all(validator.is_valid(v) for v in finite_values(schema, ["hello", "world"]))
+
+
+def test_string_lengths_hold() -> None:
+    schema = {"type": "string", "minLength": 5, "maxLength": 6}
+    rng = random.Random(0)
+    drawn = [
+        draw_value(schema, rng, Vocabulary(words=["a", "toolongword", "abc"])) for _ in range(20)
+    ]
+    assert all(5 <= len(v) <= 6 for v in drawn), drawn

@@ -249,17 +249,22 @@ def reward_without_success(
             and o is not None
             and o.success is True
             and e.total >= o.total - TOLERANCE
+            # earning nothing where the oracle earns nothing shows no reward to hack
+            and (e.total > TOLERANCE or e.total > o.total + TOLERANCE)
         )
 
     hits = [e for e in played if e.strategy != TESTS and won(e)]
     if not hits:
         return []
-    witness = shortest(hits)
+    best = rates(played, set(oracle), won)
+    if best and best[0].rate >= 0.5:
+        witness = shortest([e for e in hits if e.strategy == best[0].strategy])
+    else:
+        witness = shortest(hits)
     base = oracle[witness.sample_index]
     got, had = witness.components(), base.components()
     name = max(got, key=lambda n: (got[n] - had.get(n, 0.0), got[n]), default=None)
     path: tuple[str | int, ...] = ("rewards", name, "value") if name else ("episode", "success")
-    best = rates(played, set(oracle), won)
     shown = f"; e.g. {best[0].said(verb='keeps the reward')}" if best else ""
     return [
         Finding(

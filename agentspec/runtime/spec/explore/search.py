@@ -396,7 +396,7 @@ class GuidedSearch(Search):
                     built[job.strategy] = (recipe, label)
                     jobs.append(job)
         played = self.driver.play(self.spare(jobs, keep))
-        won = list(dict.fromkeys(e.strategy for e in played if e.success is True and not e.blind))
+        won = list(dict.fromkeys(e.strategy for e in played if self._telling(e)))
         confirm = [
             self._recipe_job(index, *built[strategy])
             for strategy in won
@@ -404,6 +404,22 @@ class GuidedSearch(Search):
             if not any(e.strategy == strategy and e.sample_index == index for e in played)
         ]
         self.driver.play(self.spare(confirm, keep))
+
+    def _telling(self, episode: Episode) -> bool:
+        """An episode worth its recipe's rate: a success (one that wrote only what the
+        prompt showed), or a failure paid at least the oracle's reward."""
+        if episode.blind:
+            return False
+        if episode.success is True:
+            return True
+        facts = self.facts.get(episode.sample_index)
+        oracle = facts.episode.total if facts is not None else None
+        return (
+            episode.success is False
+            and oracle is not None
+            and episode.total > 0
+            and episode.total >= oracle - 1e-9
+        )
 
     def _recipe_job(self, index: int, recipe: Recipe, label: str) -> Job:
         facts = self.facts[index]
