@@ -30,6 +30,7 @@ from agentspec.runtime.spec.explore.space import _SPECIAL
 __all__ = ["Listing", "Recipe", "Rule", "answer_recipes", "clean", "rules_of", "token_shape"]
 
 MAX_LISTED = 60  # values one listing answer holds
+SEPARATORS = (("", ", "), (" (comma-separated)", ","), (" (space-separated)", " "))
 DEGENERATE = ("", "0", "none", "yes", "no")
 _TOKEN = re.compile(r"[A-Za-z0-9](?:[\w\-./:]*[A-Za-z0-9])?")
 _ID = re.compile(r"(?<![\w\-])(?=[\w\-]*\d)(?=[\w\-]*[A-Za-z])[A-Za-z0-9][\w\-]{2,}(?![\w\-])")
@@ -120,16 +121,16 @@ def answer_recipes(
         if not values:
             continue
         options = _options(split, name)
-        recipes.append(
-            Recipe(
-                f"every value of sample.{name} the prompt shows"
-                + (f" (and of sample.{', sample.'.join(options)})" if options else ""),
-                _listing(
-                    list(dict.fromkeys([*values, *_option_values(split, options)]))[:1000],
-                    listing,
-                ),
+        known = list(dict.fromkeys([*values, *_option_values(split, options)]))[:1000]
+        for label, sep in SEPARATORS:
+            recipes.append(
+                Recipe(
+                    f"every value of sample.{name} the prompt shows"
+                    + (f" (and of sample.{', sample.'.join(options)})" if options else "")
+                    + label,
+                    _listing(known, listing, sep),
+                )
             )
-        )
         shapes = [s for s, _ in Counter(filter(None, map(token_shape, values))).most_common(2)]
         for shape in shapes:
             recipes.append(
@@ -147,7 +148,8 @@ def answer_recipes(
                     _neighbours(decimals, listing),
                 )
             )
-    recipes.append(Recipe("every id shown", _every(_ID, listing)))
+    for label, sep in SEPARATORS[:2]:
+        recipes.append(Recipe(f"every id shown{label}", _every(_ID, listing, sep)))
     recipes.append(Recipe("every number shown", _every(_NUMBER, listing, " ")))
     recipes.append(Recipe("every prompt word", _every(_TOKEN, listing, " ")))
     for text in DEGENERATE:
@@ -168,28 +170,38 @@ def _options(split: Sequence[Mapping[str, Any]], name: str) -> list[str]:
     for other in rows[0]:
         if other == name:
             continue
-        holding = [
-            s
-            for s in rows
-            if isinstance(s.get(other), (list, dict))
-            and isinstance(s.get(name), (str, int, float))
-            and s.get(name) in s[other]
-        ]
+        holding = [s for s in rows if _holds(s.get(other), s.get(name))]
         if len(holding) * 2 >= len(rows):
             out.append(other)
     return out
+
+
+def _holds(container: Any, value: Any) -> bool:
+    """Whether a list or dict field holds a value (every item of a list value)."""
+    if not isinstance(container, (list, dict)):
+        return False
+    if isinstance(value, list):
+        return bool(value) and all(_hashable_in(v, container) for v in value)
+    return isinstance(value, (str, int, float)) and _hashable_in(value, container)
+
+
+def _hashable_in(value: Any, container: Any) -> bool:
+    try:
+        return value in container
+    except TypeError:
+        return False
 
 
 def _option_values(split: Sequence[Mapping[str, Any]], names: list[str]) -> list[str]:
     return [str(v) for s in split[:500] for n in names for v in s.get(n) or [] if v is not None]
 
 
-def _listing(values: list[str], listing: Listing) -> Callable[[str], str]:
+def _listing(values: list[str], listing: Listing, sep: str = ", ") -> Callable[[str], str]:
     def write(prompt: str) -> str:
         lowered = prompt.lower()
         shown = [v for v in values if v.strip() and v.lower() in lowered and shows(prompt, v)]
         # one value is no listing: the only known answer shown is the answer remembered
-        return listing.join(shown) if len(shown) > 1 else ""
+        return listing.join(shown, sep) if len(shown) > 1 else ""
 
     return write
 

@@ -81,6 +81,8 @@ class SpecFacts:
     done_when_text: str = ""
     budget_path: tuple[str | int, ...] = ("context", "max_prompt_tokens")
     notes: list[tuple[tuple[str | int, ...], str]] = field(default_factory=list)  # coverage
+    sinks: list[tuple[str, str]] = field(default_factory=list)  # answers given as arguments
+    gated: set[str] = field(default_factory=set)  # components whose `when` decides (constant value)
 
 
 def shortest(episodes: Sequence[Episode]) -> Episode:
@@ -169,8 +171,8 @@ def rates(
         if wins:
             privileged = any(e.privileged for e in members)
             size = sum(e.steps * 1000 + sum(map(len, e.turns)) for e in members) / len(members)
-            samples = len({e.sample_index for e in members})
-            out.append(Rate(strategy, wins, len(members), privileged, size, samples))
+            seen = len({e.sample_index for e in members})
+            out.append(Rate(strategy, wins, len(members), privileged, size, seen))
     return sorted(out, key=lambda r: (-r.rate, -r.wins, r.size, r.strategy))
 
 
@@ -333,18 +335,21 @@ def success_cases(
         )
 
     def other(e: Episode) -> bool:
-        return winning(e) and _answer_differs(e, oracle.get(e.sample_index))
+        o = oracle.get(e.sample_index)
+        return winning(e) and (
+            _answer_differs(e, o) or _submitted(e, spec.sinks) != _submitted(o, spec.sinks)
+        )
 
-    if spec.judges_answer:
+    if spec.judges_answer or spec.sinks:
         cases.append(
             SuccessCase(
                 "X103",
                 "W103",
-                "`episode.success` holds for a final answer that is not the oracle's",
+                "`episode.success` holds for an answer (final, or given to a tool) that is not the oracle's",
                 "compare the answer exactly (==) rather than with `contains` or a pattern "
                 "that a list of candidates also matches",
-                "another answer succeeds about as often as a guess would: check the answer "
-                "check if it should accept only the sample's answer",
+                "another answer succeeds about as often as a guess would: if the check "
+                "should accept only the sample's answer, compare it exactly (==)",
                 other,
                 [e for e in candidates if other(e)],
             )
@@ -432,6 +437,25 @@ def _final_answer(episode: Episode) -> str | None:
     return finals[0] if finals and finals[0] not in ("terminal tool", "done_when") else None
 
 
+def _submitted(episode: Episode | None, sinks: Sequence[tuple[str, str]]) -> list[str]:
+    """What an episode's calls gave as the arguments that are answers (`sinks`)."""
+    if episode is None or not sinks:
+        return []
+    wanted = set(sinks)
+    given: list[str] = []
+    for step in episode.trajectory.steps:
+        ran = [e.call_index for e in step.events if e.kind == EventKind.TOOL]
+        for index, call in enumerate(step.tool_calls):
+            if None not in ran and index not in ran:
+                continue  # refused or failed: it gave nothing
+            given += [
+                _normal(str(value))
+                for arg, value in (call.arguments or {}).items()
+                if (call.name, arg) in wanted
+            ]
+    return sorted(given)  # a multiset: the same items in another order are the same answer
+
+
 def _normal(text: str) -> str:
     return " ".join(text.lower().split())
 
@@ -516,11 +540,14 @@ def no_ending(played: Sequence[Episode], spec: SpecFacts) -> list[Finding]:
     endings = sorted({e.ending for e in played})
     if spec.done_when:
         path: tuple[str | int, ...] = ("episode", "done_when")
-        where = f"`done_when` ({spec.done_when_text}) never held"
+        reads = spec.reading.done_reads if spec.reading is not None else []
+        took = "; ".join(_took(var, vals) for var, vals in _state_values(played, reads).items())
+        where = f"`done_when` ({spec.done_when_text}) never held" + (
+            f" ({took} at the episodes' ends)" if took else ""
+        )
         hint = (
-            "check `done_when` against the states the tools can reach (the values each "
-            "state variable took are in the coverage notes), or end with a terminal tool "
-            "or `done()` in an effect"
+            "check `done_when` against the states the tools can reach, or end with a "
+            "terminal tool or `done()` in an effect"
         )
     elif spec.final_answer == "continue":
         path = ("episode", "final_answer")
@@ -720,9 +747,7 @@ def dead_rewards(
         if played and all(abs(s) <= TOLERANCE for s in sums):
             reached = [e for e in played if on in _event_keys(e)]
             seen = _state_values(played, reading.reward_reads.get(name, []) if reading else [])
-            values = "; ".join(
-                f"state.{var} took {', '.join(map(repr, vals[:6]))}" for var, vals in seen.items()
-            )
+            values = "; ".join(_took(var, vals) for var, vals in seen.items())
             if not reached:
                 if not (on.startswith("tool:") and on[5:] in dead_tools):
                     spec.notes.append(
@@ -737,6 +762,7 @@ def dead_rewards(
                 var
                 for var in (reading.reward_reads.get(name, []) if reading else [])
                 if not _domain_seen(reading.domains.get(var), seen.get(var, []))
+                and not _driven(played, var, on)
             ]
             if unknown:
                 spec.notes.append(
@@ -753,8 +779,8 @@ def dead_rewards(
                     "W113",
                     f"reward.{name} (on: {on}) was 0 in all {len(played)} episodes played; "
                     f"{len(reached)} reached its event"
-                    + (f", in which {values} (every value its effects write)" if values else ""),
-                    ("rewards", name, "value"),
+                    + (f", in which {values}" if values else ""),
+                    ("rewards", name, "when" if name in spec.gated else "value"),
                     "its event never pays or its value is always 0: check `on`, `when` and "
                     "the expression against the states tools can reach",
                     evidence={"episodes": len(played), "reached": len(reached)},
@@ -773,6 +799,24 @@ def dead_rewards(
                 )
             )
     return findings
+
+
+def _took(var: str, values: list[Any]) -> str:
+    numbers = [v for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)]
+    if len(values) > 6 and len(numbers) == len(values):
+        return f"state.{var} took {len(values)} values from {min(numbers):g} to {max(numbers):g}"
+    ordered = sorted(values, key=lambda v: (type(v).__name__, repr(v)))
+    return f"state.{var} took {', '.join(map(repr, ordered[:6]))}" + (
+        ", …" if len(values) > 6 else ""
+    )
+
+
+def _driven(played: Sequence[Episode], var: str, on: str) -> bool:
+    """Whether the search pushed a computed state variable as far as an episode can
+    (each tool that writes it called until the step limit) and the event still came."""
+    return any(
+        e.origin.startswith(f"state.{var} driven by") and on in _event_keys(e) for e in played
+    )
 
 
 def _state_values(played: Sequence[Episode], names: Sequence[str]) -> dict[str, list[Any]]:

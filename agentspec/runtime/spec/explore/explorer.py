@@ -17,7 +17,12 @@ from pathlib import Path
 from typing import Any
 
 from agentspec.runtime.episode.trajectory import TerminationReason
-from agentspec.runtime.spec.explore.answers import Listing, answer_recipes, fixed_values
+from agentspec.runtime.spec.explore.answers import (
+    DEGENERATE,
+    Listing,
+    answer_recipes,
+    fixed_values,
+)
 from agentspec.runtime.spec.explore.detect import (
     Finding,
     SpecFacts,
@@ -95,6 +100,7 @@ def explore(path: Path, settings: ExploreSettings = ExploreSettings()) -> Report
     )
     facts = spec_facts(checked, reading)
     facts.coverage = probe.coverage
+    facts.sinks = list(reading.checks.sinks)
     facts.chance = answer_chance(every, reading)
     search = GuidedSearch(driver, space, oracle, settings.seed, every)
     _search(search, settings, facts, checked, every)
@@ -130,6 +136,7 @@ def explore(path: Path, settings: ExploreSettings = ExploreSettings()) -> Report
 
 
 RULE_EPISODES = 120  # the most episodes the rules of winning episodes may take
+DEGENERATE_NAMES = {repr(text) for text in DEGENERATE}
 
 
 def _search(
@@ -148,14 +155,20 @@ def _search(
     tests = getattr(getattr(checked.spec, "tests", None), "episodes", None) or []
     search.spec_tests(tests)
     listing = Listing(_common_words(search, reading, every), _fits(search, checked))
-    recipes = answer_recipes(reading, every, listing)
+    every_recipe = answer_recipes(reading, every, listing)
+    recipes = every_recipe
     if not reading.checks.reads_action:  # no check reads the answer: only when it comes counts
         recipes = [r for r in recipes if r.name == "''"]
-    search.recipe_answers(recipes, keep=reserve + (driver.left * 3) // 5)
+    sinks = [s for s in reading.checks.sinks if search.space.tool(s[0]) is not None]
+    in_calls = [r for r in every_recipe if not r.bare and r.name not in DEGENERATE_NAMES]
+    search.recipe_answers(
+        recipes, keep=reserve + (driver.left * 3) // 5, sinks=sinks, in_calls=in_calls
+    )
     search.extra_actions(keep=reserve + driver.left // 2)
     search.mutations(keep=reserve)
     search.guard_flips(search_probe(driver), keep=reserve)
     search.state_drives(reading, keep=reserve)
+    search.reward_drives(reading, keep=reserve)
     fixed = fixed_values(every[:200])
     done: list[Episode] = []
     witnesses = rule_witnesses(driver.played, facts)
@@ -300,7 +313,13 @@ def spec_facts(checked: Any, reading: Reading | None = None) -> SpecFacts:
         budget: tuple[str | int, ...] = ("context", "max_prompt_tokens")
     else:
         budget = ("prompt", "system") if source_map.has(("prompt", "system")) else ("prompt",)
+    gated = {
+        name
+        for name, reward in spec.rewards.items()
+        if reward.when is not None and not isinstance(reward.value, str) and reward.value
+    }
     return SpecFacts(
+        gated=gated,
         reading=reading if reading is not None else read_spec(checked),
         schemas={name: dict(tool.parameters) for name, tool in spec.tools.items()},
         done_when_text=" ".join(str(spec.episode.done_when).split()),

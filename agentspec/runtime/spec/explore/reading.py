@@ -80,6 +80,9 @@ class CheckReading:
     answer_fields: list[str] = field(default_factory=list)  # sample fields beside `action`
     fields: list[str] = field(default_factory=list)  # every sample field read
     reads_action: bool = False
+    # (tool, argument) whose value an effect stores in state that a check reads beside
+    # a sample field: an answer given as a call's argument (`submit(reply=…)`)
+    sinks: list[tuple[str, str]] = field(default_factory=list)
 
 
 @dataclass
@@ -94,6 +97,7 @@ class Reading:
     tested_tools: set[str] = field(default_factory=set)  # tools the spec's own tests call
     tested_rewards: set[str] = field(default_factory=set)  # components its tests expect
     tested_state: set[str] = field(default_factory=set)  # state variables its tests expect
+    done_reads: list[str] = field(default_factory=list)  # state variables `done_when` reads
 
 
 def walk(node: Any) -> Iterator[ast.Node]:
@@ -200,6 +204,7 @@ def read_spec(checked: Any) -> Reading:
             if reading is not None:
                 guards[name] = reading
     domains, writers = _state_domains(checked)
+    _read_sinks(checked, checks)
     reward_reads: dict[str, list[str]] = {}
     reward_atoms: dict[str, list[Atom]] = {}
     for name in spec.rewards:
@@ -215,6 +220,9 @@ def read_spec(checked: Any) -> Reading:
         reward_reads[name] = list(dict.fromkeys(reads))
         reward_atoms[name] = [a for a in atoms if a.code is not None]
     found = Reading(checks, guards, domains, writers, reward_reads, reward_atoms)
+    done = checked.expressions.get(("episode", "done_when"))
+    if done is not None:
+        found.done_reads = scope_reads(done.node, "state")
     _read_tests(spec, found)
     return found
 
@@ -273,6 +281,51 @@ def _read_checks(checked: Any) -> CheckReading:
     found.strings = list(dict.fromkeys(found.strings))[:MAX_LITERALS]
     found.numbers = list(dict.fromkeys(found.numbers))[:MAX_LITERALS]
     return found
+
+
+def _read_sinks(checked: Any, checks: CheckReading) -> None:
+    """The arguments stored (whole or in part) in state that a check compares with a
+    sample field: answers given as arguments. Their fields join `answer_fields`."""
+    spec = checked.spec
+    stores: dict[str, list[tuple[str, str]]] = {}
+    for tool_name, tool in spec.tools.items():
+        for i in range(len(tool.effect)):
+            statement = checked.statements.get(("tools", tool_name, "effect", i))
+            if not isinstance(statement, ast.Assign):
+                continue
+            target = statement.target
+            while isinstance(target, ast.Index):
+                target = target.obj
+            if (
+                isinstance(target, ast.Attr)
+                and isinstance(target.obj, ast.Name)
+                and target.obj.id == "state"
+            ):
+                for arg in scope_reads(statement.value, "args"):
+                    if _is_string_argument(tool, arg):
+                        stores.setdefault(target.attr, []).append((tool_name, arg))
+    paths: list[tuple[Any, ...]] = [("episode", "success")]
+    for name in spec.rewards:
+        paths += [("rewards", name, "value"), ("rewards", name, "when")]
+    for path in paths:
+        typed = checked.expressions.get(path)
+        if typed is None:
+            continue
+        fields = scope_reads(typed.node, "sample")
+        for var in scope_reads(typed.node, "state"):
+            if var in stores and fields:
+                checks.sinks += stores[var]
+                checks.answer_fields += fields
+    checks.sinks = list(dict.fromkeys(checks.sinks))
+    checks.answer_fields = list(dict.fromkeys(checks.answer_fields))
+
+
+def _is_string_argument(tool: Any, arg: str) -> bool:
+    schema = tool.parameters.get(arg, {}) if isinstance(tool.parameters, dict) else {}
+    if not isinstance(schema, Mapping) or "enum" in schema:
+        return False
+    kind = schema.get("type", "string")
+    return kind == "string" or (isinstance(kind, list) and "string" in kind)
 
 
 def _read_guard(checked: Any, texts: Any, name: str, tool: Any) -> GuardReading | None:

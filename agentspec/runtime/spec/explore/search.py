@@ -22,6 +22,7 @@ import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from agentspec.runtime.episode.trajectory import EventKind
@@ -375,16 +376,29 @@ class GuidedSearch(Search):
             return calls
         return min(calls, int(label.split()[1]))  # "after K of the oracle's calls"
 
-    def recipe_answers(self, recipes: Sequence[Recipe], keep: int = 0) -> None:
+    def recipe_answers(
+        self,
+        recipes: Sequence[Recipe],
+        keep: int = 0,
+        sinks: Sequence[tuple[str, str]] = (),
+        in_calls: Sequence[Recipe] = (),
+    ) -> None:
         """Each recipe as the final answer, from the start and after each prefix of the
-        oracle's calls, on two samples; a recipe that wins there is played on every
-        sample, which gives its success rate."""
+        oracle's calls — and each of `in_calls` as the argument of a sink (an answer
+        given as a call's argument) in the oracle's call of that tool — on two samples;
+        a recipe that wins there is played on every sample, which gives its rate."""
         samples = sorted(self.facts)
-        if not samples or self.space.adapter or not recipes:
+        if not samples or self.space.adapter or not (recipes or sinks):
             return
         screen = samples[:2]
         jobs: list[Job] = []
-        built: dict[str, tuple[Recipe, str]] = {}
+        built: dict[str, Callable[[int], Job]] = {}
+
+        def add(index: int, make: Callable[[int], Job]) -> None:
+            job = make(index)
+            built[job.strategy] = make
+            jobs.append(job)
+
         for index in screen:
             calls = len(self._calls(index))
             labels = ["from the start", "after the oracle's calls"] if calls else ["from the start"]
@@ -392,18 +406,59 @@ class GuidedSearch(Search):
                 labels += [f"after {k} of the oracle's calls" for k in range(1, calls)]
             for recipe in recipes:
                 for label in labels:
-                    job = self._recipe_job(index, recipe, label)
-                    built[job.strategy] = (recipe, label)
-                    jobs.append(job)
+                    add(index, partial(self._recipe_job, recipe=recipe, label=label))
+            for tool, arg in sinks[:2]:
+                for recipe in in_calls:
+                    add(index, partial(self._sink_job, recipe=recipe, tool=tool, arg=arg))
         played = self.driver.play(self.spare(jobs, keep))
         won = list(dict.fromkeys(e.strategy for e in played if self._telling(e)))
         confirm = [
-            self._recipe_job(index, *built[strategy])
+            built[strategy](index)
             for strategy in won
             for index in samples
             if not any(e.strategy == strategy and e.sample_index == index for e in played)
         ]
         self.driver.play(self.spare(confirm, keep))
+
+    def _sink_job(self, index: int, recipe: Recipe, tool: str, arg: str) -> Job:
+        """The oracle's episode with the argument `arg` of its (last) call of `tool` written
+        by `recipe` from the prompt that call sees (the call inserted before the answer
+        where the oracle never makes it)."""
+        facts = self.facts[index]
+        turns = list(facts.oracle.turns)
+        found = [
+            (i, args)
+            for i, turn in enumerate(turns)
+            for name, args in self.space.calls_of(turn)
+            if name == tool
+        ]
+        shape = self.space.tool(tool)
+        if found:
+            at, base = found[-1]
+            before, after = turns[:at], turns[at + 1 :]
+        else:
+            at = len(self._calls(index))
+            vocab = facts.vocab
+            base = (
+                self.space.random_arguments(shape, self.rng("sink", index, tool), vocab)
+                if shape is not None
+                else {}
+            )
+            before, after = turns[:at], turns[at:]
+        space = self.space
+
+        def choose(env: Any, prompt: str, i: int) -> str:
+            if i < len(before):
+                return before[i]
+            if i == len(before):
+                return space.call(tool, {**base, arg: recipe.write(clean(prompt))})
+            rest = i - len(before) - 1
+            return after[rest] if rest < len(after) else ""
+
+        strategy = f"putting {recipe.name} in {tool}({arg}=…)"
+        job = Job(index, choose, strategy, strategy=strategy, privileged=False)
+        job.written_from = len(before)
+        return job
 
     def _telling(self, episode: Episode) -> bool:
         """An episode worth its recipe's rate: a success (one that wrote only what the
@@ -556,6 +611,40 @@ class GuidedSearch(Search):
                                     strategy=origin,
                                 )
                             )
+        self.driver.play(self.spare(jobs, keep))
+
+    def reward_drives(self, reading: Any, keep: int = 0) -> None:
+        """For a reward component not paid so far that reads a state variable whose
+        values are computed (a counter): each tool that writes it called until the step
+        limit, then the oracle's answer — as far as the episode can push it."""
+        paid = {
+            name
+            for e in self.driver.played
+            for name, value in e.components().items()
+            if abs(value) > 1e-9
+        }
+        limit = int(getattr(self.driver.module.ENV_CLASS, "max_steps", 8) or 8)
+        jobs: list[Job] = []
+        driven: set[tuple[str, str]] = set()
+        for name, reads in sorted(reading.reward_reads.items()):
+            if name in paid:
+                continue
+            for var in reads:
+                if reading.domains.get(var) is not None:
+                    continue
+                for writer in sorted(reading.writers.get(var, ()))[:3]:
+                    shape = self.space.tool(writer)
+                    if shape is None or (var, writer) in driven:
+                        continue
+                    driven.add((var, writer))
+                    for index in sorted(self.facts)[:2]:
+                        facts = self.facts[index]
+                        answer = facts.oracle.answers[-1:]
+                        times = max(1, limit - len(answer))
+                        for call in self._tool_calls(shape, facts)[:2]:
+                            origin = f"state.{var} driven by {writer} ({times} calls)"
+                            turns = [call] * times + answer
+                            jobs.append(Job(index, scripted(turns), origin, strategy=origin))
         self.driver.play(self.spare(jobs, keep))
 
     def _outcomes(self) -> tuple[set[str], set[str]]:
