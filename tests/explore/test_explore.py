@@ -387,3 +387,15 @@ def test_another_entitys_call_inserted_into_the_oracle_keeps_the_reward() -> Non
     (x101,) = [f for f in explore(CORPUS / "other_entity.yaml").findings if f.code == "X101"]
     assert x101.witness is not None and "another entity" in x101.witness.strategy
     assert x101.evidence["rate"] == 1.0
+
+
+def test_a_free_closing_message_is_no_other_answer_where_the_answer_is_an_argument() -> None:
+    """The checks read the code `file` stored, not the closing message: answering ''
+    after the oracle's calls differs from the oracle's message and succeeds, and is
+    no X103 (it was, on airline_service, once answers in arguments were searched)."""
+    assert found(HERE / "stored_exactly.yaml") == []
+
+
+def test_a_reply_listing_every_id_passes_a_contains_check_on_the_stored_reply() -> None:
+    got = found(CORPUS / "contains_in_reply.yaml")
+    assert planted(CORPUS / "contains_in_reply.yaml")[0] in got

@@ -337,7 +337,8 @@ def success_cases(
     def other(e: Episode) -> bool:
         o = oracle.get(e.sample_index)
         return winning(e) and (
-            _answer_differs(e, o) or _submitted(e, spec.sinks) != _submitted(o, spec.sinks)
+            (spec.judges_answer and _answer_differs(e, o))
+            or (bool(spec.sinks) and _submitted(e, spec.sinks) != _submitted(o, spec.sinks))
         )
 
     if spec.judges_answer or spec.sinks:
@@ -825,12 +826,22 @@ def _state_values(played: Sequence[Episode], names: Sequence[str]) -> dict[str, 
         values: list[Any] = []
         for e in played:
             value = e.state.get(var)
-            if isinstance(value, (str, int, float, bool)) and value not in values:
+            if not isinstance(value, (str, int, float, bool)):
+                shown = repr(value)
+                value = _Shown(shown if len(shown) <= 40 else shown[:39] + "…")
+            if value not in values:
                 values.append(value)
                 if len(values) >= 50:
                     break
         out[var] = values
     return out
+
+
+class _Shown(str):
+    """A container value as its (cut) text: shown as it is, not quoted again."""
+
+    def __repr__(self) -> str:
+        return str(self)
 
 
 def _domain_seen(domain: list[Any] | None, seen: list[Any]) -> bool:
