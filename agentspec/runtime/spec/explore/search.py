@@ -278,9 +278,11 @@ class Search:
 
     def farm(self, episodes: Sequence[Episode], paid: Callable[[Episode], list[int]]) -> None:
         """Repeat each turn that was paid a per-step or per-call reward (`paid` gives
-        the paid steps of an episode), 1, 2 and 4 more times."""
+        the paid steps of an episode), 1, 2 and 4 more times, and until the step limit
+        (what a policy farming it does: never answering)."""
         jobs: list[Job] = []
         done: set[tuple[int, str]] = set()
+        limit = int(getattr(self.driver.module.ENV_CLASS, "max_steps", 0) or 0)
         for episode in episodes:
             for step in paid(episode):
                 if (
@@ -291,7 +293,8 @@ class Search:
                 done.add((episode.sample_index, episode.turns[step]))
                 family = f"sample {episode.sample_index} farm {len(done)}"
                 head = episode.turns[: step + 1]
-                for extra in REPEATS:
+                most = (episode.max_steps or limit) - step - 1
+                for extra in (*REPEATS, *([most] if most > max(REPEATS) else [])):
                     turns = head + [episode.turns[step]] * extra
                     origin = f"turn {step + 1} of {episode.origin} repeated {extra}x"
                     jobs.append(
