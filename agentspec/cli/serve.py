@@ -9,6 +9,12 @@ import typer
 
 from agentspec.cli.app import app, fail, report_spec_error
 from agentspec.cli.extras import require
+from agentspec.runtime.serve.limits import (
+    DEFAULT_IDLE_TIMEOUT_S,
+    DEFAULT_MAX_MESSAGE_BYTES,
+    DEFAULT_SEND_BUFFER_BYTES,
+    TOKEN_ENV,
+)
 
 
 @app.command()
@@ -23,6 +29,36 @@ def serve(
     max_sessions: Annotated[
         int, typer.Option(min=1, help="Concurrent sessions (one episode each) at most.")
     ] = 64,
+    idle_timeout: Annotated[
+        float,
+        typer.Option(
+            min=0.001,
+            help="Seconds a session may stay idle (no message, or a reply not taken; pings"
+            " do not count) before it is closed and its slot freed.",
+        ),
+    ] = DEFAULT_IDLE_TIMEOUT_S,
+    max_message_bytes: Annotated[
+        int,
+        typer.Option(min=1024, help="The largest request body or WebSocket message taken."),
+    ] = DEFAULT_MAX_MESSAGE_BYTES,
+    send_buffer_bytes: Annotated[
+        int,
+        typer.Option(
+            min=4096,
+            help="Bytes of a connection's replies held unread before the server waits for"
+            " the client to read.",
+        ),
+    ] = DEFAULT_SEND_BUFFER_BYTES,
+    token: Annotated[
+        str | None,
+        typer.Option(
+            envvar=TOKEN_ENV,
+            show_default=False,
+            help="A shared token every route but /health needs (Authorization: Bearer"
+            " TOKEN, or http://user:TOKEN@host as an OpenEnv client's URL). Give it when"
+            " binding beyond 127.0.0.1.",
+        ),
+    ] = None,
 ) -> None:
     """Serve a spec's episodes to another trainer (TRL, verifiers, SkyRL, ...): see docs/openenv.md."""
     if not openenv:
@@ -31,9 +67,29 @@ def serve(
     import uvicorn
 
     from agentspec.diagnostics import SpecError
+    from agentspec.runtime.serve.limits import (
+        ServerLimits,
+        bounded_websocket_protocol,
+        is_loopback,
+    )
     from agentspec.runtime.serve.openenv_server import build_app
     from agentspec.runtime.serve.spec import ServedSpec
     from agentspec.stdlib.data import DataError
+
+    if token is not None and not token.strip():
+        raise fail(f"--token is empty (or {TOKEN_ENV} is set to nothing): give a token", code=2)
+    limits = ServerLimits(
+        idle_timeout_s=idle_timeout,
+        max_message_bytes=max_message_bytes,
+        send_buffer_bytes=send_buffer_bytes,
+        token=token,
+    )
+    if token is None and not is_loopback(host):
+        typer.echo(
+            f"warning: --host {host} without --token: anyone who can reach port {port} can"
+            " play episodes, read the tasks and run the spec's tools (see docs/security.md)",
+            err=True,
+        )
 
     try:
         served = ServedSpec.load(spec)
@@ -46,13 +102,21 @@ def serve(
     except Exception as exc:  # a generator's own failure (a missing file, say): one line
         raise fail(f"cannot load the spec's data: {type(exc).__name__}: {exc}") from None
     _check_port(host, port)
-    application = build_app(served, max_sessions=max_sessions)
+    application = build_app(served, max_sessions=max_sessions, limits=limits)
     typer.echo(
         f"serving {served.name} as an OpenEnv environment on http://{host}:{port} "
-        f"(WebSocket /ws, at most {max_sessions} sessions)",
+        f"(WebSocket /ws, at most {max_sessions} sessions, idle ones closed after"
+        f" {idle_timeout:g} s{', token required' if token else ''})",
         err=True,
     )
-    uvicorn.run(application, host=host, port=port, log_level="warning")
+    uvicorn.run(
+        application,
+        host=host,
+        port=port,
+        log_level="warning",
+        ws=bounded_websocket_protocol(send_buffer_bytes),
+        ws_max_size=max_message_bytes,  # a larger frame closes the connection (1009) unread
+    )
 
 
 def _check_port(host: str, port: int) -> None:

@@ -20,12 +20,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from jinja2 import nodes
+from jinja2 import TemplateSyntaxError, nodes
 
 from agentspec.compiler import templates
 from agentspec.spec.model import GuardSpec, TaskSpec
 
-__all__ = ["AgentView", "agent_view", "agent_templates"]
+__all__ = ["AgentView", "agent_templates", "agent_view"]
 
 
 @dataclass(frozen=True)
@@ -103,11 +103,12 @@ def _root_reads(text: str) -> _Reads:
     reads = _Reads({root: set() for root in _ROOTS}, set())
     try:
         tree = templates.parse(text).tree
-    except Exception:  # noqa: BLE001 (a template the checker refuses: assume the worst)
+    except (TemplateSyntaxError, RecursionError):  # the checker refuses it: assume the worst
         reads.whole_roots.update(_ROOTS)
         return reads
     by_field: set[int] = set()  # the `sample` names read as `sample.FIELD`/`sample["FIELD"]`
     for node in tree.find_all((nodes.Getattr, nodes.Getitem)):
+        assert isinstance(node, (nodes.Getattr, nodes.Getitem))
         owner = node.node
         if not (isinstance(owner, nodes.Name) and owner.name in _ROOTS and owner.ctx == "load"):
             continue

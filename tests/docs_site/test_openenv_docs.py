@@ -67,13 +67,15 @@ def test_the_mcp_style_environment_spec_pins_and_validates(tmp_path: Path) -> No
     """The page's MCP-style spec and its commands, against OpenEnv's `MCPEnvironment`
     (tests/serve/openenv_mcp_server.py)."""
     commands = [shlex.split(line) for line in blocks("console")[2].splitlines()]
+    # the page's one spec with an `mcp:` section (its other YAML blocks come before it)
+    page_spec = next(block for block in blocks("yaml") if "\nmcp:\n" in block)
     assert [c[:2] for c in commands] == [["agentspec", "mcp"], ["agentspec", "validate"]]
     (tmp_path / "guesses.jsonl").write_text('{"id": "a", "secret": 7}\n')
     spec = tmp_path / commands[0][-1]
     port = free_port()
     server = ["uvicorn", "openenv_mcp_server:app", "--port", str(port)]
     with serving(server, port, cwd=ROOT / "tests" / "serve") as url:
-        spec.write_text(blocks("yaml")[1].replace("http://127.0.0.1:8002", url))
+        spec.write_text(page_spec.replace("http://127.0.0.1:8002", url))
         for command in commands:
             done = subprocess.run(
                 [sys.executable, "-m", "agentspec.cli", *command[1:]],
@@ -84,6 +86,6 @@ def test_the_mcp_style_environment_spec_pins_and_validates(tmp_path: Path) -> No
                 timeout=300,
             )
             assert done.returncode == 0, done.stdout + done.stderr
-    assert spec.read_text() == blocks("yaml")[1].replace("http://127.0.0.1:8002", url), (
+    assert spec.read_text() == page_spec.replace("http://127.0.0.1:8002", url), (
         "the page's pins are not what `agentspec mcp pin` reads from the environment"
     )

@@ -13,6 +13,7 @@ import httpx
 import pytest
 import websockets
 
+from agentspec.runtime.serve.limits import ServerLimits
 from agentspec.runtime.serve.openenv_server import build_app
 from agentspec.runtime.serve.spec import ServedSpec
 
@@ -26,7 +27,10 @@ SURROGATE_SAMPLE = '{"question": "what is \\ud800?", "answer": 1}'  # JSON text:
 @pytest.fixture(scope="module")
 def server() -> Iterator[InProcessServer]:
     served = ServedSpec.load(ROOT / "specs" / "calculator.yaml")
-    with InProcessServer(build_app(served, max_sessions=4)) as running:
+    # 3 MB messages reach the checks these tests are about (the default refuses them
+    # unread: tests/serve/test_server_limits.py)
+    limits = ServerLimits(max_message_bytes=8 << 20)
+    with InProcessServer(build_app(served, max_sessions=4, limits=limits)) as running:
         yield running
 
 

@@ -37,6 +37,7 @@ from openenv.core.env_server.types import Action, EnvironmentMetadata, Observati
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
+from agentspec.runtime.serve.limits import LimitsGuard, ServerLimits
 from agentspec.runtime.serve.session import End, EpisodeSession, Turn, run_sync
 from agentspec.runtime.serve.spec import ServedSpec, SessionError
 
@@ -397,10 +398,13 @@ def environment_class(served: ServedSpec) -> type[AgentspecEnvironment]:
     return type(f"{name}Environment", (AgentspecEnvironment,), {"served": served})
 
 
-def build_app(served: ServedSpec, max_sessions: int = 64) -> Any:
+def build_app(
+    served: ServedSpec, max_sessions: int = 64, limits: ServerLimits | None = None
+) -> Any:
     """The FastAPI app of OpenEnv's server for ``served`` (every split's samples loaded
     first), with the Task API routes (added here when the installed OpenEnv lacks
-    them) and bad input answered 400."""
+    them), bad input answered 400, and ``limits`` (default: the defaults, with the token
+    of `AGENTSPEC_SERVE_TOKEN`) applied to every request and session."""
     from fastapi import HTTPException
     from fastapi.exception_handlers import http_exception_handler
     from fastapi.exceptions import RequestValidationError
@@ -448,6 +452,8 @@ def build_app(served: ServedSpec, max_sessions: int = 64) -> Any:
     app.add_exception_handler(RequestValidationError, invalid_body)
     app.add_exception_handler(StarletteHTTPException, http_error)
     app.add_middleware(_WebSocketGuard)
+    # added last, so outermost: the token and the size are checked before anything else
+    app.add_middleware(LimitsGuard, limits=limits or ServerLimits.from_environment())
     paths = {getattr(route, "path", "") for route in app.routes}
     if "/{env_name}/splits" not in paths:
         _add_task_routes(app, env_class, served.name, HTTPException)
