@@ -399,3 +399,8 @@ def test_a_free_closing_message_is_no_other_answer_where_the_answer_is_an_argume
 def test_a_reply_listing_every_id_passes_a_contains_check_on_the_stored_reply() -> None:
     got = found(CORPUS / "contains_in_reply.yaml")
     assert planted(CORPUS / "contains_in_reply.yaml")[0] in got
+
+
+def test_a_length_guard_is_asked_about_a_string_just_past_its_length() -> None:
+    """`len(args.text) <= 80`: no drawn string was longer, and W112 was reported."""
+    assert found(HERE / "length_guard.yaml") == []

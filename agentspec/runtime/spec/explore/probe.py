@@ -244,6 +244,7 @@ def _numbers(schema: Mapping[str, Any], integer: bool, read: list[Any]) -> list[
             seeds.append(end + (1 if end == bounds.low else -1) * (1 if is_open else 0))
     for value in read:
         seeds += numbers_in(value, 20)
+    seeds += [0, 10**6, -(10**6)]  # far past any bound the guard does not say
     out: list[Any] = []
     for seed in seeds:
         for delta in (0, 1, -1, 0.5) if not integer else (0, 1, -1):
@@ -256,9 +257,10 @@ def _numbers(schema: Mapping[str, Any], integer: bool, read: list[Any]) -> list[
                 n = int(n)
             if bounds.admits(n) and _multiple(n, step) and n not in out:
                 out.append(n)
-    extremes = [n for n in out if n in (bounds.low, bounds.high)]
-    rest = sorted((n for n in out if n not in extremes), key=lambda n: (abs(n) > 1e6, n))
-    return (extremes + rest)[:MAX_VALUES]
+    far = [n for n in (10**6, -(10**6)) if n in out]
+    near = [n for n in out if abs(n) < 10**6 - 1]
+    # the schema's ends and what the guard reads first, in that order; far values last
+    return near[: MAX_VALUES - len(far)] + far
 
 
 def _strings(schema: Mapping[str, Any], read: list[Any], rng: random.Random) -> list[str]:
@@ -268,6 +270,9 @@ def _strings(schema: Mapping[str, Any], read: list[Any], rng: random.Random) -> 
     for value in read:
         candidates += strings_in(value, 20)
     candidates += ["", "zz-unknown"]
+    # a length the guard compares with, just past it (`len(args.text) <= 100`)
+    for n in sorted({int(n) for v in read for n in numbers_in(v, 20) if 0 < n <= 2_000}):
+        candidates += ["x" * n, "x" * (n + 1)]
     if pattern is not None:
         candidates += [
             s for s in (string_for_pattern(pattern, rng, low, high) for _ in range(3)) if s
