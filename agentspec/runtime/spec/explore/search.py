@@ -582,8 +582,9 @@ class GuidedSearch(Search):
 
     def state_drives(self, reading: Any, keep: int = 0) -> None:
         """For a guarded tool that never ran or never was refused: each tool that writes
-        a state variable its guard reads, called 1, 2, 4 and 8 times, then the tool —
-        a permission earned in five moves is deeper than breadth-first search goes."""
+        a state variable its guard reads, called 1, 2, 4 and 8 times and as often as the
+        step limit allows, then the tool — a permission earned in five moves is deeper
+        than breadth-first search goes."""
         ran, refused = self._outcomes()
         limit = int(getattr(self.driver.module.ENV_CLASS, "max_steps", 8) or 8)
         jobs: list[Job] = []
@@ -602,9 +603,9 @@ class GuidedSearch(Search):
                     if shape is None or not calls:
                         continue
                     for drive in self._tool_calls(shape, facts)[:2]:
-                        for times in (1, 2, 4, 8):
-                            if times + 1 > limit:
-                                break
+                        for times in sorted({1, 2, 4, 8, limit - 1}):
+                            if times < 1 or times + 1 > limit:
+                                continue
                             origin = f"{writer} called {times}x, then {name}"
                             jobs.append(
                                 Job(
