@@ -97,9 +97,11 @@ PROJECT = {
 }
 USER_MODULES = ("unitlib", "unitpkg", "unitpkg.factors", "shopgen", "shophelp")
 
-# What each compiled spec plays: its sample ids, then convert and factor on its first sample.
+# What each compiled spec plays: its train split's sample ids, then convert and factor on
+# its first sample. The file's two rows are split as `agentspec train` splits them: b is
+# held out (the served `test` split).
 EXPECTED = {
-    "shop_file": {"ids": ["a", "b"], "convert": "2000", "factor": "1000.0"},
+    "shop_file": {"ids": ["a"], "convert": "2000", "factor": "1000.0"},
     "shop_gen": {"ids": ["train-0", "train-1"], "convert": "28", "factor": "1000.0"},
 }
 COPIED = {  # the files of the spec's folder each package holds beside its spec
