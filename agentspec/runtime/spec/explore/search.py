@@ -1,15 +1,28 @@
 """The search: which action sequences the explorer plays, in which order.
 
+`Search` holds the strategies that need nothing but the oracle and the action
+space; `GuidedSearch` adds those the spec's own expressions guide. The
+explorer runs them in this order (docs/explore.md, "What it plays"):
+
 1. the oracle on every sample (the baseline each finding compares against);
-2. mutations of the oracle's episodes: drop a step, repeat one (1, 2 and 4
+2. the spec's own `tests:` episodes (probes, never evidence);
+3. answers built from what the checks read (`answers.answer_recipes`), from
+   the start and after each oracle prefix, and as the argument of a call whose
+   value a check reads;
+4. calls on other entities inserted before the oracle's last turn;
+5. mutations of the oracle's episodes: drop a step, repeat one (1, 2 and 4
    more times, to see a reward grow), swap two, answer early, answer with a
    vocabulary value or with every option at once, change one argument, a
    malformed turn, a call with no arguments;
-3. breadth-first enumeration of short sequences where the action space is
+6. the calls the guard probe saw a guard answer otherwise than every call
+   played, and the state a guard or a reward reads driven by its writers;
+7. rules generalised from winning episodes that copied the sample;
+8. breadth-first enumeration of short sequences where the action space is
    finite (enum and boolean arguments, the oracle's argument values, an
    adapter's admissible commands), each state visited once;
-4. random-action episodes, from the start and from each oracle prefix;
-5. repetition of every turn that was paid a per-step or per-call reward.
+9. each guarded tool called again and again;
+10. random-action episodes, from the start and from each oracle prefix;
+11. repetition of every turn that was paid a per-step or per-call reward.
 
 Every choice is drawn from `random.Random` seeded by the explorer's seed and
 the job's name, so the same seed plays the same episodes.
@@ -46,7 +59,7 @@ from agentspec.runtime.spec.explore.space import (
     finite_values,
 )
 
-__all__ = ["Search"]
+__all__ = ["GuidedSearch", "Search"]
 
 REPEATS = (1, 2, 4)  # extra copies of a repeated turn: a farmable reward grows with them
 PER_TOOL = 8  # argument combinations breadth-first search tries per tool and state
