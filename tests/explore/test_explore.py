@@ -404,3 +404,10 @@ def test_a_reply_listing_every_id_passes_a_contains_check_on_the_stored_reply() 
 def test_a_length_guard_is_asked_about_a_string_just_past_its_length() -> None:
     """`len(args.text) <= 80`: no drawn string was longer, and W112 was reported."""
     assert found(HERE / "length_guard.yaml") == []
+
+
+def test_an_argument_filed_again_or_overwritten_is_judged_as_it_ended() -> None:
+    """`file(reference=…)` stored in state, compared exactly: filing a wrong word and
+    then the right reference, or the right one twice, ends with the sample's answer —
+    the same answer, not another (X103 was reported comparing the calls' arguments)."""
+    assert found(HERE / "stored_twice.yaml") == []

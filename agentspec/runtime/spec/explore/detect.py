@@ -82,6 +82,7 @@ class SpecFacts:
     budget_path: tuple[str | int, ...] = ("context", "max_prompt_tokens")
     notes: list[tuple[tuple[str | int, ...], str]] = field(default_factory=list)  # coverage
     sinks: list[tuple[str, str]] = field(default_factory=list)  # answers given as arguments
+    sink_vars: list[str] = field(default_factory=list)  # the state they are stored in
     gated: set[str] = field(default_factory=set)  # components whose `when` decides (constant value)
 
 
@@ -338,10 +339,13 @@ def success_cases(
         o = oracle.get(e.sample_index)
         return winning(e) and (
             (spec.judges_answer and _answer_differs(e, o))
-            or (bool(spec.sinks) and _submitted(e, spec.sinks) != _submitted(o, spec.sinks))
+            or (
+                bool(spec.sink_vars)
+                and _submitted(e, spec.sink_vars) != _submitted(o, spec.sink_vars)
+            )
         )
 
-    if spec.judges_answer or spec.sinks:
+    if spec.judges_answer or spec.sink_vars:
         cases.append(
             SuccessCase(
                 "X103",
@@ -438,23 +442,23 @@ def _final_answer(episode: Episode) -> str | None:
     return finals[0] if finals and finals[0] not in ("terminal tool", "done_when") else None
 
 
-def _submitted(episode: Episode | None, sinks: Sequence[tuple[str, str]]) -> list[str]:
-    """What an episode's calls gave as the arguments that are answers (`sinks`)."""
-    if episode is None or not sinks:
+def _submitted(episode: Episode | None, variables: Sequence[str]) -> list[str]:
+    """The answer an episode gave through calls: what the state variables that store a
+    call's argument for a check (`SpecFacts.sink_vars`) hold at its end — a value
+    filed, then filed again or overwritten, is judged as it ended. A list counts as
+    the set of what it holds."""
+    if episode is None or not variables:
         return []
-    wanted = set(sinks)
-    given: list[str] = []
-    for step in episode.trajectory.steps:
-        ran = [e.call_index for e in step.events if e.kind == EventKind.TOOL]
-        for index, call in enumerate(step.tool_calls):
-            if None not in ran and index not in ran:
-                continue  # refused or failed: it gave nothing
-            given += [
-                _normal(str(value))
-                for arg, value in (call.arguments or {}).items()
-                if (call.name, arg) in wanted
-            ]
-    return sorted(given)  # a multiset: the same items in another order are the same answer
+    out = []
+    for var in variables:
+        value = episode.state.get(var)
+        if isinstance(value, (list, tuple, set)):
+            out.append(repr(sorted({_normal(str(v)) for v in value})))
+        elif isinstance(value, dict):
+            out.append(repr(sorted((str(k), _normal(str(v))) for k, v in value.items())))
+        else:
+            out.append(_normal(str(value)))
+    return out
 
 
 def _normal(text: str) -> str:

@@ -101,6 +101,7 @@ def explore(path: Path, settings: ExploreSettings = ExploreSettings()) -> Report
     facts = spec_facts(checked, reading)
     facts.coverage = probe.coverage
     facts.sinks = list(reading.checks.sinks)
+    facts.sink_vars = list(reading.checks.sink_vars)
     facts.chance = answer_chance(every, reading)
     search = GuidedSearch(driver, space, oracle, settings.seed, every)
     _search(search, settings, facts, checked, every)

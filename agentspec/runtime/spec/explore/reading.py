@@ -83,6 +83,7 @@ class CheckReading:
     # (tool, argument) whose value an effect stores in state that a check reads beside
     # a sample field: an answer given as a call's argument (`submit(reply=…)`)
     sinks: list[tuple[str, str]] = field(default_factory=list)
+    sink_vars: list[str] = field(default_factory=list)  # the state variables they store into
 
 
 @dataclass
@@ -315,8 +316,10 @@ def _read_sinks(checked: Any, checks: CheckReading) -> None:
         for var in scope_reads(typed.node, "state"):
             if var in stores and fields:
                 checks.sinks += stores[var]
+                checks.sink_vars.append(var)
                 checks.answer_fields += fields
     checks.sinks = list(dict.fromkeys(checks.sinks))
+    checks.sink_vars = list(dict.fromkeys(checks.sink_vars))
     checks.answer_fields = list(dict.fromkeys(checks.answer_fields))
 
 
