@@ -18,8 +18,8 @@ import re
 import time
 from pathlib import Path
 
-from agentspec.runtime.spec.explore.explorer import ExploreSettings, explore
-from agentspec.runtime.spec.explore.report import diagnostic
+from agentspec.runtime.commands.explore.explorer import ExploreSettings, explore
+from agentspec.runtime.commands.explore.report import diagnostic
 
 PLANTED = re.compile(r"# planted: (\w+)")
 

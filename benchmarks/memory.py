@@ -75,8 +75,8 @@ def held_by_trajectories(spec: Path, episodes: int) -> dict[str, float]:
     import tracemalloc
 
     from agentspec.compiler.build import import_spec
-    from agentspec.runtime.spec.run import rollout
-    from agentspec.runtime.text.task_text import task_bpe_tokenizer
+    from agentspec.runtime.commands.run import rollout
+    from agentspec.runtime.compiled.task_text import task_bpe_tokenizer
 
     module = import_spec(spec)
     data = module.load_samples()

@@ -225,7 +225,7 @@ class CannedPolicy:
         self.calls = 0
 
     async def generate(self, prompts: Sequence[Sequence[int]], params: Any) -> list[Any]:
-        from agentspec.runtime.policies.base import Generation
+        from agentspec.runtime.episode.policy import Generation
 
         out = []
         for _ in prompts:

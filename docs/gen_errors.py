@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from agentspec.compiler.frontend import check_file  # noqa: E402
-from agentspec.diagnostics import CODES, render_text  # noqa: E402
+from agentspec.core.diagnostics import CODES, render_text  # noqa: E402
 
 STAGES = {
     "1": "Reading the file and YAML syntax",

@@ -10,7 +10,7 @@ from typing import Any
 
 import typer
 
-from agentspec.source import GENERATED_YAML_MARK
+from agentspec.core.source import GENERATED_YAML_MARK
 
 app = typer.Typer(
     name="agentspec",
@@ -137,7 +137,7 @@ def print_summary(title: str, summary: Any) -> None:
 
 
 def report_spec_error(exc: Exception) -> typer.Exit:
-    from agentspec.diagnostics import SpecError, render_text
+    from agentspec.core.diagnostics import SpecError, render_text
 
     assert isinstance(exc, SpecError)
     for d in exc.diagnostics:

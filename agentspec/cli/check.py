@@ -16,7 +16,7 @@ from agentspec.cli.app import (
     output_path,
     report_spec_error,
 )
-from agentspec.presets import MAX_SEED
+from agentspec.core.presets import MAX_SEED
 
 if TYPE_CHECKING:
     from agentspec.compiler.build import CompiledSpec
@@ -57,7 +57,7 @@ def validate(
     import json
 
     from agentspec.compiler.frontend import check_file
-    from agentspec.diagnostics import render_json
+    from agentspec.core.diagnostics import render_json
     from agentspec.spec import imports
 
     files = expand_paths(paths)
@@ -89,7 +89,7 @@ def validate(
 
 def _print_github(diagnostics: list[Any], found: list[Any]) -> None:
     """Workflow commands: an annotation per diagnostic, a notice per user import."""
-    from agentspec.diagnostics import render_github
+    from agentspec.core.diagnostics import render_github
 
     for d in diagnostics:
         typer.echo(render_github(d))
@@ -107,7 +107,7 @@ SHOWN_DIAGNOSTICS = 200
 
 def _print_text(results: list[Any], found: list[Any], failed: list[Any]) -> None:
     """Imports, then each diagnostic with its source line and caret, then the summary."""
-    from agentspec.diagnostics import render_text
+    from agentspec.core.diagnostics import render_text
     from agentspec.spec import imports
 
     for item in found:
@@ -157,7 +157,7 @@ def test_command(
     seed: Annotated[int, typer.Option(min=0, max=MAX_SEED, help="Seed of the random policy.")] = 0,
 ) -> None:
     """Run each spec's scripted episodes (`tests:`) and its oracle gate. Exit 0 if all pass, 1 if not, 2 on usage errors."""
-    from agentspec.runtime.spec.tests import (
+    from agentspec.runtime.commands.tests import (
         all_passed,
         report_results,
         results_json,
@@ -231,7 +231,7 @@ def compile_command(
     import contextlib
 
     from agentspec.compiler.build import compile_spec
-    from agentspec.diagnostics import SpecError
+    from agentspec.core.diagnostics import SpecError
     from agentspec.stdlib.user import SpecCodeRefused, spec_code_refused
 
     if target not in TARGETS:
@@ -265,7 +265,7 @@ def _write_target(
     from agentspec.compiler.build import write_compiled
 
     if target == "verl":
-        from agentspec.runtime.backends.verl.compile_target import write_verl_target
+        from agentspec.runtime.backends.verl.run_folder import write_verl_target
 
         try:
             return write_verl_target(spec, output)
@@ -297,14 +297,14 @@ def _serving_target(target: str, spec: Path, output: Path, *, measure: bool) -> 
 
     try:
         if target == "trl":
-            from agentspec.runtime.serve.trl_target import write_trl_target
+            from agentspec.runtime.targets.trl import write_trl_target
 
             return write_trl_target(spec, output)
         if target == "verifiers":
-            from agentspec.runtime.serve.verifiers_target import write_verifiers_target
+            from agentspec.runtime.targets.verifiers import write_verifiers_target
 
             return write_verifiers_target(spec, output)
-        from agentspec.runtime.serve.openenv_package import write_openenv_package
+        from agentspec.runtime.targets.openenv import write_openenv_package
 
         written = write_openenv_package(spec, output, measure=measure)
         if not measure:

@@ -10,7 +10,7 @@ import typer
 
 from agentspec.cli.app import app, fail, output_path, print_summary, report_spec_error
 from agentspec.cli.extras import require
-from agentspec.presets import MAX_SEED
+from agentspec.core.presets import MAX_SEED
 
 # Options of the served policies (openai:URL, chat:URL), the same for `run` and `eval`.
 TokenizerOption = Annotated[
@@ -63,7 +63,7 @@ def run(
     concurrency: ConcurrencyOption = 8,
 ) -> None:
     """Roll out N episodes of a spec with a policy; print a summary and write the trajectories."""
-    from agentspec.runtime.spec.run import policy_model
+    from agentspec.runtime.commands.run import policy_model
 
     model = policy_model(policy)
     if model is not None or policy.startswith("openai:"):
@@ -131,8 +131,8 @@ def _say_when_every_episode_failed(summary: Any) -> bool:
 def _spec_and_samples(spec: Path, split: str | None) -> tuple[Any, list[Any]]:
     """The compiled spec and its samples; a located error if either fails."""
     from agentspec.compiler.build import import_spec
-    from agentspec.diagnostics import SpecError
-    from agentspec.runtime.spec.run import no_data
+    from agentspec.core.diagnostics import SpecError
+    from agentspec.runtime.commands.run import no_data
     from agentspec.stdlib.data import DataError
 
     try:
@@ -172,7 +172,7 @@ def _roll_out(module: Any, samples: list[Any], policy: str, settings: dict[str, 
     from rich.console import Console
     from rich.progress import Progress
 
-    from agentspec.runtime.spec.run import PolicyError, rollout
+    from agentspec.runtime.commands.run import PolicyError, rollout
 
     with Progress(console=Console(stderr=True), transient=True) as progress:
         task = progress.add_task(f"{module.SPEC_NAME}: {policy}", total=len(samples))
@@ -217,10 +217,10 @@ def _task_tokenizer(
         "scripted",
         "chat",
     ):
-        from agentspec.runtime.text.task_text import cached_task_tokenizer
+        from agentspec.runtime.compiled.task_text import cached_task_tokenizer
 
         return cached_task_tokenizer(spec, module, samples)
-    from agentspec.runtime.spec.run import policy_model
+    from agentspec.runtime.commands.run import policy_model
 
     model = policy_model(policy)
     if model is not None:
@@ -276,8 +276,8 @@ def eval_command(
     concurrency: ConcurrencyOption = 8,
 ) -> None:
     """Evaluate a checkpoint (or a baseline policy) on held-out samples; print the table of `run`."""
-    from agentspec.diagnostics import SpecError
-    from agentspec.runtime.spec.run import PolicyError, evaluate_policy, policy_model
+    from agentspec.core.diagnostics import SpecError
+    from agentspec.runtime.commands.run import PolicyError, evaluate_policy, policy_model
     from agentspec.runtime.text.model_names import ModelNameError
     from agentspec.stdlib.data import DataError
 

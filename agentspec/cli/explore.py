@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from agentspec.cli.app import OutputFormat, app, fail, report_spec_error
-from agentspec.presets import MAX_SEED
+from agentspec.core.presets import MAX_SEED
 
 
 @app.command()
@@ -46,10 +46,10 @@ def explore(
     without the work, farmable rewards, dead tools, guards and rewards, no ending.
     Exit 0 when nothing is found; 1 for a loophole, an invalid spec or a search that
     played nothing; 2 on usage errors."""
-    from agentspec.diagnostics import SpecError
-    from agentspec.runtime.spec.explore.explorer import ExploreError, ExploreSettings
-    from agentspec.runtime.spec.explore.explorer import explore as run_search
-    from agentspec.runtime.spec.explore.report import render
+    from agentspec.core.diagnostics import SpecError
+    from agentspec.runtime.commands.explore.explorer import ExploreError, ExploreSettings
+    from agentspec.runtime.commands.explore.explorer import explore as run_search
+    from agentspec.runtime.commands.explore.report import render
     from agentspec.stdlib.data import DataError
 
     settings = ExploreSettings(samples, budget, seconds, depth, seed)

@@ -44,7 +44,7 @@ def _require_readable_spec(spec: Path) -> None:
     """The spec's own errors first, as every command reports them: a file that cannot
     be read, is empty or is not valid YAML, or breaks the schema. What pinning
     fixes (E702, tools not pinned) and the checker's other findings do not stop it."""
-    from agentspec.diagnostics import SpecError
+    from agentspec.core.diagnostics import SpecError
     from agentspec.spec.load import load_spec, read_source
 
     source, problem = read_source(spec)

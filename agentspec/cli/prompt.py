@@ -119,8 +119,8 @@ async def _first_prompt(module: Any, chat: Any, sample: Any, tokenizer: Any) -> 
     the text is the same under either tokenizer.
     """
     from agentspec.formats.caps import cap_error
+    from agentspec.runtime.compiled.env import PromptError
     from agentspec.runtime.episode.context import ContextOverflowError, ContextView
-    from agentspec.runtime.spec.env import PromptError
     from agentspec.runtime.text.byte_tokenizer import ByteTokenizer
     from agentspec.runtime.text.chat_templates import ChatTemplateError
 
@@ -195,7 +195,7 @@ def _spec_framing(module: Any, framing: Any, tokenizer: Any) -> Any:
 def _spec_and_model(spec: Path, model: str | None, sample: int) -> tuple[Any, Any, str, Any]:
     """The compiled spec, the model's framing, the model's name and the chosen sample."""
     from agentspec.compiler.build import import_spec
-    from agentspec.diagnostics import SpecError
+    from agentspec.core.diagnostics import SpecError
     from agentspec.runtime.text.model_framing import FramingError, load_framing
 
     try:
@@ -259,9 +259,9 @@ def _report(module: Any, first: _FirstPrompt, chat: Any) -> list[tuple[str, str]
 
 def _layout(module: Any, context: Any, chat: Any) -> str:
     """Whether an episode packs into one training row: the layout the compiler chose
-    for the spec's context policy (``LAYOUT``, from :func:`agentspec.row_layout.row_layout`),
+    for the spec's context policy (``LAYOUT``, from :func:`agentspec.core.row_layout.row_layout`),
     narrowed for the model's template as training narrows it."""
-    from agentspec.row_layout import layout_for_template
+    from agentspec.core.row_layout import layout_for_template
 
     if layout_for_template(module.LAYOUT, chat) == "packed":
         return "yes: an append-only context packs an episode into one row"
@@ -275,6 +275,6 @@ def _layout(module: Any, context: Any, chat: Any) -> str:
 
 def _task_tokenizer(spec: Path, module: Any) -> Any:
     """The built-in model's tokenizer (trained on the task's text; cached like `agentspec eval`'s)."""
-    from agentspec.runtime.text.task_text import CORPUS_SAMPLES, cached_task_tokenizer
+    from agentspec.runtime.compiled.task_text import CORPUS_SAMPLES, cached_task_tokenizer
 
     return cached_task_tokenizer(spec, module, module.load_samples(limit=CORPUS_SAMPLES))[0]

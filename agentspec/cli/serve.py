@@ -66,7 +66,7 @@ def serve(
     require("agentspec serve --openenv", "openenv")
     import uvicorn
 
-    from agentspec.diagnostics import SpecError
+    from agentspec.core.diagnostics import SpecError
     from agentspec.runtime.serve.limits import (
         ServerLimits,
         bounded_websocket_protocol,

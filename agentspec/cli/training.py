@@ -9,7 +9,7 @@ import typer
 
 from agentspec.cli.app import app, fail, output_path, report_spec_error
 from agentspec.cli.extras import require
-from agentspec.presets import ALGORITHMS  # torch-free
+from agentspec.core.presets import ALGORITHMS  # torch-free
 
 
 @app.command()
@@ -48,7 +48,7 @@ def train(
     ] = False,
 ) -> None:
     """Train a policy on a spec (settings from its `training` section, overridable with --set)."""
-    from agentspec.diagnostics import SpecError, waived_by
+    from agentspec.core.diagnostics import SpecError, waived_by
 
     overrides = _overrides(set_ or [], algorithm=algorithm, backend=backend)
     try:

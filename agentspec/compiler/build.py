@@ -22,7 +22,7 @@ from agentspec import __version__
 from agentspec.compiler.emit import render_manifest, render_module
 from agentspec.compiler.frontend import load_checked
 from agentspec.compiler.lower import lower
-from agentspec.diagnostics import SpecError
+from agentspec.core.diagnostics import SpecError
 from agentspec.spec.imports import PythonImport, python_imports
 from agentspec.spec.load import read_source
 

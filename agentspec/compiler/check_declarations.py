@@ -25,10 +25,10 @@ from agentspec.compiler.types import (
     parse_type,
     python_value_type,
 )
-from agentspec.contexts import CONTEXT_POLICIES
-from agentspec.json_schema import DATA_KEYWORDS, schema_problems
-from agentspec.presets import ALGORITHMS, SPEC_NEEDS, unread_setting_note
-from agentspec.source import dotted
+from agentspec.core.contexts import CONTEXT_POLICIES
+from agentspec.core.json_schema import DATA_KEYWORDS, schema_problems
+from agentspec.core.presets import ALGORITHMS, SPEC_NEEDS, unread_setting_note
+from agentspec.core.source import dotted
 from agentspec.spec.yaml_loader import Path
 
 if TYPE_CHECKING:

@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING
 
 from agentspec.compiler.scopes import WHERE
 from agentspec.compiler.types import Type
-from agentspec.diagnostics import Diagnostic
-from agentspec.source import Span, dotted
+from agentspec.core.diagnostics import Diagnostic
+from agentspec.core.source import Span, dotted
 
 if TYPE_CHECKING:
     from agentspec.compiler.check_state import CheckState

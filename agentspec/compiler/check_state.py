@@ -18,8 +18,8 @@ from agentspec.compiler.builtins import Signature
 from agentspec.compiler.ir import TypedExpr
 from agentspec.compiler.scopes import Scope, Site, Usage
 from agentspec.compiler.types import Type
-from agentspec.diagnostics import Diagnostic
-from agentspec.source import Span
+from agentspec.core.diagnostics import Diagnostic
+from agentspec.core.source import Span
 from agentspec.spec.load import LoadedSpec
 from agentspec.spec.yaml_loader import Path
 

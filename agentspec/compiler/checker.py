@@ -61,8 +61,8 @@ from agentspec.compiler.types import (
     python_value_type,
     strip_optional,
 )
-from agentspec.diagnostics import Diagnostic
-from agentspec.source import Span
+from agentspec.core.diagnostics import Diagnostic
+from agentspec.core.source import Span
 from agentspec.spec.load import LoadedSpec
 from agentspec.spec.yaml_loader import Path
 

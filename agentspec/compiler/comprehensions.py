@@ -18,7 +18,7 @@ from agentspec.compiler.types import ANY, DICT, STR, ListOf, Type, strip_optiona
 
 if TYPE_CHECKING:
     from agentspec.compiler.check_state import CheckState
-    from agentspec.source import Span
+    from agentspec.core.source import Span
 
 # Names the generated code or the language itself owns: a local cannot take them.
 RESERVED_LOCALS = frozenset({"self", "s", "fn", "user", "True", "False", "None"})

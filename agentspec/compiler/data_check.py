@@ -16,7 +16,7 @@ from pathlib import Path as FsPath
 from typing import Any
 
 from agentspec.compiler.types import python_value_type
-from agentspec.diagnostics import Diagnostic
+from agentspec.core.diagnostics import Diagnostic
 from agentspec.spec.model import TaskSpec
 from agentspec.spec.yaml_loader import Path, SourceMap
 

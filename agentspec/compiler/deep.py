@@ -47,7 +47,7 @@ from agentspec.compiler.static_signature import (
     top_level_names,
 )
 from agentspec.compiler.types import TypeSyntaxError, assignable, parse_type, python_value_type
-from agentspec.diagnostics import Diagnostic
+from agentspec.core.diagnostics import Diagnostic
 from agentspec.spec.yaml_loader import Path
 from agentspec.stdlib.text import pattern_problem
 

@@ -1,7 +1,7 @@
 """Writing checked expressions and statements as Python over one scope `s`.
 
 Expressions become Python source over one scope object `s` (see
-`agentspec.runtime.spec.scope.Scope`); statements become lines. User strings
+`agentspec.runtime.compiled.scope.Scope`); statements become lines. User strings
 reach the output only through `repr`, and every identifier that comes from
 the spec is validated or renamed, so no spec can inject code.
 """

@@ -13,8 +13,8 @@ from pathlib import Path as FsPath
 
 from agentspec.compiler.checker import check
 from agentspec.compiler.ir import CheckResult
-from agentspec.diagnostics import Diagnostic, SpecError
-from agentspec.source import SourceFile
+from agentspec.core.diagnostics import Diagnostic, SpecError
+from agentspec.core.source import SourceFile
 from agentspec.spec.load import load_spec, read_source
 
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from agentspec.compiler import ast
 from agentspec.compiler.types import Type
-from agentspec.diagnostics import Diagnostic
+from agentspec.core.diagnostics import Diagnostic
 from agentspec.spec.load import LoadedSpec
 from agentspec.spec.model import TaskSpec
 from agentspec.spec.yaml_loader import Path

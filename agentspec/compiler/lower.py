@@ -30,7 +30,7 @@ from agentspec.compiler.module_model import (
 from agentspec.compiler.names import MODULE_NAMES, class_name, state_attribute, unique_names
 from agentspec.compiler.tool_cost import inline_reason
 from agentspec.compiler.visibility import agent_view
-from agentspec.row_layout import row_layout
+from agentspec.core.row_layout import row_layout
 from agentspec.spec.model import McpServerSpec, TaskSpec, ToolSpec
 
 __all__ = ["ModuleModel", "lower"]

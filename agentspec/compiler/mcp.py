@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from agentspec.compiler import check_names
 from agentspec.compiler.types import STR, Type, json_schema_type
-from agentspec.json_schema import schema_problems
+from agentspec.core.json_schema import schema_problems
 from agentspec.spec.model import McpServerSpec, McpToolSpec, TaskSpec
 
 if TYPE_CHECKING:

@@ -38,9 +38,9 @@ from agentspec.compiler.types import (
     Type,
     strip_optional,
 )
-from agentspec.diagnostics import Diagnostic
-from agentspec.json_schema import schema_problems, value_problems
-from agentspec.source import Span
+from agentspec.core.diagnostics import Diagnostic
+from agentspec.core.json_schema import schema_problems, value_problems
+from agentspec.core.source import Span
 from agentspec.spec.model import OracleEach, TaskSpec, ToolSpec
 
 
@@ -68,7 +68,7 @@ def placeholder(typ: Type) -> Any:
 def template_environment() -> Any:
     """The runtime's template environment (sandboxed, within limits, undefined names
     are errors): an oracle renders here as it will when episodes run."""
-    from agentspec import sandbox
+    from agentspec.core import sandbox
 
     return sandbox.environment()
 

@@ -19,8 +19,8 @@ from agentspec.compiler.data_check import first_data_row
 from agentspec.compiler.ir import CheckResult
 from agentspec.compiler.mcp import mcp_tools
 from agentspec.compiler.oracle_check import object_schema, parsed_template, template_environment
-from agentspec.diagnostics import Diagnostic
-from agentspec.source import Span
+from agentspec.core.diagnostics import Diagnostic
+from agentspec.core.source import Span
 from agentspec.spec.model import TaskSpec
 
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agentspec.compiler.types import INT, STR, Type, parse_type
-from agentspec.source import Span
+from agentspec.core.source import Span
 from agentspec.spec.yaml_loader import Path
 
 # The read-only records every spec has.

@@ -25,8 +25,8 @@ from typing import Any
 from jinja2 import nodes
 from jinja2.sandbox import SandboxedEnvironment
 
-from agentspec import sandbox
 from agentspec.compiler import template_flow
+from agentspec.core import sandbox
 
 # A name no template can write (it starts with '_', which the checker refuses).
 _VOLATILE = "_agentspec_no_folding"

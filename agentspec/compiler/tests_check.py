@@ -14,7 +14,7 @@ from typing import Any
 from agentspec.compiler.data_check import field_type_problems
 from agentspec.compiler.ir import CheckResult
 from agentspec.compiler.types import assignable, python_value_type
-from agentspec.diagnostics import Diagnostic
+from agentspec.core.diagnostics import Diagnostic
 from agentspec.spec.model import TextMatch
 from agentspec.spec.yaml_loader import Path
 from agentspec.stdlib.text import pattern_problem

@@ -9,7 +9,7 @@ costs more than the work of most tools. A tool whose generated code is
 functions whose cost is at most linear in their inputs (which the JSON
 parser and Python's integer-digit limit already bound) — runs inline, as a
 hand-written tool would. Templates (observations, guard messages) render in
-the sandbox, whose own limits bound them (`agentspec/sandbox.py`).
+the sandbox, whose own limits bound them (`agentspec/core/sandbox.py`).
 
 The decision reads the generated Python itself, so it sees exactly what runs.
 """

@@ -16,9 +16,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from agentspec.core.registry import Registry
 from agentspec.formats.caps import cap_error
 from agentspec.formats.reasoning import DEFAULT_REASONING_TAGS, split_reasoning
-from agentspec.registry import Registry
 
 if TYPE_CHECKING:  # annotations only: parsing stays light enough for `validate`
     from agentspec.runtime.episode.tools import BaseTool, ToolResult

@@ -1,7 +1,7 @@
 """A tiny external environment for the `environment` starter spec (`agentspec init`).
 
 Copy it into your project and change it: an adapter is any
-:class:`~agentspec.runtime.spec.env.EnvironmentAdapter` with async
+:class:`~agentspec.runtime.compiled.env.EnvironmentAdapter` with async
 ``reset(sample) -> str`` and ``step(command) -> str`` that keeps ``info`` up to
 date (``done`` ends the episode; every key is readable as ``env.NAME``).
 """
@@ -12,7 +12,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from agentspec.runtime.spec.env import EnvironmentAdapter
+from agentspec.runtime.compiled.env import EnvironmentAdapter
 
 __all__ = ["CodeLock"]
 

@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 from pydantic_core import PydanticCustomError
 
-from agentspec.contexts import CONTEXT_POLICIES
+from agentspec.core.contexts import CONTEXT_POLICIES
+from agentspec.core.presets import ALGORITHMS, STEP_CLIP_PRESETS
 from agentspec.formats import available_formats
-from agentspec.presets import ALGORITHMS, STEP_CLIP_PRESETS
 
 LANGUAGE_VERSION = 1
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import shlex
 from dataclasses import dataclass
 
-from agentspec.source import Span
+from agentspec.core.source import Span
 from agentspec.spec.load import LoadedSpec
 from agentspec.spec.yaml_loader import Path
 

@@ -21,8 +21,8 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from agentspec.diagnostics import Diagnostic
-from agentspec.source import SourceFile, Span, dotted
+from agentspec.core.diagnostics import Diagnostic
+from agentspec.core.source import SourceFile, Span, dotted
 from agentspec.spec.base import SPEC_DOCUMENT
 from agentspec.spec.model import LANGUAGE_VERSION, TaskSpec
 from agentspec.spec.scalars import clean_scalars

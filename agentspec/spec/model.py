@@ -17,7 +17,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from agentspec.contexts import CONTEXT_POLICIES
+from agentspec.core.contexts import CONTEXT_POLICIES
 from agentspec.spec.base import (
     DOTTED_NAME,
     LANGUAGE_VERSION,

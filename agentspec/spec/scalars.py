@@ -19,8 +19,8 @@ import datetime
 import math
 from typing import Any
 
-from agentspec.diagnostics import Diagnostic
-from agentspec.source import dotted
+from agentspec.core.diagnostics import Diagnostic
+from agentspec.core.source import dotted
 from agentspec.spec.yaml_loader import Path, SourceMap
 
 # Paths whose values are JSON (a pattern of keys; "*" matches any one key).

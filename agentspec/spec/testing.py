@@ -6,7 +6,7 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
-from agentspec.presets import MAX_SEED
+from agentspec.core.presets import MAX_SEED
 from agentspec.spec.base import Section
 
 

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from agentspec.presets import (
+from agentspec.core.presets import (
     ALGORITHMS,
     DEFAULT_CLIP_RATIO,
     DEFAULT_STEP_CLIP_RATIO,

@@ -12,8 +12,8 @@ from typing import Any
 
 import yaml
 
-from agentspec.diagnostics import Diagnostic
-from agentspec.source import SourceFile
+from agentspec.core.diagnostics import Diagnostic
+from agentspec.core.source import SourceFile
 
 # Limits that keep `validate` fast and small on any file (docs/security.md).
 MAX_FILE_CHARS = 1_048_576

@@ -32,8 +32,8 @@ except ImportError:  # pragma: no cover - every supported platform has the wheel
             yaml.parser.Parser.__init__(self)
 
 
-from agentspec.diagnostics import Diagnostic
-from agentspec.source import SourceFile, Span
+from agentspec.core.diagnostics import Diagnostic
+from agentspec.core.source import SourceFile, Span
 from agentspec.spec.yaml_errors import (
     MAX_DEPTH,
     MAX_EXPANDED_CHARS,

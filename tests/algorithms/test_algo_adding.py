@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from agentspec.presets import ALGORITHMS, Algorithm
+from agentspec.core.presets import ALGORITHMS, Algorithm
 from agentspec.runtime.algorithms import (
     ESTIMATORS,
     POLICY_LOSSES,
@@ -24,7 +24,7 @@ from agentspec.runtime.algorithms import (
     collate_steps,
     compute_advantages,
 )
-from agentspec.runtime.backends.verl.compile_target import algorithm_overrides
+from agentspec.runtime.backends.verl.run_folder import algorithm_overrides
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "algorithms.md"
 

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from agentspec.presets import ALGORITHMS, DEFAULT_KL_COEF, Algorithm, clip_range, kl_coef
-from agentspec.registry import UnknownNameError
+from agentspec.core.presets import ALGORITHMS, DEFAULT_KL_COEF, Algorithm, clip_range, kl_coef
+from agentspec.core.registry import UnknownNameError
 from agentspec.runtime.algorithms import ESTIMATORS, POLICY_LOSSES
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -64,7 +64,7 @@ def test_reward_driven_algorithms_are_anchored_to_the_warm_start_by_default() ->
 
 def test_the_kl_default_reaches_both_backends(tmp_path: Path) -> None:
     from agentspec.runtime.backends.local.models import needs_reference
-    from agentspec.runtime.backends.verl.compile_target import algorithm_overrides
+    from agentspec.runtime.backends.verl.run_folder import algorithm_overrides
     from agentspec.spec.training import TrainingSpec
 
     for name, (use, coef) in {
@@ -87,7 +87,7 @@ def test_unknown_algorithm_suggests_a_name() -> None:
 def test_presets_import_without_torch() -> None:
     code = (
         "import sys\n"
-        "from agentspec.presets import ALGORITHMS\n"
+        "from agentspec.core.presets import ALGORITHMS\n"
         "import agentspec.spec.model\n"
         "print('torch' in sys.modules, len(ALGORITHMS))"
     )
@@ -100,7 +100,7 @@ def test_presets_import_without_torch() -> None:
 def test_spec_model_names_come_from_the_registries() -> None:
     from typing import get_args
 
-    from agentspec.contexts import CONTEXT_POLICIES
+    from agentspec.core.contexts import CONTEXT_POLICIES
     from agentspec.formats import available_formats
     from agentspec.spec.model import ContextSpec, EpisodeSpec, TrainingSpec
 
@@ -184,7 +184,7 @@ def test_the_scan_finds_a_name_comparison() -> None:
 def test_registries_are_complete_whichever_name_comes_first() -> None:
     code = (
         "from agentspec.runtime.algorithms import ESTIMATORS as E\n"
-        "from agentspec.presets import ALGORITHMS as A\n"
+        "from agentspec.core.presets import ALGORITHMS as A\n"
         "from agentspec.runtime.algorithms import POLICY_LOSSES as L\n"
         "for name in A:\n"
         "    E.get(A.get(name).estimator); L.get(A.get(name).loss)\n"

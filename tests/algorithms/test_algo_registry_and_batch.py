@@ -184,7 +184,7 @@ def test_public_api_is_exported() -> None:
 
 
 def test_clip_range_per_algorithm() -> None:
-    from agentspec.presets import (
+    from agentspec.core.presets import (
         ALGORITHMS,
         DEFAULT_STEP_CLIP_RATIO,
         clip_range,
@@ -203,8 +203,8 @@ def test_clip_range_per_algorithm() -> None:
 
 
 def test_step_clip_preset_names_the_papers_range() -> None:
-    from agentspec.presets import ALGORITHMS, clip_range
-    from agentspec.registry import UnknownNameError
+    from agentspec.core.presets import ALGORITHMS, clip_range
+    from agentspec.core.registry import UnknownNameError
     from agentspec.spec.model import TrainingSpec
 
     steppo = ALGORITHMS.get("steppo")

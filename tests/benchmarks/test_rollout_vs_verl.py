@@ -24,7 +24,7 @@ def tokenizer_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The built-in tiny ChatML tokenizer, trained on the task's text (fast; the
     benchmark's default, SmolLM2's, needs a one-off conversion)."""
     from agentspec.compiler.build import import_spec
-    from agentspec.runtime.text.task_text import task_corpus
+    from agentspec.runtime.compiled.task_text import task_corpus
     from agentspec.runtime.text.tiny_model import build_tiny_tokenizer
 
     module = import_spec(bench.SPEC)

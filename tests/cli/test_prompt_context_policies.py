@@ -17,9 +17,9 @@ from typer.testing import CliRunner
 
 from agentspec.cli import app
 from agentspec.compiler.build import import_spec
-from agentspec.contexts import CONTEXT_POLICIES
-from agentspec.row_layout import layout_for_template
-from agentspec.runtime.spec.run import rollout
+from agentspec.core.contexts import CONTEXT_POLICIES
+from agentspec.core.row_layout import layout_for_template
+from agentspec.runtime.commands.run import rollout
 from agentspec.runtime.text.byte_tokenizer import ByteTokenizer
 from agentspec.runtime.text.chat_templates import chat_for_spec
 

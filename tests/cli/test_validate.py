@@ -154,7 +154,7 @@ def test_schema_command_and_committed_copy_in_sync(tmp_path: Path) -> None:
 def test_schema_accepts_the_shipped_specs() -> None:
     import jsonschema
 
-    from agentspec.source import SourceFile
+    from agentspec.core.source import SourceFile
     from agentspec.spec.yaml_loader import load_yaml
 
     schema = json.loads(schema_json())

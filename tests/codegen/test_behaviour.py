@@ -343,7 +343,7 @@ def test_a_step_the_policy_could_not_answer_is_paid_nothing(tmp_path: Path) -> N
     the model did not act on a `policy_error` step, so no component fires there."""
     import asyncio
 
-    from agentspec.runtime.policies.base import Generation
+    from agentspec.runtime.episode.policy import Generation
     from agentspec.runtime.text.byte_tokenizer import ByteTokenizer
 
     module = build(

@@ -1,6 +1,6 @@
 """The generated code of every shipped spec type-checks against its contract.
 
-`agentspec/runtime/spec/contract.py` says what a generated module provides and how
+`agentspec/runtime/compiled/contract.py` says what a generated module provides and how
 its rewards, episode rules and tool rules are exposed. Here mypy checks the
 generated module of every `specs/*.yaml` both inside (each class against the
 runtime base it subclasses: `RewardComponent(value=...)`, `EpisodeRules`,
@@ -20,7 +20,7 @@ import pytest
 
 from agentspec.compiler.build import compile_spec, write_compiled
 from agentspec.compiler.names import IMPORTS
-from agentspec.runtime.spec.contract import EpisodeRules, RewardComponent, ToolRules
+from agentspec.runtime.compiled.contract import EpisodeRules, RewardComponent, ToolRules
 
 ROOT = Path(__file__).resolve().parents[2]
 SPECS = sorted((ROOT / "specs").glob("*.yaml"))
@@ -37,7 +37,7 @@ def _oracle_protocol(source: str) -> str:
 
 
 def test_shipped_specs_generate_code_that_meets_the_contract(tmp_path: Path) -> None:
-    lines = ["from agentspec.runtime.spec import contract"]
+    lines = ["from agentspec.runtime.compiled import contract"]
     for spec in SPECS:
         compiled = compile_spec(spec)
         write_compiled(compiled, tmp_path / "generated")
@@ -78,7 +78,7 @@ def test_mypy_catches_a_broken_contract(tmp_path: Path) -> None:
     """The check above can fail: a reward held by name, as before the contract, is refused."""
     module = tmp_path / "broken_spec.py"
     module.write_text(
-        "from agentspec.runtime.spec.contract import RewardComponent\n"
+        "from agentspec.runtime.compiled.contract import RewardComponent\n"
         'RewardComponent("correct", on="final", weight=1.0, value="reward_0")\n',
         encoding="utf-8",
     )

@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from agentspec.compiler.tool_cost import inline_reason
-from agentspec.runtime.spec.env import SpecEnvMixin
-from agentspec.runtime.spec.scope import ConstantTemplate, FieldTemplate, SpecTemplate, template
+from agentspec.runtime.compiled.env import SpecEnvMixin
+from agentspec.runtime.compiled.scope import ConstantTemplate, FieldTemplate, SpecTemplate, template
 
 from .helpers import build, call, play
 
@@ -59,7 +59,7 @@ def test_a_field_template_reports_a_missing_field_as_the_sandbox_does() -> None:
 
 
 def test_a_field_template_past_the_output_limit_fails_as_the_sandbox_does() -> None:
-    from agentspec.sandbox import MAX_OUTPUT, TemplateLimitError
+    from agentspec.core.sandbox import MAX_OUTPUT, TemplateLimitError
 
     with pytest.raises(TemplateLimitError):
         template("{{ sample.question }}").render(sample={"question": "x" * (MAX_OUTPUT + 1)})

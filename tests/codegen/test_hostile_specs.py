@@ -86,7 +86,7 @@ rewards:
         tmp_path,
         head=_head("spec_tool"),
     )
-    from agentspec.runtime.spec.env import SpecTool, SpecToolEnv
+    from agentspec.runtime.compiled.env import SpecTool, SpecToolEnv
 
     spec_cls, other_cls = module.ENV_CLASS.tool_classes
     assert spec_cls.__name__ != "SpecTool" and spec_cls.__bases__ == (SpecTool,)

@@ -65,7 +65,7 @@ oracle:
 
 
 def test_dunder_attributes_in_templates_are_rejected_by_the_checker(tmp_path: Path) -> None:
-    from agentspec.diagnostics import SpecError
+    from agentspec.core.diagnostics import SpecError
 
     with pytest.raises(SpecError) as info:
         build(
@@ -84,7 +84,7 @@ tools:
 def test_templates_render_in_a_sandbox() -> None:
     from jinja2.exceptions import SecurityError, UndefinedError
 
-    from agentspec.runtime.spec.env import template
+    from agentspec.runtime.compiled.env import template
 
     with pytest.raises(SecurityError):
         template("{{ x.__class__.__mro__ }}").render(x="s")

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agentspec.runtime.spec.oracle import OracleError
+from agentspec.runtime.compiled.oracle import OracleError
 
 from .helpers import build, call, play
 
@@ -228,7 +228,7 @@ def test_oracle_each_and_lazy_rendering(tmp_path: Path) -> None:
 
 
 def test_oracle_error_names_the_sample(tmp_path: Path) -> None:
-    from agentspec.runtime.spec.run import PolicyError, episode_script
+    from agentspec.runtime.commands.run import PolicyError, episode_script
 
     module = build(ORACLE, tmp_path, head=HEAD)
     script = episode_script(module, "oracle")

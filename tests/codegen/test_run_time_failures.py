@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from agentspec.runtime import ScriptedPolicy
+from agentspec.runtime.commands.run import PolicyError, hook_script
 from agentspec.runtime.episode.loop import run_episodes
-from agentspec.runtime.spec.run import PolicyError, hook_script
 from agentspec.runtime.text.byte_tokenizer import ByteTokenizer
 
 from .helpers import build
@@ -174,7 +174,7 @@ def test_an_oracle_hook_s_turns_run_out_like_an_oracle_list_s(
     """After its last turn the expert says nothing (an empty final answer ends the
     episode), as after the last entry of an `oracle:` list; the hook's one turn was
     played again and again until max_steps."""
-    from agentspec.runtime.spec.run import rollout
+    from agentspec.runtime.commands.run import rollout
 
     (tmp_path / "hooks_once.py").write_text(
         'def one_call(sample):\n    return [\'<tool_call>{"name": "echo", "arguments": {}}</tool_call>\']\n',
@@ -199,7 +199,7 @@ def test_an_oracle_hook_s_turns_run_out_like_an_oracle_list_s(
 
 
 def test_a_scripted_file_writes_a_backslash_n_as_two_backslashes(tmp_path: Path) -> None:
-    from agentspec.runtime.spec.scripts import episode_script
+    from agentspec.runtime.compiled.scripts import episode_script
 
     script = tmp_path / "turns.txt"
     script.write_text('first\\nsecond\n{"q": "a\\\\nb"}\n', encoding="utf-8")

@@ -7,7 +7,7 @@ import textwrap
 
 from agentspec.compiler.frontend import FrontendResult, check_source
 from agentspec.compiler.types import BOOL, FLOAT, INT, STR, ListOf, Optional
-from agentspec.source import SourceFile
+from agentspec.core.source import SourceFile
 
 HEAD = """\
 agentspec: 1

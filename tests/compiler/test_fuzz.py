@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 
 from agentspec.compiler.frontend import check_source, require_ok
 from agentspec.compiler.parser import ExprSyntaxError, parse_expression, parse_statement
-from agentspec.diagnostics import CODES, SpecError, render_text
-from agentspec.source import SourceFile
+from agentspec.core.diagnostics import CODES, SpecError, render_text
+from agentspec.core.source import SourceFile
 
 ROOT = Path(__file__).resolve().parents[2]
 VALID = [p.read_text() for p in sorted((ROOT / "tests/specs/valid").glob("*.yaml"))]

@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 from agentspec.compiler.emit import render_module
 from agentspec.compiler.frontend import check_source
 from agentspec.compiler.lower import lower
-from agentspec.diagnostics import CODES, render_text
-from agentspec.source import SourceFile
+from agentspec.core.diagnostics import CODES, render_text
+from agentspec.core.source import SourceFile
 
 SEEDED = settings(
     max_examples=120,

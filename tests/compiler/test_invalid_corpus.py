@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from agentspec.compiler.frontend import check_file
-from agentspec.diagnostics import CODES, render_text
+from agentspec.core.diagnostics import CODES, render_text
 
 INVALID = Path(__file__).resolve().parent.parent / "specs" / "invalid"
 GOLDEN = INVALID / "expected.json"

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
-from agentspec.json_schema import (
+from agentspec.core.json_schema import (
     _certainly_valid,
     _simple_schema,
     schema_problems,

@@ -13,7 +13,7 @@ import pytest
 from agentspec.compiler.frontend import FrontendResult, check_source
 from agentspec.compiler.parser import ExprSyntaxError, parse_expression, parse_statement
 from agentspec.compiler.types import ANY, BOOL, DICT, INT, STR, ListOf, Optional
-from agentspec.source import SourceFile
+from agentspec.core.source import SourceFile
 
 HEAD = """\
 agentspec: 1

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from agentspec.compiler.frontend import check_file
-from agentspec.diagnostics import Diagnostic, render_text
+from agentspec.core.diagnostics import Diagnostic, render_text
 
 INVALID = Path(__file__).resolve().parent.parent / "specs" / "invalid"
 
@@ -59,7 +59,7 @@ def test_quotes_in_a_block_scalar_are_not_openers() -> None:
 
 
 def test_double_quoted_apostrophe_and_plain_dont_are_not_openers() -> None:
-    from agentspec.source import SourceFile
+    from agentspec.core.source import SourceFile
     from agentspec.spec.yaml_loader import load_yaml
 
     bad = "b: x: y: z\n"  # the error: a plain scalar with two ': '
@@ -70,7 +70,7 @@ def test_double_quoted_apostrophe_and_plain_dont_are_not_openers() -> None:
 
 
 def test_a_quote_read_past_its_line_is_still_blamed_on_its_opener() -> None:
-    from agentspec.source import SourceFile
+    from agentspec.core.source import SourceFile
     from agentspec.spec.yaml_loader import load_yaml
 
     _, _, (d,) = load_yaml(SourceFile("t.yaml", 'a: "open\nb: 1\nc: "x" y\n'))

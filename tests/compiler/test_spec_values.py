@@ -9,7 +9,7 @@ import textwrap
 import pytest
 
 from agentspec.compiler.frontend import FrontendResult, check_source
-from agentspec.source import SourceFile
+from agentspec.core.source import SourceFile
 
 HEAD = """\
 agentspec: 1

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from agentspec.compiler.frontend import check_source
-from agentspec.diagnostics import Diagnostic
-from agentspec.source import SourceFile
+from agentspec.core.diagnostics import Diagnostic
+from agentspec.core.source import SourceFile
 
 SPEC = """agentspec: 1
 name: t

@@ -113,7 +113,7 @@ def test_every_spec_in_the_docs_validates() -> None:
     import re
 
     from agentspec.compiler.frontend import check_source
-    from agentspec.source import SourceFile
+    from agentspec.core.source import SourceFile
 
     found = 0
     for page in sorted(DOCS.rglob("*.md")):

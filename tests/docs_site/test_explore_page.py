@@ -8,10 +8,10 @@ from pathlib import Path
 
 import yaml
 
-from agentspec.diagnostics import render_text
-from agentspec.runtime.spec.explore.explorer import explore
-from agentspec.runtime.spec.explore.report import diagnostic
-from agentspec.runtime.spec.tests import SpecTestRunner
+from agentspec.core.diagnostics import render_text
+from agentspec.runtime.commands.explore.explorer import explore
+from agentspec.runtime.commands.explore.report import diagnostic
+from agentspec.runtime.commands.tests import SpecTestRunner
 from agentspec.spec.testing import SpecTest
 
 PAGE = Path(__file__).resolve().parents[2] / "docs" / "explore.md"

@@ -15,10 +15,10 @@ import yaml
 from typer.testing import CliRunner
 
 from agentspec.cli import app
-from agentspec.runtime.spec.explore.driver import Driver
-from agentspec.runtime.spec.explore.explorer import ExploreError, ExploreSettings, explore
-from agentspec.runtime.spec.explore.report import diagnostic, witness_entry
-from agentspec.runtime.spec.tests import SpecTestRunner
+from agentspec.runtime.commands.explore.driver import Driver
+from agentspec.runtime.commands.explore.explorer import ExploreError, ExploreSettings, explore
+from agentspec.runtime.commands.explore.report import diagnostic, witness_entry
+from agentspec.runtime.commands.tests import SpecTestRunner
 
 ROOT = Path(__file__).resolve().parents[2]
 CORPUS = ROOT / "tests" / "specs" / "loopholes"
@@ -306,7 +306,7 @@ def test_a_budget_guard_is_not_said_to_never_refuse(tmp_path: Path, with_tests: 
 
 def report_episodes(path: Path) -> list[Any]:
     """The episodes an exploration played (the detectors' input)."""
-    from agentspec.runtime.spec.explore import explorer as module
+    from agentspec.runtime.commands.explore import explorer as module
 
     kept: list[Any] = []
     detect = module.detect

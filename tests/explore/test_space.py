@@ -10,7 +10,7 @@ from typing import Any
 import jsonschema
 import pytest
 
-from agentspec.runtime.spec.explore.space import (
+from agentspec.runtime.commands.explore.space import (
     MAX_DRAWN_SIZE,
     Vocabulary,
     draw_value,

@@ -32,7 +32,7 @@ def play(spec: Path, turns: list[str]) -> Any:
     `agentspec run` does)."""
     from agentspec.compiler.build import import_spec
     from agentspec.runtime import ScriptedPolicy, run_episodes
-    from agentspec.runtime.text.task_text import task_bpe_tokenizer
+    from agentspec.runtime.compiled.task_text import task_bpe_tokenizer
 
     module = import_spec(spec)
     samples = module.load_samples()
@@ -45,8 +45,8 @@ def play(spec: Path, turns: list[str]) -> Any:
 def play_oracle(spec: Path, first: int = 0, count: int | None = None) -> list[Any]:
     """The oracle's episodes on samples ``first`` to ``first + count``, all at once."""
     from agentspec.compiler.build import import_spec
-    from agentspec.runtime.spec.run import rollout
-    from agentspec.runtime.text.task_text import task_bpe_tokenizer
+    from agentspec.runtime.commands.run import rollout
+    from agentspec.runtime.compiled.task_text import task_bpe_tokenizer
 
     module = import_spec(spec)
     samples = module.load_samples()

@@ -39,7 +39,7 @@ def play_together(spec: Path, scripts: list[list[str]]) -> list[Any]:
     """One scripted episode per script, all at once (sample i for script i)."""
     from agentspec.compiler.build import import_spec
     from agentspec.runtime import ScriptedPolicy
-    from agentspec.runtime.text.task_text import task_bpe_tokenizer
+    from agentspec.runtime.compiled.task_text import task_bpe_tokenizer
 
     module = import_spec(spec)
     samples = module.load_samples()

@@ -17,8 +17,8 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from agentspec.cli import app
+from agentspec.core.source import SourceFile
 from agentspec.runtime.mcp.pin import PinError, _rewrite, pinned_text, yaml_value
-from agentspec.source import SourceFile
 from agentspec.spec.yaml_loader import load_yaml
 
 runner = CliRunner()

@@ -205,8 +205,8 @@ def stuck_rollout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Any,
     """The oracle rollout of the flaky spec (8 episodes, a server each, one call stuck in
     every server), not started yet, and the file where its servers write their pids."""
     from agentspec.compiler.build import import_spec
-    from agentspec.runtime.spec.run import rollout
-    from agentspec.runtime.text.task_text import task_bpe_tokenizer
+    from agentspec.runtime.commands.run import rollout
+    from agentspec.runtime.compiled.task_text import task_bpe_tokenizer
 
     pids = tmp_path / "pids"
     monkeypatch.setenv("FLAKY_PIDS", str(pids))

@@ -152,7 +152,7 @@ def _episode(spec: Path, turns: list[str]) -> Any:
     """One scripted episode, tokenised by the task tokenizer (as `agentspec run` does)."""
     from agentspec.compiler.build import import_spec
     from agentspec.runtime import ScriptedPolicy, run_episodes
-    from agentspec.runtime.text.task_text import task_bpe_tokenizer
+    from agentspec.runtime.compiled.task_text import task_bpe_tokenizer
 
     module = import_spec(spec)
     samples = module.load_samples()

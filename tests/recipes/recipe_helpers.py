@@ -73,7 +73,7 @@ def tokenizer_of(module: ModuleType) -> Any:
     """The task tokenizer `agentspec run` gives oracle and scripted policies (built once
     per spec module: its corpus is 2,000 generated samples)."""
     from agentspec.compiler.build import cache_dir
-    from agentspec.runtime.text.task_text import task_tokenizer
+    from agentspec.runtime.compiled.task_text import task_tokenizer
 
     directory = cache_dir() / "recipe-tokenizers" / module.SPEC_NAME
     return task_tokenizer(module, module.load_samples(limit=2000), directory)

@@ -21,10 +21,10 @@ import pytest
 
 from agentspec.formats import get_format
 from agentspec.runtime import ChatTemplate, SamplingParams, ScriptedPolicy, run_episodes
+from agentspec.runtime.episode.conversation import ChatCall, Conversation, render_calls
 from agentspec.runtime.episode.trajectory import EventKind, TerminationReason
 from agentspec.runtime.policies.chat import ChatPolicy, retry_after_seconds
 from agentspec.runtime.text.byte_tokenizer import ByteTokenizer
-from agentspec.runtime.text.conversation import ChatCall, Conversation, render_calls
 
 from .helpers import CalculatorTool
 
@@ -335,8 +335,8 @@ def oracle_model(tiny: Any, calculator: Any) -> tuple[Any, Any, list[dict[str, A
 def test_chat_server_and_local_model_play_the_same_episodes(
     oracle_model: Any, calculator: Any
 ) -> None:
-    from agentspec.runtime.policies.chat_serve import ChatCompletionServer
     from agentspec.runtime.policies.hf import HFPolicy
+    from agentspec.runtime.serve.chat_server import ChatCompletionServer
 
     model, tokenizer, samples = oracle_model
     local = calculator.FLOW_CLASS(HFPolicy(model, tokenizer), tokenizer, temperature=0.0)
@@ -362,8 +362,8 @@ def test_cli_run_and_eval_with_a_chat_policy_print_the_table(
 
     from agentspec.cli import app
     from agentspec.runtime.episode.trajectory import read_jsonl
-    from agentspec.runtime.policies.chat_serve import ChatCompletionServer
     from agentspec.runtime.policies.hf import HFPolicy
+    from agentspec.runtime.serve.chat_server import ChatCompletionServer
 
     model, tokenizer, _ = oracle_model
     monkeypatch.setenv("AGENTSPEC_CACHE", str(tmp_path / "cache"))
@@ -444,8 +444,8 @@ def _step(index: int, text: str, observation: str, calls: list[Any], results: li
 def test_the_conversation_keeps_only_the_turns_the_context_policy_keeps(tok: Any) -> None:
     from agentspec.runtime import ToolEnv
     from agentspec.runtime.episode.context import ContextView, SlidingWindow, StateSummary
+    from agentspec.runtime.episode.conversation import conversation_of
     from agentspec.runtime.episode.trajectory import ToolCall
-    from agentspec.runtime.text.conversation import conversation_of
 
     env = ToolEnv([CalculatorTool()], "hermes", system_prompt="Be exact.")
     initial = env.initial_messages({"question": "2+3?"})

@@ -20,12 +20,12 @@ from typing import Any
 
 import pytest
 
-from agentspec.row_layout import layout_for_template
+from agentspec.core.row_layout import layout_for_template
 from agentspec.runtime.episode.context import make_context_policy
 from agentspec.runtime.episode.loop import LoopConfig
+from agentspec.runtime.episode.policy import SamplingParams
 from agentspec.runtime.episode.rows import training_rows
 from agentspec.runtime.episode.trajectory import Trajectory
-from agentspec.runtime.policies.base import SamplingParams
 from agentspec.runtime.policies.scripted import ScriptedPolicy
 from agentspec.runtime.text.chat_templates import (
     ModelTemplate,
@@ -158,7 +158,7 @@ def play(
 def first_messages(
     module: Any, sample: dict[str, Any], native_tools: bool
 ) -> tuple[list[dict[str, Any]], Any]:
-    from agentspec.runtime.text.conversation import _without_tool_instructions
+    from agentspec.runtime.episode.conversation import _without_tool_instructions
 
     env = module.ENV_CLASS()
     messages = env.initial_messages(dict(sample))
@@ -181,7 +181,7 @@ def test_episode_ids_are_the_templates_rendering(name: str, calculator: Any) -> 
     family = FAMILIES[name]
     sample = calculator.load_samples(limit=1)[0]
     call, answer = list(calculator.oracle_actions(dict(sample)))
-    from agentspec.runtime.text.task_text import task_corpus
+    from agentspec.runtime.compiled.task_text import task_corpus
 
     corpus = [
         *task_corpus(calculator, [sample]),
@@ -330,7 +330,7 @@ def test_keep_in_history_true_keeps_the_models_reasoning_append_only(tmp_path: P
     family = FAMILIES["chatml_thinking"]  # its template would drop past reasoning
     sample = module.load_samples(limit=1)[0]
     call, answer = list(module.oracle_actions(dict(sample)))
-    from agentspec.runtime.text.task_text import task_corpus
+    from agentspec.runtime.compiled.task_text import task_corpus
 
     tokenizer = family_tokenizer(family, task_corpus(module, [sample]))
     turns = [family.reasoning + c for c in (call, call, answer)]
@@ -489,7 +489,7 @@ def test_a_template_that_refuses_a_system_turn_gets_it_in_the_first_user_turn(
     )
     sample = calculator.load_samples(limit=1)[0]
     call, answer = list(calculator.oracle_actions(dict(sample)))
-    from agentspec.runtime.text.task_text import task_corpus
+    from agentspec.runtime.compiled.task_text import task_corpus
 
     tokenizer = family_tokenizer(family, task_corpus(calculator, [sample]))
     chat = chat_for(tokenizer)

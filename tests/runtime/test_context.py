@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from agentspec.contexts import CONTEXT_POLICIES, ContextPolicyKind
-from agentspec.registry import UnknownNameError
+from agentspec.core.contexts import CONTEXT_POLICIES, ContextPolicyKind
+from agentspec.core.registry import UnknownNameError
 from agentspec.runtime import (
     AgentEnvLoop,
     ChatTemplate,
@@ -75,7 +75,7 @@ def test_registry() -> None:
 
 
 def test_every_declared_context_policy_has_a_class_with_the_same_facts() -> None:
-    """The spec and compiler read the declarations (agentspec.contexts); the runtime's
+    """The spec and compiler read the declarations (agentspec.core.contexts); the runtime's
     classes must say the same, or the compiled row layout would be wrong."""
     assert POLICY_CLASSES.names() == CONTEXT_POLICIES.names()
     for name in POLICY_CLASSES:

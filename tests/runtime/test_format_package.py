@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 import agentspec.formats as formats
+from agentspec.core.registry import DuplicateNameError, UnknownNameError
 from agentspec.formats import FORMATS, available_formats, get_format, register_format
 from agentspec.formats.base import ToolCallFormat
-from agentspec.registry import DuplicateNameError, UnknownNameError
 
 PACKAGE = Path(formats.__file__).parent
 

@@ -14,7 +14,7 @@ def test_runtime_does_not_import_torch() -> None:
     loaded = _modules_after(
         "import agentspec.runtime\n"
         "from agentspec.runtime import AgentEnvLoop, ScriptedPolicy, OpenAIPolicy, load_tokenizer\n"
-        "import agentspec.runtime.policies.serve"
+        "import agentspec.runtime.serve.completions_server"
     )
     assert "agentspec.runtime.episode.loop" in loaded
     assert "torch" not in loaded and "transformers" not in loaded

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agentspec.runtime.policies.base import SamplingParams
+from agentspec.runtime.episode.policy import SamplingParams
 from agentspec.runtime.policies.scripted import encode_head, text_generation
 from agentspec.runtime.text.byte_tokenizer import ByteTokenizer
 from agentspec.runtime.text.tiny_model import build_tiny_tokenizer

@@ -124,7 +124,7 @@ def test_scripted_policy_limits(tok: Any) -> None:
 
 @pytest.fixture(scope="module")
 def server(hf: Any) -> Any:
-    from agentspec.runtime.policies.serve import CompletionServer
+    from agentspec.runtime.serve.completions_server import CompletionServer
 
     with CompletionServer(hf, model_name="tiny") as srv:
         yield srv

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from agentspec.compiler.build import import_spec
+from agentspec.runtime.commands.run import rollout
 from agentspec.runtime.episode.rows import training_rows
 from agentspec.runtime.episode.trajectory import PromptIds, Step, Trajectory
-from agentspec.runtime.spec.run import rollout
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -41,7 +41,7 @@ def test_a_view_behaves_like_the_list_it_stands_for() -> None:
 def test_full_history_steps_share_one_list_and_rows_are_unchanged() -> None:
     module = import_spec(ROOT / "specs" / "keys_and_doors.yaml")
     samples = module.load_samples()[:2]
-    from agentspec.runtime.text.task_text import task_bpe_tokenizer
+    from agentspec.runtime.compiled.task_text import task_bpe_tokenizer
 
     tokenizer = task_bpe_tokenizer(module, samples)
     (traj, _) = asyncio.run(rollout(module, samples, "oracle", task_tokenizer=tokenizer))

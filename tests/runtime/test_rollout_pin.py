@@ -28,9 +28,9 @@ from typing import Any
 import pytest
 
 from agentspec.compiler.build import import_spec
+from agentspec.runtime.commands.run import rollout
 from agentspec.runtime.episode.rows import training_rows
 from agentspec.runtime.episode.trajectory import Trajectory
-from agentspec.runtime.spec.run import rollout
 from agentspec.runtime.text.byte_tokenizer import ByteTokenizer
 from agentspec.runtime.text.tokenizer import BPETokenizer
 
@@ -85,7 +85,7 @@ def episode_record(traj: Trajectory) -> dict[str, Any]:
 
 
 def task_tokenizers(module: Any) -> dict[str, Any]:
-    from agentspec.runtime.text.task_text import task_corpus
+    from agentspec.runtime.compiled.task_text import task_corpus
     from agentspec.runtime.text.tiny_model import TINY_EOS, TINY_PAD, train_tiny_bpe
 
     rust = train_tiny_bpe(task_corpus(module, module.load_samples()[:TOKENIZER_SAMPLES]))

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from agentspec.compiler.build import compile_spec
-from agentspec.contexts import CONTEXT_POLICIES
-from agentspec.presets import ALGORITHMS
-from agentspec.registry import UnknownNameError
-from agentspec.row_layout import row_layout
+from agentspec.core.contexts import CONTEXT_POLICIES
+from agentspec.core.presets import ALGORITHMS
+from agentspec.core.registry import UnknownNameError
+from agentspec.core.row_layout import row_layout
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -48,7 +48,7 @@ def test_generated_layout_is_row_layout_of_the_spec_policy(spec: str) -> None:
 
 
 def test_row_layout_does_not_import_torch() -> None:
-    code = "import sys, agentspec.row_layout; print('torch' in sys.modules)"
+    code = "import sys, agentspec.core.row_layout; print('torch' in sys.modules)"
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT
     )

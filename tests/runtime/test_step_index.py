@@ -61,7 +61,7 @@ def test_the_anchor_sees_the_step_about_to_be_played(tmp_path: Path) -> None:
 
     from agentspec.compiler.build import import_spec
     from agentspec.runtime import ScriptedPolicy
-    from agentspec.runtime.text.task_text import cached_task_tokenizer
+    from agentspec.runtime.compiled.task_text import cached_task_tokenizer
 
     spec = tmp_path / "probe.yaml"
     spec.write_text(SPEC, encoding="utf-8")

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from jinja2.exceptions import SecurityError
 
-from agentspec import sandbox
-from agentspec.sandbox import TemplateLimitError
+from agentspec.core import sandbox
+from agentspec.core.sandbox import TemplateLimitError
 from agentspec.stdlib.functions import ValueTooLarge, fn
 
 

@@ -82,7 +82,7 @@ def test_task_tokenizer_without_transformers_gives_the_same_ids(tmp_path: Path) 
     # `agentspec run` on a plain install uses task_bpe_tokenizer; training uses
     # task_tokenizer. Same task text must give the same ids, from either cache.
     from agentspec.compiler.build import import_spec
-    from agentspec.runtime.text.task_text import task_bpe_tokenizer, task_tokenizer
+    from agentspec.runtime.compiled.task_text import task_bpe_tokenizer, task_tokenizer
 
     module = import_spec(Path(__file__).parents[2] / "specs" / "calculator.yaml")
     samples = module.load_samples(limit=200)
@@ -102,7 +102,7 @@ def test_a_tokenizer_cache_written_meanwhile_by_another_process_is_kept(
     # Two processes that miss the cache at once both build; each writes a folder of
     # its own and renames it into place whole, so no reader sees half a tokenizer.
     from agentspec.compiler.build import import_spec
-    from agentspec.runtime.text import task_text
+    from agentspec.runtime.compiled import task_text
 
     module = import_spec(Path(__file__).parents[2] / "specs" / "calculator.yaml")
     samples = module.load_samples(limit=50)
@@ -124,7 +124,7 @@ def test_a_tokenizer_cache_written_meanwhile_by_another_process_is_kept(
 
 def test_a_tokenizer_cache_folder_left_half_written_is_rebuilt(tmp_path: Path) -> None:
     from agentspec.compiler.build import import_spec
-    from agentspec.runtime.text.task_text import task_bpe_tokenizer
+    from agentspec.runtime.compiled.task_text import task_bpe_tokenizer
 
     module = import_spec(Path(__file__).parents[2] / "specs" / "calculator.yaml")
     samples = module.load_samples(limit=50)

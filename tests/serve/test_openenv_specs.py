@@ -18,6 +18,8 @@ import pytest
 import yaml
 from openenv.core.generic_client import GenericEnvClient
 
+from agentspec.runtime.commands.run import episode_script, rollout
+from agentspec.runtime.commands.tests import Played, SpecTestRunner
 from agentspec.runtime.episode.trajectory import (
     Event,
     Step,
@@ -26,8 +28,6 @@ from agentspec.runtime.episode.trajectory import (
 )
 from agentspec.runtime.serve.openenv_server import build_app
 from agentspec.runtime.serve.spec import ServedSpec
-from agentspec.runtime.spec.run import episode_script, rollout
-from agentspec.runtime.spec.tests import Played, SpecTestRunner
 
 from .helpers import InProcessServer
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from agentspec.runtime.commands.run import evaluation_samples, held_out_split
 from agentspec.runtime.serve.spec import ServedSpec, SessionError
-from agentspec.runtime.spec.run import evaluation_samples, held_out_split
 from agentspec.spec.training import TrainingSpec
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -16,9 +16,9 @@ from fastapi.testclient import TestClient
 
 from agentspec.compiler.frontend import check_source
 from agentspec.compiler.visibility import agent_view
+from agentspec.core.source import SourceFile
 from agentspec.runtime.serve.openenv_server import build_app
 from agentspec.runtime.serve.spec import ServedSpec
-from agentspec.source import SourceFile
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
+from agentspec.runtime.commands.run import episode_script, rollout
 from agentspec.runtime.serve.session import End, EpisodeSession, SessionError, SyncEpisodeSession
 from agentspec.runtime.serve.spec import ServedSpec
-from agentspec.runtime.spec.run import episode_script, rollout
 
 ROOT = Path(__file__).resolve().parents[2]
 

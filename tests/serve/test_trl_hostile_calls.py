@@ -12,8 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agentspec.formats import get_format
+from agentspec.runtime.episode.conversation import ChatCall, render_calls
 from agentspec.runtime.serve.spec import ServedSpec
-from agentspec.runtime.text.conversation import ChatCall, render_calls
 
 from .helpers import ROOT
 from .test_trl_target import generated

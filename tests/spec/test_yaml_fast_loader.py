@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from agentspec.source import SourceFile
+from agentspec.core.source import SourceFile
 from agentspec.spec import yaml_loader
 
 ROOT = Path(__file__).resolve().parents[2]

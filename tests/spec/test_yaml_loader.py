@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from agentspec.source import SourceFile
+from agentspec.core.source import SourceFile
 from agentspec.spec.yaml_loader import load_yaml
 
 TEXT = """\

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from agentspec.runtime.backends.local import train, trainer
-from agentspec.runtime.policies.base import Generation, SamplingParams
+from agentspec.runtime.episode.policy import Generation, SamplingParams
 
 SPEC = Path(__file__).parent.parent / "runtime" / "data" / "hostile.yaml"
 

@@ -17,7 +17,7 @@ import pytest
 from typer.testing import CliRunner
 
 from agentspec.cli import app
-from agentspec.presets import ALGORITHMS
+from agentspec.core.presets import ALGORITHMS
 from agentspec.runtime.backends.local import (
     ConfigError,
     TrainingInterrupted,

@@ -135,7 +135,7 @@ def _generate(output: object) -> object:
     import asyncio
 
     from agentspec.runtime.backends.verl.agent_loop import ServerPolicy
-    from agentspec.runtime.policies.base import SamplingParams
+    from agentspec.runtime.episode.policy import SamplingParams
 
     policy = ServerPolicy(_RolloutServer(output), {"temperature": 1.0}, eos_token_id=9)
     asyncio.run(policy.generate([[1, 2, 3]], SamplingParams(max_new_tokens=8)))

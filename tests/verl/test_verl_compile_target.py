@@ -12,7 +12,7 @@ import pytest
 import yaml
 from verl_helpers import ROOT, SPEC, anchored_calculator
 
-from agentspec.runtime.backends.verl.compile_target import (
+from agentspec.runtime.backends.verl.run_folder import (
     build_verl_target,
     cpu_overrides,
     format_overrides,
@@ -197,7 +197,7 @@ def test_compiling_imports_no_verl() -> None:
         "import sys\n"
         "import agentspec.runtime\n"
         "assert 'verl' not in sys.modules and 'torch' not in sys.modules\n"
-        "import agentspec.runtime.backends.verl, agentspec.runtime.backends.verl.compile_target\n"
+        "import agentspec.runtime.backends.verl, agentspec.runtime.backends.verl.run_folder\n"
         "assert 'verl' not in sys.modules, 'compile_target imported verl'\n"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)

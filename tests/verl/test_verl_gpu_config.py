@@ -91,8 +91,8 @@ def test_the_critic_engine_builds_the_critic_with_the_chosen_attention(tmp_path:
     from verl.utils.model import get_hf_auto_model_class, load_valuehead_model
     from verl_helpers import warm_started_tiny
 
-    from agentspec.runtime.backends.verl.compile_target import build_verl_target
     from agentspec.runtime.backends.verl.engines import value_model_config
+    from agentspec.runtime.backends.verl.run_folder import build_verl_target
 
     target, _ = build_verl_target(SPEC, tmp_path / "target")
     policy = warm_started_tiny(target.module, target.model_dir, steps=1)

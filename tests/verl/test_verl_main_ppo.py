@@ -23,7 +23,7 @@ import pytest
 from safetensors.torch import load_file
 from verl_helpers import SMALL, SPEC, check_trained_run, warm_started_tiny
 
-from agentspec.runtime.backends.verl.compile_target import build_verl_target
+from agentspec.runtime.backends.verl.run_folder import build_verl_target
 
 pytestmark = pytest.mark.slow
 

@@ -23,7 +23,7 @@ from verl_helpers import SPEC, warm_started_tiny
 
 from agentspec.cli import app
 from agentspec.runtime.backends.local.models import load_checkpoint
-from agentspec.runtime.backends.verl.compile_target import build_verl_target
+from agentspec.runtime.backends.verl.run_folder import build_verl_target
 
 pytestmark = pytest.mark.slow
 

@@ -30,7 +30,7 @@ from safetensors.torch import load_file
 from serve.helpers import free_port
 from verl_helpers import SMALL, anchored_calculator, check_trained_run, warm_started_tiny
 
-from agentspec.runtime.backends.verl.compile_target import build_verl_target
+from agentspec.runtime.backends.verl.run_folder import build_verl_target
 
 pytestmark = pytest.mark.slow
 

@@ -36,7 +36,7 @@ import pytest
 from omegaconf import DictConfig, OmegaConf
 from verl_helpers import ROOT, anchored_calculator
 
-from agentspec.presets import ALGORITHMS
+from agentspec.core.presets import ALGORITHMS
 
 pytestmark = pytest.mark.slow
 

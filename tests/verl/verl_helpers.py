@@ -13,7 +13,7 @@ from typing import Any
 
 import torch
 
-from agentspec.presets import ALGORITHMS
+from agentspec.core.presets import ALGORITHMS
 from agentspec.runtime import ScriptedPolicy, training_rows
 from agentspec.runtime.algorithms import (
     ESTIMATORS,
@@ -22,7 +22,7 @@ from agentspec.runtime.algorithms import (
     collate_steps,
     compute_advantages,
 )
-from agentspec.runtime.text.task_text import task_corpus
+from agentspec.runtime.compiled.task_text import task_corpus
 from agentspec.runtime.text.tiny_model import build_tiny, load_tiny
 
 ROOT = Path(__file__).resolve().parents[2]

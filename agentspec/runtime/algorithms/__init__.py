@@ -25,8 +25,8 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from agentspec.presets import ALGORITHMS, Algorithm
-    from agentspec.registry import (
+    from agentspec.core.presets import ALGORITHMS, Algorithm
+    from agentspec.core.registry import (
         DuplicateNameError,
         Registry,
         RegistryError,
@@ -72,7 +72,7 @@ if TYPE_CHECKING:
     )
 
 _MODULES = {
-    "agentspec.registry": (
+    "agentspec.core.registry": (
         "DuplicateNameError",
         "Registry",
         "RegistryError",
@@ -116,7 +116,7 @@ _MODULES = {
         "policy_loss",
         "value_loss",
     ),
-    "agentspec.presets": ("ALGORITHMS", "Algorithm"),
+    "agentspec.core.presets": ("ALGORITHMS", "Algorithm"),
 }
 _LAZY = {name: module for module, names in _MODULES.items() for name in names}
 

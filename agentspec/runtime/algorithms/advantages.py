@@ -20,7 +20,7 @@ from typing import Literal
 import torch
 from torch import Tensor
 
-from agentspec.registry import Registry
+from agentspec.core.registry import Registry
 from agentspec.runtime.algorithms.batch import AdvantageOutput, StepBatch
 from agentspec.runtime.algorithms.normalize import (
     group_deviation_std_count,

@@ -23,8 +23,8 @@ from typing import Literal, get_args
 import torch
 from torch import Tensor
 
-from agentspec.presets import VALUE_CLIP
-from agentspec.registry import Registry
+from agentspec.core.presets import VALUE_CLIP
+from agentspec.core.registry import Registry
 
 __all__ = [
     "AGGREGATION_MODES",

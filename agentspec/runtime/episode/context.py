@@ -36,8 +36,8 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from agentspec.contexts import ContextPolicyKind, declare_context_policy
-from agentspec.registry import Registry
+from agentspec.core.contexts import ContextPolicyKind, declare_context_policy
+from agentspec.core.registry import Registry
 from agentspec.runtime.episode.trajectory import Step
 from agentspec.runtime.text.tokenizer import (
     ChatTemplate,
@@ -147,7 +147,7 @@ def observation_ids(
 
 POLICY_CLASSES: Registry[type[ContextPolicy]] = Registry("context policy")
 """The classes that build each context policy's prompts, by name (``context.policy``);
-each is declared in :data:`agentspec.contexts.CONTEXT_POLICIES` with its facts."""
+each is declared in :data:`agentspec.core.contexts.CONTEXT_POLICIES` with its facts."""
 
 
 def register_context_policy(name: str) -> Callable[[type[ContextPolicy]], type[ContextPolicy]]:
@@ -182,7 +182,7 @@ class ContextPolicy(ABC):
     append_only: ClassVar[bool] = False
     """Whether consecutive prompts extend each other, ``prompt_{t+1} = prompt_t +
     response_t + observation_t``: then an episode's steps can share one packed
-    training row (:func:`agentspec.row_layout.row_layout`)."""
+    training row (:func:`agentspec.core.row_layout.row_layout`)."""
     spec_setting: ClassVar[str | None] = None
     """The key of a spec's ``context`` section this policy cannot do without, if any
     (``window`` for ``sliding_window``); the spec model requires it."""
@@ -346,7 +346,7 @@ class StateSummary(ContextPolicy):
     ) -> None:
         super().__init__(max_prompt_tokens, overflow)
         if isinstance(template, str):
-            from agentspec import sandbox
+            from agentspec.core import sandbox
 
             compiled = sandbox.environment(keep_trailing_newline=False).from_string(template)
             self._render: Callable[[ContextView], str] = lambda view: sandbox.render(
@@ -361,7 +361,7 @@ class StateSummary(ContextPolicy):
         task = next((m["content"] for m in view.initial_messages if m["role"] == "user"), "")
         state = getattr(view.env, "state", None)
         if dataclasses.is_dataclass(state) and not isinstance(state, type):
-            from agentspec.runtime.spec.scope import state_fields
+            from agentspec.runtime.compiled.scope import state_fields
 
             # Spec states: by their spec names (a keyword-named field is renamed in Python).
             state = state_fields(state)

@@ -28,7 +28,14 @@ from agentspec.runtime.episode.context import (
     FullHistory,
     Prompt,
 )
+from agentspec.runtime.episode.conversation import ConversationError, conversation_of
 from agentspec.runtime.episode.envs import AgentEnv, StepResult
+from agentspec.runtime.episode.policy import (
+    ConversationPolicy,
+    Generation,
+    Policy,
+    SamplingParams,
+)
 from agentspec.runtime.episode.trajectory import (
     Action,
     Event,
@@ -38,14 +45,7 @@ from agentspec.runtime.episode.trajectory import (
     TerminationReason,
     Trajectory,
 )
-from agentspec.runtime.policies.base import (
-    ConversationPolicy,
-    Generation,
-    Policy,
-    SamplingParams,
-)
 from agentspec.runtime.text.chat_templates import ModelTemplate, chat_for
-from agentspec.runtime.text.conversation import ConversationError, conversation_of
 from agentspec.runtime.text.tokenizer import ChatTemplate, Tokenizer, decode_text, encode_chat
 
 __all__ = ["AgentEnvLoop", "AgentFlowBase", "EpisodeRun", "LoopConfig", "run_episodes"]

@@ -20,8 +20,8 @@ from typing import Any, ClassVar
 
 import jsonschema
 
+from agentspec.core.json_schema import JSON_TYPE_TESTS, validator_of
 from agentspec.formats.caps import MAX_ERROR_CHARS, cap_error
-from agentspec.json_schema import JSON_TYPE_TESTS, validator_of
 from agentspec.runtime.episode.blocking import TooManyStuckCalls, run_blocking
 
 _timeout = getattr(asyncio, "timeout", None)  # Python 3.11+

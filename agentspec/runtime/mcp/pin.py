@@ -29,9 +29,9 @@ from typing import Any
 
 import yaml
 
+from agentspec.core.source import SourceFile
 from agentspec.runtime.mcp.server import McpServer
 from agentspec.runtime.mcp.tools import list_server_tools
-from agentspec.source import SourceFile
 from agentspec.spec.yaml_loader import load_yaml
 
 __all__ = ["PinError", "PinReport", "pin_spec", "pinned_text", "yaml_value"]

@@ -1,6 +1,6 @@
 """Policies: what generates actions. ``HFPolicy`` (torch) lives in ``policies.hf``."""
 
-from agentspec.runtime.policies.base import (
+from agentspec.runtime.episode.policy import (
     BatchingPolicy,
     ConversationPolicy,
     Generation,

@@ -3,7 +3,7 @@
 ``--policy chat:URL`` (e.g. ``chat:http://localhost:8000/v1``, a vLLM or SGLang
 chat server, or a hosted API) plays a spec's episodes for a baseline: each step
 sends ``POST {URL}/chat/completions`` with the episode as messages (see
-:mod:`agentspec.runtime.text.conversation`) and the spec's tools as JSON schemas in
+:mod:`agentspec.runtime.episode.conversation`) and the spec's tools as JSON schemas in
 ``tools``; returned ``tool_calls`` are written in the spec's tool format so the
 environment parses and runs them exactly as a local model's.
 
@@ -33,9 +33,9 @@ from typing import Any
 import httpx
 
 from agentspec.formats.strict_json import LONE_SURROGATE
-from agentspec.runtime.policies.base import Generation, SamplingParams
+from agentspec.runtime.episode.conversation import ChatCall, Conversation, render_calls
+from agentspec.runtime.episode.policy import Generation, SamplingParams
 from agentspec.runtime.policies.scripted import REMOTE_MAX_RESPONSE_TOKENS, encode_head
-from agentspec.runtime.text.conversation import ChatCall, Conversation, render_calls
 from agentspec.runtime.text.tokenizer import Tokenizer
 
 __all__ = ["ChatPolicy", "ChatPolicyError"]

@@ -14,7 +14,7 @@ from typing import Any
 
 import torch
 
-from agentspec.runtime.policies.base import BatchingPolicy, Generation, SamplingParams
+from agentspec.runtime.episode.policy import BatchingPolicy, Generation, SamplingParams
 from agentspec.runtime.text.tokenizer import Tokenizer
 
 __all__ = ["HFPolicy", "sequence_logprobs"]

@@ -3,7 +3,7 @@
 Token in, token out over HTTP: prompts are sent as token ids and the generated
 ids come back through vLLM's ``return_tokens_as_token_ids`` (log-prob entries
 named ``token_id:N``), so no text is re-encoded. The server must support both
-(vLLM does; so does :mod:`agentspec.runtime.policies.serve`).
+(vLLM does; so does :mod:`agentspec.runtime.serve.completions_server`).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Any
 
 import httpx
 
-from agentspec.runtime.policies.base import BatchingPolicy, Generation, SamplingParams
+from agentspec.runtime.episode.policy import BatchingPolicy, Generation, SamplingParams
 
 __all__ = ["OpenAIPolicy", "OpenAIPolicyError"]
 
@@ -33,7 +33,7 @@ class OpenAIPolicy(BatchingPolicy):
         extra_body: more fields for every request (server-specific options).
 
     Log-probs are whatever the server reports; vLLM reports the raw model's by
-    default (``--logprobs-mode``), which equals :class:`~agentspec.runtime.policies.base.Generation`'s
+    default (``--logprobs-mode``), which equals :class:`~agentspec.runtime.episode.policy.Generation`'s
     convention at temperature 1.
     """
 

@@ -6,7 +6,7 @@ import math
 import random
 from collections.abc import Sequence
 
-from agentspec.runtime.policies.base import Generation, SamplingParams
+from agentspec.runtime.episode.policy import Generation, SamplingParams
 
 
 class RandomPolicy:

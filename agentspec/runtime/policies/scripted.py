@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 
-from agentspec.runtime.policies.base import Generation, SamplingParams
+from agentspec.runtime.episode.policy import Generation, SamplingParams
 from agentspec.runtime.text.tokenizer import Tokenizer
 
 __all__ = ["REMOTE_MAX_RESPONSE_TOKENS", "ScriptedPolicy", "encode_head", "text_generation"]

@@ -32,12 +32,12 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from agentspec.formats.strict_json import LONE_SURROGATE
+from agentspec.runtime.episode.conversation import ChatCall, ConversationError, conversation_of
+from agentspec.runtime.episode.conversation import render_calls as write_calls
 from agentspec.runtime.episode.loop import EpisodeRun
 from agentspec.runtime.episode.trajectory import Event, Step, Trajectory, strict_json_value
 from agentspec.runtime.policies.scripted import REMOTE_MAX_RESPONSE_TOKENS, text_generation
 from agentspec.runtime.serve.spec import ServedSpec, SessionError
-from agentspec.runtime.text.conversation import ChatCall, ConversationError, conversation_of
-from agentspec.runtime.text.conversation import render_calls as write_calls
 
 # The most tokens (agentspec's) of one response a session encodes: a caller's text is
 # not cut at the spec's `max_response_tokens`, but a runaway or hostile one is bounded.

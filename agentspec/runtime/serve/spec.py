@@ -20,7 +20,7 @@ from typing import Any
 
 from agentspec.formats import get_format
 from agentspec.formats.caps import cap_error
-from agentspec.runtime.policies.base import Generation, SamplingParams
+from agentspec.runtime.episode.policy import Generation, SamplingParams
 from agentspec.stdlib.data import DataError
 
 __all__ = ["ServedSpec", "SessionError"]
@@ -62,7 +62,7 @@ class ServedSpec:
     def load(cls, path: str | Path) -> ServedSpec:
         """Compile (cached) and import the spec at ``path``; its task tokenizer is
         built from its data once and kept in the compile cache (as `run` does). A
-        spec with errors raises :class:`~agentspec.diagnostics.SpecError`."""
+        spec with errors raises :class:`~agentspec.core.diagnostics.SpecError`."""
         served = cls.unplayed(path)
         served.tokenizer = served.task_tokenizer(path)
         return served
@@ -77,7 +77,7 @@ class ServedSpec:
 
     def task_tokenizer(self, path: str | Path) -> Any:
         """The task tokenizer `run` builds from the spec's data (cached)."""
-        from agentspec.runtime.text.task_text import cached_task_tokenizer
+        from agentspec.runtime.compiled.task_text import cached_task_tokenizer
 
         samples = self.samples() if self.module.DATA_SOURCE else []
         tokenizer, _ = cached_task_tokenizer(path, self.module, samples)
@@ -145,7 +145,7 @@ class ServedSpec:
     @property
     def held_out_split(self) -> str:
         """The name of the split held out for evaluation."""
-        from agentspec.runtime.spec.run import eval_split_name
+        from agentspec.runtime.commands.run import eval_split_name
 
         return eval_split_name(self.module) or HELD_OUT
 
@@ -164,7 +164,7 @@ class ServedSpec:
         """`split`'s samples (and any other split read with them), carved as `agentspec
         train` and `agentspec eval` carve them, so that an outside trainer never trains
         on what `eval` reports on."""
-        from agentspec.runtime.spec.run import eval_split_name, hold_out_last
+        from agentspec.runtime.commands.run import eval_split_name, hold_out_last
         from agentspec.spec.training import TrainingSpec
 
         if eval_split_name(self.module) is not None:  # a split of its own, never trained on

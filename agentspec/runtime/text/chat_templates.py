@@ -24,7 +24,7 @@ never rewrites an earlier turn. Templates that do — Qwen3 and gpt-oss drop the
 reasoning of past turns — are found at start-up by rendering a probe
 conversation turn by turn (:func:`probe`), and are handled explicitly: each
 step's prompt is the template's rendering of the conversation so far (per-step
-rows, never packed; :func:`agentspec.row_layout.layout_for_template`).
+rows, never packed; :func:`agentspec.core.row_layout.layout_for_template`).
 
 Contents are text: when a message holds special-token text (``<|im_start|>``
 written by a tool), that content is encoded with
@@ -98,7 +98,7 @@ class ModelTemplate:
         name: str = "chat template",
         keep_reasoning: bool | None = None,
     ) -> None:
-        from agentspec import sandbox
+        from agentspec.core import sandbox
 
         self.source = source
         self.name = name
@@ -161,7 +161,7 @@ class ModelTemplate:
         tools = self.tools_for(env)
         out = [dict(m) for m in messages]
         if tools is not None:
-            from agentspec.runtime.text.conversation import _without_tool_instructions
+            from agentspec.runtime.episode.conversation import _without_tool_instructions
 
             out = _without_tool_instructions(out, env)
         return out, tools

@@ -79,7 +79,7 @@ def _strftime_now(fmt: str) -> str:
 
 def environment() -> Any:
     """A fresh sandboxed environment for one model's chat template."""
-    from agentspec.sandbox import LimitedSandbox
+    from agentspec.core.sandbox import LimitedSandbox
 
     env = LimitedSandbox(
         trim_blocks=True,

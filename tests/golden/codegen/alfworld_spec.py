@@ -19,9 +19,9 @@ from agentspec.runtime import (
     Tokenizer,
     make_context_policy,
 )
-from agentspec.runtime.spec.contract import EpisodeRules, RewardComponent
-from agentspec.runtime.spec.env import SpecAdapterEnv
-from agentspec.runtime.spec.scope import Scope, template
+from agentspec.runtime.compiled.contract import EpisodeRules, RewardComponent
+from agentspec.runtime.compiled.env import SpecAdapterEnv
+from agentspec.runtime.compiled.scope import Scope, template
 from agentspec.stdlib.adapters import make_adapter
 from agentspec.stdlib.data import check_sample
 from agentspec.stdlib.data import load_samples as load_source

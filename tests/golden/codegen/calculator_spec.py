@@ -18,10 +18,10 @@ from agentspec.runtime import (
     Tokenizer,
     make_context_policy,
 )
-from agentspec.runtime.spec.contract import EpisodeRules, RewardComponent, ToolRules
-from agentspec.runtime.spec.env import SpecTool, SpecToolEnv
-from agentspec.runtime.spec.oracle import OracleStep, oracle_turns
-from agentspec.runtime.spec.scope import Scope, template
+from agentspec.runtime.compiled.contract import EpisodeRules, RewardComponent, ToolRules
+from agentspec.runtime.compiled.env import SpecTool, SpecToolEnv
+from agentspec.runtime.compiled.oracle import OracleStep, oracle_turns
+from agentspec.runtime.compiled.scope import Scope, template
 from agentspec.stdlib.data import check_sample
 from agentspec.stdlib.data import load_samples as load_source
 from agentspec.stdlib.functions import fn

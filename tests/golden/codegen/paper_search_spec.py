@@ -17,9 +17,9 @@ from agentspec.runtime import (
     Tokenizer,
     make_context_policy,
 )
-from agentspec.runtime.spec.contract import EpisodeRules, RewardComponent, ToolRules
-from agentspec.runtime.spec.env import SpecTool, SpecToolEnv
-from agentspec.runtime.spec.scope import Scope, template
+from agentspec.runtime.compiled.contract import EpisodeRules, RewardComponent, ToolRules
+from agentspec.runtime.compiled.env import SpecTool, SpecToolEnv
+from agentspec.runtime.compiled.scope import Scope, template
 from agentspec.stdlib.data import check_sample
 from agentspec.stdlib.data import load_samples as load_source
 from agentspec.stdlib.functions import fn

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agentspec.presets import unread_setting_note
+from agentspec.core.presets import unread_setting_note
 from agentspec.runtime.backends.local.config import ConfigError, resolve_config
 from agentspec.runtime.text.model_names import ModelNameError, ModelRef, resolve_model
 from agentspec.spec.training import TrainingSpec
@@ -125,7 +125,7 @@ def setting_origins(spec_path: str | Path, overrides: Mapping[str, Any]) -> dict
 def check_spec_provides(spec_path: str | Path, algorithm: str, origins: Mapping[str, str]) -> None:
     """A ConfigError, located where the algorithm was chosen, when its estimator needs
     a part of the spec that the spec does not declare (GiGPO's `episode.anchor`)."""
-    from agentspec.presets import ALGORITHMS, SPEC_NEEDS  # names only: no torch here
+    from agentspec.core.presets import ALGORITHMS, SPEC_NEEDS  # names only: no torch here
     from agentspec.spec.load import read_source
     from agentspec.spec.yaml_loader import load_yaml
 
@@ -149,7 +149,7 @@ def check_spec_provides(spec_path: str | Path, algorithm: str, origins: Mapping[
 def check_teacher(cfg: TrainingSpec, origins: Mapping[str, str], spec_path: str | Path) -> None:
     """A ConfigError, located where the algorithm was chosen, when it distils and no
     teacher is named (found before the run directory is made, not when models load)."""
-    from agentspec.presets import ALGORITHMS
+    from agentspec.core.presets import ALGORITHMS
 
     if ALGORITHMS.get(cfg.algorithm).needs_teacher and cfg.teacher is None:
         where = origins.get("algorithm", str(spec_path))

@@ -21,11 +21,11 @@ from typing import Any
 import torch
 from torch import nn
 
-from agentspec.presets import ALGORITHMS, kl_coef
+from agentspec.core.presets import ALGORITHMS, kl_coef
 from agentspec.runtime.backends.local.convert import checkpoint_dir
 from agentspec.runtime.backends.local.device import resolve_device
+from agentspec.runtime.compiled.task_text import CORPUS_SAMPLES, task_tokenizer
 from agentspec.runtime.text.model_names import BUILTIN_MODELS, ModelNameError, resolve_model
-from agentspec.runtime.text.task_text import CORPUS_SAMPLES, task_tokenizer
 from agentspec.runtime.text.tiny_model import TinyModelConfig, build_tiny_model
 from agentspec.spec.model import TrainingSpec
 

@@ -25,8 +25,8 @@ from typing import Any
 
 import torch
 
-from agentspec.presets import ALGORITHMS, Algorithm, clip_range, critic_warmup, kl_coef
-from agentspec.row_layout import layout_for_template
+from agentspec.core.presets import ALGORITHMS, Algorithm, clip_range, critic_warmup, kl_coef
+from agentspec.core.row_layout import layout_for_template
 from agentspec.runtime.algorithms import (
     ESTIMATORS,
     AdvantageConfig,
@@ -95,7 +95,7 @@ def train(
 ) -> Path:
     """Train the spec's policy; returns the run directory. See the module docstring.
     `progress` gets each iteration's metrics; `phases` hears what each phase does."""
-    from agentspec.runtime.spec.run import held_out_note
+    from agentspec.runtime.commands.run import held_out_note
 
     module, settings, run, config = open_run(spec_path, out_dir, overrides, resume)
     cfg = settings.cfg
@@ -180,9 +180,9 @@ def open_run(
     directory, and the configuration to write into it (a resumed run's is its own, see
     `_resumed`)."""
     from agentspec.compiler.build import import_spec, spec_sha256
-    from agentspec.diagnostics import waived_by
-    from agentspec.runtime.spec.run import no_data
-    from agentspec.runtime.spec.scripts import has_oracle
+    from agentspec.core.diagnostics import waived_by
+    from agentspec.runtime.commands.run import no_data
+    from agentspec.runtime.compiled.scripts import has_oracle
 
     module = import_spec(spec_path, waived_by(overrides or {}))
     if module.DATA_SOURCE is None:  # before the run directory is made
@@ -490,7 +490,7 @@ def split_samples(
     The held-out set is the spec's `eval_split`, a generator's `test` split, or
     else the last `eval_samples` samples of the data (removed from training).
     """
-    from agentspec.runtime.spec.run import held_out_split
+    from agentspec.runtime.commands.run import held_out_split
 
     return held_out_split(module, cfg.eval_samples, train_limit)
 

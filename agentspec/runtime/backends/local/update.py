@@ -14,7 +14,7 @@ from typing import Any
 
 import torch
 
-from agentspec.presets import Algorithm, clip_range, kl_coef
+from agentspec.core.presets import Algorithm, clip_range, kl_coef
 from agentspec.runtime.algorithms import (
     LossOutput,
     PolicyLossConfig,

@@ -42,11 +42,11 @@ from verl.experimental.agent_loop.agent_loop import (
     AgentLoopOutput,
 )
 
-from agentspec.row_layout import layout_for_template
+from agentspec.core.row_layout import layout_for_template
 from agentspec.runtime.backends.verl.layout import EXTRA_KEY, row_steps
+from agentspec.runtime.episode.policy import Generation, SamplingParams
 from agentspec.runtime.episode.rows import training_rows
 from agentspec.runtime.episode.trajectory import Trajectory
-from agentspec.runtime.policies.base import Generation, SamplingParams
 
 __all__ = [
     "ServerPolicy",

@@ -44,7 +44,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agentspec.diagnostics import waived_by
+from agentspec.core.diagnostics import waived_by
 from agentspec.runtime.backends.verl import (
     ENGINES_ENV,
     KL_IN_REWARD_REFUSED,
@@ -57,14 +57,14 @@ from agentspec.runtime.backends.verl.attention import (
     attention_overrides,
     choose_attention,
 )
-from agentspec.runtime.backends.verl.compile_target import (
+from agentspec.runtime.backends.verl.metrics import MetricsStream, convert_metrics
+from agentspec.runtime.backends.verl.placement import TeacherPlacement, teacher_placement
+from agentspec.runtime.backends.verl.run_folder import (
     VerlTarget,
     build_verl_target,
     cpu_overrides,
     gpu_overrides,
 )
-from agentspec.runtime.backends.verl.metrics import MetricsStream, convert_metrics
-from agentspec.runtime.backends.verl.placement import TeacherPlacement, teacher_placement
 from agentspec.runtime.backends.verl.vllm_rollout import (
     head_size,
     sampling_note,
@@ -111,8 +111,8 @@ def _builtin_model(target: VerlTarget, model: str) -> str:
     from dataclasses import asdict
 
     from agentspec.runtime.backends.local.models import BUILTIN_SHAPES
+    from agentspec.runtime.compiled.task_text import task_corpus
     from agentspec.runtime.text.model_names import resolve_model
-    from agentspec.runtime.text.task_text import task_corpus
     from agentspec.runtime.text.tiny_model import build_tiny
 
     shape = BUILTIN_SHAPES[str(resolve_model(model).shape)]  # unknown shape: a ValueError

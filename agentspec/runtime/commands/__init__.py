@@ -1,0 +1,1 @@
+"""What `agentspec run`, `agentspec test` and `agentspec explore` do with a compiled spec."""

@@ -1,0 +1,346 @@
+"""Roll out a compiled spec with a policy chosen by name (`agentspec run`).
+
+Policies: `oracle` (the spec's expert turns, per sample), `random` (random
+schema-valid calls and answers: `spec.explore.policy`), `random_tokens`
+(uniform token ids), `scripted:FILE` (one response per line, cycling), `hf:MODEL` or a bare
+model name (a model loaded here: a checkpoint or run directory, `smollm2`, a
+`.gguf` file; see `runtime.text.model_names`), `openai:URL` (an
+OpenAI-compatible completions server that returns token ids), `chat:URL` (an
+OpenAI-compatible chat-completions API with native tool calling; baselines only,
+see `policies.chat`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import difflib
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from agentspec.runtime.compiled.scripts import (  # noqa: F401 (re-exported: callers import them from here)
+    PolicyError,
+    Script,
+    episode_script,
+    hook_script,
+    lazy_oracle,
+    sample_policy,
+    walkthrough_script,
+)
+from agentspec.runtime.episode.trajectory import Trajectory
+from agentspec.runtime.text.byte_tokenizer import ByteTokenizer
+from agentspec.runtime.text.model_names import LOADABLE_MODEL_NAMES_HELP, SMOLLM2, ModelNameError
+from agentspec.runtime.text.tokenizer import Tokenizer
+
+
+def sample_ids(samples: Sequence[Mapping[str, Any]]) -> list[str]:
+    return [str(s.get("id", i)) for i, s in enumerate(samples)]
+
+
+async def rollout(
+    module: ModuleType,
+    samples: Sequence[Mapping[str, Any]],
+    policy: str,
+    *,
+    seed: int = 0,
+    temperature: float = 1.0,
+    on_episode: Callable[[Trajectory], None] | None = None,
+    tokenizer_dir: str | None = None,
+    served_model: str = "default",
+    task_tokenizer: Tokenizer | None = None,
+    api_key_env: str = "OPENAI_API_KEY",
+    max_concurrency: int = 8,
+) -> list[Trajectory]:
+    """One episode per sample with the named policy, concurrently.
+
+    Policies without a model of their own (oracle, random, scripted) use
+    `task_tokenizer` (the tokenizer the default model would have), else bytes.
+    """
+    flow_class = module.FLOW_CLASS
+    ids = sample_ids(samples)
+
+    async def one(flow: Any, sample: Mapping[str, Any], sid: str) -> Trajectory:
+        traj: Trajectory = await flow.run(sample, sample_id=sid, group_id=sid)
+        if on_episode is not None:
+            on_episode(traj)
+        return traj
+
+    if policy == "random":
+        from agentspec.runtime.commands.explore.policy import random_episodes
+
+        tokenizer = task_tokenizer or ByteTokenizer()
+        return await random_episodes(
+            module, samples, tokenizer, seed=seed, sample_ids=ids, on_episode=on_episode
+        )
+    script = episode_script(module, policy)
+    if script is not None:
+        # Scripted turns are per episode: each one gets its own policy.
+        tokenizer = task_tokenizer or ByteTokenizer()
+        flows = [flow_class(sample_policy(script, s, tokenizer), tokenizer) for s in samples]
+        episodes = (one(f, s, i) for f, s, i in zip(flows, samples, ids, strict=True))
+        return list(await asyncio.gather(*episodes))
+    model_policy, tokenizer = make_policy(
+        policy,
+        seed=seed,
+        tokenizer_dir=tokenizer_dir,
+        served_model=served_model,
+        task_tokenizer=task_tokenizer,
+        api_key_env=api_key_env,
+        max_concurrency=max_concurrency,
+    )
+    flow = flow_class(model_policy, tokenizer, temperature=temperature, seed=seed)
+    return list(await asyncio.gather(*(one(flow, s, i) for s, i in zip(samples, ids, strict=True))))
+
+
+def make_policy(
+    name: str,
+    *,
+    seed: int = 0,
+    tokenizer_dir: str | None = None,
+    served_model: str = "default",
+    task_tokenizer: Tokenizer | None = None,
+    api_key_env: str = "OPENAI_API_KEY",
+    max_concurrency: int = 8,
+) -> tuple[Any, Tokenizer]:
+    """A model policy and its tokenizer from a `--policy` value: random, hf:MODEL or a
+    model name, openai:URL, chat:URL."""
+    kind, _, location = name.partition(":")
+    if kind == "random_tokens":
+        from agentspec.runtime.policies.random import RandomPolicy
+
+        own: Any = task_tokenizer or ByteTokenizer()
+        return RandomPolicy(len(own), own.eos_token_id, seed=seed), own
+    model_name = policy_model(name)
+    if model_name is not None:
+        from agentspec.runtime.backends.local.models import load_checkpoint
+        from agentspec.runtime.policies.hf import HFPolicy
+
+        try:
+            model, hf_tokenizer = load_checkpoint(model_name)
+        except ModelNameError as exc:
+            raise PolicyError(str(exc)) from None
+        return HFPolicy(model.eval(), hf_tokenizer), hf_tokenizer
+    if kind == "openai":
+        from agentspec.runtime.policies.openai import OpenAIPolicy
+
+        if tokenizer_dir is None:
+            raise PolicyError(
+                "openai:URL needs --tokenizer DIR: the served model's tokenizer (token in, token out)"
+            )
+        from transformers import AutoTokenizer
+
+        folder = Path(tokenizer_dir)
+        if (
+            not (folder / "tokenizer.json").is_file()
+            and not (folder / "tokenizer_config.json").is_file()
+        ):
+            what = (
+                "is not a folder"
+                if not folder.is_dir()
+                else "holds no tokenizer.json or tokenizer_config.json"
+            )
+            raise PolicyError(
+                f"--tokenizer {tokenizer_dir}: {what}; give the served model's tokenizer folder"
+                " (a run's `tokenizer/`, or the model's own folder)"
+            )
+        try:  # a local folder only: never a download from a model hub
+            served_tokenizer: Any = AutoTokenizer.from_pretrained(folder, local_files_only=True)
+        except (OSError, ValueError) as exc:
+            raise PolicyError(f"--tokenizer {tokenizer_dir}: cannot load it ({exc})") from None
+        return OpenAIPolicy(location, model=served_model), served_tokenizer
+    if kind == "chat":
+        return chat_policy(location, served_model, task_tokenizer, api_key_env, max_concurrency)
+    close = difflib.get_close_matches(name, ["oracle", "random", "random_tokens", SMOLLM2], n=1)
+    raise PolicyError(
+        f"unknown policy {name!r}: use oracle, random, random_tokens, scripted:FILE, openai:URL, chat:URL, "
+        f"or a model to load here (hf: prefix optional): {LOADABLE_MODEL_NAMES_HELP}"
+        + (f"; did you mean {close[0]!r}?" if close else "")
+    )
+
+
+def policy_model(name: str) -> str | None:
+    """The model a `--policy` value loads into this process (`hf:MODEL`, or a model name
+    that is no other policy), or None."""
+    kind, _, location = name.partition(":")
+    if not name.strip():
+        return None  # an empty name is no model (`Path("")` is the current folder)
+    if kind == "hf":
+        return location
+    if name in ("oracle", "random", "random_tokens") or kind in ("scripted", "openai", "chat"):
+        return None
+    # written as a model (even one not installed here: its error then says what is missing)
+    model_like = kind == "builtin" or name == SMOLLM2 or name.endswith(".gguf") or "/" in name
+    return name if model_like or Path(name).exists() else None
+
+
+def chat_policy(
+    url: str,
+    served_model: str,
+    task_tokenizer: Tokenizer | None,
+    api_key_env: str,
+    max_concurrency: int,
+) -> tuple[Any, Tokenizer]:
+    """`chat:URL`: a chat-completions API; the key (if any) from the `api_key_env` variable."""
+    import os
+
+    from agentspec.runtime.policies.chat import ChatPolicy
+
+    if not url.startswith(("http://", "https://")):
+        raise PolicyError(f"chat: needs the API's base URL (http://HOST:PORT/v1), got {url!r}")
+    if max_concurrency < 1:
+        raise PolicyError("the chat policy's concurrency must be at least 1")
+    tokenizer: Any = task_tokenizer or ByteTokenizer()
+    policy = ChatPolicy(
+        url,
+        served_model,
+        tokenizer,
+        api_key=os.environ.get(api_key_env) or None,
+        max_concurrency=max_concurrency,
+    )
+    return policy, tokenizer
+
+
+def held_out_split(
+    module: ModuleType, eval_samples: int, train_limit: int | None = None
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Training samples and held-out evaluation samples (what `train` and `eval` use).
+
+    The held-out set is the spec's `eval_split`, a generator's `test` split, or
+    else the last `eval_samples` samples of the data (removed from training); data of
+    no more than `eval_samples` samples is held out half (`held_out_note` says so:
+    the last `eval_samples` would leave one sample to train on), and data of fewer
+    than two samples is a DataError. `train_limit`: the caller needs no more training samples than that (evaluation
+    only builds the task tokenizer from them), so a held-out split of its own spares
+    loading all of them. A spec without `data` has no samples: a DataError says so.
+    """
+    if module.DATA_SOURCE is None:
+        raise no_data(module)
+    eval_split = eval_split_name(module)
+    if eval_split is not None:
+        train_samples = module.load_samples(limit=train_limit)
+        return train_samples, module.load_samples(split=eval_split, limit=eval_samples)
+    samples = module.load_samples()
+    if len(samples) < 2:
+        from agentspec.stdlib.data import DataError
+
+        raise DataError(
+            f"spec {module.SPEC_NAME!r}: its data holds {len(samples)} sample(s) and no eval"
+            " split, and training and evaluation need one sample to learn from and one held"
+            " out: add samples, or an `eval_split`"
+        )
+    return hold_out_last(samples, eval_samples)
+
+
+def hold_out_last(
+    samples: list[dict[str, Any]], eval_samples: int
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Data without an eval split, split as `train` and `eval` split it: the last
+    `eval_samples` samples held out, or half of data of no more than `eval_samples`
+    (the last `eval_samples` would leave one sample to train on). A single sample has
+    nothing to hold out: it is all training (`held_out_split` refuses such data; a served
+    spec plays it)."""
+    held = eval_samples if len(samples) > eval_samples else len(samples) // 2
+    if held == 0:
+        return list(samples), []
+    return samples[:-held], samples[-held:]
+
+
+def held_out_note(module: ModuleType, total: int, eval_samples: int) -> str:
+    """What `held_out_split` did when the data is too small to hold out `eval_samples`
+    and train on the rest ("" otherwise)."""
+    if eval_split_name(module) is not None or total > eval_samples:
+        return ""
+    return (
+        f"the spec's data holds {total} samples, no more than training.eval_samples"
+        f" ({eval_samples}): half of them ({total // 2}) are held out for evaluation and"
+        f" {total - total // 2} trained on; add samples or an `eval_split` for a larger"
+        " held-out set"
+    )
+
+
+def no_data(module: ModuleType) -> Exception:
+    """The DataError of a command that plays a spec's samples when the spec has none."""
+    from agentspec.stdlib.data import no_data as spec_without_data
+
+    return spec_without_data(module.SPEC_NAME)
+
+
+def evaluation_samples(
+    module: ModuleType, episodes: int, held_out: int, train_limit: int | None = None
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], str]:
+    """What `agentspec eval` plays: up to `episodes` held-out samples, the training
+    samples (for the task tokenizer), and a note when fewer than `episodes` are played.
+
+    With an eval split (or a generator's `test` split) every sample of it is held out,
+    so `episodes` of it are played. Otherwise the held-out samples are the last
+    `held_out` (`training.eval_samples` of the run) — those training never saw — and
+    `eval` never reaches past them into what was trained on.
+    """
+    if eval_split_name(module) is not None:
+        train_samples, samples = held_out_split(module, episodes, train_limit)
+        return train_samples, samples, ""
+    train_samples, samples = held_out_split(module, held_out)
+    note = held_out_note(module, len(train_samples) + len(samples), held_out)
+    if not note and episodes > len(samples):
+        note = (
+            f"the spec's data has no eval split, so training held out its last "
+            f"{len(samples)} samples (`training.eval_samples`) and trained on the rest; "
+            f"evaluating on those {len(samples)} (not -n's {episodes})"
+        )
+    return train_samples, samples[:episodes], note
+
+
+def eval_split_name(module: ModuleType) -> str | None:
+    """The split held out for evaluation when the data has one of its own: the spec's
+    `eval_split`, or a generator's `test`; None when the held-out samples are the last of
+    the data (`hold_out_last`)."""
+    if module.EVAL_SPLIT:
+        return str(module.EVAL_SPLIT)
+    source = module.DATA_SOURCE or ""
+    return "test" if source.startswith("generator:") else None
+
+
+def evaluate_policy(
+    spec: Path,
+    policy: str,
+    episodes: int,
+    temperature: float = 0.0,
+    *,
+    tokenizer_dir: str | None = None,
+    served_model: str = "default",
+    api_key_env: str = "OPENAI_API_KEY",
+    max_concurrency: int = 8,
+    note: Callable[[str], None] | None = None,
+) -> Any:
+    """`agentspec eval --policy`: any policy `agentspec run` takes (oracle, random,
+    random_tokens, scripted:FILE, chat:URL, openai:URL, a model) on the held-out samples
+    a checkpoint of the spec is evaluated on; no torch but for a model. `note` hears
+    when fewer samples than asked are held out."""
+    from agentspec.compiler.build import import_spec
+    from agentspec.runtime.compiled.task_text import CORPUS_SAMPLES, cached_task_tokenizer
+    from agentspec.runtime.episode.summary import summarize
+    from agentspec.spec.training import TrainingSpec
+
+    module = import_spec(spec)
+    held_out = TrainingSpec.model_validate(module.TRAINING).eval_samples
+    train_samples, samples, says = evaluation_samples(
+        module, episodes, held_out, train_limit=CORPUS_SAMPLES
+    )
+    if says and note is not None:
+        note(says)
+    task_tokenizer, _ = cached_task_tokenizer(spec, module, train_samples)
+    trajectories = asyncio.run(
+        rollout(
+            module,
+            samples,
+            policy,
+            temperature=temperature,
+            tokenizer_dir=tokenizer_dir,
+            served_model=served_model,
+            task_tokenizer=task_tokenizer,
+            api_key_env=api_key_env,
+            max_concurrency=max_concurrency,
+        )
+    )
+    return summarize(trajectories, [c.name for c in module.ENV_CLASS.reward_components])
