@@ -1,8 +1,11 @@
-"""The package's layers stand on each other in one direction (DESIGN.md §6).
+"""The package's layers, and the rooms of `runtime/`, stand on each other in one
+direction (DESIGN.md §6).
 
-The import graph is read from the source (an import inside a function counts;
-one under ``if TYPE_CHECKING:`` does not, since it never runs). A name taken from
-a package's lazy ``_LAZY`` table counts as an import of the module it names.
+The import graph is read from the source (an import inside a function counts). For
+cycles, one under ``if TYPE_CHECKING:`` does not count, since it never runs; for the
+direction of the layers and rooms it does: a type-only import that climbs is still a
+lower floor typed against a higher one. A name taken from a package's lazy ``_LAZY``
+table counts as an import of the module it names.
 """
 
 from __future__ import annotations
@@ -16,14 +19,28 @@ PACKAGE = Path(__file__).resolve().parent.parent / "agentspec"
 
 # Lowest first. A module may import from its own layer and the layers below it.
 LAYERS: tuple[frozenset[str], ...] = (
-    frozenset({"registry", "source", "json_schema", "sandbox"}),
-    frozenset({"diagnostics", "contexts", "presets", "formats", "row_layout"}),
+    frozenset({"core"}),
+    frozenset({"formats"}),
     frozenset({"spec"}),
     frozenset({"stdlib"}),
     frozenset({"compiler"}),
     frozenset({"runtime"}),
     frozenset({"viewer", "init_templates"}),
     frozenset({"cli"}),
+)
+
+# The rooms of `runtime/`, lowest first; each imports only rooms below it (and itself).
+RUNTIME_ROOMS: tuple[str, ...] = (
+    "text",  # tokenizers, chat templates, model framing
+    "algorithms",  # estimators and losses, plain torch on step tensors
+    "episode",  # tools, environments, the loop, context policies, trajectories
+    "policies",  # who acts: scripted, random, local models, chat APIs
+    "compiled",  # what a generated module stands on: scope, contract, oracle, samples
+    "mcp",  # tools served by MCP servers and OpenEnv environments
+    "backends",  # local and verl training
+    "commands",  # what `run`, `test` and `explore` do
+    "serve",  # the episode session, its servers, the trainer-facing environments
+    "targets",  # every compile target
 )
 
 
@@ -40,14 +57,15 @@ def module_files() -> dict[str, Path]:
 MODULES = module_files()
 
 
-def _runs(tree: ast.AST) -> Iterator[ast.AST]:
-    """Every node that can run: the bodies of `if TYPE_CHECKING:` are left out."""
+def _runs(tree: ast.AST, typing: bool = False) -> Iterator[ast.AST]:
+    """Every node that can run: the bodies of `if TYPE_CHECKING:` are left out, unless
+    ``typing`` asks for them too."""
     for node in ast.iter_child_nodes(tree):
-        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+        if not typing and isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
             yield from (n for child in node.orelse for n in [child, *_runs(child)])
             continue
         yield node
-        yield from _runs(node)
+        yield from _runs(node, typing)
 
 
 @functools.cache
@@ -78,10 +96,11 @@ def _owner(name: str) -> str | None:
     return name or None
 
 
-def imports_of(module: str) -> set[str]:
+def imports_of(module: str, typing: bool = False) -> set[str]:
+    """The package's modules ``module`` imports (``typing``: type-only imports too)."""
     tree = ast.parse(MODULES[module].read_text(encoding="utf-8"))
     found: set[str] = set()
-    for node in _runs(tree):
+    for node in _runs(tree, typing):
         targets: list[str] = []
         if isinstance(node, ast.Import):
             targets = [alias.name for alias in node.names]
@@ -102,10 +121,10 @@ def imports_of(module: str) -> set[str]:
 
 
 @functools.cache
-def import_graph() -> dict[str, set[str]]:
+def import_graph(typing: bool = False) -> dict[str, set[str]]:
     """module -> the package's modules it imports; built when a test first asks (not at
     collection, where every pytest worker would parse the whole package)."""
-    return {module: imports_of(module) for module in MODULES}
+    return {module: imports_of(module, typing) for module in MODULES}
 
 
 def strongly_connected(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -176,11 +195,42 @@ def test_every_import_goes_down_the_layers() -> None:
     assert not unplaced, f"place these in LAYERS: {sorted(unplaced)}"
     upward = [
         f"{module} -> {target}"
-        for module, targets in sorted(import_graph().items())
+        for module, targets in sorted(import_graph(typing=True).items())
         for target in sorted(targets)
         if top(module) and top(target) and layer_of[top(target)] > layer_of[top(module)]
     ]
     assert upward == []
+
+
+def room(module: str) -> str | None:
+    """The room of `runtime/` that ``module`` is in (None outside the rooms)."""
+    parts = module.split(".")
+    return parts[2] if len(parts) > 2 and parts[1] == "runtime" else None
+
+
+def test_every_runtime_room_is_placed() -> None:
+    rooms = {p.name for p in (PACKAGE / "runtime").iterdir() if (p / "__init__.py").is_file()}
+    assert rooms == set(RUNTIME_ROOMS)
+
+
+def test_every_import_goes_down_the_runtime_rooms() -> None:
+    floor = {name: i for i, name in enumerate(RUNTIME_ROOMS)}
+    upward = [
+        f"{module} -> {target}"
+        for module, targets in sorted(import_graph(typing=True).items())
+        for target in sorted(targets)
+        if room(module) and room(target) and floor[room(target)] > floor[room(module)]
+    ]
+    assert upward == []
+
+
+def test_no_cycle_between_runtime_rooms() -> None:
+    rooms: dict[str, set[str]] = {}
+    for module, targets in import_graph(typing=True).items():
+        for target in targets:
+            if room(module) and room(target) and room(module) != room(target):
+                rooms.setdefault(room(module), set()).add(room(target))  # type: ignore[arg-type]
+    assert strongly_connected(rooms) == []
 
 
 def test_the_checker_catches_a_cycle() -> None:

@@ -19,7 +19,6 @@ from agentspec.cli.app import (
 from agentspec.core.presets import MAX_SEED
 
 if TYPE_CHECKING:
-    from agentspec.compiler.build import CompiledSpec
     from agentspec.spec.imports import PythonImport
     from agentspec.stdlib.user import SpecCodeRefused
 
@@ -198,9 +197,6 @@ def schema(
         typer.echo(f"wrote {output}", err=True)
 
 
-TARGETS = ("python", "verl", "openenv", "trl", "verifiers")
-
-
 @app.command(name="compile")
 def compile_command(
     spec: Annotated[Path, typer.Argument(help="The spec to compile.", exists=True, dir_okay=False)],
@@ -213,6 +209,7 @@ def compile_command(
             help="python (the module), verl (plus agent loop, parquet, overrides), "
             "openenv (an OpenEnv package: docs/openenv.md), trl (an environment_factory "
             "for TRL: docs/trl.md) or verifiers (a verifiers v1 environment: docs/verifiers.md)."
+            " Each is a module of agentspec/runtime/targets/."
         ),
     ] = "python",
     run_spec_code: Annotated[
@@ -232,6 +229,8 @@ def compile_command(
 
     from agentspec.compiler.build import compile_spec
     from agentspec.core.diagnostics import SpecError
+    from agentspec.runtime.targets import TARGETS, TargetError, TargetRequest, write_target
+    from agentspec.stdlib.data import DataError
     from agentspec.stdlib.user import SpecCodeRefused, spec_code_refused
 
     if target not in TARGETS:
@@ -243,11 +242,16 @@ def compile_command(
         raise report_spec_error(exc) from None
     original = spec.read_bytes()  # a generated file named like the spec must not replace it
     guard = contextlib.nullcontext() if run_spec_code else spec_code_refused()
+    request = TargetRequest(spec, compiled, output, run_spec_code)
     try:
         with guard:
-            paths = _write_target(target, spec, output, compiled, run_spec_code)
+            written = write_target(target, request)
     except SpecCodeRefused as exc:
         raise fail(_refusal(target, compiled.spec_code, exc)) from None
+    except TargetError as exc:
+        raise fail(str(exc), code=2 if exc.usage else 1) from None
+    except DataError as exc:  # the data a target packages must load
+        raise fail(str(exc)) from None
     if not spec.is_file() or spec.read_bytes() != original:
         spec.write_bytes(original)
         raise fail(
@@ -255,27 +259,10 @@ def compile_command(
             f" {output}: the spec was put back; compile into another folder (-o build)",
             code=2,
         )
-    for path in paths:
+    for note in written.notes:
+        typer.echo(f"note: {note}", err=True)
+    for path in written.paths:
         typer.echo(f"wrote {path}")
-
-
-def _write_target(
-    target: str, spec: Path, output: Path, compiled: CompiledSpec, run_spec_code: bool
-) -> list[Path]:
-    from agentspec.compiler.build import write_compiled
-
-    if target == "verl":
-        from agentspec.runtime.backends.verl.run_folder import write_verl_target
-
-        try:
-            return write_verl_target(spec, output)
-        except (ValueError, FileNotFoundError) as exc:  # settings verl cannot run
-            raise fail(str(exc), code=2) from None
-    if target in ("openenv", "trl", "verifiers"):
-        # playing episodes runs every tool: only where the spec has no code, or it may run
-        measure = run_spec_code or not compiled.spec_code
-        return _serving_target(target, spec, output, measure=measure)
-    return write_compiled(compiled, output)
 
 
 def _refusal(target: str, code: Sequence[PythonImport], exc: SpecCodeRefused) -> str:
@@ -288,32 +275,3 @@ def _refusal(target: str, code: Sequence[PythonImport], exc: SpecCodeRefused) ->
         f" run unless asked:{listed}\nread that code, then pass --run-spec-code to run it"
         " (docs/security.md)"
     )
-
-
-def _serving_target(target: str, spec: Path, output: Path, *, measure: bool) -> list[Path]:
-    """The OpenEnv package, TRL environment or verifiers environment of a spec; its
-    data must load."""
-    from agentspec.stdlib.data import DataError
-
-    try:
-        if target == "trl":
-            from agentspec.runtime.targets.trl import write_trl_target
-
-            return write_trl_target(spec, output)
-        if target == "verifiers":
-            from agentspec.runtime.targets.verifiers import write_verifiers_target
-
-            return write_verifiers_target(spec, output)
-        from agentspec.runtime.targets.openenv import write_openenv_package
-
-        written = write_openenv_package(spec, output, measure=measure)
-        if not measure:
-            typer.echo(
-                "note: the reward range in openenv.yaml is not measured: measuring plays the"
-                " oracle and random episodes, which runs the spec's code; pass"
-                " --run-spec-code to measure it",
-                err=True,
-            )
-        return written
-    except DataError as exc:
-        raise fail(str(exc)) from None

@@ -132,7 +132,7 @@ def _spec_and_samples(spec: Path, split: str | None) -> tuple[Any, list[Any]]:
     """The compiled spec and its samples; a located error if either fails."""
     from agentspec.compiler.build import import_spec
     from agentspec.core.diagnostics import SpecError
-    from agentspec.runtime.commands.run import no_data
+    from agentspec.runtime.compiled.samples import no_data
     from agentspec.stdlib.data import DataError
 
     try:
@@ -172,7 +172,8 @@ def _roll_out(module: Any, samples: list[Any], policy: str, settings: dict[str, 
     from rich.console import Console
     from rich.progress import Progress
 
-    from agentspec.runtime.commands.run import PolicyError, rollout
+    from agentspec.runtime.commands.run import rollout
+    from agentspec.runtime.compiled.scripts import PolicyError
 
     with Progress(console=Console(stderr=True), transient=True) as progress:
         task = progress.add_task(f"{module.SPEC_NAME}: {policy}", total=len(samples))
@@ -277,7 +278,8 @@ def eval_command(
 ) -> None:
     """Evaluate a checkpoint (or a baseline policy) on held-out samples; print the table of `run`."""
     from agentspec.core.diagnostics import SpecError
-    from agentspec.runtime.commands.run import PolicyError, evaluate_policy, policy_model
+    from agentspec.runtime.commands.run import evaluate_policy, policy_model
+    from agentspec.runtime.compiled.scripts import PolicyError
     from agentspec.runtime.text.model_names import ModelNameError
     from agentspec.stdlib.data import DataError
 

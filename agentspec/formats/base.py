@@ -14,14 +14,44 @@ import json
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from agentspec.core.registry import Registry
 from agentspec.formats.caps import cap_error
 from agentspec.formats.reasoning import DEFAULT_REASONING_TAGS, split_reasoning
 
-if TYPE_CHECKING:  # annotations only: parsing stays light enough for `validate`
-    from agentspec.runtime.episode.tools import BaseTool, ToolResult
+
+class FormatTool(Protocol):
+    """What a format reads of a tool (the runtime's tools, the checker's views of them):
+    its name, description and JSON Schema parameters."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def description(self) -> str: ...
+
+    @property
+    def parameters(self) -> dict[str, Any]: ...
+
+    @property
+    def parameter_names(self) -> list[str]: ...
+
+    def schema(self) -> dict[str, Any]: ...
+
+
+class FormatResult(Protocol):
+    """What a format writes of a tool call's outcome."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def text(self) -> str: ...
+
+    @property
+    def ok(self) -> bool: ...
+
 
 __all__ = [
     "BOM",
@@ -30,6 +60,8 @@ __all__ = [
     "MAX_ERROR_LINE_CHARS",
     "MAX_LISTED_ERRORS",
     "FormatError",
+    "FormatResult",
+    "FormatTool",
     "ParsedResponse",
     "ToolCallFormat",
     "available_formats",
@@ -132,7 +164,7 @@ class ToolCallFormat(ABC):
     def __init__(self, reasoning_tags: tuple[str, str] | None = DEFAULT_REASONING_TAGS) -> None:
         self.reasoning_tags = reasoning_tags
 
-    def parse(self, text: str, tools: Mapping[str, BaseTool] | None = None) -> ParsedResponse:
+    def parse(self, text: str, tools: Mapping[str, FormatTool] | None = None) -> ParsedResponse:
         """Split a response into calls / a final answer / errors. Never raises."""
         split = split_reasoning(text.removeprefix(BOM), self.reasoning_tags)
         if split.unclosed:
@@ -152,19 +184,19 @@ class ToolCallFormat(ABC):
 
     @abstractmethod
     def parse_answer(
-        self, text: str, tools: Mapping[str, BaseTool] | None = None
+        self, text: str, tools: Mapping[str, FormatTool] | None = None
     ) -> ParsedResponse:
         """The format's own rules, on the response without its reasoning."""
 
     @abstractmethod
-    def render_result(self, result: ToolResult) -> str:
+    def render_result(self, result: FormatResult) -> str:
         """One tool's result (or error) as the model sees it."""
 
     @abstractmethod
     def usage(self) -> str:
         """One line showing the correct syntax (appended to error messages)."""
 
-    def render_results(self, results: Sequence[ToolResult]) -> str:
+    def render_results(self, results: Sequence[FormatResult]) -> str:
         return "\n".join(self.render_result(r) for r in results)
 
     def render_errors(self, errors: Sequence[FormatError]) -> str:
@@ -173,11 +205,11 @@ class ToolCallFormat(ABC):
         lines = cap_error(lines)
         return f"Error: your response could not be parsed; no tool was called.\n{lines}\n{self.usage()}"
 
-    def error_body(self, result: ToolResult) -> str:
+    def error_body(self, result: FormatResult) -> str:
         """``Error: MESSAGE`` for a failed call, the message capped."""
         return f"Error: {cap_error(result.text)}"
 
-    def instructions(self, tools: Sequence[BaseTool]) -> str:
+    def instructions(self, tools: Sequence[FormatTool]) -> str:
         """A system-prompt paragraph describing the tools and this format."""
         specs = "\n".join(json.dumps(t.schema()["function"], ensure_ascii=False) for t in tools)
         return f"You can call these tools:\n{specs}\n{self.usage()}"

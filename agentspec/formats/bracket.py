@@ -23,18 +23,16 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
 
 from agentspec.formats.base import (
+    FormatResult,
+    FormatTool,
     ParsedResponse,
     ToolCall,
     ToolCallFormat,
     one_error,
     register_format,
 )
-
-if TYPE_CHECKING:
-    from agentspec.runtime.episode.tools import BaseTool, ToolResult
 
 __all__ = ["BracketFormat"]
 
@@ -48,11 +46,11 @@ class BracketFormat(ToolCallFormat):
     def usage(self) -> str:
         return "Act by writing TOOL[ARGUMENT] (e.g. search[red shoes]) alone on the last line."
 
-    def render_result(self, result: ToolResult) -> str:
+    def render_result(self, result: FormatResult) -> str:
         return f"Observation: {result.text if result.ok else self.error_body(result)}"
 
     def parse_answer(
-        self, text: str, tools: Mapping[str, BaseTool] | None = None
+        self, text: str, tools: Mapping[str, FormatTool] | None = None
     ) -> ParsedResponse:
         lines = _unfenced_last_line([ln.strip() for ln in text.strip().splitlines() if ln.strip()])
         if not lines:
@@ -76,7 +74,7 @@ class BracketFormat(ToolCallFormat):
         return parsed
 
 
-def _call(name: str, arg: str, raw: str, tools: Mapping[str, BaseTool] | None) -> ParsedResponse:
+def _call(name: str, arg: str, raw: str, tools: Mapping[str, FormatTool] | None) -> ParsedResponse:
     if not arg:
         return one_error(f"call 1: {name}[] has an empty argument", "empty_argument")
     tool = (tools or {}).get(name)
@@ -108,7 +106,7 @@ def _malformed(last: str, content: str) -> ParsedResponse:
     )
 
 
-def _names_a_tool(line: str, tools: Mapping[str, BaseTool] | None) -> bool:
+def _names_a_tool(line: str, tools: Mapping[str, FormatTool] | None) -> bool:
     """Whether ``line`` holds ``word[`` with ``word`` a tool (any word when tools are unknown)."""
     names = (m.group(1) for m in _OPENER.finditer(line))
     return any(tools is None or name in tools for name in names)

@@ -32,11 +32,12 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from agentspec.formats.base import (
     MAX_LISTED_ERRORS,
     FormatError,
+    FormatResult,
+    FormatTool,
     ParsedResponse,
     ToolCall,
     ToolCallFormat,
@@ -44,9 +45,6 @@ from agentspec.formats.base import (
 )
 from agentspec.formats.harmony_render import functions_namespace, message, tool_message
 from agentspec.formats.strict_json import decode_one, json_type
-
-if TYPE_CHECKING:
-    from agentspec.runtime.episode.tools import BaseTool, ToolResult
 
 __all__ = ["HarmonyFormat", "HarmonyMessage", "split_messages"]
 
@@ -119,20 +117,20 @@ class HarmonyFormat(ToolCallFormat):
             "answer on the final channel."
         )
 
-    def instructions(self, tools: Sequence[BaseTool]) -> str:
+    def instructions(self, tools: Sequence[FormatTool]) -> str:
         return functions_namespace(tools)
 
-    def render_result(self, result: ToolResult) -> str:
+    def render_result(self, result: FormatResult) -> str:
         return tool_message(result.name, result.text if result.ok else self.error_body(result))
 
-    def render_results(self, results: Sequence[ToolResult]) -> str:
+    def render_results(self, results: Sequence[FormatResult]) -> str:
         return "".join(self.render_result(r) for r in results)
 
     def render_errors(self, errors: Sequence[FormatError]) -> str:
         return message("user", super().render_errors(errors))
 
     def parse_answer(
-        self, text: str, tools: Mapping[str, BaseTool] | None = None
+        self, text: str, tools: Mapping[str, FormatTool] | None = None
     ) -> ParsedResponse:
         if not _ANY_TOKEN.search(text):
             answer = text.strip()  # no harmony at all: plain text is the final answer

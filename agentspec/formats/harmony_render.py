@@ -15,10 +15,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from agentspec.runtime.episode.tools import BaseTool
+from agentspec.formats.base import FormatTool
 
 __all__ = [
     "assistant_turn",
@@ -78,7 +77,7 @@ def system_message(
     return message("system", "\n".join(lines))
 
 
-def developer_message(instructions: str, tools: Sequence[BaseTool] = ()) -> str:
+def developer_message(instructions: str, tools: Sequence[FormatTool] = ()) -> str:
     """The developer message: ``# Instructions`` then, with tools, ``# Tools``."""
     parts = [f"# Instructions\n\n{instructions}"]
     if tools:
@@ -86,7 +85,7 @@ def developer_message(instructions: str, tools: Sequence[BaseTool] = ()) -> str:
     return message("developer", "\n\n".join(parts))
 
 
-def functions_namespace(tools: Sequence[BaseTool]) -> str:
+def functions_namespace(tools: Sequence[FormatTool]) -> str:
     """The ``# Tools`` section declaring ``tools`` in ``namespace functions``."""
     lines = ["# Tools", "", "## functions", "", "namespace functions {", ""]
     for tool in tools:

@@ -18,11 +18,12 @@ import bisect
 import json
 import re
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
 
 from agentspec.formats.base import (
     MAX_LISTED_ERRORS,
     FormatError,
+    FormatResult,
+    FormatTool,
     ParsedResponse,
     ToolCall,
     ToolCallFormat,
@@ -37,9 +38,6 @@ from agentspec.formats.strict_json import (
     skip_whitespace,
     trailing_error,
 )
-
-if TYPE_CHECKING:
-    from agentspec.runtime.episode.tools import BaseTool, ToolResult
 
 __all__ = ["HermesFormat"]
 
@@ -59,7 +57,7 @@ class HermesFormat(ToolCallFormat):
     def usage(self) -> str:
         return 'Call a tool as <tool_call>{"name": "TOOL", "arguments": {...}}</tool_call>.'
 
-    def render_result(self, result: ToolResult) -> str:
+    def render_result(self, result: FormatResult) -> str:
         body = result.text if result.ok else self.error_body(result)
         return f"<tool_response>\n{body}\n</tool_response>"
 
@@ -67,7 +65,7 @@ class HermesFormat(ToolCallFormat):
         return f"<tool_response>\n{super().render_errors(errors)}\n</tool_response>"
 
     def parse_answer(
-        self, text: str, tools: Mapping[str, BaseTool] | None = None
+        self, text: str, tools: Mapping[str, FormatTool] | None = None
     ) -> ParsedResponse:
         # One regex pass finds the tags; each call then reads forward from its tag.
         # Tags inside a call's JSON are skipped, so the walk stays linear.

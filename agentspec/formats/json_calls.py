@@ -21,10 +21,12 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from agentspec.formats.base import (
     FormatError,
+    FormatResult,
+    FormatTool,
     ParsedResponse,
     ToolCall,
     ToolCallFormat,
@@ -38,9 +40,6 @@ from agentspec.formats.strict_json import (
     decode_prefix,
     parse_call_object,
 )
-
-if TYPE_CHECKING:
-    from agentspec.runtime.episode.tools import BaseTool, ToolResult
 
 __all__ = ["JsonFormat", "unfence"]
 
@@ -69,7 +68,7 @@ class JsonFormat(ToolCallFormat):
             "(or a JSON list of such objects)."
         )
 
-    def render_result(self, result: ToolResult) -> str:
+    def render_result(self, result: FormatResult) -> str:
         if result.ok:
             return json.dumps({"name": result.name, "result": result.text}, ensure_ascii=False)
         return json.dumps(
@@ -77,7 +76,7 @@ class JsonFormat(ToolCallFormat):
         )
 
     def parse_answer(
-        self, text: str, tools: Mapping[str, BaseTool] | None = None
+        self, text: str, tools: Mapping[str, FormatTool] | None = None
     ) -> ParsedResponse:
         answer = text.strip()
         body = unfence(answer)

@@ -22,9 +22,11 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from agentspec.formats.base import (
+    FormatResult,
+    FormatTool,
     ParsedResponse,
     ToolCall,
     ToolCallFormat,
@@ -37,9 +39,6 @@ from agentspec.formats.strict_json import (
     json_type,
     strict_json_loads,
 )
-
-if TYPE_CHECKING:
-    from agentspec.runtime.episode.tools import BaseTool, ToolResult
 
 __all__ = ["ReactFormat"]
 
@@ -90,11 +89,11 @@ class ReactFormat(ToolCallFormat):
             "or 'Final Answer: ANSWER'."
         )
 
-    def render_result(self, result: ToolResult) -> str:
+    def render_result(self, result: FormatResult) -> str:
         return f"Observation: {result.text if result.ok else self.error_body(result)}"
 
     def parse_answer(
-        self, text: str, tools: Mapping[str, BaseTool] | None = None
+        self, text: str, tools: Mapping[str, FormatTool] | None = None
     ) -> ParsedResponse:
         marks = _Markers(text)
         problem = _shape_problem(marks)
@@ -132,7 +131,7 @@ def _shape_problem(marks: _Markers) -> tuple[str, str, int | None] | None:
     return None
 
 
-def _action(marks: _Markers, tools: Mapping[str, BaseTool]) -> ParsedResponse:
+def _action(marks: _Markers, tools: Mapping[str, FormatTool]) -> ParsedResponse:
     """The one call of a well-shaped response."""
     name = marks.value("Action")
     if not name or not _TOOL_NAME.fullmatch(name):
@@ -153,7 +152,7 @@ def _action(marks: _Markers, tools: Mapping[str, BaseTool]) -> ParsedResponse:
     return ParsedResponse(calls=[ToolCall(name, parsed, raw)])
 
 
-def _bare_value_call(name: str, tool: BaseTool, value: str, raw: str) -> ParsedResponse:
+def _bare_value_call(name: str, tool: FormatTool, value: str, raw: str) -> ParsedResponse:
     """A bare value fills the tool's only parameter."""
     param = tool.parameter_names[0]
     is_string = tool.parameters["properties"][param].get("type") == "string"

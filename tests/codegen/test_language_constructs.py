@@ -228,7 +228,7 @@ def test_oracle_each_and_lazy_rendering(tmp_path: Path) -> None:
 
 
 def test_oracle_error_names_the_sample(tmp_path: Path) -> None:
-    from agentspec.runtime.commands.run import PolicyError, episode_script
+    from agentspec.runtime.compiled.scripts import PolicyError, episode_script
 
     module = build(ORACLE, tmp_path, head=HEAD)
     script = episode_script(module, "oracle")

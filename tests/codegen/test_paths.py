@@ -101,7 +101,7 @@ def test_the_cache_key_covers_everything_a_generated_module_is_made_of() -> None
     for needed in (
         "spec/training.py",
         "spec/base.py",
-        "presets.py",
+        "core/presets.py",
         "formats/__init__.py",
         "compiler/lower.py",
         "compiler/grammar.lark",

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from agentspec.runtime import ScriptedPolicy
-from agentspec.runtime.commands.run import PolicyError, hook_script
+from agentspec.runtime.compiled.scripts import PolicyError, hook_script
 from agentspec.runtime.episode.loop import run_episodes
 from agentspec.runtime.text.byte_tokenizer import ByteTokenizer
 

@@ -11,7 +11,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from agentspec.runtime.commands.run import PolicyError, episode_script
+from agentspec.runtime.compiled.scripts import PolicyError, episode_script
 from agentspec.stdlib import papers
 from agentspec.stdlib.adapters import make_adapter
 from agentspec.stdlib.library import lookup

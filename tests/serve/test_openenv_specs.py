@@ -18,8 +18,9 @@ import pytest
 import yaml
 from openenv.core.generic_client import GenericEnvClient
 
-from agentspec.runtime.commands.run import episode_script, rollout
+from agentspec.runtime.commands.run import rollout
 from agentspec.runtime.commands.tests import Played, SpecTestRunner
+from agentspec.runtime.compiled.scripts import episode_script
 from agentspec.runtime.episode.trajectory import (
     Event,
     Step,

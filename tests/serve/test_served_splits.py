@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from agentspec.runtime.commands.run import evaluation_samples, held_out_split
+from agentspec.runtime.compiled.samples import evaluation_samples, held_out_split
 from agentspec.runtime.serve.spec import ServedSpec, SessionError
 from agentspec.spec.training import TrainingSpec
 

@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from agentspec.runtime.commands.run import episode_script, rollout
+from agentspec.runtime.commands.run import rollout
+from agentspec.runtime.compiled.scripts import episode_script
 from agentspec.runtime.serve.session import End, EpisodeSession, SessionError, SyncEpisodeSession
 from agentspec.runtime.serve.spec import ServedSpec
 

@@ -10,12 +10,12 @@ the same values (`template`).
 from __future__ import annotations
 
 import copy
-import dataclasses
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from agentspec.runtime.episode.envs import state_fields
 from agentspec.runtime.episode.tools import ToolFailure
 from agentspec.runtime.episode.trajectory import EventKind, Step
 
@@ -161,13 +161,3 @@ def template(source: str) -> SpecTemplate:
     if one_field is not None and not hasattr(dict, one_field.group(2)):
         return FieldTemplate(source, one_field.group(1), one_field.group(2))
     return SpecTemplate(source)
-
-
-def state_fields(state: Any) -> dict[str, Any]:
-    """A state dataclass as a dict keyed by spec names (for templates and traces)."""
-    if not dataclasses.is_dataclass(state) or isinstance(state, type):
-        return {}
-    return {
-        f.metadata.get("spec_name", f.name): getattr(state, f.name)
-        for f in dataclasses.fields(state)
-    }

@@ -361,7 +361,7 @@ class StateSummary(ContextPolicy):
         task = next((m["content"] for m in view.initial_messages if m["role"] == "user"), "")
         state = getattr(view.env, "state", None)
         if dataclasses.is_dataclass(state) and not isinstance(state, type):
-            from agentspec.runtime.compiled.scope import state_fields
+            from agentspec.runtime.episode.envs import state_fields
 
             # Spec states: by their spec names (a keyword-named field is renamed in Python).
             state = state_fields(state)

@@ -34,6 +34,7 @@ from agentspec.runtime.episode.context import (
     StateSummary,
 )
 from agentspec.runtime.episode.trajectory import Step, ToolCall
+from agentspec.runtime.text.chat_templates import without_tool_instructions
 
 __all__ = [
     "ChatCall",
@@ -73,7 +74,7 @@ def conversation_of(view: ContextView, prompt: Prompt, context: ContextPolicy) -
     env = view.env
     tools = list(getattr(env, "tools", {}).values())
     fmt = getattr(env, "format", None)
-    initial = _without_tool_instructions(view.initial_messages, env)
+    initial = without_tool_instructions(view.initial_messages, env)
     if isinstance(context, StateSummary):
         messages = [m for m in initial if m["role"] == "system"][:1]
         messages.append({"role": "user", "content": context.render(view)})
@@ -94,25 +95,6 @@ def conversation_of(view: ContextView, prompt: Prompt, context: ContextPolicy) -
         tools=[tool.schema() for tool in tools],
         tool_format=getattr(fmt, "name", "hermes"),
     )
-
-
-def _without_tool_instructions(messages: Sequence[Mapping[str, str]], env: Any) -> list[dict]:
-    """The first messages with the format's tool paragraph cut from the system prompt."""
-    out = [dict(m) for m in messages]
-    tools = list(getattr(env, "tools", {}).values())
-    fmt = getattr(env, "format", None)
-    if not tools or fmt is None or not out or out[0]["role"] != "system":
-        return out
-    # An environment that keeps its format's paragraph (a spec's, built once per class)
-    # gives it; the same text as `fmt.instructions(tools)`.
-    kept = getattr(env, "tool_instructions", None)
-    paragraph = kept() if callable(kept) else fmt.instructions(tools)
-    system = out[0]["content"]
-    if system == paragraph:
-        return out[1:]
-    if system.endswith("\n\n" + paragraph):
-        out[0]["content"] = system[: -len(paragraph) - 2]
-    return out
 
 
 def _step_messages(step: Step, fmt: Any) -> list[dict[str, Any]]:

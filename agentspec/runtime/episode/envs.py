@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -277,3 +278,13 @@ class ToolEnv(AgentEnv):
             tool_calls=list(calls),
             info=info,
         )
+
+
+def state_fields(state: Any) -> dict[str, Any]:
+    """A state dataclass as a dict keyed by spec names (for templates and traces)."""
+    if not dataclasses.is_dataclass(state) or isinstance(state, type):
+        return {}
+    return {
+        f.metadata.get("spec_name", f.name): getattr(state, f.name)
+        for f in dataclasses.fields(state)
+    }

@@ -42,7 +42,7 @@ class AgentspecEnvClient(EnvClient[AgentspecAction, AgentspecObservation, Agents
 async def play_oracle(url: str, spec: str | Path, split: str, index: int) -> AgentspecObservation:
     """Play the spec's oracle on one sample through the server at ``url``; the last
     observation (``success``, ``termination``, this step's ``rewards``)."""
-    from agentspec.runtime.commands.run import episode_script
+    from agentspec.runtime.compiled.scripts import episode_script
     from agentspec.runtime.serve.spec import ServedSpec, SessionError
 
     served = ServedSpec.load(spec)

@@ -145,7 +145,7 @@ class ServedSpec:
     @property
     def held_out_split(self) -> str:
         """The name of the split held out for evaluation."""
-        from agentspec.runtime.commands.run import eval_split_name
+        from agentspec.runtime.compiled.samples import eval_split_name
 
         return eval_split_name(self.module) or HELD_OUT
 
@@ -164,7 +164,7 @@ class ServedSpec:
         """`split`'s samples (and any other split read with them), carved as `agentspec
         train` and `agentspec eval` carve them, so that an outside trainer never trains
         on what `eval` reports on."""
-        from agentspec.runtime.commands.run import eval_split_name, hold_out_last
+        from agentspec.runtime.compiled.samples import eval_split_name, hold_out_last
         from agentspec.spec.training import TrainingSpec
 
         if eval_split_name(self.module) is not None:  # a split of its own, never trained on

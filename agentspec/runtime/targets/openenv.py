@@ -29,6 +29,7 @@ import yaml
 from agentspec.core.source import GENERATED_YAML_MARK
 from agentspec.runtime.compiled.scripts import has_oracle
 from agentspec.runtime.serve.spec import ServedSpec
+from agentspec.runtime.targets import TargetRequest, Written
 from agentspec.runtime.targets.dependency import agentspec_requirement
 from agentspec.runtime.targets.package_files import (
     copy_spec_files,
@@ -346,3 +347,16 @@ contract (actions, observations, named rewards, the Task API) is agentspec's
 docs/openenv.md. `python oracle/solve.py --url http://localhost:8000` plays the
 spec's oracle against a running server.
 """
+
+
+def write(request: TargetRequest) -> Written:
+    # playing episodes runs every tool: only where the spec has no code, or it may run
+    measure = request.run_spec_code or not request.compiled.spec_code
+    written = Written(write_openenv_package(request.spec, request.out, measure=measure))
+    if not measure:
+        written.notes.append(
+            "the reward range in openenv.yaml is not measured: measuring plays the oracle"
+            " and random episodes, which runs the spec's code; pass --run-spec-code to"
+            " measure it"
+        )
+    return written

@@ -22,6 +22,7 @@ from typing import Any
 
 from agentspec.compiler.emit import py_comment
 from agentspec.runtime.serve.spec import ServedSpec
+from agentspec.runtime.targets import TargetRequest, Written
 from agentspec.runtime.targets.package_files import copy_spec_files
 
 __all__ = ["python_type", "write_trl_target"]
@@ -145,3 +146,7 @@ def _method(function: dict[str, Any]) -> str:
         arguments = {{{call}}}
         return self._call_tool({name!r}, {{k: v for k, v in arguments.items() if v is not None}})
 '''
+
+
+def write(request: TargetRequest) -> Written:
+    return Written(write_trl_target(request.spec, request.out))

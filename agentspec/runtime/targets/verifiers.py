@@ -23,6 +23,7 @@ from pathlib import Path
 
 from agentspec.compiler.emit import py_comment
 from agentspec.runtime.serve.spec import ServedSpec
+from agentspec.runtime.targets import TargetRequest, Written
 from agentspec.runtime.targets.dependency import agentspec_requirement
 from agentspec.runtime.targets.package_files import (
     copy_spec_files,
@@ -204,3 +205,7 @@ class {cls}Taskset(vf.Taskset[{cls}Task, {cls}Config]):
 
 __all__ = ["{cls}Env", "{cls}Taskset"]
 '''
+
+
+def write(request: TargetRequest) -> Written:
+    return Written(write_verifiers_target(request.spec, request.out))

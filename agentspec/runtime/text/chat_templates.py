@@ -161,9 +161,7 @@ class ModelTemplate:
         tools = self.tools_for(env)
         out = [dict(m) for m in messages]
         if tools is not None:
-            from agentspec.runtime.episode.conversation import _without_tool_instructions
-
-            out = _without_tool_instructions(out, env)
+            out = without_tool_instructions(out, env)
         return out, tools
 
     def encode_messages(self, view: Any, messages: Sequence[Mapping[str, Any]]) -> list[int]:
@@ -524,3 +522,22 @@ def chat_for_spec(module: Any, tokenizer: Any) -> ChatTemplate | ModelTemplate:
     """The framing a generated spec module's flow uses with ``tokenizer`` (its
     ``episode.reasoning`` setting applied): what the row layout must be decided on."""
     return chat_for(tokenizer, keep_reasoning=getattr(module.ENV_CLASS, "keep_reasoning", None))
+
+
+def without_tool_instructions(messages: Sequence[Mapping[str, str]], env: Any) -> list[dict]:
+    """The first messages with the format's tool paragraph cut from the system prompt."""
+    out = [dict(m) for m in messages]
+    tools = list(getattr(env, "tools", {}).values())
+    fmt = getattr(env, "format", None)
+    if not tools or fmt is None or not out or out[0]["role"] != "system":
+        return out
+    # An environment that keeps its format's paragraph (a spec's, built once per class)
+    # gives it; the same text as `fmt.instructions(tools)`.
+    kept = getattr(env, "tool_instructions", None)
+    paragraph = kept() if callable(kept) else fmt.instructions(tools)
+    system = out[0]["content"]
+    if system == paragraph:
+        return out[1:]
+    if system.endswith("\n\n" + paragraph):
+        out[0]["content"] = system[: -len(paragraph) - 2]
+    return out

@@ -24,7 +24,7 @@ def evaluate_checkpoint(
 
     from agentspec.compiler.build import import_spec
     from agentspec.runtime.backends.local.models import load_checkpoint
-    from agentspec.runtime.commands.run import evaluation_samples, sample_ids
+    from agentspec.runtime.compiled.samples import evaluation_samples, sample_ids
     from agentspec.runtime.episode.loop import run_episodes
     from agentspec.runtime.episode.summary import summarize
     from agentspec.runtime.policies.hf import HFPolicy

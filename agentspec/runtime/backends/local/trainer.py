@@ -95,7 +95,7 @@ def train(
 ) -> Path:
     """Train the spec's policy; returns the run directory. See the module docstring.
     `progress` gets each iteration's metrics; `phases` hears what each phase does."""
-    from agentspec.runtime.commands.run import held_out_note
+    from agentspec.runtime.compiled.samples import held_out_note
 
     module, settings, run, config = open_run(spec_path, out_dir, overrides, resume)
     cfg = settings.cfg
@@ -181,7 +181,7 @@ def open_run(
     `_resumed`)."""
     from agentspec.compiler.build import import_spec, spec_sha256
     from agentspec.core.diagnostics import waived_by
-    from agentspec.runtime.commands.run import no_data
+    from agentspec.runtime.compiled.samples import no_data
     from agentspec.runtime.compiled.scripts import has_oracle
 
     module = import_spec(spec_path, waived_by(overrides or {}))
@@ -490,7 +490,7 @@ def split_samples(
     The held-out set is the spec's `eval_split`, a generator's `test` split, or
     else the last `eval_samples` samples of the data (removed from training).
     """
-    from agentspec.runtime.commands.run import held_out_split
+    from agentspec.runtime.compiled.samples import held_out_split
 
     return held_out_split(module, cfg.eval_samples, train_limit)
 

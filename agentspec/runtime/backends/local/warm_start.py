@@ -21,8 +21,7 @@ from agentspec.runtime.backends.local.device import autocast
 from agentspec.runtime.backends.local.models import Models
 from agentspec.runtime.backends.local.progress import Reporter
 from agentspec.runtime.backends.local.tensors import outputs_after, pad_rows, shared_prefix
-from agentspec.runtime.commands.run import episode_script
-from agentspec.runtime.compiled.scripts import sample_policy
+from agentspec.runtime.compiled.scripts import episode_script, sample_policy
 from agentspec.runtime.episode.rows import TrainingRow, training_rows
 from agentspec.runtime.episode.trajectory import TerminationReason, Trajectory
 from agentspec.spec.model import TrainingSpec

@@ -119,7 +119,7 @@ def _splits(
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Training and held-out samples, chosen by the local backend's own function
     (`held_out_split`): the same held-out samples on both backends."""
-    from agentspec.runtime.commands.run import held_out_split
+    from agentspec.runtime.compiled.samples import held_out_split
 
     train, held_out = held_out_split(module, n_eval, train_limit=n_train)
     return train[:n_train], held_out
