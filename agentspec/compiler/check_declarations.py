@@ -307,15 +307,18 @@ def data_splits(checker: CheckState) -> None:
 
 def warm_start_needs_an_oracle(checker: CheckState) -> None:
     """E211: `training.warm_start` clones the oracle's episodes; without an `oracle:`
-    (or a hook or walkthrough) the run would stop when its warm start begins."""
+    (or a hook or walkthrough) or a `warm_start_demonstrator` the run would stop when
+    its warm start begins."""
     spec = checker.spec
-    if spec.training.warm_start and spec.oracle is None:
+    demonstrator = spec.training.warm_start_demonstrator
+    if spec.training.warm_start and spec.oracle is None and demonstrator is None:
         checker.error(
             "E211",
             f"training.warm_start is {spec.training.warm_start}, but the spec has no"
             " `oracle`: behaviour cloning imitates the oracle's episodes",
             checker.map.value_span(("training", "warm_start")),
-            "add an `oracle:` (the turns of an expert episode), or set `warm_start: 0`"
+            "add an `oracle:` (the turns of an expert episode), name a"
+            " `training.warm_start_demonstrator`, or set `warm_start: 0`"
             " (for one run: `agentspec train --set warm_start=0`)",
         )
 

@@ -13,7 +13,7 @@ from agentspec.core.presets import (
     MAX_SEED,
     STEP_CLIP_PRESETS,
 )
-from agentspec.spec.base import Algorithm, Section, StepClipPreset
+from agentspec.spec.base import Algorithm, ImportPath, Section, StepClipPreset
 
 
 class TrainingSpec(Section):
@@ -162,7 +162,13 @@ class TrainingSpec(Section):
     entropy_coef: float = Field(0.0, ge=0, description="Entropy bonus.")
     temperature: float = Field(1.0, gt=0, description="Sampling temperature during rollouts.")
     warm_start: int = Field(
-        0, ge=0, description="Behaviour-cloning steps on oracle trajectories before RL."
+        0,
+        ge=0,
+        description="Behaviour-cloning steps on oracle trajectories (or `warm_start_demonstrator`'s) before RL.",
+    )
+    warm_start_demonstrator: ImportPath | None = Field(
+        None,
+        description="A callable `(sample) -> list of action texts` whose episodes behaviour cloning imitates instead of the oracle's: a demonstrator of a simpler rule than the task's, so RL starts from it (e.g. `agentspec.stdlib.panel:follow_the_lamps`). Every episode it plays to the end is cloned, successful or not; one whose turns fail (the callable raises, returns no list of texts) is not. Default: the oracle, of which only successful episodes are cloned.",
     )
     eval_every: int = Field(10, ge=1, description="Iterations between greedy evaluations.")
     eval_samples: int = Field(64, ge=1, description="Held-out samples per evaluation.")

@@ -66,6 +66,7 @@ GENERATOR_MODULES = (
     "agentspec.stdlib.webshop",
     "agentspec.stdlib.papers",
     "agentspec.stdlib.worlds",
+    "agentspec.stdlib.panel",
 )
 
 

@@ -74,6 +74,7 @@ TRAINING = {
     "entropy_coef": 0.0,
     "temperature": 1.0,
     "warm_start": 150,
+    "warm_start_demonstrator": None,
     "eval_every": 2,
     "eval_samples": 32,
 }

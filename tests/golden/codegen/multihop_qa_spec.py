@@ -73,6 +73,7 @@ TRAINING = {
     "entropy_coef": 0.0,
     "temperature": 0.9,
     "warm_start": 0,
+    "warm_start_demonstrator": None,
     "eval_every": 10,
     "eval_samples": 1,
 }

@@ -72,6 +72,7 @@ TRAINING = {
     "entropy_coef": 0.0,
     "temperature": 1.0,
     "warm_start": 0,
+    "warm_start_demonstrator": None,
     "eval_every": 10,
     "eval_samples": 64,
 }

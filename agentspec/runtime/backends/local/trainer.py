@@ -60,7 +60,7 @@ from agentspec.runtime.backends.local.scoring import (
 )
 from agentspec.runtime.backends.local.tensors import Rollout, build_rollout
 from agentspec.runtime.backends.local.update import update
-from agentspec.runtime.backends.local.warm_start import behaviour_clone
+from agentspec.runtime.backends.local.warm_start import behaviour_clone, demonstrator_script
 from agentspec.runtime.episode.loop import run_episodes
 from agentspec.runtime.episode.summary import RolloutSummary, summarize
 from agentspec.runtime.episode.trajectory import Trajectory, write_jsonl
@@ -189,12 +189,15 @@ def open_run(
         raise no_data(module)
     settings = run_settings(spec_path, module.TRAINING, dict(overrides or {}))
     cfg = settings.cfg
-    if cfg.warm_start and not has_oracle(module):
+    if cfg.warm_start and not cfg.warm_start_demonstrator and not has_oracle(module):
         where = settings.origins.get("warm_start", str(spec_path))
         raise ConfigError(
             f"{where}: training.warm_start is {cfg.warm_start}, but the spec has no `oracle`"
-            " for behaviour cloning to imitate; set warm_start=0, or add an `oracle:`"
+            " for behaviour cloning to imitate; set warm_start=0, add an `oracle:`, or name"
+            " a training.warm_start_demonstrator"
         )
+    if cfg.warm_start and cfg.warm_start_demonstrator:
+        demonstrator_script(cfg, settings.origins.get("warm_start_demonstrator", str(spec_path)))
     out = Path(out_dir)
     if not resume and ((out / "metrics.jsonl").exists() or (out / "checkpoints").exists()):
         raise ConfigError(

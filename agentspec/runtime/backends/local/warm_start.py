@@ -2,6 +2,9 @@
 
 RL from a random tiny model rarely finds the tool; `training.warm_start` steps
 of maximum likelihood on what the spec's oracle does give it a policy that can.
+With `training.warm_start_demonstrator` the episodes are that callable's instead,
+every one it plays to the end: a demonstrator of a simpler rule than the task's,
+which RL then has to improve on.
 """
 
 from __future__ import annotations
@@ -21,7 +24,13 @@ from agentspec.runtime.backends.local.device import autocast
 from agentspec.runtime.backends.local.models import Models
 from agentspec.runtime.backends.local.progress import Reporter
 from agentspec.runtime.backends.local.tensors import outputs_after, pad_rows, shared_prefix
-from agentspec.runtime.compiled.scripts import episode_script, sample_policy
+from agentspec.runtime.compiled.scripts import (
+    PolicyError,
+    episode_script,
+    hook_script,
+    lazy_oracle,
+    sample_policy,
+)
 from agentspec.runtime.episode.rows import TrainingRow, training_rows
 from agentspec.runtime.episode.trajectory import TerminationReason, Trajectory
 from agentspec.spec.model import TrainingSpec
@@ -40,12 +49,30 @@ def _endings(played: Sequence[Trajectory]) -> str:
     return f"({failed}){example}"
 
 
-def _no_clone(played: Sequence[Trajectory]) -> str:
+def _no_clone(played: Sequence[Trajectory], who: str = "the oracle") -> str:
+    if who != "the oracle":
+        return (
+            f"behaviour cloning: none of {who}'s {len(played)} episodes can be cloned "
+            f"{_endings(played)}; `--set warm_start=0` trains without cloning"
+        )
     return (
         f"behaviour cloning: none of the oracle's {len(played)} episodes succeeded "
         f"{_endings(played)}. `agentspec test SPEC` shows why at the oracle; "
         "`--set warm_start=0` trains without cloning"
     )
+
+
+def demonstrator_script(cfg: TrainingSpec, where: str = "") -> Any:
+    """The turns `training.warm_start_demonstrator` plays on a sample (one per step, as
+    the oracle's are); a callable that cannot be loaded is a `WarmStartError` (before
+    the run starts)."""
+    assert cfg.warm_start_demonstrator is not None
+    location = f"training.warm_start_demonstrator, {where}" if where else ""
+    try:
+        hook = hook_script(cfg.warm_start_demonstrator, location)
+    except PolicyError as exc:
+        raise WarmStartError(str(exc).replace("the oracle hook", "the demonstrator")) from None
+    return lazy_oracle(hook)
 
 
 def behaviour_clone(
@@ -56,8 +83,9 @@ def behaviour_clone(
     pack: bool,
     reporter: Reporter | None = None,
 ) -> dict[str, float]:
-    """Maximise the likelihood of the oracle's turns (`training.warm_start` steps);
-    `reporter` hears each step, and the expected time after the first.
+    """Maximise the likelihood of the oracle's turns (`training.warm_start` steps), or
+    of `training.warm_start_demonstrator`'s; `reporter` hears each step, and the
+    expected time after the first.
 
     Returns the metrics iteration 0 logs: the cloning loss (mean negative
     log-likelihood per response token) of the first and last steps, and how many
@@ -65,26 +93,30 @@ def behaviour_clone(
     reporter = reporter or Reporter()
     rng = random.Random(f"{cfg.seed}:warm_start")
     pool = rng.sample(list(samples), min(len(samples), cfg.warm_start_samples))
-    reporter.phase(f"behaviour cloning: the oracle plays {len(pool)} samples")
-    played = oracle_episodes(module, models, pool)
-    # an oracle turn that failed on its sample (`policy_error`) is no expert episode
+    who = "the demonstrator" if cfg.warm_start_demonstrator else "the oracle"
+    reporter.phase(f"behaviour cloning: {who} plays {len(pool)} samples")
+    script = demonstrator_script(cfg) if cfg.warm_start_demonstrator else None
+    played = oracle_episodes(module, models, pool, script)
+    # a turn that failed on its sample (`policy_error`) is no expert episode
     cloned = (t for t in played if t.termination is not TerminationReason.POLICY_ERROR)
-    episodes = [t for t in cloned if t.success is not False]
+    # a demonstrator is cloned as it plays: its rule is not the task's, by design
+    episodes = [t for t in cloned if script is not None or t.success is not False]
     rows = [row for t in episodes for row in training_rows(t, pack=pack)]
     if not rows:
-        raise WarmStartError(_no_clone(played))
+        raise WarmStartError(_no_clone(played, who))
     if len(episodes) < len(played):
         kept = {id(t) for t in episodes}
         left_out = [t for t in played if id(t) not in kept]
         reporter.note(
-            f"behaviour cloning: {len(left_out)} of the oracle's {len(played)} episodes are not"
+            f"behaviour cloning: {len(left_out)} of {who}'s {len(played)} episodes are not"
             f" cloned {_endings(left_out)}"
         )
     optimizer = torch.optim.AdamW(models.policy.parameters(), lr=cfg.warm_start_lr)
     pad = models.tokenizer.pad_token_id or 0
     batch = min(cfg.warm_start_batch, len(rows))
     # a context that rebuilds each prompt (a window, a summary) makes a row per turn
-    unit = "oracle episodes" if len(rows) == len(episodes) else f"the oracle's {len(rows)} turns"
+    whose = who.removeprefix("the ")
+    unit = f"{whose} episodes" if len(rows) == len(episodes) else f"{who}'s {len(rows)} turns"
     reporter.phase(
         f"behaviour cloning: {cfg.warm_start} steps of {batch} {unit}, lr {cfg.warm_start_lr:g}",
         cfg.warm_start,
@@ -110,10 +142,14 @@ def behaviour_clone(
 
 
 def oracle_episodes(
-    module: ModuleType, models: Models, pool: Sequence[Mapping[str, Any]]
+    module: ModuleType,
+    models: Models,
+    pool: Sequence[Mapping[str, Any]],
+    script: Any = None,
 ) -> list[Trajectory]:
-    """One episode of the spec's oracle on each sample, all concurrently."""
-    script = episode_script(module, "oracle")
+    """One episode of the spec's oracle (or of `script`, turns per sample as
+    `episode_script` gives them) on each sample, all concurrently."""
+    script = script or episode_script(module, "oracle")
     assert script is not None
     flows = [
         module.FLOW_CLASS(sample_policy(script, s, models.tokenizer), models.tokenizer)
