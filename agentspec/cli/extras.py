@@ -44,7 +44,7 @@ def missing_install(command: str, module: str | None) -> str | None:
 
 
 def _needs(command: str, extra: str, module: str) -> str:
-    return f"{command} needs the {extra} extra: pip install 'agentspec[{extra}]' ({module} is not installed)"
+    return f"{command} needs the {extra} extra: pip install 'agentspec-rl[{extra}]' ({module} is not installed)"
 
 
 def _installed(module: str) -> bool:

@@ -124,7 +124,7 @@ class TextWorldAdapter(EnvironmentAdapter):
         except ImportError:
             raise RuntimeError(
                 "ALFWorld games need the `alfworld` package and TextWorld's PDDL engine"
-                " (pip install 'agentspec[alfworld]'; docs/recipes/alfworld.md)"
+                " (pip install 'agentspec-rl[alfworld]'; docs/recipes/alfworld.md)"
             ) from None
         import textworld.gym
 

@@ -19,8 +19,8 @@ from agentspec.cli.extras import missing_install
 
 ROOT = Path(__file__).resolve().parents[2]
 SPEC = str(ROOT / "specs" / "calculator.yaml")
-TRAIN = "needs the train extra: pip install 'agentspec[train]' (torch is not installed)"
-VERL = "needs the verl extra: pip install 'agentspec[verl]' (verl is not installed)"
+TRAIN = "needs the train extra: pip install 'agentspec-rl[train]' (torch is not installed)"
+VERL = "needs the verl extra: pip install 'agentspec-rl[verl]' (verl is not installed)"
 
 COMMANDS = [
     (["train", SPEC], f"agentspec train {TRAIN}"),
@@ -56,10 +56,10 @@ def test_a_missing_extra_is_one_line(args: list[str], line: str, tmp_path: Path)
 
 def test_a_module_no_check_foresaw_still_names_its_install() -> None:
     assert missing_install("agentspec train", "matplotlib.pyplot") == (
-        "agentspec train needs the train extra: pip install 'agentspec[train]' "
+        "agentspec train needs the train extra: pip install 'agentspec-rl[train]' "
         "(matplotlib is not installed)"
     )
     assert missing_install("agentspec run", "mcp") == (
-        "agentspec run needs the mcp extra: pip install 'agentspec[mcp]' (mcp is not installed)"
+        "agentspec run needs the mcp extra: pip install 'agentspec-rl[mcp]' (mcp is not installed)"
     )
     assert missing_install("agentspec run", "my_own_module") is None  # the user's: a real error

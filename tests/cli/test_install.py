@@ -1,7 +1,7 @@
 """The package installs and works without the development extras.
 
 Each test builds a fresh virtual environment and installs agentspec into it the
-way a user would (`pip install agentspec`, `pip install 'agentspec[train]'`),
+way a user would (`pip install agentspec`, `pip install 'agentspec-rl[train]'`),
 from this checkout, so a dependency that only a `dev` or `verl` extra brings in
 cannot hide behind the project's own `.venv`. pip reaches the package index;
 torch comes from the local CPU build, pinned by `constraints.txt`.
@@ -52,7 +52,7 @@ def _has_module(bin_dir: Path, name: str, cwd: Path) -> bool:
 
 def test_plain_install_works_then_the_train_extra_alone_trains(tmp_path: Path) -> None:
     """One environment, grown the way a user grows it: the plain install first, then
-    `agentspec[train]` added to it (one venv instead of two: the install is the slow part)."""
+    `agentspec-rl[train]` added to it (one venv instead of two: the install is the slow part)."""
     bin_dir = _venv(tmp_path / "venv")
     _pip_install(bin_dir, tmp_path, str(ROOT))
     assert not _has_module(bin_dir, "torch", tmp_path)
@@ -66,8 +66,8 @@ def test_plain_install_works_then_the_train_extra_alone_trains(tmp_path: Path) -
     assert "success rate" in out.stdout and "1.000" in out.stdout
 
     # Every command that needs an extra says which, in one line, without a traceback.
-    train = "needs the train extra: pip install 'agentspec[train]' (torch is not installed)"
-    verl = "needs the verl extra: pip install 'agentspec[verl]' (verl is not installed)"
+    train = "needs the train extra: pip install 'agentspec-rl[train]' (torch is not installed)"
+    verl = "needs the verl extra: pip install 'agentspec-rl[verl]' (verl is not installed)"
     for args, line in [
         (["train", SPEC], f"agentspec train {train}"),
         (["train", SPEC, "--backend", "verl"], f"agentspec train --backend verl {verl}"),

@@ -1,4 +1,4 @@
-"""docs/verl.md's GPU install resolves against PyPI: `agentspec[gpu]`, then flash-attn.
+"""docs/verl.md's GPU install resolves against PyPI: `agentspec-rl[gpu]`, then flash-attn.
 
 Resolution only (``pip install --dry-run``): nothing is installed, and on a
 machine without CUDA nothing could be built or run. The install commands are

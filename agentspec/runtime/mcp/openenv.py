@@ -44,7 +44,7 @@ def _client(server: McpServer) -> Any:
         from openenv.core.mcp_client import MCPToolClient
     except ImportError:
         raise McpError(
-            "OpenEnv servers need the `openenv-core` package: pip install 'agentspec[openenv]'"
+            "OpenEnv servers need the `openenv-core` package: pip install 'agentspec-rl[openenv]'"
         ) from None
     assert server.url is not None
     return MCPToolClient(base_url=server.url, message_timeout_s=server.timeout)

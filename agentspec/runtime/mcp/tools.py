@@ -1,4 +1,4 @@
-"""Tools served by an MCP server, called through the official `mcp` SDK (`agentspec[mcp]`).
+"""Tools served by an MCP server, called through the official `mcp` SDK (`agentspec-rl[mcp]`).
 
 A spec's `mcp:` server becomes one :class:`McpServer` in the generated module
 and each of its pinned tools a :class:`McpTool` subclass. A call validates its

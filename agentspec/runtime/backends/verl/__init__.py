@@ -65,7 +65,7 @@ def check_verl_version() -> str:
     except metadata.PackageNotFoundError:
         raise VerlVersionError(
             f"verl is not installed; the verl backend needs verl=={VERL_VERSION} "
-            "(pip install 'agentspec[verl]')"
+            "(pip install 'agentspec-rl[verl]')"
         ) from None
     if version != VERL_VERSION:
         raise VerlVersionError(
