@@ -145,9 +145,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--port", type=int, default=8000)
     parser.add_argument("--split", default=None, help="the split whose samples it knows")
     options = parser.parse_args(argv)
+    print(f"loading {options.spec} (its samples and tokenizer)...", flush=True)
     turns = oracle_turns(options.spec, options.split)
     with scripted_chat(turns, options.port) as (url, _):
-        print(f"the oracle of {options.spec} at {url} (model: oracle); Ctrl-C stops it")
+        print(f"the oracle of {options.spec} at {url} (model: oracle); Ctrl-C stops it", flush=True)
         with contextlib.suppress(KeyboardInterrupt):
             threading.Event().wait()
 
