@@ -10,6 +10,7 @@ out), and a chatty server wrote 160 MB of log for 8 calls.
 from __future__ import annotations
 
 import asyncio
+import re
 import subprocess
 import sys
 import time
@@ -103,6 +104,9 @@ def test_a_chatty_server_log_is_cut_at_the_default(tmp_path: Path) -> None:
     assert 10_485_760 < len(log) < 10_485_760 + 10_000  # a header and notes beyond the limit
     assert b"not kept: this log reached its max_log_bytes (10,485,760); its last ones:" in log
     assert log.rstrip().endswith(b"flaky: the last chatty line")  # its last lines are kept
+    # what the launcher cut counts too: the note said some 4 KB of the 1.5 MB dropped
+    (not_kept,) = re.findall(rb"\[agentspec: ([\d,]+) bytes of this process", log)
+    assert int(not_kept.replace(b",", b"")) > 1_000_000
 
 
 def test_a_per_server_log_limit_keeps_the_last_words_of_a_crash(

@@ -18,13 +18,14 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import tempfile
 from collections.abc import Iterator
 from contextvars import ContextVar
 from pathlib import Path
 from typing import IO
 
-from agentspec.runtime.mcp.launch import PID_MARKER
+from agentspec.runtime.mcp.launch import PID_MARKER, TAIL_BYTES
 from agentspec.spec.mcp_limits import MAX_LOG_BYTES
 
 __all__ = ["StderrCapture", "quote_tail", "server_logs"]
@@ -113,13 +114,33 @@ class StderrCapture:
                     _copy(fd, start, size, log)
                     return
                 ending = min(room, _LOG_ENDING_BYTES)
+                # the launcher already cut what passed max_log_bytes and said how much at
+                # its tail: those bytes count as not kept too, and its last ones are kept
+                launcher_cut, tail_at = _launcher_cut(fd, size, ending)
+                ending = max(ending, size - tail_at) if tail_at is not None else ending
+                ending = min(ending, room)
                 _copy(fd, start, start + room - ending, log)
                 log.write(
-                    f"[agentspec: {size - start - room:,} bytes of this process's stderr not"
-                    f" kept: this log reached its max_log_bytes ({self.max_log_bytes:,})"
-                    f"{'; its last ones:' if ending else ''}]\n".encode()
+                    f"[agentspec: {size - start - room + launcher_cut:,} bytes of this"
+                    " process's stderr not kept: this log reached its max_log_bytes"
+                    f" ({self.max_log_bytes:,}){'; its last ones:' if ending else ''}]\n".encode()
                 )
                 _copy(fd, size - ending, size, log)
+
+
+_LAUNCHER_CUT = re.compile(rb"\[agentspec: ([\d,]+) bytes cut; the last ones:\]\n")
+
+
+def _launcher_cut(fd: int, size: int, ending: int) -> tuple[int, int | None]:
+    """The bytes the launcher cut from this stderr (its closing line says how many) and
+    where that line starts; (0, None) when it cut nothing."""
+    window = ending + 512
+    head = max(0, size - window - TAIL_BYTES)
+    found = list(_LAUNCHER_CUT.finditer(os.pread(fd, size - head, head)))
+    if not found:
+        return 0, None
+    last = found[-1]
+    return int(last.group(1).replace(b",", b"")), head + last.start()
 
 
 def _copy(fd: int, start: int, end: int, log: IO[bytes]) -> None:
