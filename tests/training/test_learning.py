@@ -83,8 +83,18 @@ def flipped(estimator: str) -> Iterator[None]:
         ESTIMATORS._entries[estimator] = original
 
 
-def test_a_flipped_advantage_sign_fails_the_check(tmp_path: Path, warm_start: Path) -> None:
-    with flipped("grpo"):
-        curve = greedy_success(tmp_path, warm_start, "grpo")
+@pytest.mark.parametrize(
+    ("algorithm", "estimator"),
+    [("grpo", "grpo"), ("steppo", "step_gae"), ("ppo", "step_gae")],
+    ids=["group: grpo", "critic: steppo", "critic: ppo"],
+)
+def test_a_flipped_advantage_sign_fails_the_check(
+    tmp_path: Path, warm_start: Path, algorithm: str, estimator: str
+) -> None:
+    """Once per family of estimator: the group's (GRPO) and the critic's (step-level
+    GAE, under StepPO's step clip and PPO's token clip); the multi-step check
+    (test_credit_check.py) flips the critic's again where credit spans steps."""
+    with flipped(estimator):
+        curve = greedy_success(tmp_path, warm_start, algorithm)
     assert not learned(curve), f"greedy success {curve}"
     assert max(curve) <= 0.1  # it never found the left door
