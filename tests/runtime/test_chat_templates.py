@@ -158,13 +158,13 @@ def play(
 def first_messages(
     module: Any, sample: dict[str, Any], native_tools: bool
 ) -> tuple[list[dict[str, Any]], Any]:
-    from agentspec.runtime.episode.conversation import _without_tool_instructions
+    from agentspec.runtime.text.chat_templates import without_tool_instructions
 
     env = module.ENV_CLASS()
     messages = env.initial_messages(dict(sample))
     tools = [t.schema() for t in env.tools.values()]
     if native_tools:
-        return _without_tool_instructions(messages, env), tools
+        return without_tool_instructions(messages, env), tools
     return messages, None
 
 
