@@ -301,11 +301,10 @@ def pilot_jobs() -> list[Job]:
     ]
 
 
-def common_budget() -> int | None:
-    """BUDGET_FACTOR × the median, over the pilot's seeds, of GRPO's env steps to 90 % on
-    the per-step arm, at most the env steps every pilot run covered (so the pilot's
-    runs are their seeds' main runs; a GRPO pilot run that never reached 90 % counts
-    with its whole run, and then the cap decides); None before the pilot is complete."""
+def budget_parts() -> tuple[float, int] | None:
+    """(GRPO's median env steps to 90 % over the pilot's seeds on the per-step arm — a
+    run that never reached it counting with its whole run —, the env steps every pilot
+    run covers), or None before the pilot is complete."""
     steps, covered = [], []
     for job in pilot_jobs():
         curve = read_result(job)
@@ -314,7 +313,19 @@ def common_budget() -> int | None:
         covered.append(max(int(r.get("env_steps", 0)) for r in curve))
         if job.arm == "per_step" and job.setting == REFERENCE:
             steps.append(credit.steps_to(curve, THRESHOLD)[0])
-    return min(int(BUDGET_FACTOR * statistics.median(steps)), min(covered))
+    return statistics.median(steps), min(covered)
+
+
+def common_budget() -> int | None:
+    """BUDGET_FACTOR × GRPO's pilot median env steps to 90 %, at most the env steps every
+    pilot run covers (so the pilot's runs are their seeds' main runs, and a GRPO that
+    never reached 90 % in the pilot does not set a budget no run was trained to);
+    None before the pilot is complete."""
+    parts = budget_parts()
+    if parts is None:
+        return None
+    median, covered = parts
+    return min(int(BUDGET_FACTOR * median), covered)
 
 
 def budget_iterations(budget: int) -> int:
@@ -489,10 +500,17 @@ def _interval(ci: Sequence[float], fmt: str) -> str:
 
 def report_text(data: dict[str, Any]) -> str:
     budget = data["budget"]
-    lines = [
-        f"Common budget: {budget:,} env steps ({BUDGET_FACTOR:g}× GRPO's median steps to "
-        f"{THRESHOLD:.0%} on the pilot's per-step arm); every run is cut there.",
-    ]
+    parts = data.get("budget_parts")
+    if parts is None:
+        lines = [f"Read at {budget:,} env steps (provisional); every run is cut there."]
+    else:
+        median, covered = parts
+        lines = [
+            f"Common budget: {budget:,} env steps, the smaller of {BUDGET_FACTOR:g}× GRPO's "
+            f"median steps to {THRESHOLD:.0%} on the pilot's per-step arm ({median:,.0f}"
+            f"{', a run that never reached it counting with its whole run' if median >= covered else ''}"
+            f") and the env steps every pilot run covers ({covered:,}); every run is cut there."
+        ]
     for arm, block in data["arms"].items():
         settings = block["settings"]
         if not settings:
@@ -514,6 +532,24 @@ def report_text(data: dict[str, Any]) -> str:
                 f"| {censored}{s['geomean_steps']:,.0f} | {s['auc_mean']:.3f} "
                 f"{_interval(s['auc_ci'], '.3f')} |"
             )
+        seeds = sorted({seed for x in settings.values() for seed in x["seeds"]})
+        lines += [
+            "",
+            f"Per seed, env steps to {THRESHOLD:.0%} (≥ budget: not within it):",
+            "",
+            "| seed | " + " | ".join(f"`{name}`" for name in settings) + " |",
+            "|---|" + "---|" * len(settings),
+        ]
+        for seed in seeds:
+            cells = []
+            for x in settings.values():
+                if seed not in x["steps"]:
+                    cells.append("")
+                elif x["reached"][seed]:
+                    cells.append(f"{x['steps'][seed]:,}")
+                else:
+                    cells.append(f"≥ {x['steps'][seed]:,}")
+            lines.append(f"| {seed} | " + " | ".join(cells) + " |")
         rows = block["vs_reference"]
         if rows:
             lines += [
@@ -570,7 +606,9 @@ def plot(data: dict[str, Any], seeds: Sequence[int], iterations: int, path: Path
         axis.set_title(f"{arm}: greedy success, held-out colourings")
         axis.set_xlabel("environment steps")
     axes[0].set_ylabel("success (mean over seeds)")
-    axes[-1].legend(loc="lower right", fontsize=8)
+    for axis in axes:
+        if axis.get_legend_handles_labels()[0]:
+            axis.legend(loc="lower right", fontsize=8)
     figure.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     figure.savefig(path, dpi=110)
@@ -600,6 +638,7 @@ def write_report(seeds: Sequence[int] | None = None, figure: bool = True) -> str
     seeds = list(seeds) if seeds is not None else committed_seeds()
     data = summary(budget, seeds, iterations)
     data["provisional"] = provisional
+    data["budget_parts"] = budget_parts()
     text = report_text(data)
     if provisional:
         text = (
@@ -620,6 +659,21 @@ def committed_seeds() -> list[int]:
     return sorted({int(p.stem.removeprefix("seed")) for p in RESULTS.glob("*/*/seed*.json")})
 
 
+README_BEGIN = "<!-- credit-panel:begin (benchmarks/credit_panel.py --report --write-readme) -->"
+README_END = "<!-- credit-panel:end -->"
+
+
+def write_readme(text: str, readme: Path = ROOT / "README.md") -> None:
+    """Replace the README's block between the markers with ``text`` (the figure's
+    link is the README's own, outside the block)."""
+    content = readme.read_text(encoding="utf-8")
+    head, sep, rest = content.partition(README_BEGIN)
+    _, sep2, tail = rest.partition(README_END)
+    if not sep or not sep2:
+        raise SystemExit(f"{readme}: the credit-panel markers are missing")
+    readme.write_text(f"{head}{README_BEGIN}\n{text}\n{README_END}{tail}", encoding="utf-8")
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawTextHelpFormatter
@@ -630,6 +684,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--arms", nargs="+", default=list(ARMS), choices=list(ARMS))
     parser.add_argument("--settings", nargs="+", default=list(SETTINGS), choices=list(SETTINGS))
     parser.add_argument("--report", action="store_true", help="train nothing: the report")
+    parser.add_argument(
+        "--write-readme", action="store_true", help="with --report: update README.md's block"
+    )
     parser.add_argument("--out", type=Path, default=ROOT / "runs" / "credit_panel")
     parser.add_argument(
         "--commit",
@@ -642,6 +699,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         if text is None:
             raise SystemExit(f"no results yet under {RESULTS}: nothing to report")
         print(text)
+        if args.write_readme:
+            write_readme(text)
         return
     if args.pilot:
         jobs = pilot_jobs()
