@@ -120,7 +120,7 @@ def test_alfworld_games_need_the_alfworld_package(
         "take pen 1 from desk 1",
     ]
     monkeypatch.setitem(sys.modules, "alfworld.agents.environment.alfred_tw_env", None)
-    with pytest.raises(RuntimeError, match=r"agentspec\[alfworld\]"):
+    with pytest.raises(RuntimeError, match=r"agentspec-rl\[alfworld\]"):
         asyncio.run(adapter.reset({"gamefile": "game.tw-pddl"}))
 
 
