@@ -589,9 +589,83 @@ def report(jobs: Sequence[Job], sweep: bool, figure: Path) -> str:
         if rows:
             sections[-1] += "\n\nPaired by seed, each row over the seeds both algorithms have:\n\n"
             sections[-1] += "\n".join([COMPARISON_HEADER.format(reference="steppo"), *rows])
+            budget = next(iter(summary.values()))["budget"]
+            limits = limit_rows(variants, budget)
+            if limits:
+                sections[-1] += (
+                    f"\n\nWhat the metric can show, every run cut at the common budget "
+                    f"({budget:,} env steps; a run that did not reach {THRESHOLD:.0%} within it "
+                    "counts as the budget):\n\n"
+                )
+                sections[-1] += "\n".join([LIMITS_HEADER, *limits])
     if results:
         plot(results, figure)
     return "\n\n".join(sections)
+
+
+LIMITS_HEADER = (
+    "| `steppo` vs | seeds | tie by construction: both at the warm start / neither within "
+    "the budget | informative | ratio of mean env steps [paired 95 % CI] | ceiling "
+    "| on informative seeds [paired 95 % CI] | ceiling on informative seeds |\n"
+    "|---|---|---|---|---|---|---|---|"
+)
+
+
+def cut_at(records: Records, budget: int) -> tuple[int, bool, int]:
+    """(env steps to 90 % within ``budget`` — the budget when not reached —, whether it
+    was reached, the first evaluation after the warm start: the soonest a run can reach
+    it by learning)."""
+    curve = [(s, v) for s, v in eval_curve(records) if s <= budget]
+    hit = next((s for s, v in curve if v >= THRESHOLD), None)
+    first = next((s for s, _ in curve if s > 0), budget)
+    return (hit if hit is not None else budget), hit is not None, first
+
+
+def limit_rows(
+    variants: dict[str, dict[int, Records]], budget: int, reference: str = "steppo"
+) -> list[str]:
+    """Per algorithm against ``reference``, over the seeds both have, every run cut at the
+    common ``budget``: how many seeds tie by construction (both reach 90 % at the warm
+    start, or neither within the budget: no algorithm can change the pair's value), the
+    ratio of mean env steps over all seeds and over the informative ones alone, each with
+    its ceiling: the ratio if ``reference`` had reached 90 % at its first evaluation on
+    every seed where it reached it at all after the warm start (the smallest ratio the
+    metric allows these runs)."""
+    if reference not in variants:
+        return []
+    rows = []
+    for name, seeds in variants.items():
+        both = sorted(set(seeds) & set(variants[reference]))
+        if name == reference or not both:
+            continue
+        ref = {s: cut_at(variants[reference][s], budget) for s in both}
+        other = {s: cut_at(seeds[s], budget) for s in both}
+        at_start = [s for s in both if ref[s][:2] == other[s][:2] == (0, True)]
+        never = [s for s in both if not ref[s][1] and not other[s][1]]
+        informative = [s for s in both if s not in at_start and s not in never]
+        a, b = [float(ref[s][0]) for s in both], [float(other[s][0]) for s in both]
+        lo, hi = paired_bootstrap(a, b, _ratio_of_means)
+        # the best the reference could have done on every seed: its first evaluation
+        # wherever it reached 90 % after the warm start (a tie stays a tie)
+        best_all = [float(ref[s][2] if ref[s][1] and ref[s][0] > 0 else ref[s][0]) for s in both]
+        row = (
+            f"| `{name}` | {len(both)} | {len(at_start)} / {len(never)} | {len(informative)} "
+            f"| {_ratio_of_means(a, b):.2f}× [{lo:.2f}, {hi:.2f}] "
+            f"| {_ratio_of_means(best_all, b):.2f}× "
+        )
+        if informative:
+            ia = [float(ref[s][0]) for s in informative]
+            ib = [float(other[s][0]) for s in informative]
+            best = [float(ref[s][2] if ref[s][1] else ref[s][0]) for s in informative]
+            ilo, ihi = paired_bootstrap(ia, ib, _ratio_of_means)
+            row += (
+                f"| {_ratio_of_means(ia, ib):.2f}× [{ilo:.2f}, {ihi:.2f}] "
+                f"| {_ratio_of_means(best, ib):.2f}× |"
+            )
+        else:
+            row += "| — | — |"
+        rows.append(row)
+    return rows
 
 
 README_BEGIN = (

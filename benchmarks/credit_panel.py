@@ -502,7 +502,7 @@ def report_text(data: dict[str, Any]) -> str:
     budget = data["budget"]
     parts = data.get("budget_parts")
     if parts is None:
-        lines = [f"Read at {budget:,} env steps (provisional); every run is cut there."]
+        lines = []  # write_report says the budget is provisional
     else:
         median, covered = parts
         lines = [
@@ -518,8 +518,9 @@ def report_text(data: dict[str, Any]) -> str:
         n = len(block["seeds_all_settings"])
         lines += [
             "",
-            f"#### {arm} ({ARMS[arm]}.yaml): {n} seeds with every setting; "
-            f"{len(block['seeds_all_tie'])} of them tie by construction for every setting",
+            f"#### {arm} ({ARMS[arm]}.yaml): {n} seed{'s' if n != 1 else ''} with every "
+            f"setting; on {len(block['seeds_all_tie'])} of them every setting ties by "
+            "construction",
             "",
             f"| setting | seeds | reached {THRESHOLD:.0%} within the budget | env steps to "
             f"{THRESHOLD:.0%}: geometric mean | success AUC at the budget: mean [95 % CI] |",

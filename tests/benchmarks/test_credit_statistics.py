@@ -217,3 +217,27 @@ def test_report_reads_every_committed_seed(tmp_path: Path, monkeypatch: pytest.M
         (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / path).write_text("{}")
     assert credit.committed_seeds() == {0, 12}
+
+
+def test_what_the_metric_can_show_counts_ties_and_the_ceiling() -> None:
+    """Cut at a common budget (1,000): seed 0 ties at the warm start, seed 1 ties with
+    neither reaching 90 %, seeds 2 and 3 are informative; the ceiling puts StepPO at its
+    first evaluation (100) wherever it reached 90 % after the warm start."""
+    at_start = curve((0, 0.95), (100, 1.0), (1000, 1.0))
+    never = curve((0, 0.1), (100, 0.2), (1200, 0.5))  # past the budget: cut at 1,000
+    variants = {
+        "steppo": {0: at_start, 1: never, 2: curve((0, 0.1), (100, 0.2), (400, 0.95)), 3: never},
+        "grpo": {
+            0: at_start,
+            1: never,
+            2: curve((0, 0.1), (800, 0.9)),
+            3: curve((0, 0.1), (600, 0.9)),
+        },
+    }
+    (row,) = credit.limit_rows(variants, 1000)
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells[:4] == ["`grpo`", "4", "1 / 1", "2"]
+    # all seeds: (0 + 1000 + 400 + 1000) / (0 + 1000 + 800 + 600); ceiling (0 + 1000 + 100 + 1000)
+    assert cells[4].startswith(f"{2400 / 2400:.2f}×") and cells[5] == f"{2100 / 2400:.2f}×"
+    # informative: (400 + 1000) / (800 + 600); ceiling (100 + 1000) / 1400
+    assert cells[6].startswith(f"{1400 / 1400:.2f}×") and cells[7] == f"{1100 / 1400:.2f}×"
