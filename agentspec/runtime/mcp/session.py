@@ -65,7 +65,9 @@ def sdk() -> Any:
     try:
         import mcp
     except ImportError:
-        raise McpError("MCP tools need the `mcp` package: pip install 'agentspec-rl[mcp]'") from None
+        raise McpError(
+            "MCP tools need the `mcp` package: pip install 'agentspec-rl[mcp]'"
+        ) from None
     return mcp
 
 
