@@ -89,7 +89,7 @@ def test_the_gpu_extra_resolves_to_its_pins(tmp_path: Path) -> None:
     resolved = _dry_run(tmp_path, f"{ROOT}[gpu]")
     for name, version in _gpu_pins().items():
         assert resolved[name] == version, name
-    assert "ray" in resolved and "agentspec" in resolved
+    assert "ray" in resolved and "agentspec-rl" in resolved
 
 
 def test_flash_attn_resolves_with_the_torch_already_installed(tmp_path: Path) -> None:
