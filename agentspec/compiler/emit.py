@@ -2,7 +2,7 @@
 
 Jinja2 renders `templates/module.py.j2`; the imports are computed from the
 names the body uses (so a spec without data does not import the data
-loader); `ruff format` makes the layout canonical. The same spec always
+loader), in isort's order; `ruff format` makes the layout canonical. The same spec always
 gives the same bytes.
 """
 
@@ -42,8 +42,22 @@ def _py_docstring(value: Any) -> str:
 
 
 def _as_bool(code: str) -> str:
-    """`bool(code)`, or the constant itself (`bool(True)` is ruff's UP018)."""
-    return code if code in ("True", "False") else f"bool({code})"
+    """`code` as a bool: `bool(code)`, or the code itself where its value is already one
+    (a constant, `bool(True)` being ruff's UP018; a comparison, `not`, or `and`/`or` of those)."""
+    return code if _is_bool_valued(ast.parse(code, mode="eval").body) else f"bool({code})"
+
+
+def _is_bool_valued(node: ast.expr) -> bool:
+    if isinstance(node, ast.Constant):
+        return isinstance(node.value, bool)
+    if isinstance(node, ast.BoolOp):  # `a and b` is one of its operands
+        return all(_is_bool_valued(value) for value in node.values)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+        return node.func.id in ("eq", "ne")  # how `x == true` is written (expr_writer)
+    # A comparison of the JSON values a spec holds (numbers, text, lists, dicts) is a bool.
+    return isinstance(node, ast.Compare) or (
+        isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not)
+    )
 
 
 @cache
@@ -67,7 +81,29 @@ def _names_used(body: str) -> set[str]:
     return {node.id for node in ast.walk(ast.parse(body)) if isinstance(node, ast.Name)}
 
 
+def _member_key(member: str) -> tuple[int, str]:
+    """isort's order within one `from` import (ruff's default `order-by-type`):
+    constants, then classes, then the rest, each case-insensitively."""
+    name = member.split(" as ")[0]
+    kind = 0 if name.isupper() and len(name) > 1 else 1 if name[:1].isupper() else 2
+    return kind, name.lower()
+
+
+def _from_lines(grouped: dict[str, list[str]], modules: list[str]) -> list[str]:
+    """One `from` line per module, an aliased member on a line of its own after it."""
+    lines = []
+    for module in sorted(modules, key=str.lower):
+        members = sorted(grouped[module], key=_member_key)
+        plain = [m for m in members if " as " not in m]
+        if plain:
+            lines.append(f"from {module} import {', '.join(plain)}")
+        lines += [f"from {module} import {m}" for m in members if " as " in m]
+    return lines
+
+
 def _imports(body: str) -> str:
+    """The import block of the names ``body`` reads, already in isort's order, so that
+    one `ruff format` is the only subprocess a compile runs."""
     names = _names_used(body)
     used = [name for name in _IMPORTS if name in names]
     plain = sorted({_IMPORTS[n] for n in used if _IMPORTS[n].startswith("import ")})
@@ -79,53 +115,25 @@ def _imports(body: str) -> str:
             grouped.setdefault(module, []).append(imported)
     stdlib = [m for m in grouped if not m.startswith("agentspec")]
     ours = [m for m in grouped if m.startswith("agentspec")]
-    lines = plain + [f"from {m} import {', '.join(sorted(grouped[m]))}" for m in sorted(stdlib)]
-    return (
-        "\n".join(lines)
-        + "\n\n"
-        + "\n".join(f"from {m} import {', '.join(grouped[m])}" for m in sorted(ours))
-    )
-
-
-def _compares_with_bool(body: str) -> bool:
-    """Whether the code has `x == True`-style comparisons (ruff's E712)."""
-    for node in ast.walk(ast.parse(body)):
-        if not isinstance(node, ast.Compare):
-            continue
-        sides = [node.left, *node.comparators]
-        for op, left, right in zip(node.ops, sides[:-1], sides[1:], strict=True):
-            if isinstance(op, (ast.Eq, ast.NotEq)) and any(
-                isinstance(side, ast.Constant) and isinstance(side.value, bool)
-                for side in (left, right)
-            ):
-                return True
-    return False
+    sections = [plain + _from_lines(grouped, stdlib), _from_lines(grouped, ours)]
+    return "\n\n".join("\n".join(lines) for lines in sections if lines)
 
 
 def render_module(model: ModuleModel) -> str:
     """The generated module's source, formatted."""
     module_template = _environment().get_template("module.py.j2")
-    body = module_template.render(m=model, imports="", exempt_e712=False)
-    source = module_template.render(
-        m=model, imports=_imports(body), exempt_e712=_compares_with_bool(body)
-    )
-    return format_source(source)
+    body = module_template.render(m=model, imports="")
+    return format_source(module_template.render(m=model, imports=_imports(body)))
 
 
 def format_source(source: str) -> str:
-    """Sort the imports and `ruff format` the source: one canonical layout."""
-    ruff = [sys.executable, "-m", "ruff"]
-    settings = ["--isolated", "--line-length", "100", "--target-version", "py310"]
-    steps = [
-        [*ruff, "check", *settings, "--select", "I", "--fix", "--quiet", "--exit-zero", "-"],
-        [*ruff, "format", *settings, "-"],
-    ]
-    for command in steps:
-        done = subprocess.run(command, input=source, capture_output=True, text=True, check=False)
-        if done.returncode != 0:
-            raise RuntimeError(f"generated code did not format (a bug in agentspec): {done.stderr}")
-        source = done.stdout
-    return source
+    """`ruff format` the source: one canonical layout (the imports come sorted)."""
+    command = [sys.executable, "-m", "ruff", "format", "--isolated", "--line-length", "100"]
+    command += ["--target-version", "py310", "-"]
+    done = subprocess.run(command, input=source, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"generated code did not format (a bug in agentspec): {done.stderr}")
+    return done.stdout
 
 
 def render_manifest(model: ModuleModel, module_file: str) -> str:

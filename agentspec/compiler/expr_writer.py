@@ -197,6 +197,15 @@ class ExpressionWriter:
                 return str(_is_none(other) == (node.op == "==")), _PRECEDENCE["atom"]
             op = "is" if node.op == "==" else "is not"
             return f"{self._operand(other, strength + 1)} {op} None", strength
+        if node.op in ("==", "!=") and (
+            _is_bool_literal(node.left) or _is_bool_literal(node.right)
+        ):
+            # `x == True` is not `x` (1 == True), so it stays a comparison, written as a
+            # call: the operator form is ruff's E712, which would ask for the wrong code.
+            function = "eq" if node.op == "==" else "ne"
+            return f"{function}({self.write(node.left)}, {self.write(node.right)})", _PRECEDENCE[
+                "atom"
+            ]
         if node.op == "+" and (_is_list(node.left) or _is_list(node.right)):
             # `a + [b]` is written `[*a, b]`, as ruff's RUF005 asks (the same list when
             # `a` is a list; other iterables, which `+` would reject, are unpacked).
@@ -297,6 +306,10 @@ _NEGATED = {"==": "!=", "!=": "==", "in": "not in", "not in": "in"}
 
 def _is_none(node: ast.Node) -> bool:
     return isinstance(node, ast.Literal) and node.value is None
+
+
+def _is_bool_literal(node: ast.Node) -> bool:
+    return isinstance(node, ast.Literal) and isinstance(node.value, bool)
 
 
 def _fold_constant_side(node: ast.Node) -> ast.Node:

@@ -16,6 +16,8 @@ import re
 # name used in the body → the import that provides it
 IMPORTS: dict[str, str] = {
     "dataclasses": "import dataclasses",
+    "eq": "from operator import eq",
+    "ne": "from operator import ne",
     "Path": "from pathlib import Path",
     "Iterator": "from collections.abc import Iterator",
     "Any": "from typing import Any",

@@ -309,22 +309,24 @@ class AirlineServiceEnv(SpecToolEnv):
     initial_values = (("db", lambda s: s.own(s.sample["db"])),)
 
     @staticmethod
-    def reward_0(s: Scope) -> float:
+    def database_reward(s: Scope) -> float:
         """database (on final): 1.0 if state.verified and state.db == sample.expected_db else 0.0"""
         return 1.0 if s.state.verified and s.state.db == s.sample["expected_db"] else 0.0
 
     @staticmethod
-    def reward_1(s: Scope) -> float:
+    def policy_violation_reward(s: Scope) -> float:
         """policy_violation (on guard_failed): -0.5"""
         return -0.5
 
     @staticmethod
-    def is_success(s: Scope) -> bool | None:
-        return bool(s.reward["database"] == 1.0)
+    def is_success(s: Scope) -> bool:
+        return s.reward["database"] == 1.0
 
     reward_components = (
-        RewardComponent("database", on="final", weight=1.0, value=reward_0),
-        RewardComponent("policy_violation", on="guard_failed", weight=1.0, value=reward_1),
+        RewardComponent("database", on="final", weight=1.0, value=database_reward),
+        RewardComponent(
+            "policy_violation", on="guard_failed", weight=1.0, value=policy_violation_reward
+        ),
     )
     rules = EpisodeRules(initial_values=initial_values, success=is_success)
 
@@ -366,7 +368,7 @@ DATA_FIELDS = {
 
 def load_samples(split: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:
     """The samples of `split` (default train)."""
-    samples = load_source(
+    return load_source(
         "generator:airline_service",
         split=split or "train",
         params={},
@@ -374,13 +376,11 @@ def load_samples(split: str | None = None, limit: int | None = None) -> list[dic
         limit=limit,
         base_dir=SPEC_DIR,
     )
-    return samples
 
 
 def prepare_sample(row: dict[str, Any]) -> dict[str, Any]:
     """A sample given by hand, as `load_samples` gives one: its fields checked."""
-    sample = check_sample(dict(row), DATA_FIELDS)
-    return sample
+    return check_sample(dict(row), DATA_FIELDS)
 
 
 DATA_SOURCE = "generator:airline_service"

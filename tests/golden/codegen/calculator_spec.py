@@ -124,7 +124,7 @@ class CalculatorEnv(SpecToolEnv):
     user_template = template("{{ sample.question }}")
 
     @staticmethod
-    def reward_0(s: Scope) -> float:
+    def correct_reward(s: Scope) -> float:
         """correct (on final): 1.0 if number(extract(action.text, '<answer>(.*?)</answer>')) == sample.answer else 0.0"""
         return (
             1.0
@@ -133,17 +133,17 @@ class CalculatorEnv(SpecToolEnv):
         )
 
     @staticmethod
-    def reward_1(s: Scope) -> float:
+    def malformed_reward(s: Scope) -> float:
         """malformed (on parse_error): -0.2"""
         return -0.2
 
     @staticmethod
-    def is_success(s: Scope) -> bool | None:
-        return bool(s.reward["correct"] == 1.0)
+    def is_success(s: Scope) -> bool:
+        return s.reward["correct"] == 1.0
 
     reward_components = (
-        RewardComponent("correct", on="final", weight=1.0, value=reward_0),
-        RewardComponent("malformed", on="parse_error", weight=1.0, value=reward_1),
+        RewardComponent("correct", on="final", weight=1.0, value=correct_reward),
+        RewardComponent("malformed", on="parse_error", weight=1.0, value=malformed_reward),
     )
     rules = EpisodeRules(success=is_success)
 
@@ -178,7 +178,7 @@ DATA_FIELDS = {"question": "str", "expression": "str", "answer": "int"}
 
 def load_samples(split: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:
     """The samples of `split` (default train)."""
-    samples = load_source(
+    return load_source(
         "generator:arithmetic",
         split=split or "train",
         params={"min_ops": 1, "max_ops": 1, "max_value": 50},
@@ -186,13 +186,11 @@ def load_samples(split: str | None = None, limit: int | None = None) -> list[dic
         limit=limit,
         base_dir=SPEC_DIR,
     )
-    return samples
 
 
 def prepare_sample(row: dict[str, Any]) -> dict[str, Any]:
     """A sample given by hand, as `load_samples` gives one: its fields checked."""
-    sample = check_sample(dict(row), DATA_FIELDS)
-    return sample
+    return check_sample(dict(row), DATA_FIELDS)
 
 
 DATA_SOURCE = "generator:arithmetic"

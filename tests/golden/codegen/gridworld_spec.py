@@ -159,26 +159,26 @@ class GridworldEnv(SpecToolEnv):
     )
 
     @staticmethod
-    def reward_0(s: Scope) -> float:
+    def goal_reward(s: Scope) -> float:
         """goal (on final): 1.0 if [state.x, state.y] == sample.goal else 0.0"""
         return 1.0 if [s.state.x, s.state.y] == s.sample["goal"] else 0.0
 
     @staticmethod
-    def reward_1(s: Scope) -> float:
+    def bump_reward(s: Scope) -> float:
         """bump (on tool_error:move): -0.05"""
         return -0.05
 
     @staticmethod
-    def is_success(s: Scope) -> bool | None:
-        return bool(s.reward["goal"] == 1.0)
+    def is_success(s: Scope) -> bool:
+        return s.reward["goal"] == 1.0
 
     @staticmethod
     def anchor_key(s: Scope) -> Any:
         return fn.str(s.state.x) + "," + fn.str(s.state.y)
 
     reward_components = (
-        RewardComponent("goal", on="final", weight=1.0, value=reward_0),
-        RewardComponent("bump", on="tool_error:move", weight=1.0, value=reward_1),
+        RewardComponent("goal", on="final", weight=1.0, value=goal_reward),
+        RewardComponent("bump", on="tool_error:move", weight=1.0, value=bump_reward),
     )
     rules = EpisodeRules(initial_values=initial_values, success=is_success, anchor=anchor_key)
 
@@ -218,7 +218,7 @@ DATA_FIELDS = {"rows": "list[str]", "start": "list[int]", "goal": "list[int]", "
 
 def load_samples(split: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:
     """The samples of `split` (default train)."""
-    samples = load_source(
+    return load_source(
         "generator:gridworld",
         split=split or "train",
         params={
@@ -232,13 +232,11 @@ def load_samples(split: str | None = None, limit: int | None = None) -> list[dic
         limit=limit,
         base_dir=SPEC_DIR,
     )
-    return samples
 
 
 def prepare_sample(row: dict[str, Any]) -> dict[str, Any]:
     """A sample given by hand, as `load_samples` gives one: its fields checked."""
-    sample = check_sample(dict(row), DATA_FIELDS)
-    return sample
+    return check_sample(dict(row), DATA_FIELDS)
 
 
 DATA_SOURCE = "generator:gridworld"

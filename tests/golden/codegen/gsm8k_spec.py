@@ -133,30 +133,30 @@ class Gsm8kEnv(SpecToolEnv):
     user_template = template("{{ sample.question }}")
 
     @staticmethod
-    def reward_0(s: Scope) -> float:
+    def correct_reward(s: Scope) -> float:
         """correct (on final): numeric_match(extract(action.text, '<answer>(.*?)</answer>'), sample.answer)"""
         return user.numeric_match(
             fn.extract(s.action.text, "<answer>(.*?)</answer>"), s.sample["answer"]
         )
 
     @staticmethod
-    def reward_1(s: Scope) -> float:
+    def format_reward(s: Scope) -> float:
         """format (on final): 0.0 if regex_match(action.text, '<answer>.*?</answer>') else -0.2"""
         return 0.0 if fn.regex_match(s.action.text, "<answer>.*?</answer>") else -0.2
 
     @staticmethod
-    def reward_2(s: Scope) -> float:
+    def malformed_reward(s: Scope) -> float:
         """malformed (on parse_error): -0.2"""
         return -0.2
 
     @staticmethod
-    def is_success(s: Scope) -> bool | None:
-        return bool(s.reward["correct"] == 1.0)
+    def is_success(s: Scope) -> bool:
+        return s.reward["correct"] == 1.0
 
     reward_components = (
-        RewardComponent("correct", on="final", weight=1.0, value=reward_0),
-        RewardComponent("format", on="final", weight=1.0, value=reward_1),
-        RewardComponent("malformed", on="parse_error", weight=1.0, value=reward_2),
+        RewardComponent("correct", on="final", weight=1.0, value=correct_reward),
+        RewardComponent("format", on="final", weight=1.0, value=format_reward),
+        RewardComponent("malformed", on="parse_error", weight=1.0, value=malformed_reward),
     )
     rules = EpisodeRules(success=is_success)
 

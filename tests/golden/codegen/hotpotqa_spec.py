@@ -145,31 +145,31 @@ class HotpotqaEnv(SpecToolEnv):
     user_template = template("Question: {{ sample.question }}")
 
     @staticmethod
-    def reward_0(s: Scope) -> float:
+    def f1_reward(s: Scope) -> float:
         """f1 (on final): f1(extract(action.text, '<answer>(.*?)</answer>'), sample.answer)"""
         return fn.f1(fn.extract(s.action.text, "<answer>(.*?)</answer>"), s.sample["answer"])
 
     @staticmethod
-    def reward_1(s: Scope) -> float:
+    def format_reward(s: Scope) -> float:
         """format (on final): 0.0 if regex_match(action.text, '<answer>.*?</answer>') else -0.2"""
         return 0.0 if fn.regex_match(s.action.text, "<answer>.*?</answer>") else -0.2
 
     @staticmethod
-    def reward_2(s: Scope) -> float:
+    def malformed_reward(s: Scope) -> float:
         """malformed (on parse_error): -0.2"""
         return -0.2
 
     @staticmethod
-    def is_success(s: Scope) -> bool | None:
-        return bool(
+    def is_success(s: Scope) -> bool:
+        return (
             fn.exact_match(fn.extract(s.action.text, "<answer>(.*?)</answer>"), s.sample["answer"])
             == 1.0
         )
 
     reward_components = (
-        RewardComponent("f1", on="final", weight=1.0, value=reward_0),
-        RewardComponent("format", on="final", weight=1.0, value=reward_1),
-        RewardComponent("malformed", on="parse_error", weight=1.0, value=reward_2),
+        RewardComponent("f1", on="final", weight=1.0, value=f1_reward),
+        RewardComponent("format", on="final", weight=1.0, value=format_reward),
+        RewardComponent("malformed", on="parse_error", weight=1.0, value=malformed_reward),
     )
     rules = EpisodeRules(success=is_success)
 
@@ -206,7 +206,7 @@ DATA_FIELDS = {"id": "str", "question": "str", "answer": "str", "supporting_titl
 
 def load_samples(split: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:
     """The samples of `split` (default train)."""
-    samples = load_source(
+    return load_source(
         "jsonl:${AGENTSPEC_DATA}/hotpotqa/questions.jsonl",
         split=split or "train",
         params={},
@@ -214,13 +214,11 @@ def load_samples(split: str | None = None, limit: int | None = None) -> list[dic
         limit=limit,
         base_dir=SPEC_DIR,
     )
-    return samples
 
 
 def prepare_sample(row: dict[str, Any]) -> dict[str, Any]:
     """A sample given by hand, as `load_samples` gives one: its fields checked."""
-    sample = check_sample(dict(row), DATA_FIELDS)
-    return sample
+    return check_sample(dict(row), DATA_FIELDS)
 
 
 DATA_SOURCE = "jsonl:${AGENTSPEC_DATA}/hotpotqa/questions.jsonl"

@@ -194,28 +194,30 @@ class InventoryEnv(SpecToolEnv):
     )
 
     @staticmethod
-    def reward_0(s: Scope) -> float:
+    def complete_reward(s: Scope) -> float:
         """complete (on final): 1.0 if all([w in state.orders for w in sample.wanted]) else 0.0"""
         return 1.0 if fn.all([w in s.state.orders for w in s.sample["wanted"]]) else 0.0
 
     @staticmethod
-    def reward_1(s: Scope) -> float:
+    def refused_reward(s: Scope) -> float:
         """refused (on guard_failed): -0.5"""
         return -0.5
 
     @staticmethod
-    def reward_2(s: Scope) -> float:
+    def failed_order_reward(s: Scope) -> float:
         """failed_order (on tool_error:order): -0.1"""
         return -0.1
 
     @staticmethod
-    def is_success(s: Scope) -> bool | None:
-        return bool(s.reward["complete"] == 1.0)
+    def is_success(s: Scope) -> bool:
+        return s.reward["complete"] == 1.0
 
     reward_components = (
-        RewardComponent("complete", on="final", weight=1.0, value=reward_0),
-        RewardComponent("refused", on="guard_failed", weight=1.0, value=reward_1),
-        RewardComponent("failed_order", on="tool_error:order", weight=1.0, value=reward_2),
+        RewardComponent("complete", on="final", weight=1.0, value=complete_reward),
+        RewardComponent("refused", on="guard_failed", weight=1.0, value=refused_reward),
+        RewardComponent(
+            "failed_order", on="tool_error:order", weight=1.0, value=failed_order_reward
+        ),
     )
     rules = EpisodeRules(initial_values=initial_values, success=is_success)
 
@@ -250,7 +252,7 @@ DATA_FIELDS = {"stock": "dict", "wanted": "list[str]", "start": "int"}
 
 def load_samples(split: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:
     """The samples of `split` (default train)."""
-    samples = load_source(
+    return load_source(
         "jsonl:data/inventory.jsonl",
         split=split or "train",
         params={},
@@ -258,13 +260,11 @@ def load_samples(split: str | None = None, limit: int | None = None) -> list[dic
         limit=limit,
         base_dir=SPEC_DIR,
     )
-    return samples
 
 
 def prepare_sample(row: dict[str, Any]) -> dict[str, Any]:
     """A sample given by hand, as `load_samples` gives one: its fields checked."""
-    sample = check_sample(dict(row), DATA_FIELDS)
-    return sample
+    return check_sample(dict(row), DATA_FIELDS)
 
 
 DATA_SOURCE = "jsonl:data/inventory.jsonl"

@@ -203,19 +203,21 @@ class KeysAndDoorsEnv(SpecToolEnv):
     )
 
     @staticmethod
-    def reward_0(s: Scope) -> float:
+    def treasure_reward(s: Scope) -> float:
         """treasure (on final): 1.0 if state.room == 'north' else 0.0"""
         return 1.0 if s.state.room == "north" else 0.0
 
     @staticmethod
-    def is_success(s: Scope) -> bool | None:
-        return bool(s.reward["treasure"] == 1.0)
+    def is_success(s: Scope) -> bool:
+        return s.reward["treasure"] == 1.0
 
     @staticmethod
     def anchor_key(s: Scope) -> Any:
         return s.state.room + ":" + fn.str(s.state.has_key) + ":" + fn.str(s.state.door_open)
 
-    reward_components = (RewardComponent("treasure", on="final", weight=1.0, value=reward_0),)
+    reward_components = (
+        RewardComponent("treasure", on="final", weight=1.0, value=treasure_reward),
+    )
     rules = EpisodeRules(success=is_success, anchor=anchor_key)
 
 
@@ -249,7 +251,7 @@ DATA_FIELDS = {"key_room": "str", "colour": "str"}
 
 def load_samples(split: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:
     """The samples of `split` (default train)."""
-    samples = load_source(
+    return load_source(
         "generator:keys_and_doors",
         split=split or "train",
         params={},
@@ -257,13 +259,11 @@ def load_samples(split: str | None = None, limit: int | None = None) -> list[dic
         limit=limit,
         base_dir=SPEC_DIR,
     )
-    return samples
 
 
 def prepare_sample(row: dict[str, Any]) -> dict[str, Any]:
     """A sample given by hand, as `load_samples` gives one: its fields checked."""
-    sample = check_sample(dict(row), DATA_FIELDS)
-    return sample
+    return check_sample(dict(row), DATA_FIELDS)
 
 
 DATA_SOURCE = "generator:keys_and_doors"

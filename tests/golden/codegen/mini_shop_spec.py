@@ -115,7 +115,7 @@ class SearchTool(SpecTool):
 
     @staticmethod
     def available(s: Scope) -> bool:
-        return bool(s.state.page == "search" or s.state.page == "results")
+        return s.state.page == "search" or s.state.page == "results"
 
     @staticmethod
     def effects(s: Scope) -> None:
@@ -143,7 +143,7 @@ class ClickTool(SpecTool):
 
     @staticmethod
     def available(s: Scope) -> bool:
-        return bool(s.state.page == "results")
+        return s.state.page == "results"
 
     @staticmethod
     def effects(s: Scope) -> None:
@@ -173,7 +173,7 @@ class ChooseTool(SpecTool):
 
     @staticmethod
     def available(s: Scope) -> bool:
-        return bool(s.state.page == "item")
+        return s.state.page == "item"
 
     @staticmethod
     def effects(s: Scope) -> None:
@@ -212,7 +212,7 @@ class MiniShopEnv(SpecToolEnv):
     user_template = template("Instruction: {{ sample.goal }}")
 
     @staticmethod
-    def reward_0(s: Scope) -> float:
+    def purchase_reward(s: Scope) -> float:
         """purchase (on tool:choose): 1.0 if state.item == sample.item and sample.option in state.chosen else 0.0"""
         return (
             1.0
@@ -221,17 +221,17 @@ class MiniShopEnv(SpecToolEnv):
         )
 
     @staticmethod
-    def reward_0_when(s: Scope) -> bool:
-        return bool(s.args["option"] == "buy now")
+    def purchase_reward_when(s: Scope) -> bool:
+        return s.args["option"] == "buy now"
 
     @staticmethod
-    def reward_1(s: Scope) -> float:
+    def invalid_reward(s: Scope) -> float:
         """invalid (on tool_error): -0.1"""
         return -0.1
 
     @staticmethod
-    def is_success(s: Scope) -> bool | None:
-        return bool(s.reward["purchase"] == 1.0)
+    def is_success(s: Scope) -> bool:
+        return s.reward["purchase"] == 1.0
 
     @staticmethod
     def anchor_key(s: Scope) -> Any:
@@ -239,9 +239,13 @@ class MiniShopEnv(SpecToolEnv):
 
     reward_components = (
         RewardComponent(
-            "purchase", on="tool:choose", weight=1.0, value=reward_0, when=reward_0_when
+            "purchase",
+            on="tool:choose",
+            weight=1.0,
+            value=purchase_reward,
+            when=purchase_reward_when,
         ),
-        RewardComponent("invalid", on="tool_error", weight=1.0, value=reward_1),
+        RewardComponent("invalid", on="tool_error", weight=1.0, value=invalid_reward),
     )
     rules = EpisodeRules(success=is_success, anchor=anchor_key)
 
@@ -276,7 +280,7 @@ DATA_FIELDS = {"goal": "str", "item": "str", "option": "str", "items": "list[str
 
 def load_samples(split: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:
     """The samples of `split` (default train)."""
-    samples = load_source(
+    return load_source(
         "jsonl:data/shop_goals.jsonl",
         split=split or "train",
         params={},
@@ -284,13 +288,11 @@ def load_samples(split: str | None = None, limit: int | None = None) -> list[dic
         limit=limit,
         base_dir=SPEC_DIR,
     )
-    return samples
 
 
 def prepare_sample(row: dict[str, Any]) -> dict[str, Any]:
     """A sample given by hand, as `load_samples` gives one: its fields checked."""
-    sample = check_sample(dict(row), DATA_FIELDS)
-    return sample
+    return check_sample(dict(row), DATA_FIELDS)
 
 
 DATA_SOURCE = "jsonl:data/shop_goals.jsonl"

@@ -134,34 +134,34 @@ class MultihopQaEnv(SpecToolEnv):
     user_template = template("Question: {{ sample.question }}")
 
     @staticmethod
-    def reward_0(s: Scope) -> float:
+    def f1_reward(s: Scope) -> float:
         "f1 (on final): f1(extract(action.text, 'Final Answer:\\s*(.*)') or \"\", sample.answer)"
         return fn.f1(fn.extract(s.action.text, "Final Answer:\\s*(.*)") or "", s.sample["answer"])
 
     @staticmethod
-    def reward_1(s: Scope) -> float:
+    def em_reward(s: Scope) -> float:
         """em (on final): exact_match(action.answer, sample.short_answer)"""
         return fn.exact_match(s.action.answer, s.sample["short_answer"])
 
     @staticmethod
-    def reward_2(s: Scope) -> float:
+    def format_reward(s: Scope) -> float:
         """format (on parse_error): -0.1"""
         return -0.1
 
     @staticmethod
-    def reward_3(s: Scope) -> float:
+    def too_long_reward(s: Scope) -> float:
         """too_long (on truncated): -0.5"""
         return -0.5
 
     @staticmethod
-    def is_success(s: Scope) -> bool | None:
-        return bool(s.reward["f1"] > 0.5)
+    def is_success(s: Scope) -> bool:
+        return s.reward["f1"] > 0.5
 
     reward_components = (
-        RewardComponent("f1", on="final", weight=1.0, value=reward_0),
-        RewardComponent("em", on="final", weight=0.5, value=reward_1),
-        RewardComponent("format", on="parse_error", weight=1.0, value=reward_2),
-        RewardComponent("too_long", on="truncated", weight=1.0, value=reward_3),
+        RewardComponent("f1", on="final", weight=1.0, value=f1_reward),
+        RewardComponent("em", on="final", weight=0.5, value=em_reward),
+        RewardComponent("format", on="parse_error", weight=1.0, value=format_reward),
+        RewardComponent("too_long", on="truncated", weight=1.0, value=too_long_reward),
     )
     rules = EpisodeRules(success=is_success)
 

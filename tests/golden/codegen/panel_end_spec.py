@@ -148,13 +148,13 @@ class PanelEndEnv(SpecToolEnv):
     user_template = template("lamp 1: {{ sample.lamps[0] }}")
 
     @staticmethod
-    def reward_0(s: Scope) -> float:
+    def panel_reward(s: Scope) -> float:
         """panel (on final): state.right / 12"""
         return s.state.right / 12
 
     @staticmethod
-    def is_success(s: Scope) -> bool | None:
-        return bool(s.state.right == 12)
+    def is_success(s: Scope) -> bool:
+        return s.state.right == 12
 
     @staticmethod
     def anchor_key(s: Scope) -> Any:
@@ -164,7 +164,7 @@ class PanelEndEnv(SpecToolEnv):
             + (": " + s.at(s.sample["lamps"], s.state.switch) if s.state.switch < 12 else "")
         )
 
-    reward_components = (RewardComponent("panel", on="final", weight=1.0, value=reward_0),)
+    reward_components = (RewardComponent("panel", on="final", weight=1.0, value=panel_reward),)
     rules = EpisodeRules(success=is_success, anchor=anchor_key)
 
 
@@ -198,7 +198,7 @@ DATA_FIELDS = {"lamps": "list[str]"}
 
 def load_samples(split: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:
     """The samples of `split` (default train)."""
-    samples = load_source(
+    return load_source(
         "generator:panel",
         split=split or "train",
         params={},
@@ -206,13 +206,11 @@ def load_samples(split: str | None = None, limit: int | None = None) -> list[dic
         limit=limit,
         base_dir=SPEC_DIR,
     )
-    return samples
 
 
 def prepare_sample(row: dict[str, Any]) -> dict[str, Any]:
     """A sample given by hand, as `load_samples` gives one: its fields checked."""
-    sample = check_sample(dict(row), DATA_FIELDS)
-    return sample
+    return check_sample(dict(row), DATA_FIELDS)
 
 
 DATA_SOURCE = "generator:panel"

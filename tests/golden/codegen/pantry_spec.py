@@ -210,18 +210,18 @@ class PantryEnv(SpecToolEnv):
     initial_values = (("stock", lambda s: s.own(s.sample["stock"])),)
 
     @staticmethod
-    def reward_0(s: Scope) -> float:
+    def done_reward(s: Scope) -> float:
         """done (on final): 1.0 if sorted(state.basket) == sorted(sample.wanted) else 0.0"""
         return 1.0 if fn.sorted(s.state.basket) == fn.sorted(s.sample["wanted"]) else 0.0
 
     @staticmethod
-    def reward_1(s: Scope) -> float:
+    def refused_reward(s: Scope) -> float:
         """refused (on guard_failed): -0.5"""
         return -0.5
 
     reward_components = (
-        RewardComponent("done", on="final", weight=1.0, value=reward_0),
-        RewardComponent("refused", on="guard_failed", weight=1.0, value=reward_1),
+        RewardComponent("done", on="final", weight=1.0, value=done_reward),
+        RewardComponent("refused", on="guard_failed", weight=1.0, value=refused_reward),
     )
     rules = EpisodeRules(initial_values=initial_values)
 
@@ -256,7 +256,7 @@ DATA_FIELDS = {"stock": "dict", "wanted": "list[str]", "start": "int"}
 
 def load_samples(split: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:
     """The samples of `split` (default train)."""
-    samples = load_source(
+    return load_source(
         "jsonl:data/inventory.jsonl",
         split=split or "train",
         params={},
@@ -264,13 +264,11 @@ def load_samples(split: str | None = None, limit: int | None = None) -> list[dic
         limit=limit,
         base_dir=SPEC_DIR,
     )
-    return samples
 
 
 def prepare_sample(row: dict[str, Any]) -> dict[str, Any]:
     """A sample given by hand, as `load_samples` gives one: its fields checked."""
-    sample = check_sample(dict(row), DATA_FIELDS)
-    return sample
+    return check_sample(dict(row), DATA_FIELDS)
 
 
 DATA_SOURCE = "jsonl:data/inventory.jsonl"

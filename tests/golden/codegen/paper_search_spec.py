@@ -145,7 +145,7 @@ class SimilarTool(SpecTool):
 
     @staticmethod
     def available(s: Scope) -> bool:
-        return bool(fn.len(s.state.seen) > 0)
+        return fn.len(s.state.seen) > 0
 
     @staticmethod
     def returns(s: Scope) -> Any:
@@ -207,34 +207,34 @@ class PaperSearchEnv(SpecToolEnv):
     user_template = template("Facet: {{ sample.facet }}\nQuery paper: {{ sample.query }}\n")
 
     @staticmethod
-    def reward_0(s: Scope) -> float:
+    def f1_reward(s: Scope) -> float:
         """f1 (on tool:submit): f1_at_all(args.paper_ids, sample.relevant)"""
         return user.f1_at_all(s.args["paper_ids"], s.sample["relevant"])
 
     @staticmethod
-    def reward_1(s: Scope) -> float:
+    def recall_reward(s: Scope) -> float:
         """recall (on tool:submit): recall(state.seen, sample.relevant)"""
         return user.recall(s.state.seen, s.sample["relevant"])
 
     @staticmethod
-    def reward_2(s: Scope) -> float:
+    def invalid_reward(s: Scope) -> float:
         """invalid (on tool_error): -0.05"""
         return -0.05
 
     @staticmethod
-    def reward_3(s: Scope) -> float:
+    def malformed_reward(s: Scope) -> float:
         """malformed (on parse_error): -0.1"""
         return -0.1
 
     @staticmethod
-    def is_success(s: Scope) -> bool | None:
-        return bool(s.reward["f1"] == 1.0)
+    def is_success(s: Scope) -> bool:
+        return s.reward["f1"] == 1.0
 
     reward_components = (
-        RewardComponent("f1", on="tool:submit", weight=1.0, value=reward_0),
-        RewardComponent("recall", on="tool:submit", weight=0.2, value=reward_1),
-        RewardComponent("invalid", on="tool_error", weight=1.0, value=reward_2),
-        RewardComponent("malformed", on="parse_error", weight=1.0, value=reward_3),
+        RewardComponent("f1", on="tool:submit", weight=1.0, value=f1_reward),
+        RewardComponent("recall", on="tool:submit", weight=0.2, value=recall_reward),
+        RewardComponent("invalid", on="tool_error", weight=1.0, value=invalid_reward),
+        RewardComponent("malformed", on="parse_error", weight=1.0, value=malformed_reward),
     )
     rules = EpisodeRules(success=is_success)
 
@@ -278,7 +278,7 @@ DATA_FIELDS = {
 
 def load_samples(split: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:
     """The samples of `split` (default all)."""
-    samples = load_source(
+    return load_source(
         "generator:csfcube",
         split=split or "all",
         params={"folder": "${AGENTSPEC_DATA}/papers/csfcube", "min_relevance": 2},
@@ -286,13 +286,11 @@ def load_samples(split: str | None = None, limit: int | None = None) -> list[dic
         limit=limit,
         base_dir=SPEC_DIR,
     )
-    return samples
 
 
 def prepare_sample(row: dict[str, Any]) -> dict[str, Any]:
     """A sample given by hand, as `load_samples` gives one: its fields checked."""
-    sample = check_sample(dict(row), DATA_FIELDS)
-    return sample
+    return check_sample(dict(row), DATA_FIELDS)
 
 
 DATA_SOURCE = "generator:csfcube"

@@ -167,7 +167,7 @@ class UnitConverterEnv(SpecToolEnv):
     user_template = template("Convert {{ sample.prompt_text }} to {{ sample.target }}.")
 
     @staticmethod
-    def reward_0(s: Scope) -> float:
+    def answer_reward(s: Scope) -> float:
         """answer (on final): clip(1.0 - abs(number(action.text) - sample.expected) / max(abs(sample.expected), 1.0), 0.0, 1.0) if number(action.text) != None else 0.0"""
         return (
             fn.clip(
@@ -182,53 +182,57 @@ class UnitConverterEnv(SpecToolEnv):
         )
 
     @staticmethod
-    def reward_1(s: Scope) -> float:
+    def used_tool_reward(s: Scope) -> float:
         """used_tool (on tool:convert): 0.1"""
         return 0.1
 
     @staticmethod
-    def reward_1_when(s: Scope) -> bool:
-        return bool(s.state.calls == 1)
+    def used_tool_reward_when(s: Scope) -> bool:
+        return s.state.calls == 1
 
     @staticmethod
-    def reward_2(s: Scope) -> float:
+    def step_cost_reward(s: Scope) -> float:
         """step_cost (on step): -0.01"""
         return -0.01
 
     @staticmethod
-    def reward_3(s: Scope) -> float:
+    def parse_reward(s: Scope) -> float:
         """parse (on parse_error): -0.2"""
         return -0.2
 
     @staticmethod
-    def reward_4(s: Scope) -> float:
+    def tool_failed_reward(s: Scope) -> float:
         """tool_failed (on tool_error): -0.1"""
         return -0.1
 
     @staticmethod
-    def reward_5(s: Scope) -> float:
+    def cut_off_reward(s: Scope) -> float:
         """cut_off (on truncated): -0.5"""
         return -0.5
 
     @staticmethod
-    def reward_6(s: Scope) -> float:
+    def gave_up_reward(s: Scope) -> float:
         """gave_up (on tool:give_up): -1.0"""
         return -1.0
 
     @staticmethod
-    def is_success(s: Scope) -> bool | None:
-        return bool(s.reward["answer"] > 0.99)
+    def is_success(s: Scope) -> bool:
+        return s.reward["answer"] > 0.99
 
     reward_components = (
-        RewardComponent("answer", on="final", weight=1.0, value=reward_0),
+        RewardComponent("answer", on="final", weight=1.0, value=answer_reward),
         RewardComponent(
-            "used_tool", on="tool:convert", weight=1.0, value=reward_1, when=reward_1_when
+            "used_tool",
+            on="tool:convert",
+            weight=1.0,
+            value=used_tool_reward,
+            when=used_tool_reward_when,
         ),
-        RewardComponent("step_cost", on="step", weight=1.0, value=reward_2),
-        RewardComponent("parse", on="parse_error", weight=1.0, value=reward_3),
-        RewardComponent("tool_failed", on="tool_error", weight=1.0, value=reward_4),
-        RewardComponent("cut_off", on="truncated", weight=1.0, value=reward_5),
-        RewardComponent("gave_up", on="tool:give_up", weight=1.0, value=reward_6),
+        RewardComponent("step_cost", on="step", weight=1.0, value=step_cost_reward),
+        RewardComponent("parse", on="parse_error", weight=1.0, value=parse_reward),
+        RewardComponent("tool_failed", on="tool_error", weight=1.0, value=tool_failed_reward),
+        RewardComponent("cut_off", on="truncated", weight=1.0, value=cut_off_reward),
+        RewardComponent("gave_up", on="tool:give_up", weight=1.0, value=gave_up_reward),
     )
     rules = EpisodeRules(success=is_success)
 

@@ -137,7 +137,7 @@ class SearchTool(SpecTool):
 
     @staticmethod
     def available(s: Scope) -> bool:
-        return bool(s.state.page == "search")
+        return s.state.page == "search"
 
     @staticmethod
     def returns(s: Scope) -> Any:
@@ -171,7 +171,7 @@ class ClickTool(SpecTool):
 
     @staticmethod
     def available(s: Scope) -> bool:
-        return bool(s.state.page == "results")
+        return s.state.page == "results"
 
     @staticmethod
     def effects(s: Scope) -> None:
@@ -203,7 +203,7 @@ class ChooseTool(SpecTool):
 
     @staticmethod
     def available(s: Scope) -> bool:
-        return bool(s.state.page == "item")
+        return s.state.page == "item"
 
     @staticmethod
     def effects(s: Scope) -> None:
@@ -235,7 +235,7 @@ class BuyTool(SpecTool):
 
     @staticmethod
     def available(s: Scope) -> bool:
-        return bool(s.state.page == "item")
+        return s.state.page == "item"
 
     @staticmethod
     def effects(s: Scope) -> None:
@@ -266,7 +266,7 @@ class BackTool(SpecTool):
 
     @staticmethod
     def available(s: Scope) -> bool:
-        return bool(s.state.page == "results" or s.state.page == "item")
+        return s.state.page == "results" or s.state.page == "item"
 
     @staticmethod
     def effects(s: Scope) -> None:
@@ -308,32 +308,32 @@ class WebshopEnv(SpecToolEnv):
     user_template = template("Instruction: {{ sample.instruction }}")
 
     @staticmethod
-    def reward_0(s: Scope) -> float:
+    def purchase_reward(s: Scope) -> float:
         """purchase (on tool:buy): webshop_reward(state.asin, state.chosen, sample.goal)"""
         return user.webshop_reward(s.state.asin, s.state.chosen, s.sample["goal"])
 
     @staticmethod
-    def reward_1(s: Scope) -> float:
+    def invalid_reward(s: Scope) -> float:
         """invalid (on tool_error): -0.05"""
         return -0.05
 
     @staticmethod
-    def reward_2(s: Scope) -> float:
+    def malformed_reward(s: Scope) -> float:
         """malformed (on parse_error): -0.1"""
         return -0.1
 
     @staticmethod
-    def is_success(s: Scope) -> bool | None:
-        return bool(s.reward["purchase"] == 1.0)
+    def is_success(s: Scope) -> bool:
+        return s.reward["purchase"] == 1.0
 
     @staticmethod
     def anchor_key(s: Scope) -> Any:
         return s.state.view
 
     reward_components = (
-        RewardComponent("purchase", on="tool:buy", weight=1.0, value=reward_0),
-        RewardComponent("invalid", on="tool_error", weight=1.0, value=reward_1),
-        RewardComponent("malformed", on="parse_error", weight=1.0, value=reward_2),
+        RewardComponent("purchase", on="tool:buy", weight=1.0, value=purchase_reward),
+        RewardComponent("invalid", on="tool_error", weight=1.0, value=invalid_reward),
+        RewardComponent("malformed", on="parse_error", weight=1.0, value=malformed_reward),
     )
     rules = EpisodeRules(success=is_success, anchor=anchor_key)
 
@@ -370,7 +370,7 @@ DATA_FIELDS = {"id": "str", "instruction": "str", "asin": "str", "goal": "dict"}
 
 def load_samples(split: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:
     """The samples of `split` (default train)."""
-    samples = load_source(
+    return load_source(
         "generator:webshop_goals",
         split=split or "train",
         params={
@@ -381,13 +381,11 @@ def load_samples(split: str | None = None, limit: int | None = None) -> list[dic
         limit=limit,
         base_dir=SPEC_DIR,
     )
-    return samples
 
 
 def prepare_sample(row: dict[str, Any]) -> dict[str, Any]:
     """A sample given by hand, as `load_samples` gives one: its fields checked."""
-    sample = check_sample(dict(row), DATA_FIELDS)
-    return sample
+    return check_sample(dict(row), DATA_FIELDS)
 
 
 DATA_SOURCE = "generator:webshop_goals"
