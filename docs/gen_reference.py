@@ -29,7 +29,8 @@ from pydantic.fields import FieldInfo  # noqa: E402
 
 from agentspec.compiler import scopes  # noqa: E402
 from agentspec.compiler.builtins import BUILTINS, EFFECT_CALLS  # noqa: E402
-from agentspec.spec import model  # noqa: E402
+from agentspec.compiler.user_check import USER_FIELDS  # noqa: E402
+from agentspec.spec import model, user  # noqa: E402
 from agentspec.spec.schema import SCHEMA_ID  # noqa: E402
 
 OUTPUT = ROOT / "docs" / "reference.md"
@@ -53,6 +54,9 @@ SECTIONS: list[tuple[type[BaseModel], str]] = [
     (model.RewardSpec, "rewards.NAME"),
     (model.OracleEach, "oracle[i] (one step per item)"),
     (model.OracleHook, "oracle (hook or walkthrough)"),
+    (user.UserSpec, "user"),
+    (user.UserReplySpec, "user.replies.NAME"),
+    (user.UserSamplingSpec, "user.sampling"),
     (model.TrainingSpec, "training"),
     (model.TestsSpec, "tests"),
     (model.OracleGateSpec, "tests.oracle"),
@@ -450,6 +454,8 @@ SCOPE_TEXT = {
     " (what the model sees, `str`)",
     "reward": "each reward component of the episode so far, by name (float)",
     "env": "the environment adapter's facts (`env.score`, `env.done`, …; any attribute)",
+    "user": "the simulated user (docs/users.md): "
+    + ", ".join(f"`{k}` ({t})" for k, t in USER_FIELDS.items()),
 }
 
 

@@ -61,6 +61,7 @@ from agentspec.compiler.types import (
     python_value_type,
     strip_optional,
 )
+from agentspec.compiler.user_check import USER_FIELDS
 from agentspec.core.diagnostics import Diagnostic
 from agentspec.core.source import Span
 from agentspec.spec.load import LoadedSpec
@@ -132,6 +133,8 @@ class Checker(CheckState):
                 available[root] = dict.fromkeys(self.spec.rewards, FLOAT)
             elif root == "env" and self.has_environment:
                 available[root] = ENV_FIELDS
+            elif root == "user" and self.spec.user is not None:
+                available[root] = USER_FIELDS  # compiler/user_check.py
             elif root == "args" and tool is not None:
                 available[root] = self.arg_types.get(tool, {})
             elif root == "result" and tool is not None and tool in self.result_types:

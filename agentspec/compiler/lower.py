@@ -29,6 +29,7 @@ from agentspec.compiler.module_model import (
 )
 from agentspec.compiler.names import MODULE_NAMES, class_name, state_attribute, unique_names
 from agentspec.compiler.tool_cost import inline_reason
+from agentspec.compiler.user_lower import user_model
 from agentspec.compiler.visibility import agent_view
 from agentspec.core.row_layout import row_layout
 from agentspec.spec.model import McpServerSpec, TaskSpec, ToolSpec
@@ -97,6 +98,7 @@ def lower(checked: CheckResult, *, spec_file: str, spec_sha256: str, version: st
         adapter=spec.environment.adapter if spec.environment else None,
         adapter_config=_adapter_config(spec),
         training=spec.training.model_dump(),
+        user=user_model(checked, plain, spec_file),
         **_public(spec),
     )
 

@@ -135,6 +135,8 @@ class ModuleModel:
     """The sample fields a served spec gives its clients (None: all): `visibility.py`."""
     public_state: tuple[str, ...] | None = ()
     """The `State` fields a served spec's `state` reply holds (None: all)."""
+    user: Any = None
+    """The `user:` section (`user_lower.UserModel`), or None."""
 
     @property
     def episode_rules(self) -> str:

@@ -40,6 +40,9 @@ IMPORTS: dict[str, str] = {
     "SpecTool": "from agentspec.runtime.compiled.env import SpecTool",
     "SpecToolEnv": "from agentspec.runtime.compiled.env import SpecToolEnv",
     "template": "from agentspec.runtime.compiled.scope import template",
+    "UserRule": "from agentspec.runtime.compiled.user import UserRule",
+    "UserRules": "from agentspec.runtime.compiled.user import UserRules",
+    "UserTurns": "from agentspec.runtime.compiled.user import UserTurns",
     "McpServer": "from agentspec.runtime.mcp.server import McpServer",
     "McpTool": "from agentspec.runtime.mcp.tools import McpTool",
     "make_adapter": "from agentspec.stdlib.adapters import make_adapter",
@@ -77,6 +80,7 @@ TEMPLATE_NAMES = frozenset(
         "ORACLE_HOOK_LOCATION",
         "ORACLE_WALKTHROUGH",
         "ENV_CLASS",
+        "USER_RULES",
         "FLOW_CLASS",
     }
 )

@@ -20,7 +20,18 @@ ACTION_FIELDS: dict[str, Type] = {
 }
 STEP_FIELDS: dict[str, Type] = {"index": INT, "max_steps": INT}
 
-ROOTS = ("state", "args", "sample", "action", "step", "result", "reward", "env", "constants")
+ROOTS = (
+    "state",
+    "args",
+    "sample",
+    "action",
+    "step",
+    "result",
+    "reward",
+    "env",
+    "constants",
+    "user",
+)
 
 # Why a scope is unavailable, for the E407 hint.
 WHERE = {
@@ -33,6 +44,7 @@ WHERE = {
     "env": "when the spec declares an `environment` or an `openenv: true` MCP server",
     "sample": "everywhere",
     "constants": "everywhere",
+    "user": "when the spec declares a `user`: in its replies, rewards, `episode.done_when`, `episode.success` and `episode.anchor`",
 }
 
 ENV_FIELDS: dict[str, Type] = {}  # open record: adapters expose their own fields

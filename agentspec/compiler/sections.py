@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from agentspec.compiler import ast, guards
 from agentspec.compiler.scopes import Scope, Site
 from agentspec.compiler.types import ANY, STR, ListOf, Type, assignable, strip_optional
+from agentspec.compiler.user_check import user_sites
 from agentspec.spec.model import OracleEach, ToolSpec
 from agentspec.spec.yaml_loader import Path
 
@@ -111,7 +112,7 @@ def all_sites(checker: CheckState) -> Iterator[Site]:
     for tool_name, tool in spec.tools.items():
         yield from tool_sites(checker, tool_name, tool)
     yield from guards.unused_guard_sites(checker)
-    episode_roots = ("state", "sample", "step", "env")
+    episode_roots = ("state", "sample", "step", "env", "user")
     if isinstance(spec.episode.done_when, str):
         yield Site(
             ("episode", "done_when"), "condition", checker.make_scope(*episode_roots, "action")
@@ -130,6 +131,7 @@ def all_sites(checker: CheckState) -> Iterator[Site]:
         summary.roots.update(last_observation=STR, task=STR, steps=ANY)
         yield Site(("context", "summary"), "template", summary)
     yield from oracle_sites(checker)
+    yield from user_sites(checker)
 
 
 def tool_sites(checker: CheckState, tool_name: str, tool: ToolSpec) -> Iterator[Site]:

@@ -105,6 +105,8 @@ CODES: dict[str, str] = {
     "W808": "a training setting the algorithm does not read",
     "W809": "a reward on an event that never fires",
     "W810": "a template that is only a name, not its value",
+    "W811": "a user reply that can never be chosen",
+    "W812": "the user never ends the conversation",
     # 9xx: deep checks (what the spec points to: functions, modules, data, regexes, the oracle)
     "E901": "unknown stdlib function",
     "E902": "invalid config",

@@ -44,6 +44,7 @@ from agentspec.spec.testing import (
     TextMatch,
 )
 from agentspec.spec.training import TrainingSpec
+from agentspec.spec.user import UserSpec
 
 __all__ = [
     "LANGUAGE_VERSION",
@@ -525,6 +526,9 @@ class TaskSpec(Section):
     oracle: list[OracleStep] | OracleHook | None = Field(
         None,
         description="An expert: a list of action templates over `sample` (one per step; an entry `{each: LIST, action: TEMPLATE}` gives one step per item), a Python hook, or the environment's walkthrough. Actions are rendered lazily, one per step; an action that renders empty ends the script.",
+    )
+    user: UserSpec | None = Field(
+        None, description="A simulated user the agent talks with (docs/users.md)."
     )
     training: TrainingSpec = Field(default_factory=TrainingSpec, description="Training settings.")
     tests: TestsSpec = Field(

@@ -62,6 +62,7 @@ class Scope:
     env: Mapping[str, Any] = field(default_factory=dict)
     constants: Mapping[str, Any] = field(default_factory=dict)
     locals: Mapping[str, Any] = field(default_factory=dict)  # a failed guard's `let` names
+    user: Any = None  # `user` of a spec with a simulated user: a `compiled.user.UserView`
     ended: bool = False
 
     def done(self) -> None:
