@@ -61,8 +61,8 @@ def test_train_and_the_printed_command_give_the_workers_one_environment(tmp_path
     user = {"trainer.device": "cpu"}
     printed = _printed_overrides(dry_run(SPEC, run, user).command())
     prepared = prepared_run(SPEC, run, user)
-    config = validated_config(prepared.overrides, prepared.env, prepared.target.out_dir)
-    standalone = validated_config(printed, prepared.env, prepared.target.out_dir)
+    config = validated_config(prepared)
+    standalone = validated_config(prepared, printed)
     # the command main_ppo runs is the run's: the same config, Ray's settings included
     assert OmegaConf.to_container(standalone) == OmegaConf.to_container(config)
     env_vars = OmegaConf.to_container(config.ray_kwargs.ray_init.runtime_env.env_vars)

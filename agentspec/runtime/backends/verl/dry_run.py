@@ -87,7 +87,7 @@ def dry_run(
     run = Path(out_dir).resolve()
     user = {k: str(v) for k, v in overrides.items()}
     prepared = prepared_run(spec_path, run, user, ray_address)
-    config = validated_config(prepared.overrides, prepared.env, prepared.target.out_dir)
+    config = validated_config(prepared)
     return DryRun(
         device="cpu" if prepared.cpu else str(config.trainer.device),
         env=prepared.env,

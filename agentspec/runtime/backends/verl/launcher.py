@@ -57,6 +57,7 @@ from agentspec.runtime.backends.verl.attention import (
     attention_overrides,
     choose_attention,
 )
+from agentspec.runtime.backends.verl.counts import count_problems, fit_micro_batches
 from agentspec.runtime.backends.verl.metrics import MetricsStream, convert_metrics
 from agentspec.runtime.backends.verl.placement import TeacherPlacement, teacher_placement
 from agentspec.runtime.backends.verl.run_folder import (
@@ -166,6 +167,7 @@ def prepare_run(
         merged.pop(plain, None)
         merged.pop("+" + plain, None)
         merged[key] = value
+    merged = fit_micro_batches(merged, user)
     if _setting(merged, "actor_rollout_ref.rollout.name") == "vllm":
         error = vllm_head_size_error(head_size(model), str(target.training.get("model")))
         if error:
@@ -286,9 +288,14 @@ def launch(
                 ray.shutdown()
 
 
-def validated_config(overrides: Mapping[str, str], env: Mapping[str, str], module_dir: Path) -> Any:
-    """verl's config composed from ``overrides`` and checked by verl's ``validate_config``
-    (which prints its verdict: on stderr here) in the workers' environment."""
+def validated_config(prepared: PreparedRun, overrides: Mapping[str, str] | None = None) -> Any:
+    """verl's config composed from the run's overrides, checked first for what verl
+    refuses because of the GPU count (:mod:`.counts`: located errors naming agentspec's
+    settings), then by verl's ``validate_config`` (which prints its verdict: on stderr
+    here) in the workers' environment. ``overrides``: other overrides than the run's
+    (a printed command's), in the run's environment."""
+    env, module_dir = prepared.env, prepared.target.out_dir
+    overrides = prepared.overrides if overrides is None else overrides
     with _process_env(env, module_dir), warnings.catch_warnings():
         # verl lists each optional engine it cannot import (torchtitan, megatron, …) as
         # a UserWarning: noise in a dry run that uses none of them
@@ -300,6 +307,17 @@ def validated_config(overrides: Mapping[str, str], env: Mapping[str, str], modul
         from verl.utils.config import validate_config
 
         config = compose_config(overrides)
+        problems = count_problems(
+            config,
+            prepared.origins,
+            prepared.user,
+            prepared.target.training,
+            local_gpus=prepared.local_gpus,
+            use_critic=need_critic(config),
+            use_ref=need_reference_policy(config),
+        )
+        if problems:
+            raise VerlSetupError("\nerror: ".join(problems))
         with contextlib.redirect_stdout(sys.stderr):
             validate_config(
                 config=config,
@@ -339,7 +357,7 @@ def train_verl(
     prepared = prepared_run(spec_path, run, dict(overrides or {}), ray_address)
     for note in prepared.notes:
         print(f"note: {note}", file=sys.stderr)
-    config = validated_config(prepared.overrides, prepared.env, prepared.target.out_dir)
+    config = validated_config(prepared)
     (run / "config.yaml").write_text(OmegaConf.to_yaml(config, resolve=True))
     # this process is the run's driver and imports verl too; its environment and
     # sys.path are restored afterwards (train_verl may run inside a test session)
@@ -360,6 +378,12 @@ class PreparedRun:
     cpu: bool
     notes: list[str]
     """What the user should know before the run starts (the attention, a teacher's placement)."""
+    origins: dict[str, str]
+    """Where each training setting was given (``FILE:LINE:COL`` or ``--set KEY=VALUE``)."""
+    user: dict[str, str]
+    """The ``--set`` overrides as given."""
+    local_gpus: int | None
+    """The machine's GPUs when agentspec starts the Ray cluster itself on CUDA, else ``None``."""
 
 
 def prepared_run(
@@ -390,7 +414,22 @@ def prepared_run(
         )
     if not cpu and _setting(merged, "actor_rollout_ref.rollout.name") == "vllm":
         notes += [n for n in [sampling_note(merged)] if n]
-    return PreparedRun(target, overrides, env, cpu, notes)
+    from agentspec.runtime.backends.local.model_defaults import setting_origins
+
+    plain = {k: v for k, v in user.items() if "." not in k}
+    local = None if cpu or ray_address else _cuda_count()
+    return PreparedRun(
+        target, overrides, env, cpu, notes, setting_origins(spec_path, plain), dict(user), local
+    )
+
+
+def _cuda_count() -> int | None:
+    """GPUs torch sees here (``None`` without CUDA: a dry run for a GPU cluster from a laptop)."""
+    if not _has_cuda():
+        return None
+    import torch
+
+    return int(torch.cuda.device_count())
 
 
 def _teacher_placement(
