@@ -20,7 +20,6 @@ Imports no torch: the template comes from ``tokenizer_config.json``,
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
@@ -48,6 +47,8 @@ def prompt(
     raw: Annotated[bool, typer.Option(help="Print only the rendered prompt.")] = False,
 ) -> None:
     """Print the rendered first prompt of a spec for a model, and how the model's chat template frames it."""
+    import asyncio  # here: every command's start-up would pay for it
+
     from agentspec.runtime.text.chat_templates import ChatTemplateError
 
     module, framing, name, row = _spec_and_model(spec, model, sample)

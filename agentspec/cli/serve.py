@@ -9,7 +9,7 @@ import typer
 
 from agentspec.cli.app import app, fail, report_spec_error
 from agentspec.cli.extras import require
-from agentspec.runtime.serve.limits import (
+from agentspec.runtime.serve.defaults import (
     DEFAULT_IDLE_TIMEOUT_S,
     DEFAULT_MAX_MESSAGE_BYTES,
     DEFAULT_SEND_BUFFER_BYTES,

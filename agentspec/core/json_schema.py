@@ -97,9 +97,6 @@ DATA_KEYWORDS = frozenset({"enum", "const", "default", "examples"})
 
 
 def _regex_problems(schema: Any, path: tuple[Any, ...]) -> Iterator[Any]:
-    import regex
-    from jsonschema import ValidationError
-
     if isinstance(schema, list):
         for i, item in enumerate(schema):
             yield from _regex_problems(item, (*path, i))
@@ -112,6 +109,11 @@ def _regex_problems(schema: Any, path: tuple[Any, ...]) -> Iterator[Any]:
     keyed = schema.get("patternProperties")
     found += [(("patternProperties", k), k) for k in keyed] if isinstance(keyed, dict) else []
     for where, pattern in found:
+        # Imported here, not above: most schemas have no pattern, and validate's start-up
+        # is the budget (`regex` and `jsonschema` cost more than checking a whole spec).
+        import regex
+        from jsonschema import ValidationError
+
         try:
             regex.compile(pattern)
         except (regex.error, RecursionError, OverflowError, ValueError) as exc:

@@ -37,6 +37,13 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+from agentspec.runtime.serve.defaults import (
+    DEFAULT_IDLE_TIMEOUT_S,
+    DEFAULT_MAX_MESSAGE_BYTES,
+    DEFAULT_SEND_BUFFER_BYTES,
+    TOKEN_ENV,
+)
+
 __all__ = [
     "DEFAULT_IDLE_TIMEOUT_S",
     "DEFAULT_MAX_MESSAGE_BYTES",
@@ -48,11 +55,6 @@ __all__ = [
     "is_loopback",
 ]
 
-DEFAULT_IDLE_TIMEOUT_S = 300.0
-DEFAULT_MAX_MESSAGE_BYTES = 1 << 20  # 1 MiB: a 32,768-token response is ~130 KB
-DEFAULT_SEND_BUFFER_BYTES = 1 << 16  # 64 KiB: a first observation is a few KB
-TOKEN_ENV = "AGENTSPEC_SERVE_TOKEN"
-"""The environment variable a shared token is read from (`--token` wins)."""
 
 _CLOSE_WAIT_S = 1.0  # how long a closing notice waits for a client that may not read
 _UNAUTHORIZED = (
