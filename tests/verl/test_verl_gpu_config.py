@@ -10,8 +10,11 @@
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
 import json
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -24,12 +27,23 @@ from agentspec.runtime.backends.verl.attention import (
     SDPA,
     attention_overrides,
     choose_attention,
+    flash_attn_status,
 )
 from agentspec.runtime.backends.verl.placement import teacher_parameters, teacher_placement
 from agentspec.runtime.backends.verl.vllm_rollout import sampling_note, vllm_head_size_error
 
 GPU = {"trainer.device": "cuda", "model": "builtin:small"}
 ATTENTION = "override_config.attn_implementation"
+
+
+@pytest.fixture(autouse=True)
+def _forget_flash_attn() -> Iterator[None]:
+    """The chooser imports ``flash_attn``: a stub imported by one test must not stay in
+    ``sys.modules`` for the next."""
+    yield
+    for name in [m for m in sys.modules if m == "flash_attn" or m.startswith("flash_attn.")]:
+        del sys.modules[name]
+    importlib.invalidate_caches()
 
 
 def _stub_flash_attn(directory: Path) -> Path:
@@ -41,11 +55,25 @@ def _stub_flash_attn(directory: Path) -> Path:
 
 
 def test_the_chooser_takes_flash_attention_where_flash_attn_imports(tmp_path: Path) -> None:
-    assert choose_attention(lambda name: None) == SDPA
-    assert choose_attention(lambda name: object()) == FLASH_ATTENTION_2
+    assert choose_attention(lambda: "not installed") == SDPA
+    assert choose_attention(lambda: "installed but does not import (ImportError: …)") == SDPA
+    assert choose_attention(lambda: "importable") == FLASH_ATTENTION_2
     # this machine: no flash-attn (a CPU install), so the default is sdpa
     assert importlib.util.find_spec("flash_attn") is None
     assert choose_attention() == SDPA
+
+
+def test_a_flash_attn_that_is_found_but_does_not_import_is_not_chosen(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # what a flash-attn wheel built against another torch does: found, then fails to import
+    site = _stub_flash_attn(tmp_path / "site")
+    (site / "flash_attn" / "__init__.py").write_text("raise ImportError('undefined symbol: X')\n")
+    monkeypatch.syspath_prepend(str(site))
+    assert importlib.util.find_spec("flash_attn") is not None
+    assert choose_attention() == SDPA
+    status = flash_attn_status()
+    assert status.startswith("installed but does not import (ImportError: undefined symbol")
 
 
 @pytest.mark.slow

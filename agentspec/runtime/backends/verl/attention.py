@@ -17,9 +17,9 @@ vLLM does not use these settings: it picks its own attention backend
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
 from collections.abc import Callable, Mapping
-from typing import Any
 
 __all__ = [
     "FLASH_ATTENTION_2",
@@ -33,13 +33,26 @@ FLASH_ATTENTION_2 = "flash_attention_2"
 SDPA = "sdpa"
 
 
-def choose_attention(find_spec: Callable[[str], Any] = importlib.util.find_spec) -> str:
-    """``flash_attention_2`` if the ``flash_attn`` package is importable here, else ``sdpa``.
+def flash_attn_status() -> str:
+    """``importable``, ``not installed``, or ``installed but does not import (ERROR)``: an
+    installed flash-attn built against another torch fails only when imported, and a
+    package that is found is not one that works."""
+    if importlib.util.find_spec("flash_attn") is None:
+        return "not installed"
+    try:
+        importlib.import_module("flash_attn")
+    except Exception as exc:  # an ABI mismatch is an ImportError, an OSError, …
+        return f"installed but does not import ({type(exc).__name__}: {exc})"[:300]
+    return "importable"
+
+
+def choose_attention(status: Callable[[], str] = flash_attn_status) -> str:
+    """``flash_attention_2`` if the ``flash_attn`` package imports here, else ``sdpa``.
 
     The launcher's environment decides for every worker: install the same packages
-    on every node. ``find_spec`` is what looks the package up (a test passes its own).
+    on every node. ``status`` is what tries the import (a test passes its own).
     """
-    return FLASH_ATTENTION_2 if find_spec("flash_attn") is not None else SDPA
+    return FLASH_ATTENTION_2 if status() == "importable" else SDPA
 
 
 def attention_overrides(attention: str) -> dict[str, str]:
@@ -65,7 +78,7 @@ def attention_note(overrides: Mapping[str, str]) -> str:
         key = f"{model}.override_config.attn_implementation"
         return overrides.get("+" + key) or overrides.get(key) or f"{FLASH_ATTENTION_2} (verl's)"
 
-    flash = "importable" if choose_attention() == FLASH_ATTENTION_2 else "not installed"
+    flash = flash_attn_status()
     return (
         f"attention: actor and reference {named('actor_rollout_ref.model')}, critic "
         f"{named('critic.model')} (flash_attn {flash} here)"

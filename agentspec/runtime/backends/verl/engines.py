@@ -25,9 +25,9 @@ from typing import Any
 from verl.workers.engine.base import EngineRegistry
 from verl.workers.engine.fsdp.transformer_impl import FSDPEngineWithValueHead
 
-__all__ = ["ValueEngine", "register", "value_model_config"]
+from agentspec.runtime.backends.verl.critic_model import value_model_config
 
-TOKEN_CLASSIFICATION = "ForTokenClassification"
+__all__ = ["ValueEngine", "register", "value_model_config"]
 
 
 class ValueEngine(FSDPEngineWithValueHead):
@@ -43,19 +43,6 @@ class ValueEngine(FSDPEngineWithValueHead):
             return super()._build_module()
         finally:
             config.model_type = kind
-
-
-def value_model_config(hf_config: Any) -> Any:
-    """Turn a checkpoint's Hugging Face config into its critic's, in place: a one-label
-    ``*ForTokenClassification`` of the same architecture (``Qwen2ForCausalLM`` becomes
-    ``Qwen2ForTokenClassification``: verl's loader picks the auto class from this name, and
-    transformers loads the causal LM's body into it). Attention is left as it is."""
-    architecture = str(hf_config.architectures[0])
-    if not architecture.endswith(TOKEN_CLASSIFICATION):
-        hf_config.architectures = [architecture.rsplit("For", 1)[0] + TOKEN_CLASSIFICATION]
-    hf_config.num_labels = 1
-    hf_config.classifier_dropout = 0.0
-    return hf_config
 
 
 def register(device: str, vendor: str | None = None) -> None:
