@@ -14,6 +14,7 @@ import math
 import re
 from typing import Any
 
+from agentspec.core.json_value import LONE_SURROGATE
 from agentspec.formats.base import FormatError, ToolCall
 
 __all__ = [
@@ -67,7 +68,6 @@ _STRICT_JSON = json.JSONDecoder(
     parse_constant=_reject_constant, parse_float=_strict_float, parse_int=_strict_int
 )
 _JSON_WHITESPACE = re.compile(r"[ \t\n\r]*")
-LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 
 

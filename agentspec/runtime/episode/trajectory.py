@@ -28,7 +28,6 @@ import copy
 import hashlib
 import itertools
 import json
-import math
 import os
 import uuid
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -37,8 +36,8 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
+from agentspec.core.json_value import LONE_SURROGATE, json_value
 from agentspec.formats.base import ToolCall  # what a format parses a call into
-from agentspec.formats.strict_json import LONE_SURROGATE
 
 __all__ = [
     "FORMAT_NAME",
@@ -53,7 +52,6 @@ __all__ = [
     "ToolCall",
     "Trajectory",
     "read_jsonl",
-    "strict_json_value",
     "write_jsonl",
 ]
 
@@ -390,7 +388,7 @@ class Trajectory:
 
         Non-finite floats become the strings ``"NaN"`` / ``"Infinity"`` /
         ``"-Infinity"``, lone surrogates become U+FFFD, values JSON cannot hold
-        become their ``str`` (see :func:`strict_json_value`).
+        become their ``str`` (see :func:`json_value`).
         """
         record = self.to_dict()
         try:
@@ -399,7 +397,7 @@ class Trajectory:
                 return text
         except (ValueError, TypeError, RecursionError):
             pass
-        return _dumps(strict_json_value(record))
+        return _dumps(json_value(record))
 
     @classmethod
     def from_json(cls, line: str) -> Trajectory:
@@ -429,46 +427,12 @@ def _dumps(record: Any) -> str:
     return json.dumps(record, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
 
 
-_MAX_DEPTH = 200
-
-
-def strict_json_value(value: Any, depth: int = 0) -> Any:
-    """``value`` with everything strict JSON (and UTF-8) cannot hold made representable."""
-    if isinstance(value, str):
-        return LONE_SURROGATE.sub("\ufffd", value)
-    if value is None or isinstance(value, bool):
-        return value
-    if isinstance(value, float):
-        if math.isfinite(value):
-            return value
-        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
-    if isinstance(value, int):
-        if value.bit_length() > 13_000:  # beyond what int -> str converts
-            return f"<integer of {value.bit_length()} bits>"
-        return int(value)
-    if depth >= _MAX_DEPTH:
-        return "<nested too deeply>"
-    if isinstance(value, Mapping):
-        return {
-            strict_json_value(k if isinstance(k, str) else str(k), depth): strict_json_value(
-                v, depth + 1
-            )
-            for k, v in value.items()
-        }
-    if isinstance(value, (list, tuple)):
-        return [strict_json_value(v, depth + 1) for v in value]
-    try:
-        return LONE_SURROGATE.sub("\ufffd", str(value))
-    except Exception:
-        return f"<unprintable {type(value).__name__}>"
-
-
 def _unwritable(traj: Trajectory, exc: Exception) -> Trajectory:
     return Trajectory(
-        sample_id=strict_json_value(str(traj.sample_id)),
-        group_id=strict_json_value(str(traj.group_id)),
+        sample_id=json_value(str(traj.sample_id)),
+        group_id=json_value(str(traj.group_id)),
         termination=traj.termination,
-        trajectory_id=strict_json_value(str(traj.trajectory_id)),
+        trajectory_id=json_value(str(traj.trajectory_id)),
         info={"trace_error": f"{type(exc).__name__}: {exc}"[:2000]},
     )
 

@@ -37,6 +37,7 @@ from openenv.core.env_server.types import Action, EnvironmentMetadata, Observati
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
+from agentspec.core.json_value import json_value
 from agentspec.runtime.serve.limits import LimitsGuard, ServerLimits
 from agentspec.runtime.serve.session import End, EpisodeSession, Turn, run_sync
 from agentspec.runtime.serve.spec import ServedSpec, SessionError
@@ -240,7 +241,7 @@ class AgentspecEnvironment(Environment[AgentspecAction, AgentspecObservation, Ag
         return len(self._samples(split))
 
     def get_task(self, split: str, index: int) -> dict[str, Any]:
-        return _json(self.served.task(split, index))
+        return json_value(self.served.task(split, index))
 
     def get_task_range(
         self, split: str, start: int | None = None, stop: int | None = None
@@ -255,7 +256,7 @@ class AgentspecEnvironment(Environment[AgentspecAction, AgentspecObservation, Ag
                 f"{len(indices):,} tasks asked for; at most {MAX_TASK_RANGE:,} a request"
                 " (page through them with start and stop)"
             )
-        return [_json(self.served.task(split, i)) for i in indices]
+        return [json_value(self.served.task(split, i)) for i in indices]
 
     def _samples(self, split: str) -> list[dict[str, Any]]:
         try:
@@ -385,12 +386,6 @@ def _on_loop_thread(loop: asyncio.AbstractEventLoop) -> bool:
         return False
 
 
-def _json(value: Any) -> Any:
-    from agentspec.runtime.serve.session import json_safe
-
-    return json_safe(value)
-
-
 def environment_class(served: ServedSpec) -> type[AgentspecEnvironment]:
     """The OpenEnv environment class of one served spec (a class, as OpenEnv's
     server wants a factory it can check for concurrency support)."""
@@ -430,18 +425,20 @@ def build_app(
     async def invalid_request(request: Any, exc: Exception) -> JSONResponse:
         errors = exc.errors(include_url=False)  # type: ignore[attr-defined]
         short = [{**e, "msg": _shortened(str(e.get("msg", "")))} for e in _short_inputs(errors)]
-        return JSONResponse(status_code=400, content={"detail": _json(short)})
+        return JSONResponse(status_code=400, content={"detail": json_value(short)})
 
     async def invalid_body(request: Any, exc: Exception) -> JSONResponse:
         errors = exc.errors()  # type: ignore[attr-defined]
-        return JSONResponse(status_code=422, content={"detail": _json(_short_inputs(errors))})
+        return JSONResponse(status_code=422, content={"detail": json_value(_short_inputs(errors))})
 
     async def http_error(request: Any, exc: Exception) -> Any:
         detail = getattr(exc, "detail", None)
         if isinstance(detail, (list, str)):  # OpenEnv's 422 for an action: pydantic's errors
             exc = StarletteHTTPException(
                 exc.status_code,  # type: ignore[attr-defined]
-                _json(_short_inputs(detail)) if isinstance(detail, list) else _shortened(detail),
+                json_value(_short_inputs(detail))
+                if isinstance(detail, list)
+                else _shortened(detail),
                 headers=exc.headers,  # type: ignore[attr-defined]
             )
         return await http_exception_handler(request, exc)  # type: ignore[arg-type]
@@ -524,7 +521,7 @@ def _short_inputs(errors: Any) -> Any:
     cut = []
     for error in errors:
         if isinstance(error, dict) and "input" in error:
-            shown = json.dumps(_json(error["input"]))
+            shown = json.dumps(json_value(error["input"]))
             if len(shown) > _ECHO_LIMIT:
                 error = {**error, "input": f"{shown[:200]}… ({len(shown):,} characters)"}
         cut.append(error)

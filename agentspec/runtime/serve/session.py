@@ -25,17 +25,16 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
-import math
 import threading
 from collections.abc import Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from agentspec.formats.strict_json import LONE_SURROGATE
+from agentspec.core.json_value import LONE_SURROGATE, json_value
 from agentspec.runtime.episode.conversation import ChatCall, ConversationError, conversation_of
 from agentspec.runtime.episode.conversation import render_calls as write_calls
 from agentspec.runtime.episode.loop import EpisodeRun
-from agentspec.runtime.episode.trajectory import Event, Step, Trajectory, strict_json_value
+from agentspec.runtime.episode.trajectory import Event, Step, Trajectory
 from agentspec.runtime.policies.scripted import REMOTE_MAX_RESPONSE_TOKENS, text_generation
 from agentspec.runtime.serve.spec import ServedSpec, SessionError
 
@@ -51,7 +50,6 @@ __all__ = [
     "SyncEpisodeSession",
     "Turn",
     "first_turn",
-    "json_safe",
     "run_sync",
 ]
 
@@ -234,7 +232,7 @@ class EpisodeSession:
         """The spec's typed state (``{}`` before the first episode)."""
         if self._episode is None:
             return {}
-        value = json_safe(getattr(self._episode.env, "state", None))
+        value = json_value(getattr(self._episode.env, "state", None))
         return value if isinstance(value, dict) else {"value": value}
 
     async def close(self) -> None:
@@ -283,20 +281,18 @@ class EpisodeSession:
         return {
             "sample_id": self._sample_id,
             "step_index": len(self._episode.trajectory.steps),
-            "messages": strict_json_value(messages),
-            "observation": None if step is None else strict_json_value(step.observation),
-            "tool_results": strict_json_value(list(step.info.get("tool_results", [])))
-            if step
-            else [],
+            "messages": json_value(messages),
+            "observation": None if step is None else json_value(step.observation),
+            "tool_results": json_value(list(step.info.get("tool_results", []))) if step else [],
             "tools": self.spec.tool_schemas,
             "tool_format": self.spec.tool_format,
             "tool_instructions": self.spec.tool_instructions,
             "rewards": rewards,
             # the declared weights other than 1, on every turn (`reward` is the weighted sum)
             "weights": {k: w for k, w in self.spec.reward_weights.items() if w != 1.0},
-            "events": [] if step is None else strict_json_value([_event(e) for e in step.events]),
+            "events": [] if step is None else json_value([_event(e) for e in step.events]),
             "state": self.state(),
-            "prompt": strict_json_value(self._prompt_messages()) if self.full_prompt else None,
+            "prompt": json_value(self._prompt_messages()) if self.full_prompt else None,
         }
 
     async def _end(self, step: Step | None, messages: list[dict[str, Any]]) -> End:
@@ -338,26 +334,6 @@ def _event(event: Event) -> dict[str, Any]:
         if value not in (None, ""):
             out[key] = value
     return out
-
-
-def json_safe(value: Any) -> Any:
-    """``value`` as plain JSON (dataclasses and mappings as objects, sets and tuples as
-    lists, non-finite floats as strings, lone surrogates as U+FFFD, anything else as its
-    text)."""
-    if isinstance(value, str):
-        return LONE_SURROGATE.sub("\ufffd", value)
-    if value is None or isinstance(value, (bool, int)):
-        return value
-    if isinstance(value, float):
-        return value if math.isfinite(value) else str(value)
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: json_safe(getattr(value, f.name)) for f in dataclasses.fields(value)}
-    if isinstance(value, Mapping):
-        return {str(k): json_safe(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple, set, frozenset)):
-        items = sorted(value, key=repr) if isinstance(value, (set, frozenset)) else value
-        return [json_safe(v) for v in items]
-    return LONE_SURROGATE.sub("\ufffd", str(value))
 
 
 T = TypeVar("T")

@@ -28,6 +28,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
+from agentspec.core.json_value import json_value
 from agentspec.formats import get_format
 from agentspec.runtime.policies.scripted import encode_head
 from agentspec.runtime.serve.session import (
@@ -37,7 +38,6 @@ from agentspec.runtime.serve.session import (
     SyncEpisodeSession,
     Turn,
     first_turn,
-    json_safe,
 )
 from agentspec.runtime.serve.spec import ServedSpec
 
@@ -198,7 +198,7 @@ def dataset_rows(
     return [
         {
             "prompt": first_turn(spec, sample).messages,
-            **{k: v for k, v in json_safe(sample).items() if _scalar(v) and k not in ROW_KEYS},
+            **{k: v for k, v in json_value(sample).items() if _scalar(v) and k not in ROW_KEYS},
             "split": split,
             "index": index,
         }

@@ -104,7 +104,8 @@ from pathlib import Path
 import verifiers.v1 as vf
 from pydantic import Field, field_validator
 
-from agentspec.runtime.serve.session import EpisodeSession, first_turn, json_safe
+from agentspec.core.json_value import json_value
+from agentspec.runtime.serve.session import EpisodeSession, first_turn
 from agentspec.runtime.serve.spec import ServedSpec
 
 SPEC = Path(__file__).resolve().parent / {spec!r}
@@ -197,7 +198,7 @@ class {cls}Taskset(vf.Taskset[{cls}Task, {cls}Config]):
                     name=f"{name}/{{first.sample_id}}",
                     prompt=prompt,
                     system_prompt=system,
-                    sample=json_safe(sample),
+                    sample=json_value(sample),
                 ),
                 self.config.task,
             )
