@@ -177,7 +177,7 @@ def test_teacher_placement(tmp_path: Path) -> None:
     assert teacher_placement(None, "trainer", 1, **kw).placement is None
     assert teacher_placement(teacher, "trainer", 1, **kw).notes == []  # a tiny teacher
     (warning,) = teacher_placement(teacher, "trainer", 1, large=1000, **kw).notes
-    assert "float32 on the CPU" in warning and "teacher_placement=gpu" in warning
+    assert "scored on the CPU" in warning and "teacher_placement=gpu" in warning
     on_gpu = teacher_placement(teacher, "gpu", 1, local_gpus=8, pool_gpus=7)
     assert (on_gpu.placement, on_gpu.num_gpus) == ("gpu", 1.0)
     with pytest.raises(ValueError, match=r"lower trainer\.n_gpus_per_node"):
@@ -263,3 +263,34 @@ def test_the_critic_engine_is_registered_for_nvidia_gpus_in_agentspec_runs_only(
     assert result.returncode == 0, result.stderr[-3000:]
     expected = ["ValueEngine"] * 2 if launched_by_agentspec else [None, None]
     assert result.stdout.strip().splitlines()[-1] == str(expected)
+
+
+@pytest.mark.slow
+def test_the_teacher_is_bfloat16_on_the_gpu_path_and_float32_on_the_cpu_path(
+    tmp_path: Path,
+) -> None:
+    """Issue 51 item 7: the GPU path's teacher no longer defaults to float32 (in the task
+    runner it runs on a CPU); the CPU path keeps the local backend's float32."""
+    from agentspec.runtime.backends.verl.launcher import prepared_run
+    from agentspec.runtime.backends.verl.teacher import TeacherScorer
+    from agentspec.runtime.text.tiny_model import build_tiny
+
+    build_tiny(["a b c d"] * 4, tmp_path / "teacher")
+    opd = {"algorithm": "opd", "teacher": str(tmp_path / "teacher")}
+    key = "+trainer.v1.agentspec.teacher_dtype"
+    gpu = prepared_run(SPEC, tmp_path / "gpu", {**opd, **GPU})
+    assert gpu.overrides[key] == "bfloat16"
+    cpu = prepared_run(SPEC, tmp_path / "cpu", {**opd, "trainer.device": "cpu"})
+    assert cpu.overrides[key] == "float32"
+    kept = prepared_run(SPEC, tmp_path / "kept", {**opd, **GPU, key: "float32"})
+    assert kept.overrides[key] == "float32"  # the user's choice wins
+    # the scorer honours it on a CPU: bfloat16 log-probs close to float32's
+    teacher = tmp_path / "teacher"
+    rows = ([torch.tensor([1, 2, 3])], [torch.tensor([4, 5, 6, 7])])
+    half = TeacherScorer(teacher, teacher, 1.0, device="cpu", dtype="bfloat16")
+    full = TeacherScorer(teacher, teacher, 1.0, device="cpu", dtype="float32")
+    assert half.where() == ("cpu", "torch.bfloat16")
+    diff = (half.log_probs(*rows, width=4) - full.log_probs(*rows, width=4)).abs().max()
+    assert 0 < float(diff) < 0.1
+    with pytest.raises(ValueError, match="teacher_dtype='float16': give bfloat16 or float32"):
+        TeacherScorer(teacher, teacher, 1.0, device="cpu", dtype="float16")

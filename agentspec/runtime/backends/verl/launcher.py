@@ -167,6 +167,14 @@ def prepare_run(
         merged.pop(plain, None)
         merged.pop("+" + plain, None)
         merged[key] = value
+    dtype_key = "trainer.v1.agentspec.teacher_dtype"
+    if (
+        cpu
+        and _setting(merged, "trainer.v1.agentspec.teacher_path")
+        and dtype_key not in {k.lstrip("+") for k in user}
+    ):
+        # the local backend's CPU scorer is float32: the same numbers on both backends
+        merged["+" + dtype_key] = "float32"
     merged = fit_micro_batches(merged, user)
     if _setting(merged, "actor_rollout_ref.rollout.name") == "vllm":
         error = vllm_head_size_error(head_size(model), str(target.training.get("model")))

@@ -2,11 +2,12 @@
 
 The ``agentspec`` trainer scores every verl row with the teacher (:mod:`.teacher`).
 verl's trainer runs inside its task-runner Ray actor, which asks Ray for no GPU,
-so Ray hides every GPU from it: a teacher scored there runs in float32 on the
-CPU. That is right for a tiny teacher and hours per iteration for a real one.
+so Ray hides every GPU from it: a teacher scored there runs on the CPU (in
+``teacher_dtype``: bfloat16 on the GPU path). That is right for a small teacher
+and hours per iteration for a real one.
 ``+trainer.v1.agentspec.teacher_placement`` chooses:
 
-- ``trainer`` (the default): in the trainer's process, float32 on the CPU;
+- ``trainer`` (the default): in the trainer's process, on the CPU;
 - ``gpu``: in a Ray actor of its own that asks for
   ``+trainer.v1.agentspec.teacher_num_gpus`` GPUs (default 1), in bfloat16 on
   CUDA. verl's own workers take ``trainer.n_gpus_per_node × trainer.nnodes``
@@ -101,7 +102,7 @@ def teacher_placement(
             "trainer",
             notes=[
                 f"warning: the teacher {teacher_path} has {count / 1e9:.2f}B parameters and is "
-                "scored in float32 on the CPU of verl's task runner (Ray gives it no GPU): "
+                "scored on the CPU of verl's task runner (Ray gives it no GPU): "
                 "expect hours per iteration. Put it on a GPU of its own with --set "
                 "+trainer.v1.agentspec.teacher_placement=gpu (docs/verl.md, 'OPD on verl')"
             ],

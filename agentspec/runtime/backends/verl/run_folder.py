@@ -451,6 +451,8 @@ def _teacher_overrides(algorithm: Algorithm, t: Mapping[str, Any]) -> dict[str, 
     out = {
         "+trainer.v1.agentspec.teacher_path": str(Path(str(t["teacher"])).resolve()),
         "+trainer.v1.agentspec.opd_task_weight": str(float(t.get("opd_task_weight", 0.0))),
+        # the GPU path's teacher, wherever it runs (the CPU path's launcher sets float32)
+        "+trainer.v1.agentspec.teacher_dtype": "bfloat16",
     }
     if algorithm.task_estimator is not None:
         out["+trainer.v1.agentspec.task_estimator"] = f"agentspec_{algorithm.task_estimator}"

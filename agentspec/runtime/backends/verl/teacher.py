@@ -12,10 +12,12 @@ backend's scorer (``token_log_probs``, logits divided by the sampling
 temperature), so both backends compute the same numbers for the same rows.
 
 Where it runs (:func:`make_teacher`, see :mod:`.placement`): in the trainer's
-process (placement ``trainer``: float32, on the CPU, since Ray gives verl's task
-runner no GPU), or in a Ray actor of its own that asks for GPUs (placement
-``gpu``: bfloat16 on CUDA; float32 where the actor sees no CUDA device, as on the
-CPU path's logical GPUs).
+process (placement ``trainer``: on the CPU, since Ray gives verl's task runner no
+GPU), or in a Ray actor of its own that asks for GPUs (placement ``gpu``). Its
+dtype is ``+trainer.v1.agentspec.teacher_dtype``: bfloat16 on the GPU path
+(wherever the teacher runs: half the memory and, on a CPU with bfloat16 units,
+several times the speed of float32), float32 on the CPU path (what the local
+backend's CPU scorer computes, so both backends give the same numbers).
 """
 
 from __future__ import annotations
@@ -41,9 +43,10 @@ class TeacherScorer:
         student_path: str | Path,
         temperature: float,
         device: str | None = None,
+        dtype: str | None = None,
     ) -> None:
         """``device``: where to score (None: CUDA if this process sees a GPU, else the CPU);
-        bfloat16 on CUDA, float32 on the CPU."""
+        ``dtype``: ``bfloat16`` or ``float32`` (None: bfloat16 on CUDA, float32 on the CPU)."""
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
         path = Path(path)
@@ -58,8 +61,9 @@ class TeacherScorer:
                 f"{str(student_path)!r}: OPD compares log-probs of the same token ids"
             )
         self.device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
-        dtype = torch.bfloat16 if self.device.type == "cuda" else torch.float32
-        model: Any = AutoModelForCausalLM.from_pretrained(path, dtype=dtype)
+        model: Any = AutoModelForCausalLM.from_pretrained(
+            path, dtype=_dtype(dtype, self.device.type)
+        )
         self.model = model.to(self.device).eval()
         self.temperature = float(temperature)
 
@@ -93,16 +97,29 @@ class TeacherScorer:
         return out
 
 
+def _dtype(name: str | None, device: str) -> torch.dtype:
+    if name is None:
+        return torch.bfloat16 if device == "cuda" else torch.float32
+    if name not in ("bfloat16", "float32"):
+        raise ValueError(f"trainer.v1.agentspec.teacher_dtype={name!r}: give bfloat16 or float32")
+    return getattr(torch, name)
+
+
 class RemoteTeacher:
     """A :class:`TeacherScorer` in a Ray actor of its own that asks for ``num_gpus`` GPUs."""
 
     def __init__(
-        self, path: str | Path, student_path: str | Path, temperature: float, num_gpus: float
+        self,
+        path: str | Path,
+        student_path: str | Path,
+        temperature: float,
+        num_gpus: float,
+        dtype: str | None = None,
     ) -> None:
         import ray
 
         actor: Any = ray.remote(num_gpus=num_gpus)(TeacherScorer)
-        self.actor = actor.remote(str(path), str(student_path), float(temperature))
+        self.actor = actor.remote(str(path), str(student_path), float(temperature), None, dtype)
         self.device, self.dtype = ray.get(self.actor.where.remote())  # loaded, or its error
 
     def log_probs(
@@ -122,11 +139,12 @@ def make_teacher(
     temperature: float,
     placement: str = "trainer",
     num_gpus: float = 1.0,
+    dtype: str | None = None,
 ) -> TeacherScorer | RemoteTeacher:
     """The teacher where ``placement`` puts it: ``trainer`` (this process) or ``gpu``
-    (a Ray actor with ``num_gpus`` GPUs)."""
+    (a Ray actor with ``num_gpus`` GPUs), in ``dtype`` (see the module docstring)."""
     if placement == "gpu":
-        return RemoteTeacher(path, student_path, temperature, num_gpus)
+        return RemoteTeacher(path, student_path, temperature, num_gpus, dtype)
     # in verl's task runner: the CPU, even where the process happens to see a GPU that
     # verl's workers use
-    return TeacherScorer(path, student_path, temperature, device="cpu")
+    return TeacherScorer(path, student_path, temperature, device="cpu", dtype=dtype)

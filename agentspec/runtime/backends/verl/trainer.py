@@ -280,6 +280,7 @@ class AgentspecTrainer(PPOTrainerSync):
                 float(self.config.actor_rollout_ref.rollout.temperature),
                 placement=str(settings.get("teacher_placement", "trainer")),
                 num_gpus=float(settings.get("teacher_num_gpus", 1)),
+                dtype=settings.get("teacher_dtype"),
             )
         return self._teacher_scorer
 
