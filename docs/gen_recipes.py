@@ -96,7 +96,51 @@ def measured(name: str, file: str) -> list[str]:
         "",
     ]
     lines += [f"- {item}" for item in facts["explore"]]
-    return [*lines, ""] if facts["explore"] else lines
+    lines = [*lines, ""] if facts["explore"] else lines
+    return lines + trained(facts.get("trained"))
+
+
+def trained(facts: dict[str, Any] | None) -> list[str]:
+    """A measured training run: its command and the agent's success before and after."""
+    if not facts:
+        return []
+    return [
+        "## Trained",
+        "",
+        f"{facts['what']}",
+        "",
+        "```bash",
+        *facts["commands"],
+        "```",
+        "",
+        "| | success |",
+        "|---|---|",
+        *[f"| {label} | {value} |" for label, value in facts["results"]],
+        "",
+        *([facts["note"], ""] if facts.get("note") else []),
+    ]
+
+
+def user_section(user: dict[str, Any] | None) -> list[str]:
+    """The simulated user: its kind, and a rule-based user's rules in order."""
+    if not user:
+        return []
+    lines = ["### User", ""]
+    if user.get("model"):
+        return [*lines, f"A model user, {code(user['model'])} (docs/users.md).", ""]
+    lines += [
+        "A rule-based user (docs/users.md): the first rule whose `when` holds replies.",
+        "",
+        "| rule | when | says | ends |",
+        "|---|---|---|---|",
+    ]
+    for rname, r in (user.get("replies") or {}).items():
+        when = code(r["when"]) if "when" in r else "always"
+        ends = "yes" if r.get("end") or "###STOP###" in str(r.get("say", "")) else ""
+        lines.append(f"| `{rname}` | {when} | {code(r['say'])} | {ends} |")
+    if "otherwise" in user:
+        lines.append(f"| otherwise | | {code(user['otherwise'])} | |")
+    return [*lines, ""]
 
 
 def page(path: Path) -> str:
@@ -176,6 +220,7 @@ def page(path: Path) -> str:
             desc = cell(t.get("description", ""))
             lines.append(f"| `{tname}` | {args} | {when} | {terminal} | {desc} |")
         lines.append("")
+    lines += user_section(spec.get("user"))
     env = spec.get("environment")
     if env:
         lines += ["### Environment", "", f"Adapter {code(env['adapter'])}."]

@@ -218,6 +218,7 @@ class _OracleChecker:
             # a placeholder sample can render a real turn's `{% if %}` empty: only known text
             ends_early = (
                 self.spec.episode.final_answer == "end"
+                and self.spec.user is None  # with a user, a text turn goes to the user
                 and i + 1 < len(steps)
                 and (real_turn or constant)
             )

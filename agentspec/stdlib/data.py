@@ -67,6 +67,7 @@ GENERATOR_MODULES = (
     "agentspec.stdlib.papers",
     "agentspec.stdlib.worlds",
     "agentspec.stdlib.panel",
+    "agentspec.stdlib.desk",
 )
 
 

@@ -101,7 +101,7 @@ class UserTurns:
     def scope(self, ahead: bool = False, **extra: Any) -> Scope:
         if "user" not in extra:
             extra["user"] = getattr(self, "user", None) or UserView()
-        return super().scope(ahead, **extra)  # type: ignore[misc, no-any-return]
+        return super().scope(ahead, **extra)  # type: ignore[misc]
 
     def user_instructions(self) -> str:
         """The user's private instructions for this episode's sample."""

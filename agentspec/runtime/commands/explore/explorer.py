@@ -36,6 +36,7 @@ from agentspec.runtime.commands.explore.probe import GuardProbe
 from agentspec.runtime.commands.explore.reading import Reading, read_spec
 from agentspec.runtime.commands.explore.search import GuidedSearch
 from agentspec.runtime.commands.explore.space import ActionSpace
+from agentspec.runtime.commands.explore.user_strategies import user_strategies
 from agentspec.runtime.compiled.task_text import CORPUS_SAMPLES
 from agentspec.runtime.episode.trajectory import TerminationReason
 
@@ -155,6 +156,7 @@ def _search(
     search.oracle_episodes()
     tests = getattr(getattr(checked.spec, "tests", None), "episodes", None) or []
     search.spec_tests(tests)
+    user_strategies(search, checked, keep=driver.left // 2)  # a spec with a user
     listing = Listing(_common_words(search, reading, every), _fits(search, checked))
     every_recipe = answer_recipes(reading, every, listing)
     recipes = every_recipe
