@@ -88,6 +88,21 @@ def test_lr_warmup_maps_to_verls_warmup_steps(tmp_path: Path) -> None:
     assert gpu_overrides(target)["actor_rollout_ref.actor.optim.lr_warmup_steps"] == "5"
 
 
+@pytest.mark.parametrize(("iterations", "verl"), [(0, "0"), (1, "2"), (3, "4")])
+def test_critic_warmup_counts_iterations_as_the_local_backend(
+    tmp_path: Path, iterations: int, verl: str
+) -> None:
+    """The local backend trains the policy from iteration N + 1 (iterations count from 1);
+    verl updates the actor once ``trainer.critic_warmup <= global_steps``, its steps
+    counting from 1 too (verl/trainer/ppo/v1/trainer_base.py): N + 1 is the same rule."""
+    training = {"algorithm": "steppo", "critic_warmup": iterations}
+    target, _ = build_verl_target(SPEC, tmp_path, training=training)
+    warmup = int(gpu_overrides(target)["trainer.critic_warmup"])
+    verl_critic_only = [step for step in range(1, 10) if not warmup <= step]
+    local_critic_only = [it for it in range(1, 10) if not it - iterations > 0]
+    assert str(warmup) == verl and verl_critic_only == local_critic_only
+
+
 @pytest.mark.parametrize(
     "paper",
     [{"step_clip_low": 3e-4, "step_clip_high": 4e-4}, {"step_clip_preset": "steppo_paper"}],

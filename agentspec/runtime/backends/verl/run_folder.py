@@ -428,11 +428,17 @@ def algorithm_overrides(algorithm: Algorithm, t: Mapping[str, Any]) -> dict[str,
         "actor_rollout_ref.actor.clip_ratio_low": str(clip_low),
         "actor_rollout_ref.actor.clip_ratio_high": str(clip_high),
         "critic.enable": str(algorithm.trains_critic),
-        # verl skips the actor's update for its first `critic_warmup` steps, as we do
-        "trainer.critic_warmup": str(critic_warmup(algorithm, t)),
+        # verl updates the actor once `critic_warmup <= global_steps`, and counts steps from
+        # 1 (trainer_base.py): N critic-only iterations, as the local backend's N, is N + 1
+        "trainer.critic_warmup": _verl_critic_warmup(critic_warmup(algorithm, t)),
         **_teacher_overrides(algorithm, t),
         **algorithm.verl_overrides,
     }
+
+
+def _verl_critic_warmup(iterations: int) -> str:
+    """verl's ``trainer.critic_warmup`` for ``iterations`` critic-only iterations."""
+    return str(iterations + 1) if iterations > 0 else "0"
 
 
 def _teacher_overrides(algorithm: Algorithm, t: Mapping[str, Any]) -> dict[str, str]:
