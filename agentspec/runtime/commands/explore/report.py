@@ -10,7 +10,7 @@ import yaml
 
 from agentspec.core.diagnostics import Diagnostic, render_github, render_text, to_json
 from agentspec.core.source import Span
-from agentspec.runtime.commands.explore.detect import Finding
+from agentspec.runtime.commands.explore.findings import Finding
 from agentspec.runtime.commands.explore.driver import Episode
 from agentspec.runtime.commands.explore.explorer import Report
 
@@ -42,7 +42,7 @@ def witness_entry(finding: Finding) -> dict[str, Any] | None:
 
 
 def _title(finding: Finding) -> str:
-    from agentspec.runtime.commands.explore.detect import CODES
+    from agentspec.runtime.commands.explore.findings import CODES
 
     return CODES.get(finding.code, finding.code)
 
