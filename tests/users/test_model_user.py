@@ -97,7 +97,8 @@ def test_a_model_user_answers_from_its_instructions_and_ends(
     customer: FakeCustomer, tmp_path: Path
 ) -> None:
     module = build(_desk(customer.url), tmp_path)
-    traj, env = play(module, ["What is your number?", call("finish"), "All done."])
+    thought = "<think>the customer must not read this</think>What is your number?"
+    traj, env = play(module, [thought, call("finish"), "All done."])
     assert traj.steps[0].observation == "My number is 3."
     assert traj.steps[-1].info["user"] == {
         "rule": "model",
@@ -110,7 +111,7 @@ def test_a_model_user_answers_from_its_instructions_and_ends(
     last = customer.requests[-1]
     assert (last["temperature"], last["max_tokens"], last["seed"]) == (0.7, 40, 7)
     seen = json.dumps(last["messages"])
-    assert "finish" not in seen and "tool result" not in seen
+    assert "finish" not in seen and "tool result" not in seen and "must not read" not in seen
     roles = [m["role"] for m in last["messages"]]
     assert roles == ["system", "user", "assistant", "user", "assistant", "user"]
     assert last["messages"][2]["content"] == "question"  # its own opening, as the assistant's

@@ -25,6 +25,7 @@ from typing import Any, ClassVar
 from agentspec.runtime.compiled.scope import ActionView, Scope, SpecTemplate, state_fields
 from agentspec.runtime.episode.envs import StepResult
 from agentspec.runtime.episode.trajectory import Action, Event, EventKind, Observation
+from agentspec.runtime.text.chat_reasoning import split_reasoning
 
 __all__ = ["UserError", "UserRule", "UserRules", "UserTurns", "UserView"]
 
@@ -112,7 +113,8 @@ class UserTurns:
         self.action = ActionView(action.text, None, answer)
         if self.user.ended:  # (the episode ended with the user's last reply)
             return StepResult(done=True, events=[Event(EventKind.FINAL, message="user")])
-        self.dialogue.append({"role": "user", "content": answer})
+        # the user hears the message, never the agent's reasoning (`<think>…</think>`)
+        self.dialogue.append({"role": "user", "content": split_reasoning(answer)[1].strip()})
         reply = await self.user_reply(answer)
         return self.heard(reply)
 
