@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from agentspec.core.contexts import ContextPolicyKind, declare_context_policy
 from agentspec.core.registry import Registry
+from agentspec.runtime.episode.envs import AgentEnv, state_fields
 from agentspec.runtime.episode.trajectory import Step
 from agentspec.runtime.text.tokenizer import (
     ChatTemplate,
@@ -88,7 +89,7 @@ class ContextView:
     chat: ChatTemplate | ModelTemplate
     initial_messages: list[dict[str, str]]
     steps: list[Step] = field(default_factory=list)
-    env: Any = None
+    env: AgentEnv | None = None
     sample: Mapping[str, Any] = field(default_factory=dict)
     _initial_ids: list[int] | None = None
     # The model template's last rendering (messages, tools, text): the conversation
@@ -359,22 +360,20 @@ class StateSummary(ContextPolicy):
     def variables(view: ContextView) -> dict[str, Any]:
         last = view.steps[-1].observation if view.steps else None
         task = next((m["content"] for m in view.initial_messages if m["role"] == "user"), "")
-        state = getattr(view.env, "state", None)
+        env = view.env
+        state = env.state if env is not None else None
         if dataclasses.is_dataclass(state) and not isinstance(state, type):
-            from agentspec.runtime.episode.envs import state_fields
-
             # Spec states: by their spec names (a keyword-named field is renamed in Python).
             state = state_fields(state)
-        env_info = getattr(view.env, "env_info", None)
         return {
             "state": state,
             "sample": view.sample,
-            "step": StepNumber(view.step_index, int(getattr(view.env, "max_steps", 0))),
+            "step": StepNumber(view.step_index, env.max_steps if env is not None else 0),
             "last_observation": last or "",
             "steps": view.steps,
             "task": task,
-            "env": env_info() if callable(env_info) else {},
-            "constants": getattr(view.env, "constants", {}),
+            "env": dict(env.env_info()) if env is not None else {},
+            "constants": env.constants if env is not None else {},
         }
 
     def render(self, view: ContextView) -> str:

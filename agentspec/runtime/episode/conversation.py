@@ -33,6 +33,7 @@ from agentspec.runtime.episode.context import (
     Prompt,
     StateSummary,
 )
+from agentspec.runtime.episode.envs import ToolEnv
 from agentspec.runtime.episode.trajectory import Step, ToolCall
 from agentspec.runtime.text.chat_templates import without_tool_instructions
 
@@ -72,8 +73,8 @@ class Conversation:
 def conversation_of(view: ContextView, prompt: Prompt, context: ContextPolicy) -> Conversation:
     """The conversation a chat model sees at this step: the turns ``context`` kept for ``prompt``."""
     env = view.env
-    tools = list(getattr(env, "tools", {}).values())
-    fmt = getattr(env, "format", None)
+    tools = list(env.tools.values()) if isinstance(env, ToolEnv) else []
+    fmt = env.format if isinstance(env, ToolEnv) else None
     initial = without_tool_instructions(view.initial_messages, env)
     if isinstance(context, StateSummary):
         messages = [m for m in initial if m["role"] == "system"][:1]
@@ -93,7 +94,7 @@ def conversation_of(view: ContextView, prompt: Prompt, context: ContextPolicy) -
     return Conversation(
         messages=messages,
         tools=[tool.schema() for tool in tools],
-        tool_format=getattr(fmt, "name", "hermes"),
+        tool_format=fmt.name if fmt is not None else "hermes",
     )
 
 

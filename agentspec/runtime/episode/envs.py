@@ -16,7 +16,8 @@ import dataclasses
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from types import MappingProxyType
+from typing import Any, ClassVar
 
 from agentspec.formats import FormatError, ToolCallFormat, get_format
 from agentspec.runtime.episode.tools import BaseTool, ToolContext, ToolResult, cap_error
@@ -69,6 +70,11 @@ class AgentEnv(ABC):
 
     tool_semaphore: asyncio.Semaphore | None = None
     """Set by the loop: bounds tool calls in flight across all concurrent episodes."""
+    max_steps: ClassVar[int] = 0
+    """The episode's step limit where the environment knows it (a spec's
+    ``episode.max_steps``: what ``step.max`` reads in templates); 0: not known."""
+    constants: ClassVar[Mapping[str, Any]] = MappingProxyType({})
+    """Named values the context templates read as ``constants``; none by default."""
 
     def __init__(self) -> None:
         self.sample: Mapping[str, Any] = {}
@@ -106,6 +112,10 @@ class AgentEnv(ABC):
             if result.success is not None:
                 return result.success
         return None
+
+    def env_info(self) -> Mapping[str, Any]:
+        """What the context templates read as ``env`` (an external environment's facts)."""
+        return {}
 
     async def close(self) -> None:
         """Release resources (called once per episode, even after an error)."""
