@@ -10,8 +10,8 @@ from typing import Any
 import jsonschema
 import pytest
 
+from agentspec.runtime.commands.explore.pattern_strings import MAX_DRAWN_SIZE
 from agentspec.runtime.commands.explore.space import (
-    MAX_DRAWN_SIZE,
     Vocabulary,
     draw_value,
     finite_values,

@@ -23,17 +23,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agentspec.runtime.commands.explore.driver import signature
+from agentspec.runtime.commands.explore.pattern_strings import _matches, string_for_pattern
 from agentspec.runtime.commands.explore.policy import _guard_passes
 from agentspec.runtime.commands.explore.reading import GuardReading, numbers_in, strings_in
 from agentspec.runtime.commands.explore.space import (
     ActionSpace,
     ToolShape,
     _length_bounds,
-    _matches,
     _multiple,
     _NumberBounds,
     _step,
-    string_for_pattern,
 )
 
 __all__ = ["GuardCoverage", "GuardProbe", "boundary_values"]

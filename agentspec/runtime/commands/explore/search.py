@@ -43,14 +43,11 @@ from agentspec.runtime.commands.explore.answers import (
     token_shape,
 )
 from agentspec.runtime.commands.explore.driver import Driver, Episode, Job, scripted
+from agentspec.runtime.commands.explore.pattern_strings import _matches
 from agentspec.runtime.commands.explore.policy import OracleFacts
 from agentspec.runtime.commands.explore.probe import GuardProbe
 from agentspec.runtime.commands.explore.reading import strings_in
-from agentspec.runtime.commands.explore.space import (
-    ActionSpace,
-    _matches,
-    _NumberBounds,
-)
+from agentspec.runtime.commands.explore.space import ActionSpace, _NumberBounds
 from agentspec.runtime.commands.explore.unguided import SampleFacts, Search
 from agentspec.runtime.episode.trajectory import EventKind
 
