@@ -30,7 +30,7 @@ from pydantic.fields import FieldInfo  # noqa: E402
 from agentspec.compiler import scopes  # noqa: E402
 from agentspec.compiler.builtins import BUILTINS, EFFECT_CALLS  # noqa: E402
 from agentspec.compiler.user_check import USER_FIELDS  # noqa: E402
-from agentspec.spec import model, user  # noqa: E402
+from agentspec.spec import model, testing, user  # noqa: E402
 from agentspec.spec.schema import SCHEMA_ID  # noqa: E402
 
 OUTPUT = ROOT / "docs" / "reference.md"
@@ -64,6 +64,7 @@ SECTIONS: list[tuple[type[BaseModel], str]] = [
     (model.SpecTest, "tests.episodes[N]"),
     (model.SpecTestExpect, "tests.episodes[N].expect"),
     (model.TextMatch, "an expected observation given by a pattern"),
+    (testing.UserExpect, "tests.episodes[N].expect.user"),
 ]
 
 # Named string kinds of the language (aliases in model.py).

@@ -37,6 +37,20 @@ Ending = Literal[
 ]
 
 
+class UserExpect(Section):
+    """What the spec's simulated user did in a scripted episode (docs/users.md)."""
+
+    replies: list[str | TextMatch | None] | None = Field(
+        None,
+        description="Every reply of the user, in order, the last one too (which the agent never sees): exact text, `{pattern: REGEX}`, `{contains: TEXT}`, or null to skip one.",
+    )
+    rules: list[str] | None = Field(
+        None,
+        description="The names of the rules that replied, in order (`user.replied`: `otherwise`, `leave`, `model` too).",
+    )
+    ended: bool | None = Field(None, description="Whether the user ended the conversation.")
+
+
 class SpecTestExpect(Section):
     """What a scripted episode must produce; every key is optional."""
 
@@ -60,6 +74,9 @@ class SpecTestExpect(Section):
     steps: int | None = Field(None, ge=0, description="Number of steps the episode took.")
     tool_errors: int | None = Field(None, ge=0, description="Number of tool errors.")
     parse_errors: int | None = Field(None, ge=0, description="Number of malformed turns.")
+    user: UserExpect | None = Field(
+        None, description="What the simulated user replied and whether it ended the dialogue."
+    )
 
 
 class SpecTest(Section):

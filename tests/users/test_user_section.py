@@ -123,3 +123,25 @@ def test_checker_locates_problems_in_the_user_section(
     tmp_path: Path, body: str, expected: list[str]
 ) -> None:
     assert _diagnostics(tmp_path, body) == expected
+
+
+def test_agentspec_test_reports_a_wrong_user_reply_where_it_is_written(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[2]
+    text = (root / "specs" / "retail_desk.yaml").read_text(encoding="utf-8")
+    wrong = text.replace('- "That\'s all I needed, thank you!"', '- "Bye."', 1)
+    assert wrong != text
+    path = tmp_path / "desk.yaml"
+    path.write_text(wrong, encoding="utf-8")
+    result = subprocess.run(
+        [sys.executable, "-m", "agentspec.cli", "test", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 1
+    line = 1 + wrong.splitlines().index('            - "Bye."')
+    assert f"{path}:{line}:15: episodes[0]" in result.stdout, result.stdout[-1500:]
+    assert "user reply 4: expected 'Bye.', got \"That's all I needed, thank you!\"" in result.stdout

@@ -31,6 +31,7 @@ from typing import Any
 
 from agentspec.core.diagnostics import SpecError, clip_line, visible
 from agentspec.core.source import Span
+from agentspec.runtime.commands.user_tests import user_failures
 from agentspec.runtime.compiled.scope import state_fields
 from agentspec.runtime.episode.trajectory import EventKind, TerminationReason, Trajectory
 from agentspec.spec.model import SpecTest, TextMatch
@@ -251,6 +252,7 @@ class SpecTestRunner:
                         self.span((*where, key)),
                     )
                 )
+        failures += user_failures(expect.user, traj, where, self.span, _text_problem, Failure)
         return failures
 
     # ---------------------------------------------------------- oracle gate
