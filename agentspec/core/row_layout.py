@@ -47,7 +47,7 @@ def layout_for_template(layout: str, chat: Any) -> RowLayout:
     """``layout`` (from :func:`row_layout`) for the framing a run actually uses.
 
     A chat template that rewrites earlier turns (not prefix-stable, found by
-    :func:`agentspec.runtime.text.chat_templates.probe` at start-up) re-renders each
+    :func:`agentspec.runtime.text.template_probe.probe` at start-up) re-renders each
     step's prompt, so its steps never chain: one row per step. agentspec's own
     ChatML has no ``prefix_stable`` attribute and is append-only.
     """
