@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agentspec.compiler import ast
+from agentspec.spec.model import TaskSpec
 
 __all__ = ["Atom", "CheckReading", "GuardReading", "Reading", "read_spec"]
 
@@ -400,9 +401,9 @@ def _state_domains(checked: Any) -> tuple[dict[str, list[Any] | None], dict[str,
     domains: dict[str, list[Any] | None] = {}
     writers: dict[str, set[str]] = {name: set() for name in spec.state}
     for name, var in spec.state.items():
-        initial = getattr(var, "initial", None)
+        initial = var.initial
         if initial is None:
-            domains[name] = [_empty(getattr(var, "type", ""))]
+            domains[name] = [_empty(var.type)]
         elif isinstance(initial, (bool, int, float)) or (
             isinstance(initial, str) and ("state", name, "initial") not in checked.expressions
         ):
@@ -457,16 +458,10 @@ def _empty(kind: Any) -> Any:
     return {"int": 0, "float": 0.0, "bool": False, "str": ""}.get(text)
 
 
-def _read_tests(spec: Any, reading: Reading) -> None:
+def _read_tests(spec: TaskSpec, reading: Reading) -> None:
     """Which tools the spec's own `tests:` call and which components they expect."""
-    tests = getattr(spec, "tests", None)
-    for case in getattr(tests, "episodes", None) or []:
-        text = " ".join(str(t) for t in (getattr(case, "turns", None) or []))
+    for case in spec.tests.episodes:
+        text = " ".join(case.turns)
         reading.tested_tools |= {name for name in spec.tools if name in text}
-        expect = getattr(case, "expect", None)
-        rewards = getattr(expect, "rewards", None) or {}
-        if isinstance(rewards, Mapping):
-            reading.tested_rewards |= set(rewards)
-        state = getattr(expect, "state", None) or {}
-        if isinstance(state, Mapping):
-            reading.tested_state |= set(state)
+        reading.tested_rewards |= set(case.expect.rewards or {})
+        reading.tested_state |= set(case.expect.state or {})
