@@ -10,9 +10,9 @@ import yaml
 
 from agentspec.core.diagnostics import Diagnostic, render_github, render_text, to_json
 from agentspec.core.source import Span
-from agentspec.runtime.commands.explore.findings import Finding
 from agentspec.runtime.commands.explore.driver import Episode
 from agentspec.runtime.commands.explore.explorer import Report
+from agentspec.runtime.commands.explore.findings import Finding
 
 __all__ = ["diagnostic", "gate_failures", "render", "witness_entry", "witness_yaml"]
 
