@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from agentspec.runtime.commands.explore.search import Search
+    from agentspec.runtime.commands.explore.unguided import Search
 
 __all__ = ["CLOSING", "user_strategies", "user_variants"]
 
