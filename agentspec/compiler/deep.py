@@ -17,17 +17,15 @@ stops at the first row of a file.
 from __future__ import annotations
 
 import ast as ast_module
-import dataclasses
 import difflib
 import importlib
 import importlib.util
 import inspect
 import re
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path as FsPath
 from typing import Any
 
-from agentspec.compiler import ast
 from agentspec.compiler.data_check import (
     ANNOTATION_KINDS,
     DataChecks,
@@ -38,6 +36,7 @@ from agentspec.compiler.data_check import (
     looks_like_data_path,
 )
 from agentspec.compiler.ir import CheckResult
+from agentspec.compiler.regex_check import RegexChecks
 from agentspec.compiler.static_signature import (
     has_submodule,
     module_file,
@@ -49,13 +48,9 @@ from agentspec.compiler.static_signature import (
 from agentspec.compiler.types import TypeSyntaxError, assignable, parse_type, python_value_type
 from agentspec.core.diagnostics import Diagnostic
 from agentspec.spec.yaml_loader import Path
-from agentspec.stdlib.text import pattern_problem
-
-# Built-ins whose second argument is a regular expression.
-REGEX_FUNCTIONS = ("extract", "extract_all", "regex_match")
 
 
-class DeepChecker(DataChecks):
+class DeepChecker(DataChecks, RegexChecks):
     """Runs every deep check of one checked spec. Use `deep_check`."""
 
     def __init__(self, checked: CheckResult, spec_dir: FsPath, import_user_code: bool):
@@ -428,59 +423,6 @@ class DeepChecker(DataChecks):
                 path,
                 f"its signature is {name}{signature}",
             )
-
-    # ---------------------------------------------------------------- regexes
-
-    def _regexes(self) -> None:
-        sites = [(p, e.node) for p, e in self.checked.expressions.items()]
-        sites += list(self.checked.statements.items())
-        for path, root in sites:
-            for call in _calls(root):
-                if call.func not in REGEX_FUNCTIONS or len(call.args) < 2:
-                    continue
-                pattern = call.args[1]
-                if not (isinstance(pattern, ast.Literal) and isinstance(pattern.value, str)):
-                    continue
-                problem = pattern_problem(pattern.value)
-                if problem is not None:
-                    locator = self.map.locator(path)
-                    span = (
-                        locator.span(pattern.start, pattern.end)
-                        if locator is not None
-                        else self.map.value_span(path)
-                    )
-                    self.diagnostics.append(
-                        Diagnostic(
-                            "E908",
-                            f"invalid regular expression in {call.func}(): {problem}",
-                            span,
-                            "Python's `regex` syntax (a superset of `re`); escape ( ) [ ] . * + ?"
-                            " with a backslash to match them literally",
-                        )
-                    )
-
-
-def _calls(node: Any) -> Iterator[ast.Call]:
-    """Every call inside an AST (any node type, present or future)."""
-    if isinstance(node, ast.Call):
-        yield node
-    if isinstance(node, ast.Node):
-        for name in _child_fields(type(node)):
-            yield from _calls(getattr(node, name))
-    elif isinstance(node, (tuple, list)):
-        for item in node:
-            yield from _calls(item)
-
-
-_CHILD_FIELDS: dict[type, tuple[str, ...]] = {}
-
-
-def _child_fields(kind: type) -> tuple[str, ...]:
-    """The fields of an AST node class that can hold nodes (not positions), cached."""
-    if kind not in _CHILD_FIELDS:
-        names = (f.name for f in dataclasses.fields(kind))
-        _CHILD_FIELDS[kind] = tuple(n for n in names if n not in ("start", "end", "func_end"))
-    return _CHILD_FIELDS[kind]
 
 
 def _fits(value: str, target: str) -> bool:
