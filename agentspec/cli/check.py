@@ -156,12 +156,8 @@ def test_command(
     seed: Annotated[int, typer.Option(min=0, max=MAX_SEED, help="Seed of the random policy.")] = 0,
 ) -> None:
     """Run each spec's scripted episodes (`tests:`) and its oracle gate. Exit 0 if all pass, 1 if not, 2 on usage errors."""
-    from agentspec.runtime.commands.tests import (
-        all_passed,
-        report_results,
-        results_json,
-        run_spec_tests,
-    )
+    from agentspec.runtime.commands.tests import run_spec_tests
+    from agentspec.runtime.commands.tests_report import all_passed, report_results, results_json
 
     files = expand_paths(paths)
     if not files:

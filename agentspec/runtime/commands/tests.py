@@ -20,7 +20,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import json
 import re
 import time
 from collections.abc import Mapping, Sequence
@@ -29,23 +28,25 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from agentspec.core.diagnostics import SpecError, clip_line, visible
+from agentspec.core.diagnostics import SpecError
 from agentspec.core.source import Span
+from agentspec.runtime.commands.tests_match import (
+    TOLERANCE,
+    Failure,
+    as_dict,
+    blamed,
+    cut_turn,
+    entry_label,
+    grouped_by_sample,
+    text_problem,
+    values_equal,
+    why_failed,
+)
 from agentspec.runtime.commands.user_tests import user_failures
-from agentspec.runtime.compiled.scope import state_fields
 from agentspec.runtime.episode.trajectory import EventKind, TerminationReason, Trajectory
-from agentspec.spec.model import SpecTest, TextMatch
+from agentspec.spec.model import SpecTest
 from agentspec.spec.yaml_loader import Path as YamlPath
 from agentspec.spec.yaml_loader import SourceMap
-from agentspec.stdlib.text import REGEX_TIMEOUT, pattern_problem, regex_match
-
-TOLERANCE = 1e-6
-
-
-@dataclass
-class Failure:
-    message: str
-    span: Span | None = None
 
 
 @dataclass
@@ -155,7 +156,7 @@ class SpecTestRunner:
         flow.env_factory = recording_factory
         trajectory = asyncio.run(flow.run(dict(sample), sample_id="test"))
         state = getattr(envs[0], "state", None) if envs else None
-        return Played(trajectory, _as_dict(state))
+        return Played(trajectory, as_dict(state))
 
     # ------------------------------------------------------- scripted tests
 
@@ -201,25 +202,25 @@ class SpecTestRunner:
     def expectation_failures(self, base: YamlPath, test: SpecTest, played: Played) -> list[Failure]:
         """What a played episode does not meet of its test's `expect` (located at `base`)."""
         expect, traj = test.expect, played.trajectory
-        why = _why(traj, limit=self.spec.episode.max_response_tokens)  # what may explain each
+        why = why_failed(traj, limit=self.spec.episode.max_response_tokens)  # what may explain each
         where: YamlPath = (*base, "expect")
         failures: list[Failure] = []
         for i, wanted in enumerate(expect.observations or []):
             if wanted is None:
                 continue
             got = traj.steps[i].observation if i < len(traj.steps) else None
-            problem = _text_problem(wanted, got)
+            problem = text_problem(wanted, got)
             if problem is not None:
                 failures.append(
                     Failure(
                         f"observation {i + 1}: {problem}"
-                        + _why(traj, i, self.spec.episode.max_response_tokens),
+                        + why_failed(traj, i, self.spec.episode.max_response_tokens),
                         self.span((*where, "observations", i)),
                     )
                 )
         for name, wanted_value in (expect.state or {}).items():
             got_value = played.state.get(name, "<no such state variable>")
-            if not _equal(got_value, wanted_value):
+            if not values_equal(got_value, wanted_value):
                 failures.append(
                     Failure(
                         f"state.{name}: expected {wanted_value!r}, got {got_value!r}" + why,
@@ -245,14 +246,14 @@ class SpecTestRunner:
             ("parse_errors", expect.parse_errors, traj.count(EventKind.PARSE_ERROR)),
         ]
         for key, wanted_any, got_any in checks:
-            if wanted_any is not None and not _equal(got_any, wanted_any):
+            if wanted_any is not None and not values_equal(got_any, wanted_any):
                 failures.append(
                     Failure(
                         f"{key}: expected {wanted_any!r}, got {got_any!r}" + why,
                         self.span((*where, key)),
                     )
                 )
-        failures += user_failures(expect.user, traj, where, self.span, _text_problem, Failure)
+        failures += user_failures(expect.user, traj, where, self.span, text_problem, Failure)
         return failures
 
     # ---------------------------------------------------------- oracle gate
@@ -282,7 +283,7 @@ class SpecTestRunner:
             (str(sample.get("id", traj.sample_id)), self._oracle_episode(traj, sample))
             for traj, sample in zip(oracle, samples, strict=True)
         ]
-        result.failures += _grouped_by_sample(played)
+        result.failures += grouped_by_sample(played)
         random = (
             asyncio.run(
                 rollout(self.module, samples, "random", seed=self.seed, task_tokenizer=tokenizer)
@@ -325,7 +326,7 @@ class SpecTestRunner:
         for step in traj.steps:
             turn = entries[step.index] if step.index < len(entries) else None
             where = self._oracle_span(turn)
-            at = f"sample {sid}, turn {step.index + 1}{_entry_label(turn)}"
+            at = f"sample {sid}, turn {step.index + 1}{entry_label(turn)}"
             for event in step.events:
                 intended = (
                     event.kind == EventKind.TOOL_ERROR and event.tool in self.gate.tool_errors
@@ -341,7 +342,7 @@ class SpecTestRunner:
             for message in step.info.get("expression_errors", []):
                 failures.append(Failure(f"{at}: expression error: {message}", where))
             if step.response_truncated:  # the cause of the parse error above, if any
-                failures.append(Failure(f"{at}: {_cut_turn(self.spec)}", where))
+                failures.append(Failure(f"{at}: {cut_turn(self.spec)}", where))
         if traj.env_error is not None:
             failures.append(
                 Failure(
@@ -358,7 +359,7 @@ class SpecTestRunner:
             error = str(last.info.get("policy_error"))
             failures.append(
                 Failure(
-                    f"sample {sid}, turn {last.index + 1}{_entry_label(turn)}: the oracle's turn"
+                    f"sample {sid}, turn {last.index + 1}{entry_label(turn)}: the oracle's turn"
                     f" could not be made: {error}",
                     self._failed_entry_span(error) or self._oracle_span(turn),
                 )
@@ -449,121 +450,6 @@ def explore_gate(runner: SpecTestRunner) -> CaseResult:
     return result
 
 
-def _grouped_by_sample(played: Sequence[tuple[str, list[Failure]]]) -> list[Failure]:
-    """The oracle's failures, one per mistake: a constant mistake fails on every sample
-    alike, and is said once with the samples it failed on (`samples a, b, c and 13
-    more: turn 3 …`), not once per sample."""
-    groups: dict[tuple[str, Span | None], list[str]] = {}
-    for sid, failures in played:
-        for failure in failures:
-            rest = failure.message.removeprefix(f"sample {sid}").lstrip(",:").lstrip()
-            groups.setdefault((rest, failure.span), []).append(sid)
-    grouped = []
-    for (rest, span), sids in groups.items():
-        if len(sids) == 1:
-            grouped.append(Failure(f"sample {sids[0]}: {rest}", span))
-            continue
-        shown = ", ".join(sids[:3]) + (f" and {len(sids) - 3} more" if len(sids) > 3 else "")
-        grouped.append(Failure(f"samples {shown}: {rest}", span))
-    return grouped
-
-
-def _entry_label(turn: Any) -> str:
-    """` (oracle entry 3, item 2)`: which `oracle:` entry wrote a turn."""
-    entry = getattr(turn, "entry", None)
-    if entry is None:
-        return ""
-    item = getattr(turn, "item", None)
-    return f" (oracle entry {entry + 1}" + (f", item {item + 1})" if item is not None else ")")
-
-
-def _as_dict(state: Any) -> dict[str, Any]:
-    """The episode's state keyed by the spec's names (a generated field renamed
-    from a Python keyword, `class` → `class_`, is still `class`)."""
-    if dataclasses.is_dataclass(state) and not isinstance(state, type):
-        return state_fields(state)
-    return dict(state) if isinstance(state, Mapping) else {}
-
-
-def _equal(got: Any, wanted: Any) -> bool:
-    if isinstance(got, (int, float)) and isinstance(wanted, (int, float)):
-        if isinstance(got, bool) or isinstance(wanted, bool):
-            return got is wanted
-        return abs(float(got) - float(wanted)) <= TOLERANCE
-    return bool(got == wanted)
-
-
-def _text_problem(wanted: str | TextMatch, got: str | None) -> str | None:
-    if got is None:
-        return f"expected {_shown(wanted)}, but the turn produced no observation"
-    if isinstance(wanted, str):
-        return None if got == wanted else f"expected {wanted!r}, got {got!r}"
-    if wanted.pattern is not None:
-        problem = pattern_problem(wanted.pattern)
-        if problem is not None:
-            return f"invalid pattern {wanted.pattern!r}: {problem}"
-        try:
-            found = regex_match(got, wanted.pattern)
-        except TimeoutError:
-            return (
-                f"the pattern {wanted.pattern!r} took over {REGEX_TIMEOUT:g} s on the observation"
-                " (nested repeats such as (a|aa)+ backtrack exponentially): write one without"
-            )
-        return None if found else f"expected a match of {wanted.pattern!r}, got {got!r}"
-    assert wanted.contains is not None
-    return (
-        None
-        if wanted.contains in got
-        else f"expected text containing {wanted.contains!r}, got {got!r}"
-    )
-
-
-def _shown(wanted: str | TextMatch) -> str:
-    if isinstance(wanted, str):
-        return repr(wanted)
-    return f"pattern {wanted.pattern!r}" if wanted.pattern is not None else f"{wanted.contains!r}"
-
-
-def _cut_turn(spec: Any) -> str:
-    limit = spec.episode.max_response_tokens
-    return (
-        f"the turn is longer than episode.max_response_tokens ({limit} tokens) and was cut"
-        " there; raise it, or shorten the turn"
-    )
-
-
-def _why(traj: Trajectory, turn: int | None = None, limit: int | None = None) -> str:
-    """The errors of an episode, each with its turn, to explain an unexpected outcome;
-    with `turn` (0-based), that turn's errors only: an observation's mismatch is
-    explained by its own turn, not by another turn's error. A turn cut at `limit`
-    (`episode.max_response_tokens`) says so: its parse error is that cut."""
-    errors: list[str] = []
-    for i, step in enumerate(traj.steps):
-        if turn is not None and i != turn:
-            continue
-        if step.response_truncated:
-            errors.append(f"turn {i + 1} was cut at episode.max_response_tokens ({limit})")
-        errors += [
-            f"turn {i + 1} {e.kind}: {e.message}"
-            for e in step.events
-            if e.kind in (EventKind.TOOL_ERROR, EventKind.PARSE_ERROR)
-        ]
-        errors += [
-            f"turn {i + 1} expression error: {m}" for m in step.info.get("expression_errors", [])
-        ]
-    if not errors:
-        return ""
-    more = f"; {len(errors) - 3} more" if len(errors) > 3 else ""
-    return f" ({'; '.join(errors[:3])}{more})"
-
-
-def _blamed(exc: Exception, otherwise: YamlPath) -> YamlPath:
-    """Where a test's exception points: data that cannot be read at `data.source`."""
-    from agentspec.stdlib.data import DataError
-
-    return ("data", "source") if isinstance(exc, DataError) else otherwise
-
-
 def run_spec_tests(
     path: Path, *, oracle_samples: int | None = None, seed: int = 0, gate: bool = True
 ) -> tuple[list[CaseResult], SpecError | None]:
@@ -584,7 +470,7 @@ def run_spec_tests(
             case = runner.scripted(index, test)
         except Exception as exc:  # the spec's code raised: a failed test, located, not a crash
             case = CaseResult(str(path), f"episodes[{index}] {test.name}")
-            where = runner.span(_blamed(exc, ("tests", "episodes", index)))
+            where = runner.span(blamed(exc, ("tests", "episodes", index)))
             case.failures.append(Failure(f"{type(exc).__name__}: {exc}", where))
         case.seconds = time.perf_counter() - start
         results.append(case)
@@ -594,7 +480,7 @@ def run_spec_tests(
             case = runner.oracle_gate()
         except Exception as exc:  # data that cannot be read, an oracle that raised
             case = CaseResult(str(path), f"oracle gate ({runner.oracle_samples} samples)")
-            where = runner.span(_blamed(exc, ("oracle",)))
+            where = runner.span(blamed(exc, ("oracle",)))
             case.failures.append(Failure(f"{type(exc).__name__}: {exc}", where))
         case.seconds = time.perf_counter() - start
         results.append(case)
@@ -604,110 +490,3 @@ def run_spec_tests(
         case.seconds = time.perf_counter() - start
         results.append(case)
     return results, None
-
-
-def report_results(
-    outcomes: Sequence[tuple[list[CaseResult], SpecError | None]],
-    *,
-    github: bool,
-    echo: Any,
-) -> bool:
-    """Print pytest-style results (or GitHub annotations); True when nothing failed."""
-    from agentspec.core.diagnostics import render_github, render_text
-    from agentspec.core.source import SourceFile
-
-    counts = {"passed": 0, "failed": 0, "skipped": 0}
-    failed: list[tuple[CaseResult, Failure]] = []
-    start_total = sum(case.seconds for results, _ in outcomes for case in results)
-    for results, error in outcomes:
-        if error is not None:
-            counts["failed"] += 1
-            for d in error.diagnostics:
-                echo(render_github(d) if github else render_text(d, error.sources))
-            continue
-        for case in results:
-            counts[case.status] += 1
-            if not github:
-                note = f" ({case.skipped})" if case.skipped else ""
-                shown = case.status.upper()
-                echo(visible(f"{case.spec}::{case.name} {shown}{note} [{case.seconds:.2f}s]"))
-            failed += [(case, f) for f in case.failures]
-    sources: dict[str, SourceFile] = {}
-    if failed and not github:
-        echo("\n" + " FAILURES ".center(72, "="))
-    for case, failure in failed:
-        if github:
-            echo(_github_line(case, failure))
-            continue
-        span = failure.span
-        location = f"{span.file}:{span.line}:{span.column}" if span else case.spec
-        echo(visible(f"{location}: {case.name}: {failure.message}"))
-        if span is not None:
-            source = sources.get(span.file) or SourceFile(span.file, Path(span.file).read_text())
-            sources[span.file] = source
-            text = source.line_text(span.line)
-            if text is not None:
-                gutter = f"{span.line:>4} | "
-                text, column = clip_line(text, span.column)
-                echo(gutter + visible(text) + "\n" + " " * (len(gutter) + column - 1) + "^")
-    summary = ", ".join(f"{n} {k}" for k, n in counts.items() if n or k == "passed")
-    echo(f"{'=' * 8} {summary} in {start_total:.2f}s {'=' * 8}")
-    return counts["failed"] == 0
-
-
-def all_passed(outcomes: Sequence[tuple[list[CaseResult], SpecError | None]]) -> bool:
-    """No spec invalid and no case failed (skipped cases do not fail)."""
-    return all(
-        error is None and all(case.status != "failed" for case in results)
-        for results, error in outcomes
-    )
-
-
-def results_json(
-    outcomes: Sequence[tuple[list[CaseResult], SpecError | None]], specs: Sequence[str]
-) -> str:
-    """The results as one JSON document: counts, and each case with its status, time and
-    failures (located like `validate --format json`'s diagnostics); an invalid spec (its
-    path from `specs`, one per outcome) is one failed `validate` case carrying its
-    diagnostics."""
-    from agentspec.core.diagnostics import to_json
-
-    cases: list[dict[str, Any]] = []
-    for spec, (results, error) in zip(specs, outcomes, strict=True):
-        if error is not None:
-            cases.append(
-                {
-                    "spec": spec,
-                    "name": "validate",
-                    "status": "failed",
-                    "skipped": None,
-                    "seconds": 0.0,
-                    "failures": [to_json(d) for d in error.diagnostics],
-                }
-            )
-            continue
-        for case in results:
-            failures = [
-                {"message": f.message, **(dataclasses.asdict(f.span) if f.span else {"file": None})}
-                for f in case.failures
-            ]
-            cases.append(
-                {
-                    "spec": case.spec,
-                    "name": case.name,
-                    "status": case.status,
-                    "skipped": case.skipped,
-                    "seconds": round(case.seconds, 3),
-                    "failures": failures,
-                }
-            )
-    counts = {k: sum(c["status"] == k for c in cases) for k in ("passed", "failed", "skipped")}
-    return json.dumps({**counts, "cases": cases}, indent=2, ensure_ascii=False)
-
-
-def _github_line(case: CaseResult, failure: Failure) -> str:
-    from agentspec.core.diagnostics import github_command
-
-    return github_command(
-        "error", failure.span, "agentspec test", f"{case.name}: {failure.message}"
-    )
