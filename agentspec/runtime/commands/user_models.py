@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from agentspec.runtime.commands.run import make_policy
 from agentspec.runtime.compiled.user_model import register_user_loader
 from agentspec.runtime.episode.policy import SamplingParams
 
@@ -23,7 +24,7 @@ class LoadedUser:
         self.policy, self.tokenizer = policy, tokenizer
 
     def prompt_ids(self, messages: list[dict[str, str]]) -> list[int]:
-        if getattr(self.tokenizer, "chat_template", None):
+        if self.tokenizer.chat_template:
             text = self.tokenizer.apply_chat_template(
                 messages, add_generation_prompt=True, tokenize=False
             )
@@ -44,8 +45,6 @@ class LoadedUser:
 
 
 def _load(name: str) -> LoadedUser:
-    from agentspec.runtime.commands.run import make_policy
-
     model, _, tokenizer_dir = name.partition("|")
     policy, tokenizer = make_policy(model, tokenizer_dir=tokenizer_dir or None)
     return LoadedUser(policy, tokenizer)

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from agentspec.runtime.compiled.scope import ActionView, Scope, SpecTemplate, state_fields
+from agentspec.runtime.compiled.user_model import model_reply
 from agentspec.runtime.episode.envs import StepResult
 from agentspec.runtime.episode.trajectory import Action, Event, EventKind, Observation
 from agentspec.runtime.text.chat_reasoning import split_reasoning
@@ -85,10 +86,13 @@ class UserTurns:
     turns go to the user (`on_final`), and `user` joins every expression's scope."""
 
     user_rules: ClassVar[UserRules]
-    user: UserView
-    dialogue: list[
-        dict[str, str]
-    ]  # the conversation as the user sees it (its own turns: assistant)
+    observation_role: str  # the env's (`ToolEnv`)
+
+    def __init__(self) -> None:
+        self.user = UserView()
+        # the conversation as the user sees it (its own turns: the assistant's)
+        self.dialogue: list[dict[str, str]] = []
+        super().__init__()
 
     async def reset(self, sample: Mapping[str, Any]) -> Observation:
         self.user = UserView()
@@ -101,7 +105,7 @@ class UserTurns:
 
     def scope(self, ahead: bool = False, **extra: Any) -> Scope:
         if "user" not in extra:
-            extra["user"] = getattr(self, "user", None) or UserView()
+            extra["user"] = self.user
         return super().scope(ahead, **extra)  # type: ignore[misc]
 
     def user_instructions(self) -> str:
@@ -122,8 +126,6 @@ class UserTurns:
         """The user's answer to the agent's message `answer`."""
         rules = self.user_rules
         if rules.model is not None:
-            from agentspec.runtime.compiled.user_model import model_reply
-
             text = await model_reply(rules, self.user_instructions(), self.dialogue)
             return self._stopped(Reply(text, "model", False))
         return self._stopped(self.rule_reply())
@@ -178,5 +180,4 @@ class UserTurns:
         info = {"user": {"rule": reply.rule, "reply": reply.text, "ended": reply.end}}
         if reply.end:
             return StepResult(done=True, events=[Event(EventKind.FINAL, message="user")], info=info)
-        role = getattr(self, "observation_role", "user")
-        return StepResult(observation=Observation(reply.text, role), info=info)
+        return StepResult(observation=Observation(reply.text, self.observation_role), info=info)

@@ -20,6 +20,8 @@ from typing import TYPE_CHECKING, Protocol
 
 from agentspec.runtime.episode.conversation import Conversation
 from agentspec.runtime.episode.policy import SamplingParams
+from agentspec.runtime.policies.chat import ChatPolicy
+from agentspec.runtime.text.byte_tokenizer import ByteTokenizer
 
 if TYPE_CHECKING:
     from agentspec.runtime.compiled.user import UserRules
@@ -43,9 +45,6 @@ class ChatUser:
     """A user played by a chat-completions server (`chat:URL`)."""
 
     def __init__(self, base_url: str) -> None:
-        from agentspec.runtime.policies.chat import ChatPolicy
-        from agentspec.runtime.text.byte_tokenizer import ByteTokenizer
-
         self.tokenizer = ByteTokenizer()  # bytes round-trip: the reply's text comes back whole
         self.policy = ChatPolicy(base_url, "default", self.tokenizer, max_retries=2)
 

@@ -42,7 +42,7 @@ def user_variants(turns: list[str], is_call: Any) -> list[tuple[str, list[str]]]
 def user_strategies(search: Search, checked: Any, keep: int = 0) -> None:
     """Play the dialogue strategies on every oracle sample (a spec with a
     rule-based user only: a model user's replies are not the spec's to search)."""
-    user = getattr(checked.spec, "user", None)
+    user = checked.spec.user
     if user is None or user.model is not None or search.space.adapter:
         return
     jobs = []
