@@ -26,9 +26,7 @@ HTTP 400/422) and the server keeps serving. Works with ``openenv-core`` 0.3
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
-import threading
 from typing import Any, ClassVar, Literal
 
 from openenv.core.env_server.http_server import create_app
@@ -39,6 +37,8 @@ from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from agentspec.core.json_value import json_value
 from agentspec.runtime.serve.limits import LimitsGuard, ServerLimits
+from agentspec.runtime.serve.openenv_tasks import add_task_routes
+from agentspec.runtime.serve.openenv_wire import WebSocketGuard, short_inputs, shortened
 from agentspec.runtime.serve.session import End, EpisodeSession, Turn, run_sync
 from agentspec.runtime.serve.spec import ServedSpec, SessionError
 
@@ -418,237 +418,38 @@ def build_app(
     )
 
     # messages built from a refused value (an unknown split, a reset key) repeat it:
-    # each reply is cut like the WebSocket's (`_shortened`, `_short_inputs`)
+    # each reply is cut like the WebSocket's (`shortened`, `short_inputs`)
     async def bad_request(request: Any, exc: Exception) -> JSONResponse:
-        return JSONResponse(status_code=400, content={"detail": _shortened(str(exc))})
+        return JSONResponse(status_code=400, content={"detail": shortened(str(exc))})
 
     async def invalid_request(request: Any, exc: Exception) -> JSONResponse:
         errors = exc.errors(include_url=False)  # type: ignore[attr-defined]
-        short = [{**e, "msg": _shortened(str(e.get("msg", "")))} for e in _short_inputs(errors)]
+        short = [{**e, "msg": shortened(str(e.get("msg", "")))} for e in short_inputs(errors)]
         return JSONResponse(status_code=400, content={"detail": json_value(short)})
 
     async def invalid_body(request: Any, exc: Exception) -> JSONResponse:
         errors = exc.errors()  # type: ignore[attr-defined]
-        return JSONResponse(status_code=422, content={"detail": json_value(_short_inputs(errors))})
+        return JSONResponse(status_code=422, content={"detail": json_value(short_inputs(errors))})
 
     async def http_error(request: Any, exc: Exception) -> Any:
         detail = getattr(exc, "detail", None)
         if isinstance(detail, (list, str)):  # OpenEnv's 422 for an action: pydantic's errors
             exc = StarletteHTTPException(
                 exc.status_code,  # type: ignore[attr-defined]
-                json_value(_short_inputs(detail))
-                if isinstance(detail, list)
-                else _shortened(detail),
+                json_value(short_inputs(detail)) if isinstance(detail, list) else shortened(detail),
                 headers=exc.headers,  # type: ignore[attr-defined]
             )
         return await http_exception_handler(request, exc)  # type: ignore[arg-type]
 
     app.add_exception_handler(SessionError, bad_request)
     app.add_exception_handler(ValidationError, invalid_request)  # a bad reset's fields
-    # the refused value is not echoed whole (see `_short_inputs`)
+    # the refused value is not echoed whole (see `short_inputs`)
     app.add_exception_handler(RequestValidationError, invalid_body)
     app.add_exception_handler(StarletteHTTPException, http_error)
-    app.add_middleware(_WebSocketGuard)
+    app.add_middleware(WebSocketGuard)
     # added last, so outermost: the token and the size are checked before anything else
     app.add_middleware(LimitsGuard, limits=limits or ServerLimits.from_environment())
     paths = {getattr(route, "path", "") for route in app.routes}
     if "/{env_name}/splits" not in paths:
-        _add_task_routes(app, env_class, served.name, HTTPException)
+        add_task_routes(app, env_class, served.name, HTTPException)
     return app
-
-
-class _WebSocketGuard:
-    """What OpenEnv's WebSocket route does not handle, for every connection:
-
-    - a frame of valid JSON that is not an object (a list, a string, a number, null)
-      ended the connection without a word; it is answered with an error frame, as a
-      malformed object is, and the connection (and its episode) goes on; so is JSON
-      that Python refuses past OpenEnv's `JSONDecodeError` handler (an integer past
-      4,300 digits, nesting past the parser's depth), which ended the session;
-    - a binary frame (OpenEnv reads text only, and raised) is read as its UTF-8 text;
-    - an error frame about a malformed message echoed the offending value whole (a
-      megabyte action came back as a megabyte error, past a default client's frame
-      limit): each error's `input` is cut to `_ECHO_LIMIT` characters;
-    - OpenEnv 0.3 closes a WebSocket its client already closed, and the resulting
-      disconnect reaches the ASGI server as an error (logged with a traceback) after
-      the session was cleaned up, and a reply sent after the client left raises
-      starlette's `WebSocketDisconnected`: a client leaving is no error."""
-
-    def __init__(self, app: Any) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        from starlette.websockets import WebSocketDisconnect, WebSocketDisconnected
-
-        if scope["type"] != "websocket":
-            await self.app(scope, receive, send)
-            return
-
-        async def objects_only() -> Any:
-            while True:
-                message = await receive()
-                if message["type"] != "websocket.receive":
-                    return message
-                if message.get("text") is None:  # a binary frame: OpenEnv reads text only
-                    message = _as_text(message)
-                problem = _frame_problem(message.get("text"))
-                if problem is None:
-                    return message
-                error = {"message": problem, "code": "VALIDATION_ERROR"}
-                await send(
-                    {"type": "websocket.send", "text": json.dumps({"type": "error", "data": error})}
-                )
-
-        async def short_errors(message: Any) -> None:
-            text = message.get("text") if message["type"] == "websocket.send" else None
-            if text is not None and len(text) > _ECHO_LIMIT:
-                message = {**message, "text": _error_frame_cut(text)}
-            await send(message)
-
-        with contextlib.suppress(WebSocketDisconnect, WebSocketDisconnected):
-            await self.app(scope, objects_only, short_errors)
-
-
-_ECHO_LIMIT = 2_000
-"""Characters of a refused value an error message repeats back to the client."""
-
-
-def _short_inputs(errors: Any) -> Any:
-    """Pydantic's error details with each `input` longer than `_ECHO_LIMIT` characters
-    (as JSON) replaced by its beginning and its size."""
-    if not isinstance(errors, list):
-        return errors
-    cut = []
-    for error in errors:
-        if isinstance(error, dict) and "input" in error:
-            shown = json.dumps(json_value(error["input"]))
-            if len(shown) > _ECHO_LIMIT:
-                error = {**error, "input": f"{shown[:200]}… ({len(shown):,} characters)"}
-        cut.append(error)
-    return cut
-
-
-def _error_frame_cut(text: str) -> str:
-    """A long outgoing WebSocket frame, with the inputs of its error details cut when it
-    is an error frame; any other frame unchanged."""
-    try:
-        frame = json.loads(text)
-    except ValueError:
-        return text
-    data = frame.get("data") if isinstance(frame, dict) else None
-    if frame.get("type") != "error" or not isinstance(data, dict):
-        return text
-    # messages built from a refused value (an unknown sample id, a reset key) repeat it
-    cut = {k: _shortened(v) if isinstance(v, str) else v for k, v in data.items()}
-    if "errors" in data:
-        cut["errors"] = _short_inputs(data["errors"])
-    return json.dumps({**frame, "data": cut})
-
-
-def _shortened(text: str) -> str:
-    if len(text) <= _ECHO_LIMIT:
-        return text
-    return f"{text[:_ECHO_LIMIT]}… ({len(text):,} characters)"
-
-
-def _as_text(message: dict[str, Any]) -> dict[str, Any]:
-    """A binary frame as the text frame it spells in UTF-8 (OpenEnv's `receive_text`
-    raised on a binary one and ended the session); bytes that are not UTF-8 keep no text,
-    which `_frame_problem` refuses."""
-    try:
-        text: str | None = (message.get("bytes") or b"").decode("utf-8")
-    except UnicodeDecodeError:
-        text = None
-    return {**message, "text": text, "bytes": None}
-
-
-def _frame_problem(raw: str | None) -> str | None:
-    """Why a frame is answered with an error here (the connection and its episode go
-    on), or None to pass it to OpenEnv: an object, or text that is not JSON at all,
-    which OpenEnv answers itself. OpenEnv caught only `JSONDecodeError`, so JSON that
-    Python refuses otherwise (an integer past 4,300 digits, nesting past the parser's
-    depth) ended the session."""
-    if raw is None:
-        return "a message must be UTF-8 JSON text; got a binary frame that is not UTF-8"
-    try:
-        value = json.loads(raw)
-    except json.JSONDecodeError:
-        return None
-    except (ValueError, RecursionError) as exc:
-        return f"a message this server cannot read: {str(exc)[:200]}"
-    if isinstance(value, dict):
-        return None
-    names = {
-        bool: "true or false",
-        str: "a string",
-        list: "a list",
-        int: "a number",
-        float: "a number",
-        type(None): "null",
-    }
-    kind = names.get(type(value), type(value).__name__)
-    return f'a message must be a JSON object, e.g. {{"type": "state"}}; got {kind}'
-
-
-class _SplitRequest(BaseModel):
-    split: str
-
-
-class _TaskRequest(BaseModel):
-    split: str
-    index: int
-
-
-class _RangeRequest(BaseModel):
-    split: str
-    start: int | None = None
-    stop: int | None = None
-
-
-def _add_task_routes(app: Any, env_class: type, env_name: str, http_error: type) -> None:
-    """OpenEnv 0.10's Task API routes, for OpenEnv versions that do not serve them."""
-    probe = env_class()  # the Task API reads only the spec's data: one instance serves all
-    lock = threading.Lock()
-
-    def call(method: str, *args: Any) -> Any:
-        try:
-            with lock:
-                return getattr(probe, method)(*args)
-        except IndexError as exc:
-            raise http_error(status_code=400, detail=str(exc)) from None
-
-    def check(name: str) -> None:
-        if name.lower() != env_name.lower():
-            raise http_error(status_code=404, detail=f"unknown environment {name!r}")
-
-    @app.get("/list_environments", tags=["Task API"])
-    async def list_environments() -> list[str]:
-        return [env_name]
-
-    @app.get("/{env_name}/splits", tags=["Task API"])
-    async def splits(env_name: str) -> list[dict[str, Any]]:
-        check(env_name)
-        return [
-            {"name": s, "type": s if s in ("train", "validation", "test") else "validation"}
-            for s in call("list_splits")
-        ]
-
-    @app.post("/{env_name}/tasks", tags=["Task API"])
-    async def tasks(env_name: str, request: _SplitRequest) -> dict[str, Any]:
-        check(env_name)
-        return {"tasks": call("list_tasks", request.split), "env_name": env_name}
-
-    @app.post("/{env_name}/num_tasks", tags=["Task API"])
-    async def num_tasks(env_name: str, request: _SplitRequest) -> dict[str, Any]:
-        check(env_name)
-        return {"num_tasks": call("num_tasks", request.split)}
-
-    @app.post("/{env_name}/task", tags=["Task API"])
-    async def task(env_name: str, request: _TaskRequest) -> dict[str, Any]:
-        check(env_name)
-        return {"task": call("get_task", request.split, request.index)}
-
-    @app.post("/{env_name}/task_range", tags=["Task API"])
-    async def task_range(env_name: str, request: _RangeRequest) -> dict[str, Any]:
-        check(env_name)
-        return {"tasks": call("get_task_range", request.split, request.start, request.stop)}
