@@ -136,3 +136,67 @@ def test_a_failing_model_user_ends_only_its_episode(tmp_path: Path) -> None:
     traj, _ = play(module, ["What is your number?"])
     assert traj.termination.value == "env_error"
     assert "model user" in traj.steps[0].info["env_error"]
+
+
+class FakeStoreCustomer(FakeCustomer):
+    """The retail desk's customer, played from the instructions it is sent."""
+
+    @staticmethod
+    def completion(messages: list[dict[str, str]]) -> dict[str, Any]:
+        import re
+
+        told = " ".join(messages[0]["content"].split())
+        email = re.search(r"your email is (\S+)\.", told)
+        order = re.search(r"order (W\d+)", told)
+        asked = messages[-1]["content"].lower()
+        if "refunded" in asked:
+            text = "Thank you, that's all! ###STOP###"
+        elif "email" in asked and email:
+            text = f"My email is {email.group(1)}."
+        elif "order" in asked and order:
+            text = f"It's order {order.group(1)}."
+        else:
+            text = "I need help with an order."
+        choice = {"message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
+        return {"choices": [choice]}
+
+
+def test_the_retail_desk_against_a_model_user(tmp_path: Path) -> None:
+    """The same recipe, its rules replaced by `model: chat:URL`: the oracle's side of
+    the dialogue still succeeds, every reply coming from the server."""
+    import re
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[2]
+    text = (root / "specs" / "retail_desk.yaml").read_text(encoding="utf-8")
+    server = FakeStoreCustomer()
+    try:
+        rules = re.compile(r"  replies:\n.*?\n  otherwise: [^\n]*\n", re.S)
+        spec = rules.sub(f"  model: chat:{server.url}\n", text, count=1)
+        spec = spec.split("\ntests:\n")[0] + "\n"  # its scripted tests expect the rules' words
+        assert "model: chat:" in spec and "replies:" not in spec
+        path = tmp_path / "retail_desk.yaml"
+        path.write_text(spec, encoding="utf-8")
+        result = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "agentspec.cli",
+                "eval",
+                str(path),
+                "--policy",
+                "oracle",
+                "-n",
+                "8",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+    finally:
+        server.close()
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    line = next(x for x in result.stdout.splitlines() if "success rate" in x)
+    assert float(line.split("│")[2]) == 1.0, result.stdout
+    assert len(server.requests) == 8 * 3  # three messages of the oracle's per episode
