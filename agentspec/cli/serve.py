@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -15,6 +15,10 @@ from agentspec.runtime.serve.defaults import (
     DEFAULT_SEND_BUFFER_BYTES,
     TOKEN_ENV,
 )
+
+if TYPE_CHECKING:
+    from agentspec.runtime.serve.limits import ServerLimits
+    from agentspec.runtime.serve.spec import ServedSpec
 
 
 @app.command()
@@ -64,17 +68,22 @@ def serve(
     if not openenv:
         raise fail("say what to serve the spec as: --openenv", code=2)
     require("agentspec serve --openenv", "openenv")
-    import uvicorn
+    limits = _limits(host, port, idle_timeout, max_message_bytes, send_buffer_bytes, token)
+    served = _load(spec)
+    _check_port(host, port)
+    _run(served, host, port, max_sessions, limits)
 
-    from agentspec.core.diagnostics import SpecError
-    from agentspec.runtime.serve.limits import (
-        ServerLimits,
-        bounded_websocket_protocol,
-        is_loopback,
-    )
-    from agentspec.runtime.serve.openenv_server import build_app
-    from agentspec.runtime.serve.spec import ServedSpec
-    from agentspec.stdlib.data import DataError
+
+def _limits(
+    host: str,
+    port: int,
+    idle_timeout: float,
+    max_message_bytes: int,
+    send_buffer_bytes: int,
+    token: str | None,
+) -> ServerLimits:
+    """The server's limits; a warning where the port is open beyond this machine."""
+    from agentspec.runtime.serve.limits import ServerLimits, is_loopback
 
     if token is not None and not token.strip():
         raise fail(f"--token is empty (or {TOKEN_ENV} is set to nothing): give a token", code=2)
@@ -90,6 +99,14 @@ def serve(
             " play episodes, read the tasks and run the spec's tools (see docs/security.md)",
             err=True,
         )
+    return limits
+
+
+def _load(spec: Path) -> ServedSpec:
+    """The spec and every split's samples, loaded here so that an error is one line."""
+    from agentspec.core.diagnostics import SpecError
+    from agentspec.runtime.serve.spec import ServedSpec
+    from agentspec.stdlib.data import DataError
 
     try:
         served = ServedSpec.load(spec)
@@ -101,12 +118,21 @@ def serve(
         raise fail(str(exc)) from None
     except Exception as exc:  # a generator's own failure (a missing file, say): one line
         raise fail(f"cannot load the spec's data: {type(exc).__name__}: {exc}") from None
-    _check_port(host, port)
+    return served
+
+
+def _run(served: ServedSpec, host: str, port: int, max_sessions: int, limits: ServerLimits) -> None:
+    """Build the OpenEnv app and serve it until stopped."""
+    import uvicorn
+
+    from agentspec.runtime.serve.limits import bounded_websocket_protocol
+    from agentspec.runtime.serve.openenv_server import build_app
+
     application = build_app(served, max_sessions=max_sessions, limits=limits)
     typer.echo(
         f"serving {served.name} as an OpenEnv environment on http://{host}:{port} "
         f"(WebSocket /ws, at most {max_sessions} sessions, idle ones closed after"
-        f" {idle_timeout:g} s{', token required' if token else ''})",
+        f" {limits.idle_timeout_s:g} s{', token required' if limits.token else ''})",
         err=True,
     )
     uvicorn.run(
@@ -114,8 +140,8 @@ def serve(
         host=host,
         port=port,
         log_level="warning",
-        ws=bounded_websocket_protocol(send_buffer_bytes),
-        ws_max_size=max_message_bytes,  # a larger frame closes the connection (1009) unread
+        ws=bounded_websocket_protocol(limits.send_buffer_bytes),
+        ws_max_size=limits.max_message_bytes,  # a larger frame closes the connection (1009) unread
     )
 
 
