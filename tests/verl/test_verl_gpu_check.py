@@ -3,9 +3,10 @@
 The GPU form (docs/verl.md, "The GPU check") runs the same steps on CUDA with
 larger models; here the imports are reported, the verl dry run shows the
 attention it chose, StepPO with the critic runs on verl's CPU path through
-`agentspec train` and passes on its metrics (step ratio, critic loss,
-rollout-vs-trainer probability difference), and the GPU-only steps say why they
-are skipped.
+`agentspec train` from a checkpoint the local backend warm-started and passes on
+its metrics (the greedy episodes of verl's validation before training parse, step
+ratio, critic loss, rollout-vs-trainer probability difference), and the GPU-only
+steps say why they are skipped.
 
 The verl step is also verl's `main_ppo` with `steppo` (step-level GAE with a
 critic, one verl row per step, the step-ratio loss): trained for two iterations
@@ -63,13 +64,16 @@ def test_gpu_check_small_form_runs_the_verl_steps_on_the_cpu(tmp_path: Path) -> 
     assert "vllm absent" in lines["imports"] and "flash_attn absent" in lines["imports"]
     assert "attention: actor and reference sdpa, critic sdpa" in lines["dry-run"]
     assert lines["verl"].startswith("[verl] ok")
-    for shown in ("step ratio ", "critic loss ", "rollout-vs-trainer prob diff "):
+    metrics = ("greedy reward before training ", "step ratio ", "critic loss ")
+    for shown in (*metrics, "rollout-vs-trainer prob diff "):
         assert shown in lines["verl"]
     assert lines["default"].startswith("[default] skipped")
     assert lines["2-gpu"].startswith("[2-gpu] skipped")
     assert result.stdout.splitlines()[-1] == "gpu_check: all steps passed"
 
-    # the verl step's run, as every verl training run must show; the tiny model it
-    # started from is the one `train` built into the run's target
-    initial = load_file(run / "target" / "model" / "model.safetensors")
+    # the verl step's run, as every verl training run must show; it started from the
+    # checkpoint the local backend warm-started (kept by --out)
+    policy = tmp_path / "warm" / "checkpoints" / "iter_000000" / "policy"
+    assert f"path: {policy}" in (run / "config.yaml").read_text()
+    initial = load_file(policy / "model.safetensors")
     check_trained_run(run, None, "steppo", initial)
