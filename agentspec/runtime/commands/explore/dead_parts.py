@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from agentspec.runtime.commands.explore.driver import Episode
@@ -67,99 +68,132 @@ def _values_said(arg: str, values: list[Any], schema: Mapping[str, Any]) -> str:
     return f"args.{arg}: {len(values)} values ({shown})"
 
 
-def dead_tools(played: Sequence[Episode], spec: SpecFacts) -> list[Finding]:
-    runs: dict[str, int] = defaultdict(int)
+@dataclass
+class _ToolCalls:
+    """What the episodes played did with each tool."""
+
+    runs: dict[str, int] = field(default_factory=lambda: defaultdict(int))
     # calls a guard could have refused: random actions call only tools whose guard
     # passes (`RandomActions.available_calls`), so they never test it
-    probes: dict[str, int] = defaultdict(int)
-    refusals: dict[str, list[tuple[Episode, str]]] = defaultdict(list)
-    failures: dict[str, list[Episode]] = defaultdict(list)
+    probes: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    refusals: dict[str, list[tuple[Episode, str]]] = field(
+        default_factory=lambda: defaultdict(list)
+    )
+    failures: dict[str, list[Episode]] = field(default_factory=lambda: defaultdict(list))
+
+
+def _tool_calls(played: Sequence[Episode], spec: SpecFacts) -> _ToolCalls:
+    calls = _ToolCalls()
     for e in played:
         probing = not e.origin.startswith("random actions")
         for step in e.trajectory.steps:
             for event in step.events:
                 if event.kind == EventKind.TOOL and event.tool:
-                    runs[event.tool] += 1
-                    probes[event.tool] += probing
+                    calls.runs[event.tool] += 1
+                    calls.probes[event.tool] += probing
                 elif event.kind == EventKind.TOOL_ERROR and event.tool in spec.tools:
                     if event.code == "guard":
-                        refusals[event.tool].append((e, event.message))
+                        calls.refusals[event.tool].append((e, event.message))
                     elif event.code != "invalid_arguments":
-                        failures[event.tool].append(e)
+                        calls.failures[event.tool].append(e)
+    return calls
+
+
+def dead_tools(played: Sequence[Episode], spec: SpecFacts) -> list[Finding]:
+    calls = _tool_calls(played, spec)
     tested = spec.reading.tested_tools if spec.reading is not None else set()
     findings: list[Finding] = []
     for tool in spec.tools:
-        refused, failed = refusals[tool], failures[tool]
-        coverage = spec.coverage.get(tool)
-        said = _coverage_said(spec, tool)
-        if runs[tool] == 0 and (refused or failed):
-            if refused and coverage is not None and coverage.passed:
-                spec.notes.append(
-                    (
-                        ("tools", tool, "when"),
-                        f"`{tool}` never ran in the episodes played, but its guard passes "
-                        f"some calls the guard probe asked about ({said})",
-                    )
-                )
-                continue
-            where = ("tools", tool, "when") if refused else ("tools", tool, "effect")
-            findings.append(
-                Finding(
-                    "X111",
-                    f"tool `{tool}` never ran: of its {len(refused) + len(failed)} calls, "
-                    f"{len(refused)} were refused by its guard and {len(failed)} failed"
-                    + (f"; {said}" if said else ""),
-                    where,
-                    "a guard or effect that can never pass makes the tool dead weight in the "
-                    "prompt: fix the condition"
-                    + (" (the spec's tests call it)" if tool in tested else ", or remove the tool"),
-                    shortest([e for e, _ in refused] or failed),
-                    evidence=_coverage_evidence(coverage),
-                )
-            )
+        refused, failed = calls.refusals[tool], calls.failures[tool]
+        if calls.runs[tool] == 0 and (refused or failed):
+            found = _never_ran(spec, tool, refused, failed, tool in tested)
         elif tool in spec.guarded and not refused:
-            if probes[tool] < MIN_CALLS:
-                if probes[tool]:
-                    spec.notes.append(
-                        (
-                            ("tools", tool, "when"),
-                            f"the guard of `{tool}` refused none of {probes[tool]} calls: too few "
-                            f"to say it never fails (at least {MIN_CALLS})"
-                            + (f"; {said}" if said else ""),
-                        )
-                    )
-                continue
-            if coverage is not None and (coverage.refused or not coverage.states):
-                spec.notes.append(
-                    (
-                        ("tools", tool, "when"),
-                        f"the guard of `{tool}` refused none of the {probes[tool]} calls played, "
-                        + (
-                            f"but refuses some the guard probe asked about ({said})"
-                            if coverage.states
-                            else "and the guard probe reached no state to ask it about"
-                        ),
-                    )
-                )
-                continue
-            findings.append(
-                Finding(
-                    "W112",
-                    f"the guard of `{tool}` never refused a call ({probes[tool]} calls ran"
-                    + (f"; {said}" if said else "")
-                    + ")",
+            found = _never_refused(spec, tool, calls.probes[tool], tool in tested)
+        else:
+            continue
+        if found is not None:
+            findings.append(found)
+    return findings
+
+
+def _never_ran(
+    spec: SpecFacts,
+    tool: str,
+    refused: list[tuple[Episode, str]],
+    failed: list[Episode],
+    tested: bool,
+) -> Finding | None:
+    """X111 for a tool whose every call was refused or failed (a note where the guard
+    probe saw its guard pass some call)."""
+    coverage = spec.coverage.get(tool)
+    said = _coverage_said(spec, tool)
+    if refused and coverage is not None and coverage.passed:
+        spec.notes.append(
+            (
+                ("tools", tool, "when"),
+                f"`{tool}` never ran in the episodes played, but its guard passes "
+                f"some calls the guard probe asked about ({said})",
+            )
+        )
+        return None
+    where = ("tools", tool, "when") if refused else ("tools", tool, "effect")
+    return Finding(
+        "X111",
+        f"tool `{tool}` never ran: of its {len(refused) + len(failed)} calls, "
+        f"{len(refused)} were refused by its guard and {len(failed)} failed"
+        + (f"; {said}" if said else ""),
+        where,
+        "a guard or effect that can never pass makes the tool dead weight in the "
+        "prompt: fix the condition"
+        + (" (the spec's tests call it)" if tested else ", or remove the tool"),
+        shortest([e for e, _ in refused] or failed),
+        evidence=_coverage_evidence(coverage),
+    )
+
+
+def _never_refused(spec: SpecFacts, tool: str, probes: int, tested: bool) -> Finding | None:
+    """W112 for a guard that refused none of the calls that could test it (a note where
+    they were too few, or the guard probe saw it refuse some)."""
+    coverage = spec.coverage.get(tool)
+    said = _coverage_said(spec, tool)
+    if probes < MIN_CALLS:
+        if probes:
+            spec.notes.append(
+                (
                     ("tools", tool, "when"),
-                    "a guard that always passes guards nothing: tighten it"
-                    + (
-                        " (the spec's tests call this tool: keep it, and make the guard "
-                        "compare with what it is meant to limit)"
-                        if tool in tested
-                        else " so it refuses what it was meant to, or remove it"
-                    ),
-                    evidence=_coverage_evidence(coverage),
+                    f"the guard of `{tool}` refused none of {probes} calls: too few "
+                    f"to say it never fails (at least {MIN_CALLS})" + (f"; {said}" if said else ""),
                 )
             )
-    return findings
+        return None
+    if coverage is not None and (coverage.refused or not coverage.states):
+        spec.notes.append(
+            (
+                ("tools", tool, "when"),
+                f"the guard of `{tool}` refused none of the {probes} calls played, "
+                + (
+                    f"but refuses some the guard probe asked about ({said})"
+                    if coverage.states
+                    else "and the guard probe reached no state to ask it about"
+                ),
+            )
+        )
+        return None
+    return Finding(
+        "W112",
+        f"the guard of `{tool}` never refused a call ({probes} calls ran"
+        + (f"; {said}" if said else "")
+        + ")",
+        ("tools", tool, "when"),
+        "a guard that always passes guards nothing: tighten it"
+        + (
+            " (the spec's tests call this tool: keep it, and make the guard "
+            "compare with what it is meant to limit)"
+            if tested
+            else " so it refuses what it was meant to, or remove it"
+        ),
+        evidence=_coverage_evidence(coverage),
+    )
 
 
 def _coverage_evidence(coverage: Any) -> dict[str, Any]:
@@ -192,47 +226,9 @@ def dead_rewards(
     for name, on in spec.rewards.items():
         sums = [e.components().get(name, 0.0) for e in played]
         if played and all(abs(s) <= TOLERANCE for s in sums):
-            reached = [e for e in played if on in _event_keys(e)]
-            seen = state_values(played, reading.reward_reads.get(name, []) if reading else [])
-            values = "; ".join(values_taken(var, vals) for var, vals in seen.items())
-            if not reached:
-                if not (on.startswith("tool:") and on[5:] in dead_tools):
-                    spec.notes.append(
-                        (
-                            ("rewards", name, "value"),
-                            f"reward.{name} never fired, but its event `{on}` never happened in "
-                            f"the {len(played)} episodes played: not said to be dead",
-                        )
-                    )
-                continue
-            unknown = [
-                var
-                for var in (reading.reward_reads.get(name, []) if reading else [])
-                if not _domain_seen(reading.domains.get(var), seen.get(var, []))
-                and not _driven(played, var, on)
-            ]
-            if unknown:
-                spec.notes.append(
-                    (
-                        ("rewards", name, "value"),
-                        f"reward.{name} was 0 in all {len(played)} episodes ({len(reached)} "
-                        f"reached its event `{on}`), but the search cannot say it saw every "
-                        f"value of state.{', state.'.join(unknown)} ({values})",
-                    )
-                )
-                continue
-            findings.append(
-                Finding(
-                    "W113",
-                    f"reward.{name} (on: {on}) was 0 in all {len(played)} episodes played; "
-                    f"{len(reached)} reached its event"
-                    + (f", in which {values}" if values else ""),
-                    ("rewards", name, "when" if name in spec.gated else "value"),
-                    "its event never pays or its value is always 0: check `on`, `when` and "
-                    "the expression against the states tools can reach",
-                    evidence={"episodes": len(played), "reached": len(reached)},
-                )
-            )
+            found = _never_paid(played, spec, name, on, dead_tools)
+            if found is not None:
+                findings.append(found)
         elif on == "final" and (value := _constant(played, name)) is not None:
             findings.append(
                 Finding(
@@ -246,6 +242,52 @@ def dead_rewards(
                 )
             )
     return findings
+
+
+def _never_paid(
+    played: Sequence[Episode], spec: SpecFacts, name: str, on: str, dead_tools: Collection[Any]
+) -> Finding | None:
+    """W113 for a reward component that was 0 in every episode (a note where its event
+    never happened, or the search cannot say it saw every value the reward reads)."""
+    reading = spec.reading
+    reached = [e for e in played if on in _event_keys(e)]
+    seen = state_values(played, reading.reward_reads.get(name, []) if reading else [])
+    values = "; ".join(values_taken(var, vals) for var, vals in seen.items())
+    if not reached:
+        if not (on.startswith("tool:") and on[5:] in dead_tools):
+            spec.notes.append(
+                (
+                    ("rewards", name, "value"),
+                    f"reward.{name} never fired, but its event `{on}` never happened in "
+                    f"the {len(played)} episodes played: not said to be dead",
+                )
+            )
+        return None
+    unknown = [
+        var
+        for var in (reading.reward_reads.get(name, []) if reading else [])
+        if not _domain_seen(reading.domains.get(var), seen.get(var, []))
+        and not _driven(played, var, on)
+    ]
+    if unknown:
+        spec.notes.append(
+            (
+                ("rewards", name, "value"),
+                f"reward.{name} was 0 in all {len(played)} episodes ({len(reached)} "
+                f"reached its event `{on}`), but the search cannot say it saw every "
+                f"value of state.{', state.'.join(unknown)} ({values})",
+            )
+        )
+        return None
+    return Finding(
+        "W113",
+        f"reward.{name} (on: {on}) was 0 in all {len(played)} episodes played; "
+        f"{len(reached)} reached its event" + (f", in which {values}" if values else ""),
+        ("rewards", name, "when" if name in spec.gated else "value"),
+        "its event never pays or its value is always 0: check `on`, `when` and "
+        "the expression against the states tools can reach",
+        evidence={"episodes": len(played), "reached": len(reached)},
+    )
 
 
 def values_taken(var: str, values: list[Any]) -> str:
