@@ -152,18 +152,7 @@ class Checker(CheckState):
         if site.kind == "template":
             check_templates.check_template(self, site, text)
             return
-        self.parsed_chars += len(text)
-        if self.parsed_chars > MAX_TOTAL_CHARS:
-            if self.parsed_chars - len(text) <= MAX_TOTAL_CHARS:  # said once, at the first past it
-                self.error(
-                    "E310",
-                    f"the spec's expressions hold more than {MAX_TOTAL_CHARS:,} characters in all;"
-                    " this one and those after it are not checked",
-                    self.map.value_span(site.path),
-                    hint="move long computations into a function (`impl:`) or `data.derived`",
-                )
-            if site.path[-1] == "returns" and site.tool is not None:
-                self.result_types[site.tool] = ANY
+        if self._over_budget(site, text):
             return
         try:
             if site.kind in ("statement", "let"):
@@ -202,6 +191,24 @@ class Checker(CheckState):
             self.sample_types[str(site.path[2])] = typ
         if site.path[-1] == "returns" and site.tool is not None:
             self.result_types[site.tool] = typ
+
+    def _over_budget(self, site: Site, text: str) -> bool:
+        """Whether `text` takes the spec's expressions past `MAX_TOTAL_CHARS` (E310, said
+        once): it is not parsed, and a tool's result it gives is of unknown type."""
+        self.parsed_chars += len(text)
+        if self.parsed_chars <= MAX_TOTAL_CHARS:
+            return False
+        if self.parsed_chars - len(text) <= MAX_TOTAL_CHARS:  # said once, at the first past it
+            self.error(
+                "E310",
+                f"the spec's expressions hold more than {MAX_TOTAL_CHARS:,} characters in all;"
+                " this one and those after it are not checked",
+                self.map.value_span(site.path),
+                hint="move long computations into a function (`impl:`) or `data.derived`",
+            )
+        if site.path[-1] == "returns" and site.tool is not None:
+            self.result_types[site.tool] = ANY
+        return True
 
     def _text(self, path: Path) -> str:
         locator = self.map.locator(path)
