@@ -66,6 +66,17 @@ class DataChecks:
         path = resolve_path(location, self.spec_dir)
         if not self._reachable(location, ("data", "source")):
             return
+        file = self._data_file(path, kind, data.split)
+        if file is None:
+            return
+        if file.suffix == ".jsonl" or kind == "jsonl":  # the loader reads by kind, not name
+            self._jsonl_data(file)
+        elif file.suffix == ".parquet" or kind == "parquet":
+            self._parquet_data(file)
+
+    def _data_file(self, path: FsPath, kind: str, split: str) -> FsPath | None:
+        """The file whose first row is checked: `path`, or the split's file in a folder
+        (None, reported where it is wrong, when there is none to read)."""
         if _is_dir(path) and kind in ("jsonl", "parquet"):
             self.error(
                 "E914",
@@ -73,13 +84,13 @@ class DataChecks:
                 ("data", "source"),
                 "name the file, or use `hf:` for a folder of split files",
             )
-            return
+            return None
         if _is_dir(path):
             # The split is the user's text, not a pattern: match names, never glob with it.
             every = sorted(path.glob("*.jsonl"))
-            files = [f for f in every if f.name.startswith(data.split)] or every
+            files = [f for f in every if f.name.startswith(split)] or every
             if not files:
-                return
+                return None
             path = files[0]
         if not is_file(path):
             self.error(
@@ -89,32 +100,34 @@ class DataChecks:
                 ("data", "source"),
                 "point `source` at a data file",
             )
+            return None
+        return path
+
+    def _jsonl_data(self, path: FsPath) -> None:
+        unusable = _unusable_jsonl(path)
+        if unusable is not None:
+            message, hint = unusable
+            self.error("E914", path.name + message, ("data", "source"), hint)
             return
-        if path.suffix == ".jsonl" or kind == "jsonl":  # the loader reads by kind, not name
-            unusable = _unusable_jsonl(path)
-            if unusable is not None:
-                message, hint = unusable
-                self.error("E914", path.name + message, ("data", "source"), hint)
-                return
-            row = first_jsonl_row(path)
-            if row is not None:
-                self._fields_present(list(row), f"the first row of {path.name}")
-                inside = self.spec_dir.resolve() in path.resolve().parents
-                self._field_types(row, f"row 1 of {path.name}", show_values=inside)
-            self._held_out_share(path)
+        row = first_jsonl_row(path)
+        if row is not None:
+            self._fields_present(list(row), f"the first row of {path.name}")
+            inside = self.spec_dir.resolve() in path.resolve().parents
+            self._field_types(row, f"row 1 of {path.name}", show_values=inside)
+        self._held_out_share(path)
+
+    def _parquet_data(self, path: FsPath) -> None:
+        columns, problem = _parquet_columns(path)
+        if problem is not None:
+            self.error(
+                "E914",
+                f"{path.name} cannot be read as parquet: {problem}",
+                ("data", "source"),
+                "point `source` at a parquet file (or use `jsonl:` for JSON lines)",
+            )
             return
-        if path.suffix == ".parquet" or kind == "parquet":
-            columns, problem = _parquet_columns(path)
-            if problem is not None:
-                self.error(
-                    "E914",
-                    f"{path.name} cannot be read as parquet: {problem}",
-                    ("data", "source"),
-                    "point `source` at a parquet file (or use `jsonl:` for JSON lines)",
-                )
-                return
-            if columns is not None:
-                self._fields_present(columns, f"the columns of {path.name}")
+        if columns is not None:
+            self._fields_present(columns, f"the columns of {path.name}")
 
     def _held_out_share(self, path: FsPath) -> None:
         """W903 when the data is too small to hold out `training.eval_samples` and train
