@@ -170,6 +170,29 @@ def _unexpected_token(exc: UnexpectedToken, text: str, start: str) -> ExprSyntax
             end,
             hint="join them with an operator, or a comma inside a call or list",
         )
+    python_only = _python_only(token, expected, text, pos, end)
+    if python_only is not None:
+        return python_only
+    if expected & _OPERAND_TERMINALS:
+        before = text[:pos].rstrip()
+        after = f" after '{before.split()[-1]}'" if before.split() else ""
+        found = "the end of the expression" if at_end else f"'{token.value}'"
+        return ExprSyntaxError(
+            "E303",
+            f"missing operand{after}: found {found}",
+            max(0, pos - 1) if at_end else pos,
+            end,
+            hint="an operator needs a value on both sides",
+        )
+    if at_end:
+        return ExprSyntaxError("E301", "the expression ends too early", max(0, pos - 1), pos)
+    return ExprSyntaxError("E301", f"unexpected {token.value!r}", pos, end)
+
+
+def _python_only(
+    token: Token, expected: set[str], text: str, pos: int, end: int
+) -> ExprSyntaxError | None:
+    """Python syntax the language leaves out: `**`, slices."""
     if expected & _OPERAND_TERMINALS and token.value == "*" and text[:pos].endswith("*"):
         # `**` (power) is a Python operator the language leaves out.
         return ExprSyntaxError(
@@ -189,20 +212,7 @@ def _unexpected_token(exc: UnexpectedToken, text: str, start: str) -> ExprSyntax
             hint="take items with a comprehension (`[x for x in xs if …]`), or declare a"
             " function under `functions:` that slices in Python",
         )
-    if expected & _OPERAND_TERMINALS:
-        before = text[:pos].rstrip()
-        after = f" after '{before.split()[-1]}'" if before.split() else ""
-        found = "the end of the expression" if at_end else f"'{token.value}'"
-        return ExprSyntaxError(
-            "E303",
-            f"missing operand{after}: found {found}",
-            max(0, pos - 1) if at_end else pos,
-            end,
-            hint="an operator needs a value on both sides",
-        )
-    if at_end:
-        return ExprSyntaxError("E301", "the expression ends too early", max(0, pos - 1), pos)
-    return ExprSyntaxError("E301", f"unexpected {token.value!r}", pos, end)
+    return None
 
 
 def _single_equals(pos: int) -> ExprSyntaxError:
