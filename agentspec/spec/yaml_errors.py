@@ -123,36 +123,52 @@ def syntax_diagnostic(source: SourceFile, exc: yaml.MarkedYAMLError) -> Diagnost
     no_space = _missing_space_after_colon(source, exc)
     if no_space is not None:
         return no_space
+    unclosed_flow = _unclosed_flow(source, exc, problem)
+    if unclosed_flow is not None:
+        return unclosed_flow
+    span = source.span(mark.index, mark.index + 1) if mark is not None else None
+    message = f"YAML syntax error: {problem}"
+    if exc.context:
+        message += f" ({exc.context})"
+    line = (source.line_text(mark.line + 1) or "") if mark is not None else ""
+    return Diagnostic("E101", message, span, _problem_hint(problem, exc.context, line))
+
+
+def _unclosed_flow(
+    source: SourceFile, exc: yaml.MarkedYAMLError, problem: str
+) -> Diagnostic | None:
+    """A `{` or `[` opened on an earlier line than the error and never closed."""
+    mark = exc.problem_mark or exc.context_mark
     flow = exc.context_mark
-    if (
+    if not (
         exc.context
         and "flow" in exc.context
         and flow is not None
         and mark is not None
         and flow.line < mark.line
     ):
-        opener = source.text[flow.index : flow.index + 1]
-        closer = {"{": "}", "[": "]"}.get(opener, "")
-        flow_line = source.line_text(flow.line + 1) or ""
-        if closer and " #" in flow_line[flow.column :] and closer in flow_line.partition(" #")[2]:
-            flow_hint = (  # `{value: -0.1 #per step}`: the comment ate the closer
-                f"' #' starts a comment, which hides the '{closer}' after it on this line:"
-                " move the comment after the closing bracket, or quote the text with '#'"
-            )
-        else:
-            flow_hint = f"add the matching '{closer}' (YAML failed later: {problem})"
-        return Diagnostic(
-            "E101",
-            f"YAML syntax error: '{opener}' is not closed",
-            source.span(flow.index, flow.index + 1),
-            hint=flow_hint,
+        return None
+    opener = source.text[flow.index : flow.index + 1]
+    closer = {"{": "}", "[": "]"}.get(opener, "")
+    flow_line = source.line_text(flow.line + 1) or ""
+    if closer and " #" in flow_line[flow.column :] and closer in flow_line.partition(" #")[2]:
+        flow_hint = (  # `{value: -0.1 #per step}`: the comment ate the closer
+            f"' #' starts a comment, which hides the '{closer}' after it on this line:"
+            " move the comment after the closing bracket, or quote the text with '#'"
         )
-    span = source.span(mark.index, mark.index + 1) if mark is not None else None
-    message = f"YAML syntax error: {problem}"
-    if exc.context:
-        message += f" ({exc.context})"
+    else:
+        flow_hint = f"add the matching '{closer}' (YAML failed later: {problem})"
+    return Diagnostic(
+        "E101",
+        f"YAML syntax error: '{opener}' is not closed",
+        source.span(flow.index, flow.index + 1),
+        hint=flow_hint,
+    )
+
+
+def _problem_hint(problem: str, context: str | None, line: str) -> str | None:
+    """How to fix the problem YAML reported, where it is a common mistake."""
     hint: str | None = None
-    line = (source.line_text(mark.line + 1) or "") if mark is not None else ""
     if "found '<tag>'" in problem and "!" in line:
         # `if: "off" != state.mode`: YAML reads `!` as a tag after the quoted text
         key, _, value = line.strip().removeprefix("- ").partition(": ")
@@ -171,19 +187,19 @@ def syntax_diagnostic(source: SourceFile, exc: yaml.MarkedYAMLError) -> Diagnost
         )
     elif "but got '?'" in problem:
         hint = 'quote an optional type inside {…}: type: "str?"'
-    elif exc.context == "while parsing a flow mapping" and "but got ':'" in problem:
+    elif context == "while parsing a flow mapping" and "but got ':'" in problem:
         hint = (
             "inside `{…}` quote a value that contains ': ' (`message: 'a: b'`),"
             " or add the ', ' missing between two keys"
         )
-    elif exc.context == "while parsing a flow mapping" and "expected ',' or '}'" in problem:
+    elif context == "while parsing a flow mapping" and "expected ',' or '}'" in problem:
         hint = (
             "inside `{…}` a value with quotes or ', ' must be quoted as a whole,"
             """ e.g. `{if: 'f(a, "k")', message: …}`"""
         )
     elif "found undefined alias" in problem:
         hint = "define the anchor (&name) before using the alias (*name)"
-    return Diagnostic("E101", message, span, hint)
+    return hint
 
 
 def _unclosed_hint(quote: str) -> str:
