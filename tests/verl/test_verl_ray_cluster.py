@@ -28,7 +28,7 @@ from pathlib import Path
 import pytest
 from safetensors.torch import load_file
 from serve.helpers import free_port
-from verl_helpers import SMALL, anchored_calculator, check_trained_run, warm_started_tiny
+from verl_helpers import SMALL, SPEC, anchored_calculator, check_trained_run, warm_started_tiny
 
 from agentspec.runtime.backends.verl.run_folder import build_verl_target
 
@@ -114,7 +114,9 @@ def test_train_runs_on_an_existing_ray_cluster(tmp_path: Path, ray_head: tuple[s
 
     args = ["train", str(spec), "--backend", "verl", "--out", str(run), "--ray-address", address]
     dump = {"+trainer.v1.agentspec.dump_dir": str(run / "dump")}
-    for key, value in {**SETTINGS, "data.val_max_samples": "4", **dump}.items():
+    # a driver without CUDA must say the cluster's device (--ray-address alone is refused)
+    device = {"trainer.device": "cpu"}
+    for key, value in {**SETTINGS, "data.val_max_samples": "4", **dump, **device}.items():
         args += ["--set", f"{key}={value}"]
     # a fresh driver process, as a user's: Ray state left in this test process by
     # earlier tests' local clusters must not decide where the driver connects
@@ -133,3 +135,42 @@ def test_train_runs_on_an_existing_ray_cluster(tmp_path: Path, ray_head: tuple[s
     )
     assert ":actor_name:TaskRunnerV1" in text
     assert ":actor_name:" in text.replace(":actor_name:TaskRunnerV1", "")  # verl's workers too
+
+
+def test_without_an_address_a_run_starts_its_own_cluster_beside_a_running_one(
+    tmp_path: Path, ray_head: tuple[str, Path]
+) -> None:
+    """Issue 51 item 3: with a cluster running here (RAY_ADDRESS names it), a run without
+    --ray-address started Ray with num_cpus, which Ray refused on attaching to that
+    cluster; it now starts a cluster of its own (`ray_init.address=local`)."""
+    address, temp_dir = ray_head
+    run = tmp_path / "run"
+    args = ["train", str(SPEC), "--backend", "verl", "--out", str(run)]
+    small = {**SMALL, "iterations": "1", "eval_every": "1000", "data.val_max_samples": "2"}
+    for key, value in small.items():
+        args += ["--set", f"{key}={value}"]
+    agentspec = Path(sys.executable).parent / "agentspec"
+    env = {**os.environ, "RAY_ADDRESS": address}
+    result = subprocess.run(
+        [str(agentspec), *args], capture_output=True, text=True, timeout=800, env=env
+    )
+    assert result.returncode == 0, (result.stdout + result.stderr)[-4000:]
+    assert (run / "metrics.jsonl").exists()
+    assert head_is_alive(address)
+    logs = temp_dir / "session_latest" / "logs"
+    text = "\n".join(
+        p.read_text(errors="replace") for p in logs.glob("worker-*.out") if p.is_file()
+    )
+    assert ":actor_name:TaskRunnerV1" not in text  # nothing of this run on that cluster
+
+
+def test_a_driver_without_cuda_must_name_the_clusters_device(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from agentspec.cli import app
+
+    args = ["train", str(SPEC), "--backend", "verl", "--dry-run", "--out", str(tmp_path)]
+    result = CliRunner().invoke(app, [*args, "--ray-address", "auto"])
+    assert result.exit_code == 2, result.output[-3000:]
+    assert "this driver sees no GPU" in result.output
+    assert "--set trainer.device=cuda" in result.output

@@ -202,6 +202,10 @@ def worker_env(target: VerlTarget, run: Path, *, cpu: bool) -> dict[str, str]:
     }
     if cpu:
         env.update({"VERL_PLATFORM": "cpu", "OMP_NUM_THREADS": "1"})
+    if os.environ.get("AGENTSPEC_DATA"):
+        # the tools resolve their data at run time, in the workers: the driver's data root
+        # (on a cluster, a path every node sees: docs/verl.md, "On an existing Ray cluster")
+        env["AGENTSPEC_DATA"] = str(Path(os.environ["AGENTSPEC_DATA"]).resolve())
     return env
 
 
@@ -231,6 +235,10 @@ def launch_overrides(
     if ray_address:
         ray["+ray_kwargs.ray_init.address"] = ray_address
     else:
+        # a cluster of this run's own: without an address Ray would attach to one that
+        # `ray start` left running here (RAY_ADDRESS, /tmp/ray/ray_current_cluster) and
+        # refuse num_cpus; `local` always starts a new one
+        ray["+ray_kwargs.ray_init.address"] = "local"
         ray["ray_kwargs.ray_init.num_cpus"] = str(max(16, os.cpu_count() or 1))
         ray["+ray_kwargs.ray_init.include_dashboard"] = "False"
         if cpu:
@@ -402,6 +410,12 @@ def prepared_run(
     Bad settings (an unknown one, a missing teacher, a model vLLM cannot serve) raise
     :class:`VerlSetupError` before anything starts.
     """
+    if ray_address and "trainer.device" not in user and not _has_cuda():
+        raise VerlSetupError(
+            f"--ray-address {ray_address}: this driver sees no GPU, and the cluster's device "
+            "is not known here; say which: --set trainer.device=cuda (the cluster's GPUs: "
+            "vLLM, FSDP on NCCL) or --set trainer.device=cpu (verl's CPU path on the cluster)"
+        )
     cpu = user.get("trainer.device", "cpu" if not _has_cuda() else "cuda") == "cpu"
     try:
         target, merged = prepare_run(spec_path, run, dict(user), cpu=cpu)
