@@ -191,7 +191,13 @@ PolicyLossFn = Callable[[Tensor, Tensor, Tensor, Tensor, Tensor, PolicyLossConfi
 POLICY_LOSSES: Registry[PolicyLossFn] = Registry("policy loss")
 
 
-@POLICY_LOSSES.register("ppo_clip")
+def register_loss(name: str) -> Callable[[PolicyLossFn], PolicyLossFn]:
+    """Decorator: register a policy loss under ``name`` (duplicates are rejected), as
+    :func:`~agentspec.runtime.algorithms.advantages.register_estimator` does estimators."""
+    return POLICY_LOSSES.register(name)
+
+
+@register_loss("ppo_clip")
 def ppo_clip_loss(
     log_probs: Tensor,
     old_log_probs: Tensor,
@@ -234,7 +240,7 @@ def ppo_clip_loss(
     return LossOutput(aggregate(token_loss, weights), token_loss, metrics)
 
 
-@POLICY_LOSSES.register("steppo")
+@register_loss("steppo")
 def steppo_loss(
     log_probs: Tensor,
     old_log_probs: Tensor,
@@ -293,7 +299,7 @@ def steppo_loss(
     return LossOutput(aggregate(token_loss, weights), token_loss, metrics)
 
 
-@POLICY_LOSSES.register("reinforce")
+@register_loss("reinforce")
 def reinforce_loss(
     log_probs: Tensor,
     old_log_probs: Tensor,
