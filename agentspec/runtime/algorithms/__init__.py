@@ -33,10 +33,12 @@ if TYPE_CHECKING:
         UnknownNameError,
     )
     from agentspec.runtime.algorithms.advantages import (
+        ADVANTAGE_SETTINGS,
         ESTIMATORS,
         AdvantageConfig,
         Estimator,
         EstimatorFn,
+        advantage_config,
         compute_advantages,
         register_estimator,
     )
@@ -68,6 +70,7 @@ if TYPE_CHECKING:
         entropy_from_logits,
         kl_divergence,
         policy_loss,
+        register_loss,
         value_loss,
     )
 
@@ -80,7 +83,9 @@ _MODULES = {
     ),
     "agentspec.runtime.algorithms.advantages": (
         "ESTIMATORS",
+        "ADVANTAGE_SETTINGS",
         "AdvantageConfig",
+        "advantage_config",
         "Estimator",
         "EstimatorFn",
         "compute_advantages",
@@ -144,6 +149,7 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "ADVANTAGE_SETTINGS",
     "AGGREGATION_MODES",
     "ALGORITHMS",
     "ESTIMATORS",
@@ -167,6 +173,7 @@ __all__ = [
     "UnknownNameError",
     "actor_loss",
     "add_opd_advantages",
+    "advantage_config",
     "aggregate",
     "aggregation_weights",
     "collate_steps",

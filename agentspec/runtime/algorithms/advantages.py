@@ -13,9 +13,9 @@ plain Python loop.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import torch
 from torch import Tensor
@@ -29,10 +29,12 @@ from agentspec.runtime.algorithms.normalize import (
 )
 
 __all__ = [
+    "ADVANTAGE_SETTINGS",
     "ESTIMATORS",
     "AdvantageConfig",
     "Estimator",
     "EstimatorFn",
+    "advantage_config",
     "compute_advantages",
     "group_normalize",
     "register_estimator",
@@ -98,6 +100,37 @@ class AdvantageConfig:
             raise ValueError(f"opd_task_weight must be >= 0, got {self.opd_task_weight}")
         if self.opd_topk < 0:
             raise ValueError(f"opd_topk must be >= 0, got {self.opd_topk}")
+
+
+ADVANTAGE_SETTINGS: dict[str, Callable[[Any], Any]] = {
+    "gamma": float,
+    "lam": float,
+    "whiten": bool,
+    "norm_by_std": bool,
+    "omega": float,
+    "opd_beta": float,
+    "opd_task_weight": float,
+    "opd_topk": int,
+}
+"""The estimators' settings a backend passes by name (the `training` section's names),
+each with its type."""
+
+
+def advantage_config(
+    settings: Mapping[str, Any], task_estimator: str | None = None
+) -> AdvantageConfig:
+    """The one way a backend builds the estimators' settings: each of
+    :data:`ADVANTAGE_SETTINGS` from ``settings`` by name, one absent (or ``None``) at
+    :class:`AdvantageConfig`'s default, so the backends' defaults cannot drift apart;
+    ``task_estimator`` is the preset's (whose advantage OPD's task weight adds)."""
+    given: dict[str, Any] = {
+        name: kind(settings[name])
+        for name, kind in ADVANTAGE_SETTINGS.items()
+        if settings.get(name) is not None
+    }
+    if task_estimator:
+        given["opd_task_estimator"] = task_estimator
+    return AdvantageConfig(**given)
 
 
 EstimatorFn = Callable[[StepBatch, AdvantageConfig], AdvantageOutput]

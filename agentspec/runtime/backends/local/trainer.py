@@ -15,7 +15,6 @@ the models are built in `models.py`, scored in `scoring.py`, updated in
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import random
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -29,8 +28,8 @@ from agentspec.core.presets import ALGORITHMS, Algorithm, clip_range, critic_war
 from agentspec.core.row_layout import layout_for_template
 from agentspec.runtime.algorithms import (
     ESTIMATORS,
-    AdvantageConfig,
     StepBatch,
+    advantage_config,
     compute_advantages,
 )
 from agentspec.runtime.backends.local.checkpoint import (
@@ -333,7 +332,9 @@ def train_iteration(
     batch = step_batch(batch_rollout, scored)
 
     # 3. Advantages from the algorithm's estimator (OPD's teacher term included).
-    advantages = compute_advantages(algorithm.estimator, batch, advantage_config(cfg, algorithm))
+    advantages = compute_advantages(
+        algorithm.estimator, batch, advantage_config(cfg.model_dump(), algorithm.task_estimator)
+    )
     annotate_advantages(batch_rollout, advantages.advantages, batch.response_mask)
 
     # 4. Epochs × minibatches of the algorithm's loss (and the critic's).
@@ -369,23 +370,6 @@ def train_iteration(
         **throughput_metrics(trajectories, batch_rollout, cfg, started, rollout_seconds),
         "optim/policy_lr": max(policy_lr, 0.0),
     }
-
-
-def advantage_config(cfg: TrainingSpec, algorithm: Algorithm) -> AdvantageConfig:
-    """The estimators' settings from the training configuration and the preset (which
-    estimator gives a teacher algorithm's task advantage). With `opd_topk` the teacher
-    enters as a loss (update.distillation_loss), not as an advantage."""
-    config = AdvantageConfig(
-        gamma=cfg.gamma,
-        lam=cfg.lam,
-        omega=cfg.omega,
-        opd_beta=cfg.opd_beta,
-        opd_task_weight=cfg.opd_task_weight,
-        opd_topk=cfg.opd_topk,
-    )
-    if algorithm.task_estimator:
-        config = dataclasses.replace(config, opd_task_estimator=algorithm.task_estimator)
-    return config
 
 
 def update_scores_policy(algorithm: Algorithm, cfg: TrainingSpec, episodes: int) -> bool:

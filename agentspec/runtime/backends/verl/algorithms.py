@@ -32,9 +32,17 @@ from agentspec.runtime.algorithms import (
     PolicyLossConfig,
     compute_advantages,
 )
+from agentspec.runtime.algorithms import advantage_config as build_advantage_config
 from agentspec.runtime.backends.verl.layout import RowSteps, StepView, step_view
 
-__all__ = ["PREFIX", "register", "verl_estimator", "verl_loss", "verl_name"]
+__all__ = [
+    "PREFIX",
+    "register",
+    "verl_algorithm_settings",
+    "verl_estimator",
+    "verl_loss",
+    "verl_name",
+]
 
 PREFIX = "agentspec_"
 
@@ -85,12 +93,8 @@ def verl_estimator(name: str) -> Callable[..., tuple[Tensor, Tensor]]:
                 "(trajectory and step ids, step rewards, anchors), which verl's default "
                 "trainer does not pass: run with trainer.v1.trainer_mode=agentspec"
             )
-        if advantage_config is None:
-            advantage_config = AdvantageConfig(
-                gamma=float(getattr(config, "gamma", 1.0)),
-                lam=float(getattr(config, "lam", 1.0)),
-                norm_by_std=bool(getattr(config, "norm_adv_by_std_in_grpo", True)),
-            )
+        if advantage_config is None:  # verl's AlgoConfig alone: its γ, λ and std setting
+            advantage_config = build_advantage_config(verl_algorithm_settings(config))
         if estimator.critic != "none" and values is None:
             raise ValueError(
                 f"verl advantage estimator {verl_name(name)!r} needs the critic's values: "
@@ -168,6 +172,18 @@ def verl_loss(name: str) -> Callable[..., tuple[Tensor, dict[str, Any]]]:
     loss.__name__ = f"agentspec_{name}_loss"
     loss.__doc__ = f"agentspec's {name!r} policy loss in verl's interface."
     return loss
+
+
+def verl_algorithm_settings(config: Any) -> dict[str, Any]:
+    """The estimators' settings in verl's ``algorithm`` config (an ``AlgoConfig`` or its
+    DictConfig), by agentspec's names; one it lacks is left to the default."""
+    if config is None:
+        return {}
+    return {
+        "gamma": config.get("gamma"),
+        "lam": config.get("lam"),
+        "norm_by_std": config.get("norm_adv_by_std_in_grpo"),
+    }
 
 
 _REGISTERED: dict[object, Any] = {}

@@ -47,7 +47,9 @@ from verl.trainer.ppo.v1.trainer_sync import PPOTrainerSync
 from verl.workers.utils.padding import response_to_nested
 
 from agentspec.runtime.algorithms import AdvantageConfig
+from agentspec.runtime.algorithms import advantage_config as build_advantage_config
 from agentspec.runtime.backends.verl import KL_IN_REWARD_REFUSED
+from agentspec.runtime.backends.verl.algorithms import verl_algorithm_settings
 from agentspec.runtime.backends.verl.layout import EXTRA_KEY, RowSteps
 
 __all__ = ["TRAINER_NAME", "AgentLoopError", "AgentspecTrainer", "register"]
@@ -121,15 +123,14 @@ class AgentspecTrainer(PPOTrainerSync):
         return dict(self.config.trainer.v1.get(TRAINER_NAME, {}) or {})
 
     def advantage_config(self) -> AdvantageConfig:
-        algo = self.config.algorithm
+        """The estimators' settings, built as the local backend builds them; OPD's task
+        weight is not among them: :meth:`_add_task_advantage` adds that advantage here."""
         s = self.agentspec_settings
-        return AdvantageConfig(
-            gamma=float(algo.gamma),
-            lam=float(algo.lam),
-            norm_by_std=bool(algo.get("norm_adv_by_std_in_grpo", True)),
-            omega=float(s.get("omega", 1.0)),
-            opd_beta=float(s.get("opd_beta", 1.0)),
-            whiten=bool(s.get("whiten", True)),
+        return build_advantage_config(
+            {
+                **verl_algorithm_settings(self.config.algorithm),
+                **{name: s.get(name) for name in ("omega", "opd_beta", "whiten")},
+            }
         )
 
     def _add_prompts_to_generate(self, num_prompts: int) -> int:
