@@ -85,6 +85,9 @@ def test_dry_run_output_composes_for_every_recipe(
     composed = OmegaConf.to_container(compose_config(pairs))
     assert composed == printed
     assert printed["trainer"]["device"] == device
+    # one FSDP on both paths: the one the CPU tests run (issue 51 item 4)
+    strategies = [printed["actor_rollout_ref"][r]["strategy"] for r in ("actor", "ref")]
+    assert [*strategies, printed["critic"]["strategy"]] == ["fsdp2"] * 3
     assert printed["trainer"]["v1"]["trainer_mode"] == "agentspec"
     assert printed["algorithm"]["adv_estimator"].startswith("agentspec_")
     rollout = printed["actor_rollout_ref"]["rollout"]["name"]

@@ -346,6 +346,10 @@ def _actor_overrides(target: VerlTarget, t: Mapping[str, Any], model: str) -> di
             int(t.get("lr_warmup_iterations", 0)) or -1
         ),
         "actor_rollout_ref.actor.ppo_mini_batch_size": _minibatch_prompts(t),
+        # FSDP2 on GPUs as on the CPU path (verl's default, FSDP1, fails on a CPU): the
+        # strategy the CPU tests run is the one a GPU run uses
+        "actor_rollout_ref.actor.strategy": "fsdp2",
+        "actor_rollout_ref.ref.strategy": "fsdp2",
         "actor_rollout_ref.actor.ppo_epochs": str(int(t["epochs"])),
         "actor_rollout_ref.actor.entropy_coeff": str(float(t.get("entropy_coef", 0.0))),
         # verl 0.9's engine clips with the optimiser's `clip_grad` (`actor.grad_clip` is read
@@ -385,6 +389,7 @@ def _critic_overrides(target: VerlTarget, t: Mapping[str, Any], model: str) -> d
         # verl's default is 0.5
         "critic.cliprange_value": str(VALUE_CLIP),
         "critic.ppo_mini_batch_size": _minibatch_prompts(t),
+        "critic.strategy": "fsdp2",
         "critic.ppo_micro_batch_size_per_gpu": "8",
     }
 
@@ -475,9 +480,6 @@ def cpu_overrides() -> dict[str, str]:
         # CPU offload, which pins memory: impossible without an accelerator. The CPU path
         # trains without the penalty, and says so (`launcher.prepared_run`).
         "actor_rollout_ref.actor.use_kl_loss": "False",
-        "actor_rollout_ref.actor.strategy": "fsdp2",
-        "actor_rollout_ref.ref.strategy": "fsdp2",
-        "critic.strategy": "fsdp2",
         "actor_rollout_ref.actor.use_torch_compile": "False",
         "actor_rollout_ref.actor.fsdp_config.use_torch_compile": "False",
         "actor_rollout_ref.ref.fsdp_config.use_torch_compile": "False",
