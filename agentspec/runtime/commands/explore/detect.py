@@ -157,35 +157,46 @@ def success_cases(
         return []
     always = set.intersection(*(o.tools_run() for o in solved))
     candidates = [e for e in played if e.origin != "oracle" and e.strategy != TESTS]
+    cases = [_skipped_tool_case(tool, candidates) for tool in sorted(always)]
+    if spec.judges_answer or spec.sink_vars:
+        cases.append(_other_answer_case(oracle, spec, candidates))
+    cases.append(_shorter_case(oracle, candidates))
+    return [c for c in cases if c.wins]
 
-    def winning(e: Episode) -> bool:
-        # Only episodes a model could play: no turn writes a value its prompt never showed.
-        return e.success is True and not e.blind
 
-    cases: list[SuccessCase] = []
-    for tool in sorted(always):
+def _winning(e: Episode) -> bool:
+    # Only episodes a model could play: no turn writes a value its prompt never showed.
+    return e.success is True and not e.blind
 
-        def skipped(e: Episode, tool: str = tool) -> bool:
-            return winning(e) and tool not in e.tools_run()
 
-        cases.append(
-            SuccessCase(
-                "X102",
-                "W102",
-                f"`episode.success` holds without calling `{tool}`, which the oracle calls in "
-                "every episode",
-                f"make success depend on what `{tool}` finds (a state it writes), or check "
-                "that the answer cannot be read off the prompt",
-                "a model guessing among what the prompt shows succeeds this often: fine for "
-                "a multiple-choice task, else make the answer depend on the tool",
-                skipped,
-                [e for e in candidates if skipped(e)],
-            )
-        )
+def _skipped_tool_case(tool: str, candidates: list[Episode]) -> SuccessCase:
+    """Success without calling `tool`, which the oracle calls in every episode."""
+
+    def skipped(e: Episode, tool: str = tool) -> bool:
+        return _winning(e) and tool not in e.tools_run()
+
+    return SuccessCase(
+        "X102",
+        "W102",
+        f"`episode.success` holds without calling `{tool}`, which the oracle calls in "
+        "every episode",
+        f"make success depend on what `{tool}` finds (a state it writes), or check "
+        "that the answer cannot be read off the prompt",
+        "a model guessing among what the prompt shows succeeds this often: fine for "
+        "a multiple-choice task, else make the answer depend on the tool",
+        skipped,
+        [e for e in candidates if skipped(e)],
+    )
+
+
+def _other_answer_case(
+    oracle: dict[int, Episode], spec: SpecFacts, candidates: list[Episode]
+) -> SuccessCase:
+    """Success for an answer (final, or given to a tool) that is not the oracle's."""
 
     def other(e: Episode) -> bool:
         o = oracle.get(e.sample_index)
-        return winning(e) and (
+        return _winning(e) and (
             (spec.judges_answer and _answer_differs(e, o))
             or (
                 bool(spec.sink_vars)
@@ -193,39 +204,37 @@ def success_cases(
             )
         )
 
-    if spec.judges_answer or spec.sink_vars:
-        cases.append(
-            SuccessCase(
-                "X103",
-                "W103",
-                "`episode.success` holds for an answer (final, or given to a tool) that is not the oracle's",
-                "compare the answer exactly (==) rather than with `contains` or a pattern "
-                "that a list of candidates also matches",
-                "another answer succeeds about as often as a guess would: if the check "
-                "should accept only the sample's answer, compare it exactly (==)",
-                other,
-                [e for e in candidates if other(e)],
-            )
-        )
+    return SuccessCase(
+        "X103",
+        "W103",
+        "`episode.success` holds for an answer (final, or given to a tool) that is not the oracle's",
+        "compare the answer exactly (==) rather than with `contains` or a pattern "
+        "that a list of candidates also matches",
+        "another answer succeeds about as often as a guess would: if the check "
+        "should accept only the sample's answer, compare it exactly (==)",
+        other,
+        [e for e in candidates if other(e)],
+    )
+
+
+def _shorter_case(oracle: dict[int, Episode], candidates: list[Episode]) -> SuccessCase:
+    """Success after fewer steps than the oracle takes."""
 
     def shorter(e: Episode) -> bool:
         o = oracle.get(e.sample_index)
-        return winning(e) and o is not None and e.steps < o.steps
+        return _winning(e) and o is not None and e.steps < o.steps
 
-    cases.append(
-        SuccessCase(
-            "W104",
-            "W104",
-            "`episode.success` holds after fewer steps than the oracle takes",
-            "if the oracle's steps are all needed, require their effects in success; "
-            "otherwise shorten the oracle",
-            "if the oracle's steps are all needed, require their effects in success; "
-            "otherwise shorten the oracle",
-            shorter,
-            [e for e in candidates if shorter(e)],
-        )
+    return SuccessCase(
+        "W104",
+        "W104",
+        "`episode.success` holds after fewer steps than the oracle takes",
+        "if the oracle's steps are all needed, require their effects in success; "
+        "otherwise shorten the oracle",
+        "if the oracle's steps are all needed, require their effects in success; "
+        "otherwise shorten the oracle",
+        shorter,
+        [e for e in candidates if shorter(e)],
     )
-    return [c for c in cases if c.wins]
 
 
 def success_without_work(
