@@ -74,14 +74,7 @@ def run(
 
     module, samples = _spec_and_samples(spec, split)
     chosen, repeats = _choose(samples, episodes, seed)
-    if repeats:
-        typer.echo(f"note: {repeats}", err=True)
-    if model is not None:
-        from agentspec.runtime.backends.local.evaluation import other_spec_note
-
-        other = other_spec_note(model, spec)
-        if other:
-            typer.echo(f"note: {other}", err=True)
+    _say_notes(repeats, model, spec)
     task_tokenizer, tokenizer_source = _task_tokenizer(spec, module, samples, policy, tokenizer)
     settings = {
         "seed": seed,
@@ -92,11 +85,7 @@ def run(
         "api_key_env": api_key_env,
         "max_concurrency": concurrency,
     }
-    kind = "hf" if model is not None else policy.split(":")[0]
-    out_dir = output_path(out or Path("runs") / f"{module.SPEC_NAME}-{kind}", "--out", folder=True)
-    # what the run writes into it, checked before the episodes rather than after them
-    output_path(out_dir / "trajectories.jsonl", "--out", folder=False)
-    output_path(out_dir / "tokenizer", "--out", folder=True)
+    out_dir = _out_dir(out, module.SPEC_NAME, "hf" if model is not None else policy.split(":")[0])
     with server_logs(out_dir):  # MCP servers' stderr: out_dir/mcp/NAME.log
         trajectories = _roll_out(module, chosen, policy, settings)
     names = [c.name for c in module.ENV_CLASS.reward_components]
@@ -110,6 +99,27 @@ def run(
     typer.echo(f"trajectories: {out_dir / 'trajectories.jsonl'}")
     if every_one_failed:  # kept above for reading; a script must not take it for a result
         raise typer.Exit(1)
+
+
+def _say_notes(repeats: str, model: Any, spec: Path) -> None:
+    """The notes a run starts with: samples played again, a model trained on another spec."""
+    if repeats:
+        typer.echo(f"note: {repeats}", err=True)
+    if model is not None:
+        from agentspec.runtime.backends.local.evaluation import other_spec_note
+
+        other = other_spec_note(model, spec)
+        if other:
+            typer.echo(f"note: {other}", err=True)
+
+
+def _out_dir(out: Path | None, spec_name: str, kind: str) -> Path:
+    """The run's output folder (default runs/SPEC-KIND)."""
+    out_dir = output_path(out or Path("runs") / f"{spec_name}-{kind}", "--out", folder=True)
+    # what the run writes into it, checked before the episodes rather than after them
+    output_path(out_dir / "trajectories.jsonl", "--out", folder=False)
+    output_path(out_dir / "tokenizer", "--out", folder=True)
+    return out_dir
 
 
 def _say_when_every_episode_failed(summary: Any) -> bool:
@@ -277,11 +287,7 @@ def eval_command(
     concurrency: ConcurrencyOption = 8,
 ) -> None:
     """Evaluate a checkpoint (or a baseline policy) on held-out samples; print the table of `run`."""
-    from agentspec.core.diagnostics import SpecError
-    from agentspec.runtime.commands.run import evaluate_policy, policy_model
-    from agentspec.runtime.compiled.scripts import PolicyError
-    from agentspec.runtime.text.model_names import ModelNameError
-    from agentspec.stdlib.data import DataError
+    from agentspec.runtime.commands.run import policy_model
 
     if (checkpoint is None) == (policy is None):
         raise fail("give exactly one of --checkpoint or --policy", code=2)
@@ -289,28 +295,44 @@ def eval_command(
         require("agentspec eval --checkpoint", "train")
     elif policy is not None and (policy_model(policy) or policy.startswith("openai:")):
         require(f"agentspec eval --policy {policy}", "train")
+    served = {
+        "tokenizer_dir": tokenizer,
+        "served_model": served_model,
+        "api_key_env": api_key_env,
+        "max_concurrency": concurrency,
+    }
+    summary = _evaluate(spec, checkpoint, policy, episodes, temperature, served)
+    source = policy if policy is not None else checkpoint
+    print_summary(f"{spec.name} · {source} · {summary.episodes} episodes", summary)
+    if _say_when_every_episode_failed(summary):  # a CI job must not take it for a result
+        raise typer.Exit(1)
+
+
+def _evaluate(
+    spec: Path,
+    checkpoint: str | None,
+    policy: str | None,
+    episodes: int,
+    temperature: float,
+    served: dict[str, Any],
+) -> Any:
+    """The summary of `eval`'s episodes; a bad spec, model, data or policy is one line."""
+    from agentspec.core.diagnostics import SpecError
+    from agentspec.runtime.commands.run import evaluate_policy
+    from agentspec.runtime.compiled.scripts import PolicyError
+    from agentspec.runtime.text.model_names import ModelNameError
+    from agentspec.stdlib.data import DataError
 
     def note(line: str) -> None:
         typer.echo(f"note: {line}", err=True)
 
     try:
         if policy is not None:
-            summary = evaluate_policy(
-                spec,
-                policy,
-                episodes,
-                temperature,
-                tokenizer_dir=tokenizer,
-                served_model=served_model,
-                api_key_env=api_key_env,
-                max_concurrency=concurrency,
-                note=note,
-            )
-        else:
-            from agentspec.runtime.backends.local.evaluation import evaluate_checkpoint
+            return evaluate_policy(spec, policy, episodes, temperature, **served, note=note)
+        from agentspec.runtime.backends.local.evaluation import evaluate_checkpoint
 
-            assert checkpoint is not None
-            summary = evaluate_checkpoint(spec, checkpoint, episodes, temperature, note=note)
+        assert checkpoint is not None
+        return evaluate_checkpoint(spec, checkpoint, episodes, temperature, note=note)
     except SpecError as exc:
         raise report_spec_error(exc) from None
     except ModelNameError as exc:  # a model named on the command line: as `run` says it
@@ -319,10 +341,6 @@ def eval_command(
         raise fail(str(exc)) from None
     except PolicyError as exc:
         raise fail(str(exc), code=2) from None
-    source = policy if policy is not None else checkpoint
-    print_summary(f"{spec.name} · {source} · {summary.episodes} episodes", summary)
-    if _say_when_every_episode_failed(summary):  # a CI job must not take it for a result
-        raise typer.Exit(1)
 
 
 @app.command()
