@@ -121,7 +121,7 @@ async def _first_prompt(module: Any, chat: Any, sample: Any, tokenizer: Any) -> 
     """
     from agentspec.formats.caps import cap_error
     from agentspec.runtime.compiled.env import PromptError
-    from agentspec.runtime.episode.context import ContextOverflowError, ContextView
+    from agentspec.runtime.episode.context import ContextView
     from agentspec.runtime.text.byte_tokenizer import ByteTokenizer
     from agentspec.runtime.text.chat_templates import ChatTemplateError
 
@@ -146,19 +146,7 @@ async def _first_prompt(module: Any, chat: Any, sample: Any, tokenizer: Any) -> 
             text = text_tokenizer.decode(built_text, skip_special_tokens=False)
             ids, overflow = None, ""
             if tokenizer is not None:
-                view = first_view(tokenizer)
-                try:
-                    built = flow.context.prompt(view)
-                    ids = built.ids
-                    if built.overflow:
-                        overflow = (
-                            f"{len(ids)} tokens exceed max_prompt_tokens="
-                            f"{flow.context.max_prompt_tokens}: the episode ends before its "
-                            "first step (context_overflow)"
-                        )
-                except ContextOverflowError as exc:
-                    ids = flow.context.build(view)
-                    overflow = f"{exc}: the episode ends as env_error here (overflow: error)"
+                ids, overflow = _counted(flow.context, first_view(tokenizer))
         except (ChatTemplateError, _NotRendered):
             raise
         except PromptError as exc:
@@ -168,6 +156,28 @@ async def _first_prompt(module: Any, chat: Any, sample: Any, tokenizer: Any) -> 
     finally:
         await env.close()
     return _FirstPrompt(text, ids, overflow, env, flow.context)
+
+
+def _counted(context: Any, view: Any) -> tuple[list[int], str]:
+    """The first prompt's ids under the model's tokenizer, and what happens to an
+    episode whose prompt is over `max_prompt_tokens` ("" when it fits)."""
+    from agentspec.runtime.episode.context import ContextOverflowError
+
+    try:
+        built = context.prompt(view)
+    except ContextOverflowError as exc:
+        return (
+            context.build(view),
+            f"{exc}: the episode ends as env_error here (overflow: error)",
+        )
+    overflow = ""
+    if built.overflow:
+        overflow = (
+            f"{len(built.ids)} tokens exceed max_prompt_tokens="
+            f"{context.max_prompt_tokens}: the episode ends before its "
+            "first step (context_overflow)"
+        )
+    return built.ids, overflow
 
 
 def _spec_framing(module: Any, framing: Any, tokenizer: Any) -> Any:
