@@ -120,30 +120,7 @@ def make_policy(
     if kind == "openai":
         from agentspec.runtime.policies.openai import OpenAIPolicy
 
-        if tokenizer_dir is None:
-            raise PolicyError(
-                "openai:URL needs --tokenizer DIR: the served model's tokenizer (token in, token out)"
-            )
-        from transformers import AutoTokenizer
-
-        folder = Path(tokenizer_dir)
-        if (
-            not (folder / "tokenizer.json").is_file()
-            and not (folder / "tokenizer_config.json").is_file()
-        ):
-            what = (
-                "is not a folder"
-                if not folder.is_dir()
-                else "holds no tokenizer.json or tokenizer_config.json"
-            )
-            raise PolicyError(
-                f"--tokenizer {tokenizer_dir}: {what}; give the served model's tokenizer folder"
-                " (a run's `tokenizer/`, or the model's own folder)"
-            )
-        try:  # a local folder only: never a download from a model hub
-            served_tokenizer: Any = AutoTokenizer.from_pretrained(folder, local_files_only=True)
-        except (OSError, ValueError) as exc:
-            raise PolicyError(f"--tokenizer {tokenizer_dir}: cannot load it ({exc})") from None
+        served_tokenizer = _served_tokenizer(tokenizer_dir)
         return OpenAIPolicy(location, model=served_model), served_tokenizer
     if kind == "chat":
         return chat_policy(location, served_model, task_tokenizer, api_key_env, max_concurrency)
@@ -153,6 +130,35 @@ def make_policy(
         f"or a model to load here (hf: prefix optional): {LOADABLE_MODEL_NAMES_HELP}"
         + (f"; did you mean {close[0]!r}?" if close else "")
     )
+
+
+def _served_tokenizer(tokenizer_dir: str | None) -> Any:
+    """The tokenizer of an openai:URL policy's served model, from a local folder."""
+    if tokenizer_dir is None:
+        raise PolicyError(
+            "openai:URL needs --tokenizer DIR: the served model's tokenizer (token in, token out)"
+        )
+    from transformers import AutoTokenizer
+
+    folder = Path(tokenizer_dir)
+    if (
+        not (folder / "tokenizer.json").is_file()
+        and not (folder / "tokenizer_config.json").is_file()
+    ):
+        what = (
+            "is not a folder"
+            if not folder.is_dir()
+            else "holds no tokenizer.json or tokenizer_config.json"
+        )
+        raise PolicyError(
+            f"--tokenizer {tokenizer_dir}: {what}; give the served model's tokenizer folder"
+            " (a run's `tokenizer/`, or the model's own folder)"
+        )
+    try:  # a local folder only: never a download from a model hub
+        served_tokenizer: Any = AutoTokenizer.from_pretrained(folder, local_files_only=True)
+    except (OSError, ValueError) as exc:
+        raise PolicyError(f"--tokenizer {tokenizer_dir}: cannot load it ({exc})") from None
+    return served_tokenizer
 
 
 def policy_model(name: str) -> str | None:
