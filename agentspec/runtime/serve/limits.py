@@ -354,11 +354,7 @@ class LimitsGuard:
                     return {"type": "websocket.disconnect", "code": 1001}
                 if message["type"] != "websocket.receive":
                     return message
-                size = (
-                    len(message["bytes"])
-                    if message.get("text") is None
-                    else len(message["text"].encode("utf-8", "surrogatepass"))
-                )
+                size = _message_size(message)
                 if size > limits.max_message_bytes:
                     await limited_send(_too_large_frame(size, limits.max_message_bytes))
                     continue
@@ -383,6 +379,13 @@ class LimitsGuard:
 
         with contextlib.suppress(_ClientStalled):
             await self.app(scope, limited_receive, limited_send)
+
+
+def _message_size(message: Message) -> int:
+    """The bytes a received WebSocket message holds (its text as UTF-8)."""
+    if message.get("text") is None:
+        return len(message["bytes"])
+    return len(message["text"].encode("utf-8", "surrogatepass"))
 
 
 def _too_large_frame(size: int, limit: int) -> Message:
