@@ -111,8 +111,6 @@ def behaviour_clone(
             f"behaviour cloning: {len(left_out)} of {who}'s {len(played)} episodes are not"
             f" cloned {_endings(left_out)}"
         )
-    optimizer = torch.optim.AdamW(models.policy.parameters(), lr=cfg.warm_start_lr)
-    pad = models.tokenizer.pad_token_id or 0
     batch = min(cfg.warm_start_batch, len(rows))
     # a context that rebuilds each prompt (a window, a summary) makes a row per turn
     whose = who.removeprefix("the ")
@@ -121,6 +119,25 @@ def behaviour_clone(
         f"behaviour cloning: {cfg.warm_start} steps of {batch} {unit}, lr {cfg.warm_start_lr:g}",
         cfg.warm_start,
     )
+    losses = _clone_steps(models, rows, batch, cfg, rng, reporter)
+    return {
+        "warm_start/loss_first": losses[0],
+        "warm_start/loss_last": losses[-1],
+        "warm_start/episodes": float(len(episodes)),
+    }
+
+
+def _clone_steps(
+    models: Models,
+    rows: list[Any],
+    batch: int,
+    cfg: TrainingSpec,
+    rng: random.Random,
+    reporter: Reporter,
+) -> list[float]:
+    """`training.warm_start` steps on batches of `rows`; the loss of each."""
+    optimizer = torch.optim.AdamW(models.policy.parameters(), lr=cfg.warm_start_lr)
+    pad = models.tokenizer.pad_token_id or 0
     losses: list[float] = []
     for step in range(1, cfg.warm_start + 1):
         started = time.perf_counter()
@@ -134,11 +151,7 @@ def behaviour_clone(
             seconds = time.perf_counter() - started
             reporter.pace("behaviour cloning", "step", seconds, cfg.warm_start, "warm_start")
         reporter.advance(step, f"loss {losses[-1]:.3f}")
-    return {
-        "warm_start/loss_first": losses[0],
-        "warm_start/loss_last": losses[-1],
-        "warm_start/episodes": float(len(episodes)),
-    }
+    return losses
 
 
 def oracle_episodes(
