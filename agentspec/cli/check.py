@@ -248,6 +248,15 @@ def compile_command(
         raise fail(str(exc), code=2 if exc.usage else 1) from None
     except DataError as exc:  # the data a target packages must load
         raise fail(str(exc)) from None
+    _put_back(spec, original, target, output)
+    for note in written.notes:
+        typer.echo(f"note: {note}", err=True)
+    for path in written.paths:
+        typer.echo(f"wrote {path}")
+
+
+def _put_back(spec: Path, original: bytes, target: str, output: Path) -> None:
+    """Restore the spec where the target wrote a file over it, and say so."""
     if not spec.is_file() or spec.read_bytes() != original:
         spec.write_bytes(original)
         raise fail(
@@ -255,10 +264,6 @@ def compile_command(
             f" {output}: the spec was put back; compile into another folder (-o build)",
             code=2,
         )
-    for note in written.notes:
-        typer.echo(f"note: {note}", err=True)
-    for path in written.paths:
-        typer.echo(f"wrote {path}")
 
 
 def _refusal(target: str, code: Sequence[PythonImport], exc: SpecCodeRefused) -> str:
