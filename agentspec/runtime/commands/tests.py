@@ -320,71 +320,74 @@ class SpecTestRunner:
         return result
 
     def _oracle_episode(self, traj: Trajectory, sample: Mapping[str, Any]) -> list[Failure]:
+        """What went wrong in one of the oracle's episodes: each step's errors at the
+        oracle turn that made it, then how the episode ended, if not as it should."""
         sid = sample.get("id", traj.sample_id)
-        failures: list[Failure] = []
         entries = self._oracle_entries(sample)
+        failures: list[Failure] = []
         for step in traj.steps:
-            turn = entries[step.index] if step.index < len(entries) else None
-            where = self._oracle_span(turn)
-            at = f"sample {sid}, turn {step.index + 1}{entry_label(turn)}"
-            for event in step.events:
-                intended = (
-                    event.kind == EventKind.TOOL_ERROR and event.tool in self.gate.tool_errors
-                )
-                if event.kind in (EventKind.TOOL_ERROR, EventKind.PARSE_ERROR) and not intended:
-                    failures.append(
-                        Failure(
-                            f"{at}: {event.kind.replace('_', ' ')}"
-                            f"{' in ' + event.tool if event.tool else ''}: {event.message}",
-                            where,
-                        )
+            failures += self._oracle_step(step, sid, entries)
+        ending = self._oracle_ending(traj, sid, entries)
+        return failures + ([ending] if ending is not None else [])
+
+    def _oracle_step(self, step: Any, sid: Any, entries: list[Any]) -> list[Failure]:
+        """A step's tool and parse errors (those the gate expects aside), expression
+        errors and a cut turn, at the oracle entry that made it."""
+        turn = entries[step.index] if step.index < len(entries) else None
+        where = self._oracle_span(turn)
+        at = f"sample {sid}, turn {step.index + 1}{entry_label(turn)}"
+        failures: list[Failure] = []
+        for event in step.events:
+            intended = event.kind == EventKind.TOOL_ERROR and event.tool in self.gate.tool_errors
+            if event.kind in (EventKind.TOOL_ERROR, EventKind.PARSE_ERROR) and not intended:
+                failures.append(
+                    Failure(
+                        f"{at}: {event.kind.replace('_', ' ')}"
+                        f"{' in ' + event.tool if event.tool else ''}: {event.message}",
+                        where,
                     )
-            for message in step.info.get("expression_errors", []):
-                failures.append(Failure(f"{at}: expression error: {message}", where))
-            if step.response_truncated:  # the cause of the parse error above, if any
-                failures.append(Failure(f"{at}: {cut_turn(self.spec)}", where))
-        if traj.env_error is not None:
-            failures.append(
-                Failure(
-                    f"sample {sid}: the episode ended with an environment error after"
-                    f" {len(traj.steps)} steps: {traj.env_error}",
-                    self._env_error_span(traj.env_error),
                 )
+        for message in step.info.get("expression_errors", []):
+            failures.append(Failure(f"{at}: expression error: {message}", where))
+        if step.response_truncated:  # the cause of the parse error above, if any
+            failures.append(Failure(f"{at}: {cut_turn(self.spec)}", where))
+        return failures
+
+    def _oracle_ending(self, traj: Trajectory, sid: Any, entries: list[Any]) -> Failure | None:
+        """How the oracle's episode ended, when that is a failure."""
+        if traj.env_error is not None:
+            return Failure(
+                f"sample {sid}: the episode ended with an environment error after"
+                f" {len(traj.steps)} steps: {traj.env_error}",
+                self._env_error_span(traj.env_error),
             )
-        elif traj.termination == TerminationReason.POLICY_ERROR and traj.steps:
+        if traj.termination == TerminationReason.POLICY_ERROR and traj.steps:
             # the oracle's own turn failed on this sample (a template that fails on its
             # fields, a hook that raised): said at that turn's entry
             last = traj.steps[-1]
             turn = entries[last.index] if last.index < len(entries) else None
             error = str(last.info.get("policy_error"))
-            failures.append(
-                Failure(
-                    f"sample {sid}, turn {last.index + 1}{entry_label(turn)}: the oracle's turn"
-                    f" could not be made: {error}",
-                    self._failed_entry_span(error) or self._oracle_span(turn),
-                )
+            return Failure(
+                f"sample {sid}, turn {last.index + 1}{entry_label(turn)}: the oracle's turn"
+                f" could not be made: {error}",
+                self._failed_entry_span(error) or self._oracle_span(turn),
             )
-        elif traj.termination == TerminationReason.CONTEXT_OVERFLOW:
-            failures.append(
-                Failure(
-                    f"sample {sid}: the oracle's episode ended after {len(traj.steps)} steps:"
-                    f" its {'next' if traj.steps else 'first'} prompt did not fit"
-                    " context.max_prompt_tokens"
-                    f" ({self.spec.context.max_prompt_tokens})",
-                    self._context_span(),
-                )
+        if traj.termination == TerminationReason.CONTEXT_OVERFLOW:
+            return Failure(
+                f"sample {sid}: the oracle's episode ended after {len(traj.steps)} steps:"
+                f" its {'next' if traj.steps else 'first'} prompt did not fit"
+                f" context.max_prompt_tokens ({self.spec.context.max_prompt_tokens})",
+                self._context_span(),
             )
-        elif traj.success is False and self.gate.min_success >= 1.0:
-            failures.append(
-                Failure(
-                    f"sample {sid}: the oracle's episode did not succeed "
-                    f"(ended {traj.termination.value} after {len(traj.steps)}"
-                    f" step{'s' * (len(traj.steps) != 1)}, "
-                    f"reward {traj.total_reward:.3f})",
-                    self.span(("oracle",)),
-                )
+        if traj.success is False and self.gate.min_success >= 1.0:
+            return Failure(
+                f"sample {sid}: the oracle's episode did not succeed "
+                f"(ended {traj.termination.value} after {len(traj.steps)}"
+                f" step{'s' * (len(traj.steps) != 1)}, "
+                f"reward {traj.total_reward:.3f})",
+                self.span(("oracle",)),
             )
-        return failures
+        return None
 
     def _context_span(self) -> Span:
         """`context.max_prompt_tokens` where the spec sets it, else the oracle."""
