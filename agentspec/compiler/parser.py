@@ -1,9 +1,9 @@
 """Parse expression and statement text into the AST (`agentspec.compiler.ast`).
 
-One Lark LALR grammar (`grammar.lark`) with positions on every node. Syntax
-errors are classified into named mistakes — unclosed parenthesis, missing
-operand, `=` where `==` was meant, unterminated string — each with the offset
-to put the caret under.
+One Lark LALR grammar (`grammar.lark`) with positions on every node. A syntax
+error becomes an `ExprSyntaxError` naming the mistake (unclosed parenthesis,
+missing operand, `=` where `==` was meant, unterminated string) with the offset
+to put the caret under: the classifying is `syntax_errors.py`'s.
 """
 
 from __future__ import annotations

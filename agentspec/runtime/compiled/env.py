@@ -2,10 +2,11 @@
 
 A generated module declares *what* (a `State` dataclass, tools with guards,
 effects and observations, reward components, termination rules) as small
-functions over a `Scope` (`runtime/spec/scope.py`), listed in the data of
-`runtime/spec/contract.py`; the classes here do the *how* — running a tool call's
-`returns` → effects → observation, dispatching reward components on step
-events, `done_when`, success and anchors — once, for every spec.
+functions over a `Scope` (`compiled/scope.py`), listed in the data of
+`compiled/contract.py`; the classes here do the *how* — dispatching reward
+components on step events, `done_when`, success and anchors — once, for every
+spec. A spec tool's call (`returns` → effects → observation) is run by
+`SpecTool` (`compiled/spec_tool.py`, importable from here).
 """
 
 from __future__ import annotations
