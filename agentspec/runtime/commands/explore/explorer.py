@@ -107,19 +107,7 @@ def explore(path: Path, settings: ExploreSettings = ExploreSettings()) -> Report
     search = GuidedSearch(driver, space, oracle, settings.seed, every)
     _search(search, settings, facts, checked, every)
     played = driver.played
-    if not played:
-        # an empty search finds nothing: that is no pass
-        raise ExploreError(
-            f"no episode was played within the time budget ({settings.seconds:g} s): loading"
-            f" {len(samples):,} samples and preparing them took"
-            f" {time.monotonic() - start:.1f} s; raise --seconds or lower --samples"
-        )
-    if all(e.trajectory.termination == TerminationReason.ENV_ERROR for e in played):
-        # nothing was explored: a search would report "no loopholes" about a broken env
-        raise ExploreError(
-            f"every episode ended in env_error, e.g. {played[0].trajectory.env_error}; "
-            "`agentspec test` shows it at the oracle"
-        )
+    _check_played(played, settings, len(samples), time.monotonic() - start)
     names = list(facts.rewards)
     return Report(
         spec=path,
@@ -135,6 +123,24 @@ def explore(path: Path, settings: ExploreSettings = ExploreSettings()) -> Report
         source_map=checked.loaded.source_map,
         coverage=facts.notes,
     )
+
+
+def _check_played(
+    played: list[Episode], settings: ExploreSettings, samples: int, seconds: float
+) -> None:
+    """Refuse a search that explored nothing, which would report "no loopholes"."""
+    if not played:
+        raise ExploreError(
+            f"no episode was played within the time budget ({settings.seconds:g} s): loading"
+            f" {samples:,} samples and preparing them took"
+            f" {seconds:.1f} s; raise --seconds or lower --samples"
+        )
+    if all(e.trajectory.termination == TerminationReason.ENV_ERROR for e in played):
+        # a broken environment, not a sound spec
+        raise ExploreError(
+            f"every episode ended in env_error, e.g. {played[0].trajectory.env_error}; "
+            "`agentspec test` shows it at the oracle"
+        )
 
 
 RULE_EPISODES = 120  # the most episodes the rules of winning episodes may take
