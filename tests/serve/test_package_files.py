@@ -17,7 +17,7 @@ import pytest
 from typer.testing import CliRunner
 
 from agentspec.cli import app
-from agentspec.runtime.targets.package_files import PackageFileError, spec_files
+from agentspec.compiler.package_files import PackageFileError, spec_files
 
 from .helpers import ROOT, checkout_env
 
@@ -374,8 +374,8 @@ def test_a_link_out_of_the_spec_folder_is_an_error_not_a_copy(
 
 
 def test_a_module_of_gigabytes_is_not_read_to_find_its_imports(tmp_path: Path) -> None:
+    from agentspec.compiler.package_files import _imported_modules
     from agentspec.compiler.static_signature import MAX_SOURCE_BYTES
-    from agentspec.runtime.targets.package_files import _imported_modules
 
     big = tmp_path / "big.py"
     with big.open("wb") as handle:  # sparse: no disk used, a MemoryError to read whole

@@ -3,7 +3,7 @@
 The package has OpenEnv's layout (``openenv.yaml``, ``models.py``, ``client.py``,
 ``server/app.py`` with ``app`` and ``main()``, ``pyproject.toml`` with the
 ``server`` script, a ``Dockerfile``, ``README.md``), the spec itself in ``spec/``
-with the local files it reads at run time (:mod:`.package_files`: package data,
+with the local files it reads at run time (:mod:`agentspec.compiler.package_files`: package data,
 and in the Docker image) and ``oracle/solve.py``. Its server is agentspec's
 (`agentspec serve --openenv`), so the package holds no copy of the runtime.
 
@@ -26,16 +26,16 @@ from typing import Any
 
 import yaml
 
+from agentspec.compiler.package_files import (
+    copy_spec_files,
+    package_data,
+    package_folders,
+)
 from agentspec.core.source import GENERATED_YAML_MARK
 from agentspec.runtime.compiled.scripts import has_oracle
 from agentspec.runtime.serve.spec import ServedSpec
 from agentspec.runtime.targets import TargetRequest, Written
 from agentspec.runtime.targets.dependency import agentspec_requirement
-from agentspec.runtime.targets.package_files import (
-    copy_spec_files,
-    package_data,
-    package_folders,
-)
 from agentspec.stdlib.user import SpecCodeRefused
 
 __all__ = ["write_openenv_package"]

@@ -1,7 +1,7 @@
 """`agentspec compile SPEC --target trl -o DIR`: the spec as a TRL `environment_factory`.
 
 Writes ``DIR/NAME_trl.py`` (and the spec beside it, with the local files it
-reads at run time: :mod:`.package_files`): a class with one typed,
+reads at run time: :mod:`agentspec.compiler.package_files`): a class with one typed,
 documented method per spec tool — so that `transformers.utils.get_json_schema`,
 which TRL reads tools with, gives the spec's own schema — plus one reward
 function per declared component and the spec's samples as TRL dataset rows::
@@ -21,9 +21,9 @@ from pathlib import Path
 from typing import Any
 
 from agentspec.compiler.emit import py_comment
+from agentspec.compiler.package_files import copy_spec_files
 from agentspec.runtime.serve.spec import ServedSpec
 from agentspec.runtime.targets import TargetRequest, Written
-from agentspec.runtime.targets.package_files import copy_spec_files
 
 __all__ = ["python_type", "write_trl_target"]
 

@@ -2,7 +2,7 @@
 
 Writes an installable package ``DIR`` (``pyproject.toml``, the module
 ``NAME_vf/`` with the spec inside, and beside it the local files the spec reads
-at run time, all package data: :mod:`.package_files`) exporting exactly one
+at run time, all package data: :mod:`agentspec.compiler.package_files`) exporting exactly one
 ``Taskset`` (the spec's samples: ``--env.taskset.split``,
 ``--env.taskset.limit``) and one ``Env``,
 whose ``run`` plays the episode with the harness's agent as the policy:
@@ -22,14 +22,14 @@ import shutil
 from pathlib import Path
 
 from agentspec.compiler.emit import py_comment
-from agentspec.runtime.serve.spec import ServedSpec
-from agentspec.runtime.targets import TargetRequest, Written
-from agentspec.runtime.targets.dependency import agentspec_requirement
-from agentspec.runtime.targets.package_files import (
+from agentspec.compiler.package_files import (
     copy_spec_files,
     package_data,
     package_folders,
 )
+from agentspec.runtime.serve.spec import ServedSpec
+from agentspec.runtime.targets import TargetRequest, Written
+from agentspec.runtime.targets.dependency import agentspec_requirement
 
 __all__ = ["write_verifiers_target"]
 
