@@ -280,3 +280,72 @@ def test_trainer_adds_the_task_advantage_of_the_presets_task_estimator() -> None
     )
     trainer.agentspec_settings = {"opd_task_weight": 0.0, "task_estimator": "agentspec_grpo"}
     assert AgentspecTrainer._add_task_advantage(trainer, opd, inputs, {}) is opd  # type: ignore[arg-type]
+
+
+def _nested(t: torch.Tensor, lengths: list[int]) -> torch.Tensor:
+    return torch.nested.as_nested_tensor(
+        [t[i, :n] for i, n in enumerate(lengths)], layout=torch.jagged
+    )
+
+
+def test_verl_value_loss_trains_a_step_critic_at_each_steps_state() -> None:
+    """The critic loss the agentspec trainer gives verl's critic worker: a step-level critic
+    is trained at each step's first response position alone (V of the state before the
+    step, where the estimator reads it), each row's steps averaged, then the rows
+    (``seq-mean-token-mean``), × ``value_coef``; a token-level one as verl's own loss."""
+    from tensordict import TensorDict
+    from verl.utils import tensordict_utils as tu
+    from verl.workers.utils.losses import value_loss as verls_value_loss
+
+    from agentspec.runtime.algorithms import value_loss
+    from agentspec.runtime.backends.verl.algorithms import VALUE_MASK, verl_value_loss
+    from agentspec.runtime.backends.verl.layout import state_positions
+
+    recs, _, mask = _records()
+    lengths = [len(r.token_steps) for r in recs]
+    states = state_positions(recs, 8)
+    assert [row.nonzero().flatten().tolist() for row in states] == [[0, 4], [0], [0], [0], [0]]
+    generator = torch.Generator().manual_seed(0)
+    old = torch.randn(5, 8, generator=generator) * mask
+    returns = torch.randn(5, 8, generator=generator) * mask
+    prompt = 2
+    flat = torch.randn(sum(prompt + n for n in lengths), generator=generator)
+    flat.requires_grad_()
+    data = TensorDict(
+        {
+            "prompts": _nested(torch.ones(5, prompt, dtype=torch.long), [prompt] * 5),
+            "responses": _nested(torch.ones(5, 8, dtype=torch.long), lengths),
+            "response_mask": _nested(mask.long(), lengths),
+            "values": _nested(old, lengths),
+            "returns": _nested(returns, lengths),
+            VALUE_MASK: _nested(states, lengths),
+        },
+        batch_size=[5],
+    )
+    tu.assign_non_tensor(data, dp_size=1, batch_num_tokens=int(mask.sum()), global_batch_size=5)
+    config = SimpleNamespace(
+        cliprange_value=0.2, loss_agg_mode="token-mean", loss_scale_factor=None
+    )
+
+    loss, metrics = verl_value_loss(config, {"values": flat}, data, value_coef=0.5)
+
+    starts = [sum(prompt + n for n in lengths[:i]) for i in range(5)]
+    where = [(i, int(c)) for i in range(5) for c in states[i].nonzero().flatten()]
+    read = torch.tensor([starts[i] + prompt - 1 + c for i, c in where])  # before token c
+    expected = value_loss(
+        flat[read],
+        torch.stack([old[i, c] for i, c in where]),
+        torch.stack([returns[i, c] for i, c in where]),
+        torch.tensor([1 / 10, 1 / 10, 1 / 5, 1 / 5, 1 / 5, 1 / 5]),  # row a holds 2 steps
+    )
+    torch.testing.assert_close(loss, 0.5 * expected.loss)
+    assert metrics["critic/vf_loss"].values == [pytest.approx(float(expected.loss))]
+    (grad,) = torch.autograd.grad(loss, flat)
+    (want,) = torch.autograd.grad(0.5 * expected.loss, flat)
+    torch.testing.assert_close(grad, want)
+    assert len(grad.nonzero()) > 0 and set(grad.nonzero().flatten().tolist()) <= set(read.tolist())
+
+    del data[VALUE_MASK]  # a token-level critic: verl's own loss, weighted
+    token_loss, _ = verl_value_loss(config, {"values": flat}, data, value_coef=0.5)
+    verls, _ = verls_value_loss(config, {"values": flat}, data)
+    torch.testing.assert_close(token_loss, 0.5 * verls)

@@ -114,7 +114,7 @@ def update(
             else {}
         )
         if models.critic is not None and returns is not None:
-            metrics["loss/value"] = critic_step(models, cfg, minibatch, scored, returns)
+            metrics.update(critic_step(models, cfg, minibatch, scored, returns))
         for key, value in metrics.items():
             totals.setdefault(key, []).append(value)
     return with_aliases({k: sum(v) / len(v) for k, v in totals.items()})
@@ -217,8 +217,9 @@ def critic_step(
     minibatch: Minibatch,
     scored: Scored,
     returns: torch.Tensor,
-) -> float:
-    """One gradient step of the critic on `minibatch`; returns the value loss."""
+) -> dict[str, float]:
+    """One gradient step of the critic on `minibatch`; returns the value loss (before
+    `value_coef`) and the gradient norm before clipping."""
     index, steps, weights = minibatch.index, minibatch.steps, minibatch.weights
     with autocast(models.device):
         prefix = shared_prefix(minibatch.ids, index.first_read())
@@ -237,9 +238,9 @@ def critic_step(
     loss = cfg.value_coef * out.loss
     models.optimizers["critic"].zero_grad()
     loss.backward()
-    torch.nn.utils.clip_grad_norm_(models.critic.parameters(), cfg.max_grad_norm)
+    grad_norm = torch.nn.utils.clip_grad_norm_(models.critic.parameters(), cfg.max_grad_norm)
     models.optimizers["critic"].step()
-    return float(out.loss.detach())
+    return {"loss/value": float(out.loss.detach()), "critic/grad_norm": float(grad_norm)}
 
 
 def with_aliases(metrics: dict[str, float]) -> dict[str, float]:

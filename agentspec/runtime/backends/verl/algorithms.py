@@ -12,7 +12,10 @@ The math is agentspec's; these adapters only convert layouts:
   without them (another trainer) it raises instead of guessing;
 - a loss computes agentspec's per-token loss and aggregates it with verl's
   ``agg_loss`` (``loss_agg_mode`` and verl's global-batch normalisation across
-  micro-batches and data-parallel ranks).
+  micro-batches and data-parallel ranks);
+- the critic's loss (:func:`verl_value_loss`, which the ``agentspec`` trainer gives
+  verl's critic worker) is verl's clipped value loss at the positions agentspec trains
+  its critic at, weighted by ``value_coef``.
 
 :func:`register` is idempotent and runs in every process that imports the
 plugin (:mod:`.plugin`).
@@ -37,14 +40,21 @@ from agentspec.runtime.backends.verl.layout import RowSteps, StepView, step_view
 
 __all__ = [
     "PREFIX",
+    "VALUE_MASK",
     "register",
     "verl_algorithm_settings",
     "verl_estimator",
     "verl_loss",
     "verl_name",
+    "verl_value_loss",
 ]
 
 PREFIX = "agentspec_"
+
+VALUE_MASK = "agentspec_value_mask"
+"""The field (per response token, like verl's ``response_mask``) that marks the positions a
+step-level critic is read and trained at: each step's first response token, where verl's
+critic gives V of the state the step acted from. The ``agentspec`` trainer writes it."""
 
 
 def verl_name(name: str) -> str:
@@ -58,8 +68,8 @@ def _row_returns(view: StepView, returns: Tensor | None, critic: str, advantages
         return advantages.clone()
     if critic == "token":  # per-token returns, trained at every token
         return view.to_rows(returns).to(advantages.dtype)
-    # step-level GAE: R_t for every token of step t (the critic is read at the
-    # step's first position and trained on all of the step's positions)
+    # step-level GAE: R_t for every token of step t; the critic is read and trained at
+    # the step's first position only (:data:`VALUE_MASK`, :func:`verl_value_loss`)
     return view.steps_to_rows(returns).to(advantages.dtype)
 
 
@@ -172,6 +182,58 @@ def verl_loss(name: str) -> Callable[..., tuple[Tensor, dict[str, Any]]]:
     loss.__name__ = f"agentspec_{name}_loss"
     loss.__doc__ = f"agentspec's {name!r} policy loss in verl's interface."
     return loss
+
+
+def verl_value_loss(
+    config: Any,
+    model_output: Any,
+    data: Any,
+    dp_group: Any = None,
+    *,
+    value_coef: float = 1.0,
+) -> tuple[Tensor, dict[str, Any]]:
+    """The critic's loss in verl's interface (that of ``verl.workers.utils.losses.value_loss``,
+    which it replaces): ``value_coef`` × verl's clipped value loss, where agentspec trains the
+    critic, as the local backend does.
+
+    A step-level critic (``data`` holds :data:`VALUE_MASK`) is trained at each step's first
+    response position alone, V of the state before the step against the step's return: the
+    mean over a row's steps, then over the mini-batch's rows (``seq-mean-token-mean``: an
+    episode packed in one row weighs as the local backend weighs it, a row per step weighs
+    each step the same). A token-level critic is trained at every response token and
+    aggregated by the critic's ``loss_agg_mode``, as verl's own loss does. Metrics are verl's
+    (the loss before ``value_coef``, as the local backend logs it)."""
+    from verl.trainer.ppo.core_algos import compute_value_loss
+    from verl.utils.metric import AggregationType, Metric
+    from verl.utils.torch_functional import masked_mean
+    from verl.workers.utils.padding import no_padding_2_padding
+
+    vpreds = no_padding_2_padding(model_output["values"], data)
+    step_level = VALUE_MASK in data.keys()  # noqa: SIM118 (a TensorDict has no `in`)
+    fields = ["values", "returns", "response_mask", *([VALUE_MASK] if step_level else [])]
+    batch = data.select(*fields).to_padded_tensor()
+    mask = batch[VALUE_MASK if step_level else "response_mask"].bool()
+    info = {k: data[k] for k in ("dp_size", "batch_num_tokens", "global_batch_size")}
+    loss, clipfrac = compute_value_loss(
+        vpreds=vpreds,
+        returns=batch["returns"],
+        values=batch["values"],
+        response_mask=mask,
+        cliprange_value=config.cliprange_value,
+        loss_agg_mode="seq-mean-token-mean" if step_level else config.loss_agg_mode,
+        loss_scale_factor=config.loss_scale_factor,
+        **info,
+    )
+    # as verl's: a loss normalised over the global mini-batch sums over micro-batches
+    normalised = info["dp_size"] > 1 or config.loss_scale_factor is not None
+    normalised = normalised or any(info[k] is not None for k in info if k != "dp_size")
+    aggregation = AggregationType.SUM if normalised else AggregationType.MEAN
+    metrics = {
+        "critic/vf_loss": Metric(value=loss, aggregation=aggregation),
+        "critic/vf_clipfrac": clipfrac.detach().item(),
+        "critic/vpred_mean": masked_mean(vpreds, mask).detach().item(),
+    }
+    return value_coef * loss, metrics
 
 
 def verl_algorithm_settings(config: Any) -> dict[str, Any]:

@@ -25,7 +25,7 @@ from agentspec.runtime.algorithms import StepBatch, StepRow, collate_steps
 from agentspec.runtime.episode.rows import TrainingRow
 from agentspec.runtime.episode.trajectory import Trajectory
 
-__all__ = ["EXTRA_KEY", "RowSteps", "StepView", "row_steps", "step_view"]
+__all__ = ["EXTRA_KEY", "RowSteps", "StepView", "row_steps", "state_positions", "step_view"]
 
 EXTRA_KEY = "agentspec"
 """Key of :class:`RowSteps` (as a plain dict) in ``AgentLoopOutput.extra_fields``."""
@@ -186,6 +186,19 @@ def step_view(
     positions = _positions(cols)
     batch = collate_steps(rows, pad_to=positions.shape[1], dtype=torch.float32)
     return StepView(batch, torch.tensor(row_of_step, dtype=torch.int64), positions, n, width)
+
+
+def state_positions(records: Sequence[RowSteps], width: int) -> Tensor:
+    """``(rows, width)`` int64: 1 at each step's first response column (where verl's critic
+    gives V of the state the step acted from, the value :func:`step_view` reads), else 0."""
+    out = torch.zeros((len(records), width), dtype=torch.int64)
+    for i, rec in enumerate(records):
+        seen: set[int] = set()
+        for j, step in enumerate(rec.token_steps[:width]):
+            if step >= 0 and step not in seen:
+                seen.add(step)
+                out[i, j] = 1
+    return out
 
 
 def _positions(cols: list[list[int]]) -> Tensor:

@@ -8,8 +8,10 @@ row's step records (``extra_fields["agentspec"]``: trajectory, step of every
 token, step rewards, anchors), the critic's values and the log-probs from
 verl's TransferQueue, and calls the estimator registered in verl's registry
 (``algorithm.adv_estimator``, one of agentspec's, see :mod:`.algorithms`).
-Everything else (rollout, log-probs, critic and actor updates, validation,
-checkpoints, logging) is verl's.
+It also gives verl's critic worker agentspec's critic loss (:func:`critic_loss_fn`:
+a step-level critic is trained at each step's state position, the loss weighted by
+``value_coef``, as on the local backend). Everything else (rollout, log-probs, critic
+and actor updates, validation, checkpoints, logging) is verl's.
 
 Settings under ``trainer.v1.agentspec`` (added by the generated overrides):
 ``omega`` (GiGPO), ``opd_beta`` / ``teacher_path`` / ``opd_task_weight`` (OPD: the
@@ -20,6 +22,7 @@ that multiple of the ``task_estimator``'s advantage, GRPO's for ``opd``, as the 
 backend does), ``whiten``
 (step GAE), ``dump_dir``
 (write each step's advantage inputs and the advantages verl stored, for tests),
+``value_coef`` (the critic loss's weight; the spec's default when absent),
 ``max_failed_groups`` / ``error_file`` (stop, with the episodes' tracebacks, when
 agent loops keep failing: verl itself would log them and refill for ever).
 On a CPU machine (``trainer.device=cpu``) it also starts verl's workers through
@@ -30,6 +33,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -46,15 +50,44 @@ from verl.trainer.ppo.v1.trainer_base import TRAINER_REGISTRY, register_trainer
 from verl.trainer.ppo.v1.trainer_sync import PPOTrainerSync
 from verl.workers.utils.padding import response_to_nested
 
-from agentspec.runtime.algorithms import AdvantageConfig
+from agentspec.runtime.algorithms import ESTIMATORS, AdvantageConfig
 from agentspec.runtime.algorithms import advantage_config as build_advantage_config
 from agentspec.runtime.backends.verl import KL_IN_REWARD_REFUSED
-from agentspec.runtime.backends.verl.algorithms import verl_algorithm_settings
-from agentspec.runtime.backends.verl.layout import EXTRA_KEY, RowSteps
+from agentspec.runtime.backends.verl.algorithms import (
+    PREFIX,
+    VALUE_MASK,
+    verl_algorithm_settings,
+    verl_value_loss,
+)
+from agentspec.runtime.backends.verl.layout import EXTRA_KEY, RowSteps, state_positions
+from agentspec.spec.training import TrainingSpec
 
-__all__ = ["TRAINER_NAME", "AgentLoopError", "AgentspecTrainer", "register"]
+__all__ = ["TRAINER_NAME", "AgentLoopError", "AgentspecTrainer", "critic_loss_fn", "register"]
 
 TRAINER_NAME = "agentspec"
+
+DEFAULT_VALUE_COEF = float(TrainingSpec.model_fields["value_coef"].default)
+
+
+def critic_loss_fn(config: Any) -> Any:
+    """The loss verl's critic worker trains with in an agentspec run (``config``: the run's
+    composed config): :func:`.algorithms.verl_value_loss` with the critic's config and
+    ``trainer.v1.agentspec.value_coef`` (the spec's default when absent)."""
+    from verl.utils.config import omega_conf_to_dataclass
+
+    coef = (config.trainer.v1.get(TRAINER_NAME, {}) or {}).get("value_coef")
+    return partial(
+        verl_value_loss,
+        config=omega_conf_to_dataclass(config.critic),
+        value_coef=DEFAULT_VALUE_COEF if coef is None else float(coef),
+    )
+
+
+def _step_critic(estimator: str) -> bool:
+    """Whether verl estimator ``estimator`` is one of agentspec's that reads a step-level
+    critic (read and trained at each step's state position)."""
+    name = str(estimator)
+    return name.startswith(PREFIX) and ESTIMATORS.get(name.removeprefix(PREFIX)).critic == "step"
 
 
 def _list(x: Any) -> list[Any]:
@@ -146,6 +179,13 @@ class AgentspecTrainer(PPOTrainerSync):
             raise AgentLoopError.from_file(self._failed_groups, settings.get("error_file"))
         return int(super()._add_prompts_to_generate(num_prompts))
 
+    def on_init_end(self) -> None:
+        """verl's hook after its set-up: give the critic agentspec's loss
+        (:func:`critic_loss_fn`, in place of verl's ``value_loss``) before any step."""
+        super().on_init_end()
+        if self.use_critic:
+            self.critic_wg.set_loss_fn(critic_loss_fn(self.config))
+
     def _init_resource_pool_mgr(self) -> None:
         super()._init_resource_pool_mgr()
         if str(self.config.trainer.device) != "cpu":
@@ -177,6 +217,9 @@ class AgentspecTrainer(PPOTrainerSync):
         rows.proto.batch["returns"] = torch.zeros_like(mask, dtype=torch.float32)
         rows.proto.batch["advantages"][keep] = advantages.float()
         rows.proto.batch["returns"][keep] = returns.float()
+        if _step_critic(self.config.algorithm.adv_estimator):  # where the critic trains
+            rows.proto.batch[VALUE_MASK] = torch.zeros_like(mask, dtype=torch.int64)
+            rows.proto.batch[VALUE_MASK][keep] = state_positions(records, mask.shape[1])
         metrics.update(_episode_metrics([rows.extras[i] for i in keep]))
         metrics.update(_step_metrics(records))
         batch = self._write_advantages(batch, rows, correction)
@@ -259,6 +302,8 @@ class AgentspecTrainer(PPOTrainerSync):
     def _write_advantages(self, batch: Any, rows: _Rows, correction: bool) -> Any:
         """Put advantages and returns (and what rollout correction changed) back in the queue."""
         out_fields = ["advantages", "returns"]
+        if VALUE_MASK in rows.proto.batch:
+            out_fields.append(VALUE_MASK)
         if correction:
             out_fields.append("response_mask")
             if "rollout_is_weights" in rows.proto.batch:
