@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -10,6 +11,36 @@ import typer
 from agentspec.cli.app import app, fail, output_path, report_spec_error
 from agentspec.cli.extras import require
 from agentspec.core.presets import ALGORITHMS  # torch-free
+
+# verl's options, named here so `train`'s signature stays one screen
+RayAddress = Annotated[
+    str | None, typer.Option(help="verl: join this Ray cluster instead of starting one.")
+]
+SharedStorage = Annotated[
+    bool,
+    typer.Option(
+        help="verl: the run folder (--out) and $AGENTSPEC_DATA are at the same path on every"
+        " Ray node; workers read them there instead of the run being shipped to them"
+        " (docs/verl.md, Multi-node)."
+    ),
+]
+DryRunFlag = Annotated[
+    bool,
+    typer.Option(
+        help="verl: print the main_ppo command line and the composed config, start nothing "
+        "(GPU overrides: --set trainer.device=cuda)."
+    ),
+]
+
+
+@dataclass(frozen=True)
+class VerlLaunch:
+    """How `train --backend verl` starts: the cluster to join, whether the workers read
+    the run in place (shared storage) instead of being shipped it, or only a dry run."""
+
+    ray_address: str | None
+    shared_storage: bool
+    dry_run: bool
 
 
 @app.command()
@@ -36,16 +67,9 @@ def train(
     backend: Annotated[
         str | None, typer.Option(help="local or verl (default: the spec's).")
     ] = None,
-    ray_address: Annotated[
-        str | None, typer.Option(help="verl: join this Ray cluster instead of starting one.")
-    ] = None,
-    dry_run: Annotated[
-        bool,
-        typer.Option(
-            help="verl: print the main_ppo command line and the composed config, start nothing "
-            "(GPU overrides: --set trainer.device=cuda)."
-        ),
-    ] = False,
+    ray_address: RayAddress = None,
+    shared_storage: SharedStorage = False,
+    dry_run: DryRunFlag = False,
 ) -> None:
     """Train a policy on a spec (settings from its `training` section, overridable with --set)."""
     from agentspec.core.diagnostics import SpecError, waived_by
@@ -64,7 +88,8 @@ def train(
     run_dir = output_path(out or Path("runs") / name, "--out", folder=True)
     if overrides.get("backend", module.TRAINING["backend"]) == "verl":
         require("agentspec train --backend verl", "verl")
-        _train_verl(spec, module.TRAINING, run_dir, overrides, ray_address, dry_run=dry_run)
+        launch = VerlLaunch(ray_address, shared_storage, dry_run)
+        _train_verl(spec, module.TRAINING, run_dir, overrides, launch)
         return
     if dry_run:
         raise fail("--dry-run shows a verl run: add --backend verl", code=2)
@@ -105,9 +130,7 @@ def _train_verl(
     training: dict[str, Any],
     run_dir: Path,
     overrides: dict[str, Any],
-    ray_address: str | None,
-    *,
-    dry_run: bool,
+    launch: VerlLaunch,
 ) -> None:
     from agentspec.runtime.backends.local.config import ConfigError
     from agentspec.runtime.backends.local.model_defaults import run_settings
@@ -138,18 +161,23 @@ def _train_verl(
             err=True,
         )
     verl_overrides = {k: str(v) for k, v in overrides.items()}
-    if dry_run:
-        _verl_dry_run(spec, run_dir, verl_overrides, ray_address)
+    if launch.dry_run:
+        _verl_dry_run(spec, run_dir, verl_overrides, launch)
         return
     try:
-        path = train_verl(spec, run_dir, verl_overrides, ray_address)
+        path = train_verl(
+            spec, run_dir, verl_overrides, launch.ray_address, shared_storage=launch.shared_storage
+        )
     except VerlSetupError as exc:
         raise fail(str(exc), code=2) from None
     typer.echo(f"run directory: {path}")
 
 
 def _verl_dry_run(
-    spec: Path, run_dir: Path, overrides: dict[str, str], ray_address: str | None
+    spec: Path,
+    run_dir: Path,
+    overrides: dict[str, str],
+    launch: VerlLaunch,
 ) -> None:
     from hydra.errors import HydraException
     from omegaconf.errors import OmegaConfBaseException
@@ -158,7 +186,9 @@ def _verl_dry_run(
     from agentspec.runtime.backends.verl.launcher import VerlSetupError
 
     try:
-        result = dry_run(spec, run_dir, overrides, ray_address)
+        result = dry_run(
+            spec, run_dir, overrides, launch.ray_address, shared_storage=launch.shared_storage
+        )
     except (HydraException, OmegaConfBaseException) as exc:
         raise fail(f"verl does not accept this configuration: {exc}", code=2) from None
     except VerlSetupError as exc:  # agentspec's own refusals (a ValueError too): said as they are

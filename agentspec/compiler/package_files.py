@@ -32,22 +32,26 @@ from __future__ import annotations
 
 import ast
 import os
+import re
 import shlex
 import shutil
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
+from typing import Any
 
 from agentspec.compiler.static_signature import MAX_SOURCE_BYTES
-from agentspec.stdlib.data import DATA_ENV, DataError, resolve_path
+from agentspec.stdlib.data import DATA_ENV, DataError, data_root, resolve_path
 
 __all__ = [
     "PackageFileError",
     "SpecFile",
     "copy_spec_files",
+    "data_root_files",
     "package_data",
     "package_folders",
     "spec_files",
+    "spec_variables",
 ]
 
 # Never copied: the package depends on agentspec, it does not hold a copy of it.
@@ -79,6 +83,52 @@ def spec_files(spec_path: Path, into: Path | None = None) -> list[SpecFile]:
     if into is not None and into.resolve() == spec_dir:
         return []
     return _Finder(spec_path, spec_dir).find()
+
+
+def data_root_files(spec_path: Path) -> list[SpecFile]:
+    """Every file and folder under ``${AGENTSPEC_DATA}`` that the spec names (in
+    ``data.source``, ``data.params``, the functions' and the environment adapter's
+    ``config``), with its place
+    relative to the data root; what does not exist on this machine is left out (the
+    runtime reports it where it reads it). A library default the spec does not name
+    is not among them."""
+    spec_dir = spec_path.resolve().parent
+    finder = _Finder(spec_path, spec_dir)
+    finder.find()
+    return sorted(finder.data_root_found.values(), key=lambda f: f.relative.as_posix())
+
+
+_VARIABLE = re.compile(r"\$\{([A-Za-z_]\w*)\}|\$([A-Za-z_]\w*)")
+
+
+def spec_variables(spec_path: Path) -> list[str]:
+    """The environment variables the spec's paths and configs name (``$NAME`` or
+    ``${NAME}`` in ``data.source``, ``data.params``, the functions' and the environment
+    adapter's ``config``): what the runtime expands where it reads them, so a process
+    that runs the spec's tools needs them set as the driver has them."""
+    finder = _Finder(spec_path, spec_path.resolve().parent)
+    spec = finder.load()
+    sections: list[object] = []
+    if spec.data is not None:
+        sections += [spec.data.source, spec.data.params]
+    sections += [f.config for f in spec.functions.values()]
+    if spec.environment is not None:
+        sections.append(spec.environment.config)
+    names: set[str] = set()
+    for text in _strings(sections):
+        names.update(a or b for a, b in _VARIABLE.findall(text))
+    return sorted(names)
+
+
+def _strings(value: object) -> Iterable[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _strings(item)
+    elif isinstance(value, list | tuple):
+        for item in value:
+            yield from _strings(item)
 
 
 def copy_spec_files(
@@ -171,23 +221,34 @@ class _Finder:
         self.spec_path = spec_path
         self.spec_dir = spec_dir
         self.found: dict[PurePosixPath, SpecFile] = {}
+        self.data_root_found: dict[PurePosixPath, SpecFile] = {}
 
-    def find(self) -> list[SpecFile]:
-        from agentspec.spec.imports import python_imports
+    def load(self) -> Any:
+        """The spec, loaded again (it was compiled a moment ago: a PackageFileError if
+        the file changed since and no longer loads)."""
         from agentspec.spec.load import load_spec, read_source
 
         source, problem = read_source(self.spec_path)
         loaded, diagnostics = load_spec(source) if source is not None else (None, [])
-        if loaded is None:  # compiled a moment ago: the file changed since
+        if loaded is None:
             first = next((d for d in [problem, *diagnostics] if d is not None), None)
             reason = first.message if first is not None else "it is not a valid spec"
             raise PackageFileError(f"cannot read {self.spec_path} again: {reason}")
-        spec = loaded.spec
+        self.loaded = loaded
+        return loaded.spec
+
+    def find(self) -> list[SpecFile]:
+        from agentspec.spec.imports import python_imports
+
+        spec = self.load()
+        loaded = self.loaded
         if spec.data is not None:
             self._data_source(spec.data.source)
             self._config("data.params", spec.data.params)
         for name, function in spec.functions.items():
             self._config(f"functions.{name}.config", function.config)
+        if spec.environment is not None:
+            self._config("environment.config", spec.environment.config)
         for item in python_imports(loaded):
             if item.kind == "command":
                 server = spec.mcp[item.field.split(".")[1]]
@@ -211,6 +272,8 @@ class _Finder:
         """The values the runtime reads as paths in the spec's folder
         (:func:`agentspec.stdlib.user.resolve_config_paths`)."""
         for key, value in config.items():
+            if isinstance(value, str) and value.startswith("$"):
+                self._data_root_path(f"{field}.{key}", value)
             if not isinstance(value, str) or not value or value.startswith(("$", "/", "~")):
                 continue
             if ("/" in value or "." in value) and _exists(self.spec_dir / value):
@@ -231,6 +294,7 @@ class _Finder:
         a machine path is left alone; a relative one must stay in the spec's folder."""
         expanded = resolve_path(raw)
         if raw.startswith("$") or expanded.is_absolute():
+            self._data_root_path(field, raw)
             return  # ${AGENTSPEC_DATA}, $VAR, ~ or absolute: read from that place
         place = Path(os.path.normpath(self.spec_dir / expanded))
         relative = os.path.relpath(place, self.spec_dir)
@@ -247,6 +311,22 @@ class _Finder:
         if not _exists(place):
             return  # the runtime reports a missing file itself, where it reads it
         self._add(field, place, PurePosixPath(Path(relative).as_posix()))
+
+    def _data_root_path(self, field: str, raw: str) -> None:
+        """A path under ``${AGENTSPEC_DATA}``, kept apart: a package reads it from the
+        machine's data root, a verl run ships it (what is outside the root is not)."""
+        for prefix in (f"${{{DATA_ENV}}}/", f"${DATA_ENV}/"):
+            if raw.startswith(prefix):
+                relative = os.path.normpath(raw[len(prefix) :])
+                break
+        else:
+            return
+        if relative in (".", "..") or relative.startswith(("..", "/")) or "$" in relative:
+            return
+        place = data_root() / relative
+        if _exists(place):
+            key = PurePosixPath(Path(relative).as_posix())
+            self.data_root_found.setdefault(key, SpecFile(field, place, key))
 
     def _add(self, field: str, source: Path, relative: PurePosixPath) -> None:
         if relative in self.found:

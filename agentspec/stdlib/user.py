@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import os
 import sys
 import threading
 from collections.abc import Callable, Iterator, Mapping
@@ -47,6 +48,15 @@ def bind_spec_dir(module: ModuleType, folder: str | Path) -> None:
     """Tell a generated module where its spec lives: relative data paths and
     user modules resolve against that folder from now on."""
     setattr(module, "SPEC_DIR", add_import_root(folder))  # noqa: B010 (a generated module's global)
+
+
+def use_shipped_data(folder: str | Path) -> None:
+    """Make ``folder`` the data root (`${AGENTSPEC_DATA}`) of this process when it
+    exists: a verl run ships the data its spec names there, beside the agent loop, to
+    workers that do not see the driver's data folder (docs/verl.md, "Multi-node")."""
+    root = Path(folder)
+    if root.is_dir():
+        os.environ["AGENTSPEC_DATA"] = str(root.resolve())
 
 
 class SpecCodeRefused(RuntimeError):

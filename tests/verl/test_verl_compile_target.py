@@ -43,9 +43,12 @@ def test_writes_module_loop_yaml_rows_and_overrides(target_dir: Path) -> None:
         "manifest.json",
         "overrides.cpu.txt",
         "overrides.txt",
+        "spec",
         "train.parquet",
         "val.parquet",
     ]
+    # the spec's copy, which the agent loop binds: what a run ships to its workers
+    assert sorted(p.name for p in (target_dir / "spec").iterdir()) == ["calculator.yaml"]
     loop = (target_dir / "calculator_verl.py").read_text()
     assert "class CalculatorAgentLoop(SpecAgentLoop):" in loop
     assert 'layout = "per_step"' in loop  # steppo: one verl row per step

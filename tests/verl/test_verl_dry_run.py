@@ -94,9 +94,13 @@ def test_dry_run_output_composes_for_every_recipe(
     assert rollout == ("agentspec_hf" if device == "cpu" else "vllm")
     assert env["VERL_USE_EXTERNAL_MODULES"] == "agentspec.runtime.backends.verl.plugin"
     assert ("VERL_PLATFORM" in env) == (device == "cpu")
-    # the files the command names exist: the run can start from this command
+    # the files the command names exist in the folder it ships to the workers, where
+    # every worker starts (issue 51: the run is shipped, not named by a driver's path)
+    shipped = Path(pairs["+ray_kwargs.ray_init.runtime_env.working_dir"])
     for key in ("data.train_files", "data.val_files", "actor_rollout_ref.model.path"):
-        assert Path(pairs[key]).exists(), key
+        assert not Path(pairs[key]).is_absolute(), key
+        assert (shipped / pairs[key]).exists(), key
+    assert (shipped / "spec" / f"{recipe}.yaml").is_file()
 
 
 @pytest.mark.parametrize("device", DEVICES)

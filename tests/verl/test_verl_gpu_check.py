@@ -74,6 +74,9 @@ def test_gpu_check_small_form_runs_the_verl_steps_on_the_cpu(tmp_path: Path) -> 
     # the verl step's run, as every verl training run must show; it started from the
     # checkpoint the local backend warm-started (kept by --out)
     policy = tmp_path / "warm" / "checkpoints" / "iter_000000" / "policy"
-    assert f"path: {policy}" in (run / "config.yaml").read_text()
+    # shipped to the workers with the run (docs/verl.md, Multi-node): a copy in the target
+    assert "path: inputs/model" in (run / "config.yaml").read_text()
+    shipped = run / "target" / "inputs" / "model" / "model.safetensors"
+    assert shipped.read_bytes() == (policy / "model.safetensors").read_bytes()
     initial = load_file(policy / "model.safetensors")
     check_trained_run(run, None, "steppo", initial)

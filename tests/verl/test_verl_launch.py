@@ -38,7 +38,7 @@ class EnvProbe:
     def run(self, config):
         out = Path(str(config.trainer.default_local_dir))
         out.mkdir(parents=True, exist_ok=True)
-        (out / "worker_env.json").write_text(json.dumps(dict(os.environ)))
+        (out / "worker_env.json").write_text(json.dumps({**os.environ, "CWD": os.getcwd()}))
 '''
 
 
@@ -85,3 +85,9 @@ def test_train_and_the_printed_command_give_the_workers_one_environment(tmp_path
     # ... and agentspec's over it (verl's default TOKENIZERS_PARALLELISM is "true")
     for key, value in prepared.env.items():
         assert seen[key] == value, key
+    # the run is shipped, not named (issue 51): the worker starts in Ray's copy of the
+    # target folder, and none of its variables names the driver's target folder
+    assert Path(seen["CWD"]) != prepared.target.out_dir
+    assert (Path(seen["CWD"]) / "agent_loop.yaml").is_file()
+    assert not [k for k, v in seen.items() if str(prepared.target.out_dir) in v]
+    assert "PYTHONPATH" not in prepared.env

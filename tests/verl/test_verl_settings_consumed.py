@@ -23,6 +23,7 @@ trainer or agent loop; ``ray_kwargs.ray_init.*`` are ``ray.init``'s parameters
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import importlib
 import inspect
@@ -215,6 +216,11 @@ def launches(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, str], 
     return out
 
 
+def _shipped_folder(overrides: dict[str, str]) -> Path:
+    """Where a run's workers start (its inputs are relative to it: docs/verl.md, Multi-node)."""
+    return Path(overrides["+ray_kwargs.ray_init.runtime_env.working_dir"])
+
+
 def test_every_key_agentspec_sets_is_read_by_verl(
     launches: dict[tuple[str, str], dict[str, str]],
 ) -> None:
@@ -223,10 +229,11 @@ def test_every_key_agentspec_sets_is_read_by_verl(
     problems = []
     for (name, device), overrides in launches.items():
         composed = Composed(compose_config(overrides))
-        for key in overrides:
-            reason = unread(composed, key)
-            if reason:
-                problems.append(f"{name}/{device}: {key}: {reason}")
+        with contextlib.chdir(_shipped_folder(overrides)):  # verl reads the model's config
+            for key in overrides:
+                reason = unread(composed, key)
+                if reason:
+                    problems.append(f"{name}/{device}: {key}: {reason}")
     assert not problems, "\n".join(problems)
 
 
@@ -236,8 +243,9 @@ def test_a_key_nothing_reads_is_caught(launches: dict[tuple[str, str], dict[str,
 
     overrides = {**launches[("steppo", "cuda")], "actor_rollout_ref.actor.grad_clip": "0.5"}
     config = compose_config(overrides)
-    reason = unread(config, "actor_rollout_ref.actor.grad_clip")
-    assert reason is not None and "reads 'grad_clip'" in reason
-    assert unread(config, "actor_rollout_ref.actor.optim.clip_grad") is None
-    wrong = {**overrides, "+trainer.v1.agentspec.no_such_setting": "1"}
-    assert unread(compose_config(wrong), "+trainer.v1.agentspec.no_such_setting") is not None
+    with contextlib.chdir(_shipped_folder(overrides)):
+        reason = unread(config, "actor_rollout_ref.actor.grad_clip")
+        assert reason is not None and "reads 'grad_clip'" in reason
+        assert unread(config, "actor_rollout_ref.actor.optim.clip_grad") is None
+        wrong = {**overrides, "+trainer.v1.agentspec.no_such_setting": "1"}
+        assert unread(compose_config(wrong), "+trainer.v1.agentspec.no_such_setting") is not None

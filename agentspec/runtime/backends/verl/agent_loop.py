@@ -28,6 +28,7 @@ generated module) and ``layout``.
 from __future__ import annotations
 
 import json
+import sys
 import time
 import traceback
 import uuid
@@ -201,11 +202,17 @@ def record_error(config: Any, exc: BaseException) -> None:
     verl only logs an agent loop's exception in the worker and retries the prompt
     group with fresh prompts; the ``agentspec`` trainer stops after too many failed
     groups and raises with this file's contents, so the error reaches the caller.
+    The file is in the driver's run folder: a worker on another node, which does not
+    see it, writes the traceback to its stderr instead, which Ray forwards to the
+    driver's console.
     """
     path = (config.trainer.v1.get("agentspec", {}) or {}).get("error_file")
     if not path:
         return
     text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    if not Path(str(path)).parent.is_dir():
+        print(f"agentspec: a failed episode on this node:\n{text}", file=sys.stderr)
+        return
     with Path(str(path)).open("a", encoding="utf-8") as f:
         f.write(text + "\n")
 

@@ -5,8 +5,8 @@
 config), prepares the same overrides (:func:`.launcher.prepared_run`: the Ray
 start-up settings and the workers' environment included, so the printed command
 launches exactly as the run does), and returns a :class:`DryRun`: the notes
-(the attention of every model verl builds, the teacher's placement), the worker
-environment, the standalone ``python -m verl.trainer.main_ppo`` command line
+(the attention of every model verl builds, the teacher's placement, what the run
+ships to its workers and its size: :mod:`.shipping`), the worker environment, the standalone ``python -m verl.trainer.main_ppo`` command line
 equivalent to the run, and verl's config composed in-process by Hydra from those
 overrides (what ``main_ppo --cfg job`` prints) and checked with verl's own
 ``validate_config``. Ray is not started.
@@ -73,6 +73,8 @@ def dry_run(
     out_dir: str | Path,
     overrides: Mapping[str, str],
     ray_address: str | None = None,
+    *,
+    shared_storage: bool = False,
 ) -> DryRun:
     """Compile, merge and compose as :func:`.launcher.train_verl` would; start nothing.
 
@@ -86,7 +88,7 @@ def dry_run(
     check_verl_version()
     run = Path(out_dir).resolve()
     user = {k: str(v) for k, v in overrides.items()}
-    prepared = prepared_run(spec_path, run, user, ray_address)
+    prepared = prepared_run(spec_path, run, user, ray_address, shared_storage=shared_storage)
     config = validated_config(prepared)
     return DryRun(
         device="cpu" if prepared.cpu else str(config.trainer.device),

@@ -25,7 +25,7 @@ Without a GPU (or with ``trainer.device=cpu``) the CPU path of :mod:`.cpu` is
 used: the ``cpu`` platform, the transformers rollout, Ray with logical GPUs.
 
 One launch path: the run and the standalone command that ``--dry-run`` prints
-give ``main_ppo`` the same overrides (:func:`launch_overrides`: the Ray start-up
+give ``main_ppo`` the same overrides (:func:`.ray_env.launch_overrides`: the Ray start-up
 settings and the workers' environment under ``ray_kwargs.ray_init``), and both
 leave ``ray.init`` to verl's ``run_ppo``, which adds its own worker environment
 (``get_ppo_ray_runtime_env``: vLLM and NCCL settings) under ours.
@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import math
 import os
 import sys
 import warnings
@@ -44,11 +43,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from agentspec.compiler.package_files import PackageFileError
 from agentspec.core.diagnostics import waived_by
 from agentspec.runtime.backends.verl import (
-    ENGINES_ENV,
     KL_IN_REWARD_REFUSED,
-    PLUGIN_MODULE,
     check_verl_version,
 )
 from agentspec.runtime.backends.verl.attention import (
@@ -60,11 +58,24 @@ from agentspec.runtime.backends.verl.attention import (
 from agentspec.runtime.backends.verl.counts import count_problems, fit_micro_batches
 from agentspec.runtime.backends.verl.metrics import MetricsStream, convert_metrics
 from agentspec.runtime.backends.verl.placement import TeacherPlacement, teacher_placement
+from agentspec.runtime.backends.verl.ray_env import (
+    CHECKPOINTS_ON_A_CLUSTER,
+    launch_overrides,
+    setting,
+    worker_env,
+)
 from agentspec.runtime.backends.verl.run_folder import (
     VerlTarget,
     build_verl_target,
     cpu_overrides,
     gpu_overrides,
+)
+from agentspec.runtime.backends.verl.shipping import (
+    DriverNodeTaskRunner,
+    Shipment,
+    ShippingError,
+    relative_inputs,
+    ship_run,
 )
 from agentspec.runtime.backends.verl.vllm_rollout import (
     head_size,
@@ -79,11 +90,9 @@ __all__ = [
     "compose_config",
     "convert_metrics",
     "launch",
-    "launch_overrides",
     "prepare_run",
     "prepared_run",
     "train_verl",
-    "worker_env",
 ]
 
 
@@ -170,84 +179,17 @@ def prepare_run(
     dtype_key = "trainer.v1.agentspec.teacher_dtype"
     if (
         cpu
-        and _setting(merged, "trainer.v1.agentspec.teacher_path")
+        and setting(merged, "trainer.v1.agentspec.teacher_path")
         and dtype_key not in {k.lstrip("+") for k in user}
     ):
         # the local backend's CPU scorer is float32: the same numbers on both backends
         merged["+" + dtype_key] = "float32"
     merged = fit_micro_batches(merged, user)
-    if _setting(merged, "actor_rollout_ref.rollout.name") == "vllm":
+    if setting(merged, "actor_rollout_ref.rollout.name") == "vllm":
         error = vllm_head_size_error(head_size(model), str(target.training.get("model")))
         if error:
             raise ValueError(error)
     return target, merged
-
-
-def _setting(overrides: Mapping[str, str], key: str, default: str | None = None) -> str | None:
-    """The value ``overrides`` gives ``key`` (with or without a leading ``+``)."""
-    return overrides.get(key, overrides.get("+" + key, default))
-
-
-def worker_env(target: VerlTarget, run: Path, *, cpu: bool) -> dict[str, str]:
-    """Environment of every Ray worker: the plugin, the generated modules, the file logger,
-    agentspec's critic engine."""
-    path = os.pathsep.join(p for p in (str(target.out_dir), os.environ.get("PYTHONPATH", "")) if p)
-    env = {
-        "VERL_USE_EXTERNAL_MODULES": PLUGIN_MODULE,
-        "PYTHONPATH": path,
-        "VERL_FILE_LOGGER_PATH": str(run / "verl_metrics.jsonl"),
-        "TOKENIZERS_PARALLELISM": "false",
-        "TRANSFER_QUEUE_ENABLE": "1",
-        ENGINES_ENV: "1",
-    }
-    if cpu:
-        env.update({"VERL_PLATFORM": "cpu", "OMP_NUM_THREADS": "1"})
-    if os.environ.get("AGENTSPEC_DATA"):
-        # the tools resolve their data at run time, in the workers: the driver's data root
-        # (on a cluster, a path every node sees: docs/verl.md, "On an existing Ray cluster")
-        env["AGENTSPEC_DATA"] = str(Path(os.environ["AGENTSPEC_DATA"]).resolve())
-    return env
-
-
-def _hydra_string(value: str) -> str:
-    """``value`` as a quoted Hydra string (a bare ``1`` or ``false`` would become a number or a
-    boolean, and Ray takes only strings as environment values)."""
-    return '"' + value.replace('"', '\\"') + '"'
-
-
-def launch_overrides(
-    merged: Mapping[str, str],
-    env: Mapping[str, str],
-    *,
-    cpu: bool,
-    ray_address: str | None,
-    extra_gpus: float = 0,
-) -> dict[str, str]:
-    """``merged`` plus how ``run_ppo`` starts Ray: the workers' environment
-    (``ray_kwargs.ray_init.runtime_env.env_vars``, merged over verl's own), and either the
-    cluster's address or a local cluster's CPUs (and, on the CPU path, logical GPUs:
-    ``trainer.n_gpus_per_node`` plus ``extra_gpus`` for a teacher placed on a GPU). A
-    ``ray_kwargs`` key the user set is kept."""
-    out = dict(merged)
-    ray: dict[str, str] = {
-        f"+ray_kwargs.ray_init.runtime_env.env_vars.{k}": _hydra_string(v) for k, v in env.items()
-    }
-    if ray_address:
-        ray["+ray_kwargs.ray_init.address"] = ray_address
-    else:
-        # a cluster of this run's own: without an address Ray would attach to one that
-        # `ray start` left running here (RAY_ADDRESS, /tmp/ray/ray_current_cluster) and
-        # refuse num_cpus; `local` always starts a new one
-        ray["+ray_kwargs.ray_init.address"] = "local"
-        ray["ray_kwargs.ray_init.num_cpus"] = str(max(16, os.cpu_count() or 1))
-        ray["+ray_kwargs.ray_init.include_dashboard"] = "False"
-        if cpu:
-            gpus = float(_setting(merged, "trainer.n_gpus_per_node", "1") or 1) + extra_gpus
-            ray["+ray_kwargs.ray_init.num_gpus"] = str(math.ceil(gpus))
-    for key, value in ray.items():
-        if _setting(out, key.lstrip("+")) is None:
-            out[key] = value
-    return out
 
 
 def compose_config(overrides: Mapping[str, str]) -> Any:
@@ -259,15 +201,21 @@ def compose_config(overrides: Mapping[str, str]) -> Any:
 
 
 @contextlib.contextmanager
-def _process_env(env: Mapping[str, str], module_dir: Path) -> Iterator[None]:
+def _process_env(env: Mapping[str, str], module_dir: Path, *, cwd: bool = False) -> Iterator[None]:
+    """``env`` and the generated modules in this process; with ``cwd``, also the target
+    folder as the working directory (a shipped run's inputs are relative to it)."""
     saved = {k: os.environ.get(k) for k in env}
     os.environ.update(env)
     added = str(module_dir) not in sys.path
     if added:
         sys.path.insert(0, str(module_dir))
+    before = Path.cwd()
+    if cwd:
+        os.chdir(module_dir)
     try:
         yield
     finally:
+        os.chdir(before)
         for key, value in saved.items():
             if value is None:
                 os.environ.pop(key, None)
@@ -298,7 +246,9 @@ def launch(
 
         started = not ray.is_initialized()
         try:
-            run_ppo(config, task_runner_class=task_runner_class or TaskRunnerV1)
+            run_ppo(
+                config, task_runner_class=task_runner_class or DriverNodeTaskRunner(TaskRunnerV1)
+            )
         finally:
             if started and ray.is_initialized():
                 ray.shutdown()
@@ -312,7 +262,8 @@ def validated_config(prepared: PreparedRun, overrides: Mapping[str, str] | None 
     (a printed command's), in the run's environment."""
     env, module_dir = prepared.env, prepared.target.out_dir
     overrides = prepared.overrides if overrides is None else overrides
-    with _process_env(env, module_dir), warnings.catch_warnings():
+    shipped = prepared.shipment is not None
+    with _process_env(env, module_dir, cwd=shipped), warnings.catch_warnings():
         # verl lists each optional engine it cannot import (torchtitan, megatron, …) as
         # a UserWarning: noise in a dry run that uses none of them
         warnings.filterwarnings("ignore", r".* engine is not available", UserWarning)
@@ -350,6 +301,8 @@ def train_verl(
     out_dir: str | Path,
     overrides: dict[str, str],
     ray_address: str | None,
+    *,
+    shared_storage: bool = False,
 ) -> Path:
     """Train ``spec_path`` with verl's own trainer; returns the run directory ``out_dir``.
 
@@ -361,6 +314,9 @@ def train_verl(
             does not declare).
         ray_address: join this Ray cluster (``auto`` or ``HOST:PORT``) instead of
             starting a local one. Workers must see agentspec installed.
+        shared_storage: the run folder and ``${AGENTSPEC_DATA}`` are at the same path
+            on every node: workers read them in place instead of the run being shipped
+            to them (:mod:`.shipping`).
 
     Raises whatever verl raises (a failure inside a Ray worker arrives as
     ``ray.exceptions.RayTaskError`` carrying the worker's traceback).
@@ -370,7 +326,9 @@ def train_verl(
     check_verl_version()
     run = Path(out_dir).resolve()
     run.mkdir(parents=True, exist_ok=True)
-    prepared = prepared_run(spec_path, run, dict(overrides or {}), ray_address)
+    prepared = prepared_run(
+        spec_path, run, dict(overrides or {}), ray_address, shared_storage=shared_storage
+    )
     for note in prepared.notes:
         print(f"note: {note}", file=sys.stderr)
     config = validated_config(prepared)
@@ -400,15 +358,23 @@ class PreparedRun:
     """The ``--set`` overrides as given."""
     local_gpus: int | None
     """The machine's GPUs when agentspec starts the Ray cluster itself on CUDA, else ``None``."""
+    shipment: Shipment | None = None
+    """What the run ships to its workers (``None`` with shared storage)."""
 
 
 def prepared_run(
-    spec_path: str | Path, run: Path, user: Mapping[str, Any], ray_address: str | None = None
+    spec_path: str | Path,
+    run: Path,
+    user: Mapping[str, Any],
+    ray_address: str | None = None,
+    *,
+    shared_storage: bool = False,
 ) -> PreparedRun:
-    """Compile the verl target into ``run``, merge the overrides and add how Ray starts.
+    """Compile the verl target into ``run``, merge the overrides and add how Ray starts
+    and what it ships to the workers (:mod:`.shipping`; nothing with ``shared_storage``).
 
-    Bad settings (an unknown one, a missing teacher, a model vLLM cannot serve) raise
-    :class:`VerlSetupError` before anything starts.
+    Bad settings (an unknown one, a missing teacher, a model vLLM cannot serve, a run
+    too big to ship) raise :class:`VerlSetupError` before anything starts.
     """
     if ray_address and "trainer.device" not in user and not _has_cuda():
         raise VerlSetupError(
@@ -422,27 +388,56 @@ def prepared_run(
         placement = _teacher_placement(merged, cpu=cpu, ray_address=ray_address)
     except (ValueError, FileNotFoundError) as exc:
         raise VerlSetupError(str(exc)) from exc
-    env = worker_env(target, run, cpu=cpu)
+    shipment = None if shared_storage else _ship(Path(spec_path), target, merged)
+    if shipment is not None:
+        merged = {**relative_inputs(merged, target.out_dir), **shipment.runtime_env()}
+    env = worker_env(target, run, cpu=cpu, shared_storage=shared_storage)
     overrides = launch_overrides(
         merged, env, cpu=cpu, ray_address=ray_address, extra_gpus=placement.num_gpus
     )
-    notes = [attention_note(merged), *placement.notes]
-    kl = float(_setting(merged, "actor_rollout_ref.actor.kl_loss_coef", "0") or 0)
-    if cpu and kl > 0 and _setting(merged, "actor_rollout_ref.actor.use_kl_loss") == "False":
-        notes.append(
-            f"training.kl_coef ({kl:g}) is not applied on verl's CPU path: verl 0.9.1 builds "
-            "the reference model with FSDP2's CPU offload, which needs an accelerator; "
-            "the GPU path and the local backend apply it"
-        )
-    if not cpu and _setting(merged, "actor_rollout_ref.rollout.name") == "vllm":
-        notes += [n for n in [sampling_note(merged)] if n]
+    notes = [attention_note(merged), *placement.notes, *_notes(merged, cpu=cpu)]
+    if shipment is not None:
+        notes.append(shipment.note())
+        if ray_address and int(setting(merged, "trainer.save_freq", "0") or 0) > 0:
+            notes.append(CHECKPOINTS_ON_A_CLUSTER)
     from agentspec.runtime.backends.local.model_defaults import setting_origins
 
     plain = {k: v for k, v in user.items() if "." not in k}
     local = None if cpu or ray_address else _cuda_count()
     return PreparedRun(
-        target, overrides, env, cpu, notes, setting_origins(spec_path, plain), dict(user), local
+        target,
+        overrides,
+        env,
+        cpu,
+        notes,
+        setting_origins(spec_path, plain),
+        dict(user),
+        local,
+        shipment,
     )
+
+
+def _ship(spec_path: Path, target: VerlTarget, merged: dict[str, str]) -> Shipment:
+    """What the run ships to its workers (:func:`.shipping.ship_run`), or why it cannot."""
+    try:
+        return ship_run(spec_path, target.out_dir, merged)
+    except (ShippingError, PackageFileError) as exc:
+        raise VerlSetupError(str(exc)) from exc
+
+
+def _notes(merged: Mapping[str, str], *, cpu: bool) -> list[str]:
+    """What the user should know of the settings on this device."""
+    notes = []
+    kl = float(setting(merged, "actor_rollout_ref.actor.kl_loss_coef", "0") or 0)
+    if cpu and kl > 0 and setting(merged, "actor_rollout_ref.actor.use_kl_loss") == "False":
+        notes.append(
+            f"training.kl_coef ({kl:g}) is not applied on verl's CPU path: verl 0.9.1 builds "
+            "the reference model with FSDP2's CPU offload, which needs an accelerator; "
+            "the GPU path and the local backend apply it"
+        )
+    if not cpu and setting(merged, "actor_rollout_ref.rollout.name") == "vllm":
+        notes += [n for n in [sampling_note(merged)] if n]
+    return notes
 
 
 def _cuda_count() -> int | None:
@@ -459,8 +454,8 @@ def _teacher_placement(
 ) -> TeacherPlacement:
     """The OPD teacher's placement from ``+trainer.v1.agentspec.teacher_*`` (see :mod:`.placement`)."""
     agentspec = "trainer.v1.agentspec."
-    pool = int(_setting(merged, "trainer.n_gpus_per_node", "1") or 1) * int(
-        _setting(merged, "trainer.nnodes", "1") or 1
+    pool = int(setting(merged, "trainer.n_gpus_per_node", "1") or 1) * int(
+        setting(merged, "trainer.nnodes", "1") or 1
     )
     local = None
     if not cpu and not ray_address and _has_cuda():
@@ -468,9 +463,9 @@ def _teacher_placement(
 
         local = int(torch.cuda.device_count())
     return teacher_placement(
-        _setting(merged, agentspec + "teacher_path"),
-        str(_setting(merged, agentspec + "teacher_placement", "trainer")),
-        float(_setting(merged, agentspec + "teacher_num_gpus", "1") or 1),
+        setting(merged, agentspec + "teacher_path"),
+        str(setting(merged, agentspec + "teacher_placement", "trainer")),
+        float(setting(merged, agentspec + "teacher_num_gpus", "1") or 1),
         local_gpus=local,
         pool_gpus=pool,
     )
