@@ -17,7 +17,6 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
-import signal
 import socket
 import subprocess
 import sys
@@ -28,7 +27,14 @@ from pathlib import Path
 import pytest
 from safetensors.torch import load_file
 from serve.helpers import free_port
-from verl_helpers import SMALL, SPEC, anchored_calculator, check_trained_run, warm_started_tiny
+from verl_helpers import (
+    SMALL,
+    SPEC,
+    anchored_calculator,
+    check_trained_run,
+    stop_process_group,
+    warm_started_tiny,
+)
 
 from agentspec.runtime.backends.verl.run_folder import build_verl_target
 
@@ -84,17 +90,7 @@ def ray_head(
         _wait_for(port, head)
         yield f"127.0.0.1:{port}", temp_dir
     finally:
-        # `ray start --block` stops its processes one by one on SIGTERM (some 30 s);
-        # the cluster is this test's alone, so after a short grace its whole process
-        # group is killed
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(head.pid, signal.SIGTERM)
-        try:
-            head.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(head.pid, signal.SIGKILL)
-            head.wait(timeout=30)
+        stop_process_group(head)
 
 
 def head_is_alive(address: str) -> bool:

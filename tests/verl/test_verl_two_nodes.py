@@ -23,7 +23,6 @@ import json
 import os
 import secrets
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -34,7 +33,7 @@ from pathlib import Path
 
 import pytest
 from serve.helpers import free_port
-from verl_helpers import SMALL
+from verl_helpers import SMALL, stop_process_group
 
 pytestmark = pytest.mark.slow
 
@@ -126,17 +125,6 @@ def _ray() -> str:
     return str(Path(sys.executable).parent / "ray")
 
 
-def _stop(process: subprocess.Popen[bytes]) -> None:
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(process.pid, signal.SIGTERM)
-    try:
-        process.wait(timeout=5)
-    except subprocess.TimeoutExpired:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGKILL)
-        process.wait(timeout=30)
-
-
 def _wait_for_nodes(
     address: str,
     count: int,
@@ -224,8 +212,8 @@ def two_nodes(tmp_path: Path) -> Iterator[tuple[str, Path, dict[str, str], str]]
         yield address, driver, env, second_id
     finally:
         if second is not None:
-            _stop(second)
-        _stop(head)
+            stop_process_group(second)
+        stop_process_group(head)
         shutil.rmtree(temp_dir, ignore_errors=True)
 
 

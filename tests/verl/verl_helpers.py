@@ -4,9 +4,13 @@ the checks every training run on verl passes."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import math
+import os
 import random
+import signal
+import subprocess
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -178,3 +182,17 @@ def check_trained_run(run: Path, target: Any, algorithm: str, initial: dict[str,
     if algorithm == "gigpo":  # the spec's anchors reached the estimator
         anchors = {a for d in loaded for r in d["records"] for a in r["anchors"]}
         assert anchors >= {"a:step 0", "a:step 1"}, anchors  # `a:`: the spec's, not a digest
+
+
+def stop_process_group(process: subprocess.Popen[bytes]) -> None:
+    """End a `ray start --block` this test started, and everything it started: SIGTERM
+    to its process group, SIGKILL after a short grace (`ray start --block` stops its
+    processes one by one, some 30 s; `ray stop` would end every Ray of the machine)."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGTERM)
+    try:
+        process.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait(timeout=30)
